@@ -1,0 +1,188 @@
+/* fs helpers; errors name the path and the system's reason. */
+#include "common/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/strv.h"
+
+int tony_mkdir_p(const char *path, int mode, tony_error *err) {
+    char *p = tony_strdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        if (mkdir(p, (mode_t)mode) && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            return tony_err(err, "cannot create directory %s: %s", path, strerror(e));
+        }
+        *s = '/';
+    }
+    int rc = 0;
+    if (mkdir(p, (mode_t)mode) && errno != EEXIST)
+        rc = tony_err(err, "cannot create directory %s: %s", path, strerror(errno));
+    free(p);
+    return rc;
+}
+
+int tony_rm_rf(const char *path, tony_error *err) {
+    struct stat st;
+    if (lstat(path, &st)) return errno == ENOENT ? 0 : tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) return tony_err(err, "cannot open directory %s: %s", path, strerror(errno));
+        struct dirent *de;
+        int rc = 0;
+        while (rc == 0 && (de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            char *child = tony_path_join(path, de->d_name);
+            rc = tony_rm_rf(child, err);
+            free(child);
+        }
+        closedir(d);
+        if (rc) return rc;
+        if (rmdir(path)) return tony_err(err, "cannot remove %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (unlink(path)) return tony_err(err, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+bool tony_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool tony_file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+int tony_read_file(const char *path, char **out, size_t *len, tony_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return tony_err(err, "cannot read %s: %s", path, strerror(errno));
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tony_buf_append(&b, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        tony_buf_free(&b);
+        return tony_err(err, "cannot read %s: I/O error", path);
+    }
+    *out = b.data;
+    if (len) *len = b.len;
+    return 0;
+}
+
+int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err) {
+    char *tmp = tony_sprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return tony_err(err, "cannot write %s: %s", path, strerror(e));
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            return tony_err(err, "cannot write %s: %s", path, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    fchmod(fd, (mode_t)mode);
+    close(fd);
+    if (rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        return tony_err(err, "cannot write %s: %s", path, strerror(e));
+    }
+    free(tmp);
+    return 0;
+}
+
+int tony_copy_file(const char *src, const char *dst, tony_error *err) {
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) return tony_err(err, "cannot read %s: %s", src, strerror(errno));
+    struct stat st;
+    fstat(in, &st);
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return tony_err(err, "cannot write %s: %s", dst, strerror(e));
+    }
+    char buf[65536];
+    ssize_t n;
+    int rc = 0;
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        if (write(out, buf, (size_t)n) != n) {
+            rc = tony_err(err, "cannot write %s: %s", dst, strerror(errno));
+            break;
+        }
+    }
+    if (n < 0) rc = tony_err(err, "cannot read %s: %s", src, strerror(errno));
+    close(in);
+    close(out);
+    return rc;
+}
+
+int tony_copy_tree(const char *src, const char *dst, tony_error *err) {
+    struct stat st;
+    if (lstat(src, &st)) return tony_err(err, "cannot read %s: %s", src, strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(src, target, sizeof target - 1);
+        if (n < 0) return tony_err(err, "cannot read link %s: %s", src, strerror(errno));
+        target[n] = '\0';
+        if (symlink(target, dst) && errno != EEXIST)
+            return tony_err(err, "cannot create link %s: %s", dst, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) return tony_copy_file(src, dst, err);
+    if (tony_mkdir_p(dst, (int)(st.st_mode & 0777) | 0700, err)) return -1;
+    DIR *d = opendir(src);
+    if (!d) return tony_err(err, "cannot open directory %s: %s", src, strerror(errno));
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char *s = tony_path_join(src, de->d_name), *t = tony_path_join(dst, de->d_name);
+        rc = tony_copy_tree(s, t, err);
+        free(s);
+        free(t);
+    }
+    closedir(d);
+    return rc;
+}
+
+char *tony_path_join(const char *a, const char *b) {
+    if (!a || !*a || b[0] == '/') return tony_strdup(b);
+    size_t n = strlen(a);
+    return tony_sprintf("%s%s%s", a, a[n - 1] == '/' ? "" : "/", b);
+}
+
+const char *tony_basename(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+char *tony_abspath(const char *path) {
+    if (path[0] == '/') return tony_strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return tony_strdup(path);
+    return tony_path_join(cwd, path);
+}

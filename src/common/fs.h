@@ -1,0 +1,27 @@
+/* Files and directories: the job dir, task work dirs, staged files. */
+#ifndef TONY_FS_H
+#define TONY_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+int tony_mkdir_p(const char *path, int mode, tony_error *err);
+/* Removes a file or a whole tree; a missing path is not an error. */
+int tony_rm_rf(const char *path, tony_error *err);
+bool tony_is_dir(const char *path);
+bool tony_file_exists(const char *path);
+/* Reads a whole file into a NUL-terminated malloc'ed buffer. */
+int tony_read_file(const char *path, char **out, size_t *len, tony_error *err);
+/* Writes atomically (temp file + rename) with the given mode. */
+int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err);
+int tony_copy_file(const char *src, const char *dst, tony_error *err);
+/* Copies a directory tree (files and dirs; symlinks kept as links). */
+int tony_copy_tree(const char *src, const char *dst, tony_error *err);
+char *tony_path_join(const char *a, const char *b); /* malloc'ed */
+const char *tony_basename(const char *path);       /* points into path */
+/* Absolute form of path (relative to the cwd); malloc'ed. */
+char *tony_abspath(const char *path);
+
+#endif

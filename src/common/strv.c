@@ -1,0 +1,173 @@
+/* tony_strv, tony_buf and small string helpers. Allocation failure aborts:
+ * a coordinator that cannot allocate a few bytes cannot do anything useful. */
+#include "common/strv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *tony_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) { fputs("tony: out of memory\n", stderr); abort(); }
+    return p;
+}
+
+void *tony_xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) { fputs("tony: out of memory\n", stderr); abort(); }
+    return p;
+}
+
+void *tony_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) { fputs("tony: out of memory\n", stderr); abort(); }
+    return q;
+}
+
+char *tony_strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = tony_xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+static char *vsprintf_alloc(const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    char *s = tony_xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *tony_sprintf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vsprintf_alloc(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static void strv_push_owned(tony_strv *v, char *s) {
+    if (v->len + 2 > v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 8;
+        v->items = tony_xrealloc(v->items, v->cap * sizeof *v->items);
+    }
+    v->items[v->len++] = s;
+    v->items[v->len] = NULL;
+}
+
+void tony_strv_push(tony_strv *v, const char *s) { strv_push_owned(v, tony_strdup(s ? s : "")); }
+
+void tony_strv_pushf(tony_strv *v, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    strv_push_owned(v, vsprintf_alloc(fmt, ap));
+    va_end(ap);
+}
+
+void tony_strv_free(tony_strv *v) {
+    for (size_t i = 0; i < v->len; i++) free(v->items[i]);
+    free(v->items);
+    v->items = NULL;
+    v->len = v->cap = 0;
+}
+
+int tony_strv_index(const tony_strv *v, const char *s) {
+    for (size_t i = 0; i < v->len; i++)
+        if (strcmp(v->items[i], s) == 0) return (int)i;
+    return -1;
+}
+
+bool tony_strv_contains(const tony_strv *v, const char *s) { return tony_strv_index(v, s) >= 0; }
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tony_strv_sort(tony_strv *v) {
+    if (v->len > 1) qsort(v->items, v->len, sizeof *v->items, cmp_str);
+}
+
+char *tony_strv_join(const tony_strv *v, const char *sep) {
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    for (size_t i = 0; i < v->len; i++) {
+        if (i) tony_buf_puts(&b, sep);
+        tony_buf_puts(&b, v->items[i]);
+    }
+    return b.data;
+}
+
+void tony_split_csv(const char *s, tony_strv *out) {
+    if (!s) return;
+    char *copy = tony_strdup(s), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = tony_trim(tok);
+        if (*tok) tony_strv_push(out, tok);
+    }
+    free(copy);
+}
+
+char *tony_trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    return s;
+}
+
+bool tony_str_starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool tony_str_ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+bool tony_parse_ll(const char *s, long long *out) {
+    if (!s) return false;
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+void tony_buf_append(tony_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        b->data = tony_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void tony_buf_puts(tony_buf *b, const char *s) { tony_buf_append(b, s, strlen(s)); }
+
+void tony_buf_printf(tony_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vsprintf_alloc(fmt, ap);
+    va_end(ap);
+    tony_buf_puts(b, s);
+    free(s);
+}
+
+void tony_buf_free(tony_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

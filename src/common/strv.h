@@ -1,0 +1,52 @@
+/* Growable string lists and string helpers shared by every module. A tony_strv
+ * owns its strings; a zeroed tony_strv is a valid empty list. */
+#ifndef TONY_STRV_H
+#define TONY_STRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct tony_strv {
+    char **items; /* always NULL-terminated when len > 0 (usable as argv) */
+    size_t len;
+    size_t cap;
+} tony_strv;
+
+void tony_strv_push(tony_strv *v, const char *s);
+void tony_strv_pushf(tony_strv *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tony_strv_free(tony_strv *v);
+int tony_strv_index(const tony_strv *v, const char *s); /* -1 if absent */
+bool tony_strv_contains(const tony_strv *v, const char *s);
+void tony_strv_sort(tony_strv *v);
+/* Joins with sep into a new string (caller frees). */
+char *tony_strv_join(const tony_strv *v, const char *sep);
+
+/* Appends to out the comma-separated entries of s, trimmed, skipping empty
+ * ones (TonY tolerates "a,,b"). s may be NULL. */
+void tony_split_csv(const char *s, tony_strv *out);
+
+/* malloc'ed printf; aborts on out-of-memory like the other allocators here. */
+char *tony_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *tony_strdup(const char *s); /* NULL-safe */
+void *tony_xmalloc(size_t n);
+void *tony_xcalloc(size_t n, size_t size);
+void *tony_xrealloc(void *p, size_t n);
+/* Trims ASCII whitespace in place and returns s. */
+char *tony_trim(char *s);
+bool tony_str_starts_with(const char *s, const char *prefix);
+bool tony_str_ends_with(const char *s, const char *suffix);
+/* Parses a whole string as a base-10 integer; false on junk or overflow. */
+bool tony_parse_ll(const char *s, long long *out);
+
+/* A growable byte/char buffer, always NUL-terminated. */
+typedef struct tony_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} tony_buf;
+void tony_buf_append(tony_buf *b, const char *s, size_t n);
+void tony_buf_puts(tony_buf *b, const char *s);
+void tony_buf_printf(tony_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tony_buf_free(tony_buf *b);
+
+#endif

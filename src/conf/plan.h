@@ -1,0 +1,85 @@
+/* The job plan: a validated, typed view of a merged configuration — every
+ * role with its instances, resources, command and completion rules, and the
+ * job-wide settings the coordinator needs. Built once by the client (for
+ * validation and --dry-run) and again by the coordinator from tony-final.xml. */
+#ifndef TONY_PLAN_H
+#define TONY_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "common/strv.h"
+#include "conf/conf.h"
+
+typedef enum {
+    TONY_ROLE_TRACKED,   /* the job waits for it; its result counts */
+    TONY_ROLE_UNTRACKED, /* tony.application.untracked.jobtypes (ps): killed when tracked roles finish;
+                            failing on its own fails the job at once */
+    TONY_ROLE_SIDECAR,   /* tony.application.sidecar.jobtypes (tensorboard): killed at the end, failures ignored */
+} tony_role_kind;
+
+typedef enum { TONY_STAGE_PREPARE = 0, TONY_STAGE_TRAINING = 1 } tony_stage;
+
+typedef struct tony_role {
+    char *name;
+    int instances;
+    long long memory_mb;
+    int vcores;
+    int gpus;
+    char *command;         /* tony.<t>.command, else tony.containers.command; never NULL when instances > 0 */
+    char *resources;       /* tony.<t>.resources joined with tony.containers.resources (raw list) */
+    char *node_label;      /* tony.<t>.node-label or NULL */
+    char *docker_image;    /* tony.docker.<t>.image / tony.docker.containers.image when docker is enabled */
+    tony_role_kind kind;
+    bool stop_on_failure;  /* in tony.application.stop-on-failure-jobtypes */
+    tony_stage stage;      /* roles of the training stage start after the prepare stage's tracked tasks end */
+} tony_role;
+
+typedef struct tony_plan {
+    tony_role *roles; /* roles with instances > 0, sorted by name */
+    size_t nroles;
+    char *framework;  /* lower-case runtime name, e.g. "tensorflow" */
+    bool gang;        /* tony.application.distributed-mode GANG (else FCFS) */
+    bool single_node; /* no instances at all: the command runs in the coordinator */
+    bool has_stages;  /* prepare/training stages configured */
+    bool fail_on_worker_failure;
+    /* One failed tracked task ends the attempt at once: workers that train in
+     * lock-step (DDP, Horovod, TF collective all-reduce) cannot survive a lost
+     * peer. From tony.application.fail-fast-lockstep (auto|true|false);
+     * "auto" asks the framework runtime. */
+    bool lockstep;
+    int retry_count;                    /* tony.am.retry-count */
+    long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
+    int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
+    long long app_timeout_ms;           /* tony.application.timeout, 0 = none */
+    long long execution_timeout_ms;     /* tony.task.executor.execution-timeout-ms or tony.worker.timeout, 0 = none */
+    long long registration_timeout_ms;  /* tony.container.registration.timeout or tony.container.allocation.timeout, <=0 = none */
+    long long metrics_interval_ms;      /* tony.task.metrics-interval-ms */
+    char *am_command;                   /* single-node / preprocess command: tony.am.command or tony.containers.command */
+    long long am_memory_mb;
+    int am_vcores;
+    int am_gpus;
+    tony_env shell_env;                 /* tony.execution.envs: the user process's env */
+    tony_env container_env;             /* tony.containers.envs: executor (container) env */
+    char *tensorboard_log_dir;          /* tony.application.tensorboard-log-dir or NULL */
+} tony_plan;
+
+/* Reads and validates c. Every error names the key and says what to do:
+ * non-numeric or negative numbers, unknown framework (with the nearest known
+ * name), tony.task.max-total-* and tony.<t>.max-instances limits, a role
+ * without a command, stages that do not cover the roles, the framework
+ * runtime's own rules (e.g. standalone needs exactly one instance). */
+int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err);
+void tony_plan_free(tony_plan *p);
+
+const tony_role *tony_plan_role(const tony_plan *p, const char *name); /* NULL if absent */
+int tony_plan_total_instances(const tony_plan *p);
+/* Tasks the job waits for (tracked roles' instances): TonY's TASK_NUM. */
+int tony_plan_tracked_tasks(const tony_plan *p);
+/* chief:* when a "chief" role exists, else worker:0. */
+bool tony_plan_is_chief(const tony_plan *p, const char *role, int index);
+const char *tony_role_kind_name(tony_role_kind k); /* "tracked" | "untracked" | "sidecar" */
+
+#endif

@@ -1,0 +1,54 @@
+/* Framework runtimes: the only code that knows TF_CONFIG, INIT_METHOD, DMLC_*,
+ * JAX's coordinator and friends. Each runtime validates a plan, says whether
+ * its workers train in lock-step, and produces the framework env of one task
+ * from the cluster spec. One file per framework; this header dispatches. */
+#ifndef TONY_RUNTIME_H
+#define TONY_RUNTIME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "conf/plan.h"
+
+/* What a runtime knows about the task it builds env for. */
+typedef struct tony_runtime_task {
+    const tony_plan *plan;
+    const char *role;
+    int index;
+    /* {"<role>": ["host:port", ...], ...} in index order, every role with
+     * instances (untracked and sidecar included). NULL in FCFS mode before all
+     * tasks registered; may then be partial. */
+    const json_t *cluster_spec;
+} tony_runtime_task;
+
+typedef struct tony_runtime {
+    const char *name;
+    /* Extra rules on the plan (NULL: none). */
+    int (*validate)(const tony_plan *plan, tony_error *err);
+    /* Do this runtime's workers train in lock-step under this plan? */
+    bool (*lockstep)(const tony_plan *plan);
+    /* Adds the framework's variables for one task to env. */
+    int (*task_env)(const tony_runtime_task *task, tony_env *env, tony_error *err);
+} tony_runtime;
+
+/* Case-insensitive lookup; NULL if unknown. */
+const tony_runtime *tony_runtime_find(const char *name);
+/* The known name closest to name (edit distance), for "did you mean". */
+const char *tony_runtime_suggest(const char *name);
+/* "tensorflow, pytorch, ..." for error messages. */
+const char *tony_runtime_names(void);
+
+/* Fills env with what every task gets whatever the framework, then the
+ * framework's own variables: JOB_NAME, TASK_INDEX, TASK_NUM, IS_CHIEF (chief
+ * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). */
+int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err);
+
+/* Host and port of <role>[index] in a cluster spec; -1 if absent. host is
+ * malloc'ed. */
+int tony_cluster_spec_addr(const json_t *spec, const char *role, int index, char **host, int *port);
+/* Number of entries of role in the spec (0 if absent). */
+int tony_cluster_spec_count(const json_t *spec, const char *role);
+
+#endif
