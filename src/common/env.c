@@ -2,6 +2,7 @@
 #include "common/env.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -22,6 +22,17 @@ int tony_err_wrap(tony_error *err, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    /* Truncation is acceptable: the start of the message says the most. */
+    size_t n = strlen(prefix);
+    memcpy(err->msg, prefix, n);
+    size_t room = sizeof err->msg - n;
+    if (room > 2) {
+        err->msg[n] = ':';
+        err->msg[n + 1] = ' ';
+        strncpy(err->msg + n + 2, old, room - 3);
+        err->msg[sizeof err->msg - 1] = '\0';
+    } else {
+        err->msg[sizeof err->msg - 1] = '\0';
+    }
     return -1;
 }

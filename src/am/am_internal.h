@@ -1,0 +1,72 @@
+/* What the coordinator's own files (am.c, api.c) share; nothing outside am/
+ * includes this. */
+#ifndef TONY_AM_INTERNAL_H
+#define TONY_AM_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "am/job.h"
+#include "backend/backend.h"
+#include "common/reaper.h"
+#include "conf/conf.h"
+#include "conf/plan.h"
+#include "runtime/runtime.h"
+
+typedef struct am_waiter {
+    struct evhttp_request *req;
+    am_task *task;
+    long long deadline_ms;
+} am_waiter;
+
+typedef struct tony_am {
+    struct event_base *base;
+    struct evhttp *http;
+    tony_reaper *reaper;
+    tony_conf *conf;
+    tony_plan plan;
+    const tony_runtime *runtime;
+    am_job job;
+    tony_backend *backend;
+    char *job_dir;
+    char *app_id;
+    char *secret;
+    char *self_exe;
+    char *host; /* address executors reach us at */
+    int port;
+    char *url;
+    long long started_ms, finished_ms;
+    int retries_left;
+    bool killed;          /* by the user: no restart */
+    bool timed_out;       /* tony.application.timeout: no restart */
+    bool done;            /* final status decided */
+    am_final_status final_status;
+    char *diagnostics;
+    am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
+    size_t nwaiters, capwaiters;
+    struct event *tick;
+    struct event *exit_timer;
+    struct event *sigterm, *sigint;
+    int single_pid;       /* single-node mode: the user's process in the coordinator */
+    char *single_dir;
+    bool status_dirty;
+} tony_am;
+
+long long am_now_ms(void);
+/* The job as JSON: what GET /v1/job returns and status.json holds. */
+json_t *am_job_json(const tony_am *am);
+int am_api_start(tony_am *am, tony_error *err);
+/* Answers every waiting executor whose gang is ready (or whose attempt ended). */
+void am_api_release_waiters(tony_am *am, bool force);
+void am_api_expire_waiters(tony_am *am, long long now_ms);
+/* The body of a "go" answer for task t: command, env, timeout. */
+json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err);
+
+/* Called by the API when something happened. */
+void am_on_kill_request(tony_am *am);
+void am_on_client_finished(tony_am *am);
+void am_advance(tony_am *am);
+const char *am_final_status_name(am_final_status s);
+
+#endif

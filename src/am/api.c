@@ -1,0 +1,356 @@
+/* The coordinator's HTTP+JSON API (/v1). Executors register, heartbeat and
+ * report; clients and the web UI read the job and ask to kill it. Every call
+ * that changes state must carry the job's secret. Registration is a long
+ * poll: the answer comes the moment the gang is complete. */
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "am/am_internal.h"
+#include "common/http.h"
+#include "common/log.h"
+#include "common/strv.h"
+
+#define REGISTER_POLL_MS 15000
+
+long long am_now_ms(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void reply_json(struct evhttp_request *req, int code, json_t *body) {
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add(buf, s, strlen(s));
+    evbuffer_add(buf, "\n", 1);
+    free(s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", buf);
+    evbuffer_free(buf);
+}
+
+static void reply_error(struct evhttp_request *req, int code, const char *msg) {
+    reply_json(req, code, json_pack("{s:s}", "error", msg));
+}
+
+const char *am_final_status_name(am_final_status s) {
+    switch (s) {
+    case AM_FINAL_SUCCEEDED: return "SUCCEEDED";
+    case AM_FINAL_FAILED: return "FAILED";
+    case AM_FINAL_KILLED: return "KILLED";
+    default: return "UNDEFINED";
+    }
+}
+
+static json_t *task_json(const tony_am *am, const am_task *t) {
+    char meaning[160];
+    json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
+                          am_task_state_name(t->state), "attempt", am->job.attempt);
+    if (t->host) {
+        json_object_set_new(o, "host", json_string(t->host));
+        json_object_set_new(o, "port", json_integer(t->port));
+    }
+    if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
+    if (t->exited || am_task_done(t)) {
+        json_object_set_new(o, "exit_status", json_integer(t->exit_status));
+        json_object_set_new(o, "exit_meaning",
+                            json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
+    }
+    if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
+    json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
+    if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
+    char *dir = tony_sprintf("%s/attempts/%d/%s-%d", am->job_dir, am->job.attempt, t->role->name, t->index);
+    char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
+    json_object_set_new(o, "log_dir", json_string(dir));
+    json_object_set_new(o, "stdout", json_string(out));
+    json_object_set_new(o, "stderr", json_string(err));
+    free(dir), free(out), free(err);
+    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(t->started_ms));
+    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(t->finished_ms));
+    return o;
+}
+
+json_t *am_job_json(const tony_am *am) {
+    const char *state = am->done                         ? "FINISHED"
+                        : am->plan.single_node           ? "RUNNING"
+                        : am->job.attempt_over           ? "FINISHING"
+                        : am_job_count_registered(&am->job) < am_job_count_requested(&am->job) ? "REGISTERING"
+                                                                                              : "RUNNING";
+    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
+                          am_final_status_name(am->final_status), "attempt", am->job.attempt, "backend",
+                          am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
+                          am->job_dir, "started_ms", am->started_ms);
+    json_object_set_new(o, "retries_left", json_integer(am->retries_left));
+    json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
+    if (am->url) json_object_set_new(o, "url", json_string(am->url));
+    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am->finished_ms));
+    const char *diag = am->diagnostics ? am->diagnostics : am->job.attempt_diagnostics;
+    if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < am->job.ntasks; i++) json_array_append_new(tasks, task_json(am, &am->job.tasks[i]));
+    if (am->plan.single_node && am->single_dir) {
+        json_t *t = json_pack("{s:s,s:i,s:s}", "role", "am", "index", 0, "state",
+                              am->done ? am_final_status_name(am->final_status) : "RUNNING");
+        char *out = tony_sprintf("%s/stdout", am->single_dir), *err = tony_sprintf("%s/stderr", am->single_dir);
+        json_object_set_new(t, "stdout", json_string(out));
+        json_object_set_new(t, "stderr", json_string(err));
+        free(out), free(err);
+        json_array_append_new(tasks, t);
+    }
+    json_object_set_new(o, "tasks", tasks);
+    return o;
+}
+
+static json_t *cluster_spec(const tony_am *am) {
+    json_t *spec = json_object();
+    for (size_t r = 0; r < am->plan.nroles; r++) {
+        const tony_role *role = &am->plan.roles[r];
+        json_t *arr = json_array();
+        for (int i = 0; i < role->instances; i++) {
+            const am_task *t = am_job_task((am_job *)&am->job, role->name, i);
+            if (!t || !t->host) continue;
+            json_array_append_new(arr, json_sprintf("%s:%d", t->host, t->port));
+        }
+        json_object_set_new(spec, role->name, arr);
+    }
+    return spec;
+}
+
+json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err) {
+    json_t *spec = cluster_spec(am);
+    tony_env env = {0};
+    tony_env_merge(&env, &am->plan.shell_env);
+    tony_runtime_task rt = {&am->plan, t->role->name, t->index, am->plan.gang ? spec : NULL};
+    if (tony_runtime_build_env(am->runtime, &rt, &env, err)) {
+        json_decref(spec);
+        tony_env_free(&env);
+        return NULL;
+    }
+    json_t *envj = json_object();
+    for (size_t i = 0; i < env.kv.len; i++) {
+        const char *kv = env.kv.items[i], *eq = strchr(kv, '=');
+        char *k = strndup(kv, (size_t)(eq - kv));
+        json_object_set_new(envj, k, json_string(eq + 1));
+        free(k);
+    }
+    tony_env_free(&env);
+    return json_pack("{s:s,s:s,s:o,s:o,s:I}", "status", "go", "command", t->role->command, "env", envj,
+                     "cluster_spec", spec, "execution_timeout_ms", am->plan.execution_timeout_ms);
+}
+
+static void answer_waiter(tony_am *am, am_waiter *w) {
+    tony_error err;
+    if (am->job.attempt_over) {
+        reply_json(w->req, 409, json_pack("{s:s,s:s}", "status", "ending", "error", "the attempt is ending"));
+        return;
+    }
+    json_t *go = am_task_go_json(am, w->task, &err);
+    if (!go) {
+        am_job_end_attempt(&am->job, AM_FINAL_FAILED, "cannot build the env of %s:%d: %s", w->task->role->name,
+                           w->task->index, err.msg);
+        reply_error(w->req, 500, err.msg);
+        am_advance(am);
+        return;
+    }
+    reply_json(w->req, 200, go);
+}
+
+void am_api_release_waiters(tony_am *am, bool force) {
+    if (!force && !am->job.attempt_over && am->plan.gang && !am_job_gang_ready(&am->job)) return;
+    /* Detach the list first: answering may re-enter (am_advance). */
+    am_waiter *ws = am->waiters;
+    size_t n = am->nwaiters;
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
+    if (n && !am->job.attempt_over) tony_info("gang complete: %zu task(s) may start", n);
+    for (size_t i = 0; i < n; i++) answer_waiter(am, &ws[i]);
+    free(ws);
+}
+
+void am_api_expire_waiters(tony_am *am, long long now_ms) {
+    for (size_t i = 0; i < am->nwaiters;) {
+        if (am->waiters[i].deadline_ms > now_ms) {
+            i++;
+            continue;
+        }
+        reply_json(am->waiters[i].req, 200, json_pack("{s:s}", "status", "wait"));
+        am->waiters[i] = am->waiters[--am->nwaiters];
+    }
+}
+
+static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t) {
+    /* One outstanding poll per task: a retried poll replaces the old one. */
+    for (size_t i = 0; i < am->nwaiters; i++) {
+        if (am->waiters[i].task != t) continue;
+        reply_json(am->waiters[i].req, 200, json_pack("{s:s}", "status", "wait"));
+        am->waiters[i].req = req;
+        am->waiters[i].deadline_ms = am_now_ms() + REGISTER_POLL_MS;
+        return;
+    }
+    if (am->nwaiters == am->capwaiters) {
+        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
+        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
+    }
+    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + REGISTER_POLL_MS};
+}
+
+static json_t *read_body(struct evhttp_request *req) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    if (n > 1 << 20) return NULL;
+    char *s = tony_xmalloc(n + 1);
+    evbuffer_remove(in, s, n);
+    s[n] = '\0';
+    json_t *j = json_loads(n ? s : "{}", 0, NULL);
+    free(s);
+    if (j && !json_is_object(j)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static bool secret_ok(tony_am *am, struct evhttp_request *req) {
+    const char *s = evhttp_find_header(evhttp_request_get_input_headers(req), TONY_SECRET_HEADER);
+    if (!s || strlen(s) != strlen(am->secret)) return false;
+    /* constant-time compare: the secret guards every state change */
+    unsigned char diff = 0;
+    for (size_t i = 0; s[i]; i++) diff |= (unsigned char)(s[i] ^ am->secret[i]);
+    return diff == 0;
+}
+
+/* /v1/tasks/<role>/<index>/<verb> */
+static void handle_task(tony_am *am, struct evhttp_request *req, const char *rest) {
+    char role[64], verb[32];
+    int index, consumed = 0;
+    if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
+        reply_error(req, 404, "unknown path; expected /v1/tasks/<role>/<index>/<register|heartbeat|started|finished>");
+        return;
+    }
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        reply_error(req, 405, "use POST");
+        return;
+    }
+    if (!secret_ok(am, req)) {
+        reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
+        return;
+    }
+    am_task *t = am_job_task(&am->job, role, index);
+    if (!t) {
+        reply_error(req, 404, "no such task in this job");
+        return;
+    }
+    json_t *body = read_body(req);
+    if (!body) {
+        reply_error(req, 400, "the body must be a JSON object");
+        return;
+    }
+    json_t *attempt_j = json_object_get(body, "attempt");
+    if (!json_is_integer(attempt_j)) {
+        json_decref(body);
+        reply_error(req, 400, "\"attempt\" (integer) is required");
+        return;
+    }
+    if (json_integer_value(attempt_j) != am->job.attempt || am->done) {
+        json_decref(body);
+        reply_json(req, 409, json_pack("{s:s,s:s}", "status", "stale", "error", "this attempt is over"));
+        return;
+    }
+    long long now = am_now_ms();
+    if (strcmp(verb, "register") == 0) {
+        const char *host = json_string_value(json_object_get(body, "host"));
+        json_int_t port = json_integer_value(json_object_get(body, "port"));
+        if (!host || !*host || port <= 0 || port > 65535) {
+            json_decref(body);
+            reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535)");
+            return;
+        }
+        if (am->job.attempt_over) {
+            json_decref(body);
+            reply_json(req, 409, json_pack("{s:s}", "status", "ending"));
+            return;
+        }
+        if (!t->host) {
+            t->host = tony_strdup(host);
+            t->port = (int)port;
+            t->registered_ms = now;
+            t->state = AM_TASK_REGISTERED;
+            am->status_dirty = true;
+            tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, host, (int)port,
+                      am_job_count_registered(&am->job), am_job_count_requested(&am->job));
+        }
+        t->last_heartbeat_ms = now;
+        json_decref(body);
+        add_waiter(am, req, t);
+        if (!am->plan.gang) am_api_release_waiters(am, true);
+        else am_api_release_waiters(am, false);
+        return;
+    }
+    if (strcmp(verb, "heartbeat") == 0) {
+        t->last_heartbeat_ms = now;
+    } else if (strcmp(verb, "started") == 0) {
+        t->pid = (int)json_integer_value(json_object_get(body, "pid"));
+        t->started_ms = now;
+        t->last_heartbeat_ms = now;
+        if (!am_task_done(t)) t->state = AM_TASK_RUNNING;
+        am->status_dirty = true;
+    } else if (strcmp(verb, "finished") == 0) {
+        /* Only stops heartbeat monitoring: the result is the container's
+         * exit status, as in TonY. */
+        t->result_reported = true;
+    } else {
+        json_decref(body);
+        reply_error(req, 404, "unknown task verb");
+        return;
+    }
+    json_decref(body);
+    reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void handle(struct evhttp_request *req, void *arg) {
+    tony_am *am = arg;
+    const char *uri = evhttp_request_get_uri(req);
+    struct evhttp_uri *parsed = evhttp_uri_parse(uri);
+    const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
+    if (!path) {
+        reply_error(req, 400, "malformed request URI");
+    } else if (strncmp(path, "/v1/tasks/", 10) == 0) {
+        handle_task(am, req, path + 10);
+    } else if (strcmp(path, "/v1/job") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else reply_json(req, 200, am_job_json(am));
+    } else if (strcmp(path, "/v1/job/kill") == 0 || strcmp(path, "/v1/job/finish") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) reply_error(req, 405, "use POST");
+        else if (!secret_ok(am, req)) reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
+        else {
+            bool kill = strcmp(path, "/v1/job/kill") == 0;
+            reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+            if (kill) am_on_kill_request(am);
+            else am_on_client_finished(am);
+        }
+    } else {
+        reply_error(req, 404, "unknown path; see /v1/job");
+    }
+    if (parsed) evhttp_uri_free(parsed);
+}
+
+int am_api_start(tony_am *am, tony_error *err) {
+    am->http = evhttp_new(am->base);
+    evhttp_set_gencb(am->http, handle, am);
+    evhttp_set_max_body_size(am->http, 1 << 20);
+    evhttp_set_allowed_methods(am->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(am->http, am->host, 0);
+    if (!sock) return tony_err(err, "cannot listen on %s for the coordinator API", am->host);
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(sock);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    am->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    return 0;
+}

@@ -1,0 +1,89 @@
+/* The job state machine, kept free of I/O so that TonY's completion rules can
+ * be tested alone: the task table of one attempt, what a task's exit or a
+ * missed heartbeat means for the attempt, and the final status. The
+ * coordinator (am.c) feeds it events and carries out what it decides. */
+#ifndef TONY_AM_JOB_H
+#define TONY_AM_JOB_H
+
+#include <stdbool.h>
+
+#include "conf/plan.h"
+
+typedef enum {
+    AM_TASK_NEW,        /* not asked for yet (a later stage) */
+    AM_TASK_REQUESTED,  /* container asked for */
+    AM_TASK_REGISTERED, /* executor registered host:port, waits for the gang */
+    AM_TASK_RUNNING,    /* user process started */
+    AM_TASK_SUCCEEDED,
+    AM_TASK_FAILED,
+    AM_TASK_FINISHED,   /* stopped by the coordinator (TonY's FINISHED) */
+} am_task_state;
+
+typedef enum { AM_FINAL_UNDEFINED, AM_FINAL_SUCCEEDED, AM_FINAL_FAILED, AM_FINAL_KILLED } am_final_status;
+
+typedef struct am_task {
+    const tony_role *role;
+    int index;
+    am_task_state state;
+    char *host;
+    int port;
+    int pid;
+    int exit_status;
+    bool exited;          /* its container ended */
+    bool result_reported; /* its executor said the user process ended: no more heartbeats expected */
+    char *diagnostics;
+    long long requested_ms, registered_ms, started_ms, finished_ms, last_heartbeat_ms;
+} am_task;
+
+typedef struct am_job {
+    const tony_plan *plan;
+    am_task *tasks; /* every task of every role, in plan order then index */
+    size_t ntasks;
+    int attempt;
+    bool training_stage_requested;
+    /* Set once the attempt must end (a decisive failure, or all tracked tasks
+     * done); the coordinator then stops what is still running. */
+    bool attempt_over;
+    am_final_status attempt_status;
+    char *attempt_diagnostics;
+} am_job;
+
+void am_job_init(am_job *j, const tony_plan *plan);
+void am_job_free(am_job *j);
+/* Forgets the last attempt's tasks and starts attempt number `attempt`. */
+void am_job_reset(am_job *j, int attempt);
+
+am_task *am_job_task(am_job *j, const char *role, int index);
+const char *am_task_state_name(am_task_state s); /* TonY's names: NEW READY RUNNING SUCCEEDED FAILED FINISHED */
+bool am_task_done(const am_task *t);
+
+/* Tasks whose containers should be asked for now: the prepare stage first,
+ * the training stage once every tracked prepare task has ended. */
+bool am_job_should_request(const am_job *j, const am_task *t);
+/* GANG: every requested task registered. */
+bool am_job_gang_ready(const am_job *j);
+/* Tasks requested so far / registered so far. */
+int am_job_count_requested(const am_job *j);
+int am_job_count_registered(const am_job *j);
+
+/* A container ended with exit_status (0, YARN's negative codes, or 128+sig).
+ * Applies TonY's rules (contract §3.5) plus ours: chief failure, stop-on-
+ * failure roles, fail-on-worker-failure, an untracked task failing on its
+ * own, a task dying before it registered, and lock-step training (one lost
+ * worker ends the attempt at once). */
+void am_job_on_task_exit(am_job *j, am_task *t, int exit_status, const char *diagnostics, long long now_ms);
+/* Heartbeats: expire tasks that stayed silent longer than the interval ×
+ * max(3, max-missed). Returns the task that expired, if any. */
+am_task *am_job_check_heartbeats(am_job *j, long long now_ms);
+/* Registration timeout (tony.container.registration.timeout). */
+am_task *am_job_check_registration(am_job *j, long long now_ms);
+/* Ends the attempt with FAILED (or KILLED) and a reason, unless it already ended. */
+void am_job_end_attempt(am_job *j, am_final_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* True when every tracked task has ended. */
+bool am_job_tracked_done(const am_job *j);
+/* TonY's final status once the tracked tasks are done (updateSessionStatus):
+ * a failed tracked task fails the job only when fail-on-worker-failure is on
+ * or every tracked task failed; otherwise SUCCEEDED with a note. */
+void am_job_settle(am_job *j);
+
+#endif

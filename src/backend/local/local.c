@@ -1,0 +1,462 @@
+/* Local backend: a "container" is a process session started in the task's own
+ * directory. Like a NodeManager it localizes resources, keeps the pool's
+ * books, enforces the memory limit by measuring the session's RSS, and when
+ * a container's main process ends it kills whatever the task left behind. */
+#include "backend/local/local.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/archive.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "common/strv.h"
+#include "conf/resource.h"
+
+#define MEMORY_CHECK_MS 500
+#define STOP_GRACE_MS 3000
+
+typedef enum { C_QUEUED, C_RUNNING, C_STOPPING } container_state;
+
+typedef struct container {
+    char *role;
+    int index;
+    int attempt;
+    container_state state;
+    long long memory_mb;
+    int vcores;
+    int gpus;
+    int *gpu_ids;
+    pid_t pid; /* the executor, a session leader: sid == pid */
+    bool stop_requested;
+    bool killed_for_memory;
+    char *diagnostics;
+    char *task_dir;
+    /* queued launches keep their request */
+    tony_strv argv;
+    tony_env env;
+    char *resources;
+    struct event *kill_timer;
+    struct local_backend *owner;
+} container;
+
+typedef struct local_backend {
+    tony_backend base;
+    struct event_base *ev;
+    tony_reaper *reaper;
+    char *job_dir;
+    tony_local_pool pool;
+    int used_vcores;
+    long long used_memory_mb;
+    bool *gpu_busy;
+    container **items;
+    size_t len, cap;
+    struct event *memory_timer;
+} local_backend;
+
+static long long detect_memory_mb(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (long long)pages * page / (1024 * 1024) : 4096;
+}
+
+static int detect_gpus(void) {
+    FILE *p = popen("nvidia-smi -L 2>/dev/null", "r");
+    if (!p) return 0;
+    int n = 0;
+    char line[512];
+    while (fgets(line, sizeof line, p))
+        if (strncmp(line, "GPU ", 4) == 0) n++;
+    pclose(p);
+    return n;
+}
+
+int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_error *err) {
+    long long v;
+    if (tony_conf_get_ll(c, "tony.local.vcores", sysconf(_SC_NPROCESSORS_ONLN), &v, err)) return -1;
+    if (v <= 0) return tony_err(err, "tony.local.vcores must be a positive number of cores, got %lld", v);
+    pool->vcores = (int)v;
+    const char *mem = tony_conf_get(c, "tony.local.memory");
+    if (mem && *mem) {
+        if (tony_conf_get_memory_mb(c, "tony.local.memory", "0", &pool->memory_mb, err)) return -1;
+    } else {
+        pool->memory_mb = detect_memory_mb();
+    }
+    const char *g = tony_conf_get(c, "tony.local.gpus");
+    if (g && *g) {
+        if (tony_conf_get_ll(c, "tony.local.gpus", 0, &v, err)) return -1;
+        if (v < 0) return tony_err(err, "tony.local.gpus must be >= 0, got %lld", v);
+        pool->gpus = (int)v;
+    } else {
+        pool->gpus = detect_gpus();
+    }
+    return 0;
+}
+
+int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, tony_error *err) {
+    for (int stage = TONY_STAGE_PREPARE; stage <= TONY_STAGE_TRAINING; stage++) {
+        long long mem = 0;
+        int vcores = 0, gpus = 0;
+        for (size_t i = 0; i < plan->nroles; i++) {
+            const tony_role *r = &plan->roles[i];
+            if ((int)r->stage != stage) continue;
+            if (r->gpus > 0 && pool->gpus == 0)
+                return tony_err(err,
+                                "tony.%s.gpus=%d but this machine has no GPU (nvidia-smi found none). "
+                                "Set tony.%s.gpus=0, or tony.local.gpus if the GPUs are there",
+                                r->name, r->gpus, r->name);
+            if (r->gpus > pool->gpus)
+                return tony_err(err, "tony.%s.gpus=%d but this machine has only %d GPU(s)", r->name, r->gpus, pool->gpus);
+            if (r->memory_mb > pool->memory_mb)
+                return tony_err(err, "tony.%s.memory=%lldm is more than this machine's %lldm (tony.local.memory)", r->name,
+                                r->memory_mb, pool->memory_mb);
+            mem += r->memory_mb * r->instances;
+            vcores += r->vcores * r->instances;
+            gpus += r->gpus * r->instances;
+        }
+        /* All tasks of a stage run at once (gang barrier), so the stage must
+         * fit in the pool as a whole, or the job would wait forever. */
+        if (vcores > pool->vcores)
+            return tony_err(err,
+                            "the job needs %d vcores at once but this machine offers %d: lower tony.<role>.vcores or "
+                            "instances, or raise tony.local.vcores to oversubscribe the CPUs",
+                            vcores, pool->vcores);
+        if (mem > pool->memory_mb)
+            return tony_err(err,
+                            "the job needs %lldm of memory at once but this machine offers %lldm: lower "
+                            "tony.<role>.memory or instances, or set tony.local.memory",
+                            mem, pool->memory_mb);
+        if (gpus > pool->gpus)
+            return tony_err(err, "the job needs %d GPUs at once but this machine has %d", gpus, pool->gpus);
+    }
+    return 0;
+}
+
+static container *find(local_backend *b, const char *role, int index, int attempt) {
+    for (size_t i = 0; i < b->len; i++) {
+        container *c = b->items[i];
+        if (c->index == index && c->attempt == attempt && strcmp(c->role, role) == 0) return c;
+    }
+    return NULL;
+}
+
+static void container_free(container *c) {
+    free(c->role);
+    free(c->gpu_ids);
+    free(c->diagnostics);
+    free(c->task_dir);
+    free(c->resources);
+    tony_strv_free(&c->argv);
+    tony_env_free(&c->env);
+    if (c->kill_timer) event_free(c->kill_timer);
+    free(c);
+}
+
+static void remove_container(local_backend *b, container *c) {
+    for (size_t i = 0; i < b->len; i++) {
+        if (b->items[i] != c) continue;
+        memmove(&b->items[i], &b->items[i + 1], (b->len - i - 1) * sizeof *b->items);
+        b->len--;
+        break;
+    }
+}
+
+static bool fits(const local_backend *b, const container *c) {
+    int free_gpus = 0;
+    for (int i = 0; i < b->pool.gpus; i++) free_gpus += !b->gpu_busy[i];
+    return b->used_vcores + c->vcores <= b->pool.vcores && b->used_memory_mb + c->memory_mb <= b->pool.memory_mb &&
+           c->gpus <= free_gpus;
+}
+
+/* Puts each resource into the work dir under its name, like a NodeManager:
+ * archives unpacked into a directory of that name, directories copied,
+ * files hard-linked (copied across file systems). */
+int tony_local_localize(const char *work_dir, const char *resources, tony_error *err) {
+    tony_resource_list list = {0};
+    if (tony_resource_parse_list(resources, &list, err)) return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < list.len; i++) {
+        tony_resource *r = &list.items[i];
+        char *dst = tony_path_join(work_dir, r->name);
+        if (!tony_file_exists(r->source)) {
+            rc = tony_err(err, "resource %s does not exist", r->source);
+        } else if (r->archive) {
+            rc = tony_archive_extract(r->source, dst, err);
+        } else if (tony_is_dir(r->source)) {
+            rc = tony_copy_tree(r->source, dst, err);
+        } else if (link(r->source, dst) != 0) {
+            rc = tony_copy_file(r->source, dst, err);
+        }
+        free(dst);
+    }
+    tony_resource_list_free(&list);
+    return rc;
+}
+
+static void report_exit(local_backend *b, container *c, int status) {
+    char *role = tony_strdup(c->role);
+    char *diag = c->diagnostics ? tony_strdup(c->diagnostics) : NULL;
+    int index = c->index, attempt = c->attempt;
+    remove_container(b, c);
+    container_free(c);
+    b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag);
+    free(role);
+    free(diag);
+}
+
+static void try_start_queued(local_backend *b);
+
+static void release(local_backend *b, container *c) {
+    b->used_vcores -= c->vcores;
+    b->used_memory_mb -= c->memory_mb;
+    for (int i = 0; i < c->gpus; i++) b->gpu_busy[c->gpu_ids[i]] = false;
+}
+
+static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
+    container *c = ctx;
+    local_backend *b = c->owner;
+    /* The container is over: nothing of the task may outlive it. */
+    tony_proc_kill_session(pid, SIGKILL);
+    int code = tony_proc_exit_code(wait_status);
+    int status = code;
+    if (c->killed_for_memory) status = TONY_EXIT_KILLED_EXCEEDED_PMEM;
+    else if (c->stop_requested) status = TONY_EXIT_KILLED_BY_APPMASTER;
+    else if (code != 0 && !c->diagnostics) {
+        char buf[128];
+        c->diagnostics = tony_sprintf("Exception from container-launch. Exit code: %d (%s). Logs: %s", code,
+                                      tony_exit_status_meaning(code, buf, sizeof buf), c->task_dir);
+    }
+    tony_debug("container %s:%d (attempt %d, pid %d) ended: status %d", c->role, c->index, c->attempt, (int)pid, status);
+    release(b, c);
+    report_exit(b, c, status);
+    try_start_queued(b);
+}
+
+static int start_container(local_backend *b, container *c, tony_error *err) {
+    c->task_dir = tony_jobdir_task_dir(b->job_dir, c->attempt, c->role, c->index);
+    char *work = tony_path_join(c->task_dir, "work");
+    char *exec_log = tony_path_join(c->task_dir, "executor.log");
+    int rc = tony_mkdir_p(work, 0755, err);
+    if (rc == 0 && tony_local_localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
+    if (rc == 0) {
+        c->gpu_ids = tony_xcalloc((size_t)c->gpus + 1, sizeof(int));
+        tony_buf devs = {0};
+        tony_buf_puts(&devs, "");
+        for (int g = 0, n = 0; g < b->pool.gpus && n < c->gpus; g++) {
+            if (b->gpu_busy[g]) continue;
+            b->gpu_busy[g] = true;
+            c->gpu_ids[n++] = g;
+            tony_buf_printf(&devs, "%s%d", n > 1 ? "," : "", g);
+        }
+        /* A task without GPUs must not see any: an empty list hides them all. */
+        tony_env_set(&c->env, "CUDA_VISIBLE_DEVICES", devs.data);
+        tony_env_set(&c->env, "NVIDIA_VISIBLE_DEVICES", c->gpus ? devs.data : "void");
+        tony_buf_free(&devs);
+        tony_env_set(&c->env, "TONY_LOG_DIR", c->task_dir);
+        tony_env_set(&c->env, "NM_HOST", "127.0.0.1");
+        tony_env_setf(&c->env, "TONY_CONTAINER_MEMORY_MB", "%lld", c->memory_mb);
+        tony_env_set(&c->env, "PWD", work);
+        tony_strv envp = {0};
+        tony_env_build_envp(&c->env, &envp);
+        tony_spawn s = {.argv = c->argv.items, .envp = envp.items, .cwd = work, .stdout_path = exec_log,
+                        .stderr_path = exec_log, .new_session = true};
+        rc = tony_proc_spawn(&s, &c->pid, err);
+        tony_strv_free(&envp);
+        if (rc == 0) {
+            b->used_vcores += c->vcores;
+            b->used_memory_mb += c->memory_mb;
+            c->state = C_RUNNING;
+            tony_reaper_watch(b->reaper, c->pid, on_executor_exit, c);
+            tony_info("started %s:%d (attempt %d) as pid %d in %s", c->role, c->index, c->attempt, (int)c->pid, work);
+        } else {
+            for (int i = 0; i < c->gpus; i++) b->gpu_busy[c->gpu_ids[i]] = false;
+        }
+    }
+    free(work);
+    free(exec_log);
+    return rc;
+}
+
+static void fail_queued(local_backend *b, container *c, const char *why) {
+    free(c->diagnostics);
+    c->diagnostics = tony_sprintf("container for %s:%d could not start: %s", c->role, c->index, why);
+    report_exit(b, c, TONY_EXIT_ABORTED);
+}
+
+static void try_start_queued(local_backend *b) {
+    for (size_t i = 0; i < b->len; i++) {
+        container *c = b->items[i];
+        if (c->state != C_QUEUED || !fits(b, c)) continue;
+        tony_error err;
+        if (start_container(b, c, &err)) {
+            tony_error_log("%s", err.msg);
+            fail_queued(b, c, err.msg);
+            i = (size_t)-1; /* the list changed; rescan */
+        }
+    }
+}
+
+static int local_launch(tony_backend *base, const tony_launch *l, tony_error *err) {
+    local_backend *b = (local_backend *)base;
+    container *c = tony_xcalloc(1, sizeof *c);
+    c->owner = b;
+    c->role = tony_strdup(l->role);
+    c->index = l->index;
+    c->attempt = l->attempt;
+    c->memory_mb = l->memory_mb;
+    c->vcores = l->vcores;
+    c->gpus = l->gpus;
+    c->resources = tony_strdup(l->resources ? l->resources : "");
+    for (char *const *a = l->argv; *a; a++) tony_strv_push(&c->argv, *a);
+    tony_env_merge(&c->env, l->env);
+    c->state = C_QUEUED;
+    if (b->len == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->items = tony_xrealloc(b->items, b->cap * sizeof *b->items);
+    }
+    b->items[b->len++] = c;
+    if (!fits(b, c)) {
+        tony_info("%s:%d waits for resources (%d vcores, %lldm, %d GPUs)", c->role, c->index, c->vcores, c->memory_mb,
+                  c->gpus);
+        return 0;
+    }
+    if (start_container(b, c, err)) {
+        remove_container(b, c);
+        container_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_kill_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    container *c = arg;
+    if (c->pid > 0) tony_proc_kill_session(c->pid, SIGKILL);
+}
+
+static void stop_container(local_backend *b, container *c) {
+    if (c->state == C_QUEUED) {
+        c->stop_requested = true;
+        report_exit(b, c, TONY_EXIT_KILLED_BY_APPMASTER);
+        return;
+    }
+    if (c->state == C_STOPPING) return;
+    c->state = C_STOPPING;
+    /* Like a NodeManager: SIGTERM the whole container, SIGKILL after a grace
+     * period. The executor forwards SIGTERM to the user's process group. */
+    tony_proc_kill_session(c->pid, SIGTERM);
+    c->kill_timer = evtimer_new(b->ev, on_kill_timer, c);
+    struct timeval tv = {STOP_GRACE_MS / 1000, (STOP_GRACE_MS % 1000) * 1000};
+    evtimer_add(c->kill_timer, &tv);
+}
+
+static void local_stop(tony_backend *base, const char *role, int index, int attempt) {
+    local_backend *b = (local_backend *)base;
+    container *c = find(b, role, index, attempt);
+    if (!c) return;
+    c->stop_requested = true;
+    stop_container(b, c);
+}
+
+typedef struct {
+    local_backend *b;
+    long long *rss_kb; /* per container, indexed like b->items */
+} rss_scan;
+
+static void rss_visit(void *ctx, pid_t pid, pid_t sid, long long rss_kb, double cpu) {
+    (void)pid, (void)cpu;
+    rss_scan *s = ctx;
+    for (size_t i = 0; i < s->b->len; i++)
+        if (s->b->items[i]->state == C_RUNNING && s->b->items[i]->pid == sid) s->rss_kb[i] += rss_kb;
+}
+
+/* One pass over /proc per tick measures every container's session. */
+static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    local_backend *b = arg;
+    if (b->len == 0) return;
+    rss_scan s = {b, tony_xcalloc(b->len, sizeof(long long))};
+    tony_proc_scan(rss_visit, &s);
+    for (size_t i = 0; i < b->len; i++) {
+        container *c = b->items[i];
+        long long used_mb = s.rss_kb[i] / 1024;
+        if (c->state != C_RUNNING || c->memory_mb <= 0 || used_mb <= c->memory_mb) continue;
+        c->killed_for_memory = true;
+        free(c->diagnostics);
+        c->diagnostics = tony_sprintf(
+            "Container [pid=%d,containerID=%s:%d] is running beyond physical memory limits. Current usage: %lld MB of "
+            "%lld MB physical memory used. Killing container. Raise tony.%s.memory if the task needs more.",
+            (int)c->pid, c->role, c->index, used_mb, c->memory_mb, c->role);
+        tony_warn("%s", c->diagnostics);
+        c->state = C_STOPPING;
+        tony_proc_kill_session(c->pid, SIGKILL);
+    }
+    free(s.rss_kb);
+}
+
+static int local_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
+    return tony_local_check_plan(&((local_backend *)base)->pool, plan, err);
+}
+
+static int local_active(const tony_backend *base) { return (int)((const local_backend *)base)->len; }
+
+static const char *local_task_log_dir(const tony_backend *base, const char *role, int index, int attempt) {
+    container *c = find((local_backend *)base, role, index, attempt);
+    return c ? c->task_dir : NULL;
+}
+
+static void local_shutdown(tony_backend *base) {
+    local_backend *b = (local_backend *)base;
+    for (size_t i = 0; i < b->len; i++) {
+        container *c = b->items[i];
+        if (c->state != C_QUEUED && c->pid > 0) {
+            tony_proc_kill_session(c->pid, SIGKILL);
+            waitpid(c->pid, NULL, 0);
+        }
+    }
+}
+
+static void local_free(tony_backend *base) {
+    local_backend *b = (local_backend *)base;
+    for (size_t i = 0; i < b->len; i++) container_free(b->items[i]);
+    free(b->items);
+    free(b->gpu_busy);
+    free(b->job_dir);
+    if (b->memory_timer) event_free(b->memory_timer);
+    free(b);
+}
+
+static const tony_backend_ops local_ops = {
+    .name = "local",
+    .check_plan = local_check_plan,
+    .launch = local_launch,
+    .stop = local_stop,
+    .active = local_active,
+    .task_log_dir = local_task_log_dir,
+    .shutdown = local_shutdown,
+    .free = local_free,
+};
+
+tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
+                                     const tony_conf *conf, tony_error *err) {
+    local_backend *b = tony_xcalloc(1, sizeof *b);
+    if (tony_local_pool_from_conf(conf, &b->pool, err)) {
+        free(b);
+        return NULL;
+    }
+    b->base.ops = &local_ops;
+    b->ev = base;
+    b->reaper = reaper;
+    b->job_dir = tony_strdup(job_dir);
+    b->gpu_busy = tony_xcalloc((size_t)b->pool.gpus + 1, sizeof(bool));
+    b->memory_timer = event_new(base, -1, EV_PERSIST, on_memory_timer, b);
+    struct timeval tv = {0, MEMORY_CHECK_MS * 1000};
+    event_add(b->memory_timer, &tv);
+    return &b->base;
+}

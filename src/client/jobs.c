@@ -1,0 +1,270 @@
+/* The verbs on existing jobs: status, kill, logs, list. They read the live
+ * coordinator when it runs and the job dir's status.json after it exited. */
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/args.h"
+#include "client/client.h"
+#include "client/report.h"
+#include "common/fs.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "common/proc.h"
+#include "common/strv.h"
+
+/* The job's current JSON: from the coordinator if it answers, else the last
+ * status.json it wrote. */
+static json_t *load_job(const char *job_dir, bool *live) {
+    char *url = NULL;
+    int pid = 0;
+    *live = false;
+    if (tony_jobdir_am_url(job_dir, &url, &pid, NULL) == 0 && tony_proc_alive(pid)) {
+        char *u = tony_sprintf("%s/v1/job", url);
+        tony_http_response r;
+        if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
+            json_t *j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
+            tony_http_response_free(&r);
+            if (j) {
+                *live = true;
+                free(u);
+                free(url);
+                return j;
+            }
+        }
+        free(u);
+    }
+    free(url);
+    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    json_t *j = json_load_file(p, 0, NULL);
+    free(p);
+    return j;
+}
+
+static int resolve(int argc, char **argv, tony_opt *opts, const char *usage, char **job_dir, tony_error *err) {
+    tony_strv pos = {0};
+    int rc = tony_args_parse(argc, argv, opts, &pos, err);
+    if (rc == 0 && tony_args_get(opts, "help")->seen) {
+        tony_args_usage(usage, opts);
+        tony_strv_free(&pos);
+        return 1;
+    }
+    if (rc == 0 && pos.len != 1) rc = tony_err(err, "%s", usage);
+    if (rc == 0) rc = tony_jobdir_find(tony_args_value(opts, "root"), pos.items[0], job_dir, err);
+    tony_strv_free(&pos);
+    return rc;
+}
+
+#define COMMON_OPTS                                                                                   \
+    {"root", NULL, true, false, "jobs root (default $TONY_HOME or ~/.tony)", false, {0}},             \
+    {"help", "h", false, false, "show this help", false, {0}}
+
+int tony_cmd_status(int argc, char **argv) {
+    tony_opt opts[] = {{"json", NULL, false, false, "print the job as JSON", false, {0}}, COMMON_OPTS,
+                       {NULL, NULL, false, false, NULL, false, {0}}};
+    tony_error err;
+    char *job_dir = NULL;
+    int rc = resolve(argc, argv, opts, "usage: tony status JOB_ID [--json]", &job_dir, &err);
+    if (rc) {
+        tony_args_free(opts);
+        if (rc > 0) return TONY_EXIT_OK;
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        return TONY_EXIT_USAGE;
+    }
+    bool live;
+    json_t *job = load_job(job_dir, &live);
+    int code = TONY_EXIT_OK;
+    if (!job) {
+        fprintf(stderr, "tony: error: no state for %s yet (see %s/%s)\n", job_dir, job_dir, TONY_JOBDIR_AM_LOG);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else if (tony_args_get(opts, "json")->seen) {
+        json_dumpf(job, stdout, JSON_INDENT(2));
+        printf("\n");
+    } else {
+        const char *state = json_string_value(json_object_get(job, "state"));
+        printf("job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, "app_id")), state,
+               live ? "" : (strcmp(state, "FINISHED") ? " (coordinator not running)" : ""),
+               (long long)json_integer_value(json_object_get(job, "attempt")));
+        char *g = tony_report_grouped(job);
+        if (*g) printf("%s\n", g);
+        free(g);
+        tony_report_tasks(stdout, job);
+        if (strcmp(state, "FINISHED") == 0) tony_report_final(stdout, job);
+    }
+    json_decref(job);
+    free(job_dir);
+    tony_args_free(opts);
+    return code;
+}
+
+int tony_cmd_kill(int argc, char **argv) {
+    tony_opt opts[] = {COMMON_OPTS, {NULL, NULL, false, false, NULL, false, {0}}};
+    tony_error err;
+    char *job_dir = NULL;
+    int rc = resolve(argc, argv, opts, "usage: tony kill JOB_ID", &job_dir, &err);
+    tony_args_free(opts);
+    if (rc) {
+        if (rc > 0) return TONY_EXIT_OK;
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        return TONY_EXIT_USAGE;
+    }
+    char *url = NULL, *secret = NULL;
+    int pid = 0, code = TONY_EXIT_OK;
+    if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_proc_alive(pid)) {
+        bool live;
+        json_t *job = load_job(job_dir, &live);
+        if (job) tony_report_final(stdout, job);
+        else fprintf(stderr, "tony: the job's coordinator is not running\n");
+        json_decref(job);
+    } else if (tony_jobdir_secret(job_dir, &secret, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else {
+        char *u = tony_sprintf("%s/v1/job/kill", url);
+        tony_http_response r;
+        if (tony_http_call("POST", u, secret, "{}", 5000, &r, &err)) {
+            fprintf(stderr, "tony: error: %s\n", err.msg);
+            code = TONY_EXIT_UNAVAILABLE;
+        } else {
+            tony_http_response_free(&r);
+            /* Wait until every task is down so "killed" means nothing runs. */
+            json_t *job = NULL;
+            for (int i = 0; i < 600; i++) {
+                bool live;
+                json_decref(job);
+                job = load_job(job_dir, &live);
+                if (job && strcmp(json_string_value(json_object_get(job, "state")) ? json_string_value(json_object_get(job, "state")) : "", "FINISHED") == 0) break;
+                struct timespec ts = {0, 100 * 1000000};
+                nanosleep(&ts, NULL);
+            }
+            if (job) tony_report_final(stdout, job);
+            json_decref(job);
+        }
+        free(u);
+    }
+    free(url);
+    free(secret);
+    free(job_dir);
+    return code;
+}
+
+static void cat_file(const char *title, const char *path) {
+    char *data = NULL;
+    size_t len = 0;
+    printf("==> %s (%s) <==\n", title, path);
+    if (tony_read_file(path, &data, &len, NULL) == 0) {
+        fwrite(data, 1, len, stdout);
+        if (len && data[len - 1] != '\n') printf("\n");
+    } else {
+        printf("(no such file yet)\n");
+    }
+    free(data);
+}
+
+int tony_cmd_logs(int argc, char **argv) {
+    tony_opt opts[] = {{"task", NULL, true, false, "ROLE:INDEX, e.g. worker:1 (default: all tasks)", false, {0}},
+                       {"attempt", NULL, true, false, "attempt number (default: the last)", false, {0}},
+                       {"am", NULL, false, false, "show the coordinator's log", false, {0}},
+                       COMMON_OPTS,
+                       {NULL, NULL, false, false, NULL, false, {0}}};
+    tony_error err;
+    char *job_dir = NULL;
+    int rc = resolve(argc, argv, opts, "usage: tony logs JOB_ID [--task worker:1] [--attempt N] [--am]", &job_dir, &err);
+    if (rc) {
+        tony_args_free(opts);
+        if (rc > 0) return TONY_EXIT_OK;
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        return TONY_EXIT_USAGE;
+    }
+    int code = TONY_EXIT_OK;
+    if (tony_args_get(opts, "am")->seen) {
+        char *p = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+        cat_file("coordinator", p);
+        free(p);
+    }
+    bool live;
+    json_t *job = load_job(job_dir, &live);
+    long long attempt = job ? json_integer_value(json_object_get(job, "attempt")) : 0;
+    const char *a = tony_args_value(opts, "attempt");
+    if (a && (!tony_parse_ll(a, &attempt) || attempt < 0)) {
+        fprintf(stderr, "tony: error: --attempt %s: expected a number >= 0\n", a);
+        code = TONY_EXIT_USAGE;
+    }
+    const char *want = tony_args_value(opts, "task");
+    char role[64] = "";
+    int index = -1;
+    if (code == 0 && want && sscanf(want, "%63[a-z]:%d", role, &index) != 2) {
+        fprintf(stderr, "tony: error: --task %s: expected ROLE:INDEX such as worker:1\n", want);
+        code = TONY_EXIT_USAGE;
+    }
+    bool found = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(job ? json_object_get(job, "tasks") : NULL, i, t) {
+        if (code) break;
+        const char *r = json_string_value(json_object_get(t, "role"));
+        int idx = (int)json_integer_value(json_object_get(t, "index"));
+        if (want && (strcmp(r, role) != 0 || idx != index)) continue;
+        found = true;
+        char *dir = strcmp(r, "am") == 0 ? tony_sprintf("%s/attempts/0/am", job_dir)
+                                         : tony_jobdir_task_dir(job_dir, (int)attempt, r, idx);
+        char *title = tony_sprintf("%s:%d", r, idx);
+        char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");
+        char *t1 = tony_sprintf("%s stdout", title), *t2 = tony_sprintf("%s stderr", title);
+        cat_file(t1, out);
+        cat_file(t2, er);
+        free(dir), free(title), free(out), free(er), free(t1), free(t2);
+    }
+    if (code == 0 && want && !found) {
+        fprintf(stderr, "tony: error: no task %s in this job\n", want);
+        code = TONY_EXIT_USAGE;
+    }
+    json_decref(job);
+    free(job_dir);
+    tony_args_free(opts);
+    return code;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int tony_cmd_list(int argc, char **argv) {
+    tony_opt opts[] = {COMMON_OPTS, {NULL, NULL, false, false, NULL, false, {0}}};
+    tony_strv pos = {0};
+    tony_error err;
+    if (tony_args_parse(argc, argv, opts, &pos, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        tony_args_free(opts);
+        tony_strv_free(&pos);
+        return TONY_EXIT_USAGE;
+    }
+    char *root = tony_jobs_root(tony_args_value(opts, "root"));
+    char *jobs = tony_path_join(root, "jobs");
+    tony_strv ids = {0};
+    DIR *d = opendir(jobs);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] != '.') tony_strv_push(&ids, de->d_name);
+    if (d) closedir(d);
+    if (ids.len) qsort(ids.items, ids.len, sizeof *ids.items, cmp_str);
+    printf("%-32s %-10s %-10s %s\n", "JOB", "STATE", "STATUS", "FRAMEWORK");
+    for (size_t i = 0; i < ids.len; i++) {
+        char *dir = tony_path_join(jobs, ids.items[i]);
+        bool live;
+        json_t *job = load_job(dir, &live);
+        const char *state = job ? json_string_value(json_object_get(job, "state")) : "STAGED";
+        const char *fs = job ? json_string_value(json_object_get(job, "final_status")) : "";
+        const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+        printf("%-32s %-10s %-10s %s\n", ids.items[i], state ? state : "?", fs ? fs : "", fw ? fw : "");
+        json_decref(job);
+        free(dir);
+    }
+    tony_strv_free(&ids);
+    tony_strv_free(&pos);
+    free(root);
+    free(jobs);
+    tony_args_free(opts);
+    return TONY_EXIT_OK;
+}

@@ -1,0 +1,61 @@
+/* Rendering job JSON (the coordinator's /v1/job) for people. */
+#include "client/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strv.h"
+
+static const char *order[] = {"FAILED", "SUCCEEDED", "FINISHED", "RUNNING", "NEW", "READY"};
+
+char *tony_report_grouped(const json_t *job) {
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    json_t *tasks = json_object_get(job, "tasks");
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
+        tony_buf line = {0};
+        const char *cur_role = NULL;
+        size_t i;
+        json_t *t;
+        json_array_foreach(tasks, i, t) {
+            if (strcmp(json_string_value(json_object_get(t, "state")), order[s]) != 0) continue;
+            const char *role = json_string_value(json_object_get(t, "role"));
+            int index = (int)json_integer_value(json_object_get(t, "index"));
+            if (!cur_role || strcmp(cur_role, role) != 0) {
+                if (cur_role) tony_buf_puts(&line, "] ");
+                tony_buf_printf(&line, "%s [%d", role, index);
+                cur_role = role;
+            } else {
+                tony_buf_printf(&line, ", %d", index);
+            }
+        }
+        if (cur_role) {
+            tony_buf_printf(&b, "%s%s: %s]", b.len ? "\n" : "", order[s], line.data);
+        }
+        tony_buf_free(&line);
+    }
+    return b.data;
+}
+
+void tony_report_tasks(FILE *out, const json_t *job) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(job, "tasks"), i, t) {
+        const char *meaning = json_string_value(json_object_get(t, "exit_meaning"));
+        const char *diag = json_string_value(json_object_get(t, "diagnostics"));
+        fprintf(out, "  %s:%lld %-9s %s\n", json_string_value(json_object_get(t, "role")),
+                (long long)json_integer_value(json_object_get(t, "index")),
+                json_string_value(json_object_get(t, "state")), meaning ? meaning : "");
+        if (diag && strcmp(json_string_value(json_object_get(t, "state")), "FAILED") == 0)
+            fprintf(out, "      %s\n", diag);
+        const char *so = json_string_value(json_object_get(t, "stdout"));
+        const char *se = json_string_value(json_object_get(t, "stderr"));
+        if (so) fprintf(out, "      logs: %s %s\n", so, se ? se : "");
+    }
+}
+
+void tony_report_final(FILE *out, const json_t *job) {
+    const char *diag = json_string_value(json_object_get(job, "diagnostics"));
+    fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
+            json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
+}

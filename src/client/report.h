@@ -1,0 +1,16 @@
+/* How the CLI shows a job: TonY's grouped status lines ("RUNNING: ps [0]
+ * worker [0, 1]"), the task table with exit meanings and log paths, and the
+ * final line. Shared by submit (following a job) and status. */
+#ifndef TONY_REPORT_H
+#define TONY_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* Grouped lines, one per task state, in TonY's attention order (FAILED,
+ * SUCCEEDED, FINISHED, RUNNING, NEW, READY); malloc'ed, "" when no tasks. */
+char *tony_report_grouped(const json_t *job);
+void tony_report_tasks(FILE *out, const json_t *job);
+void tony_report_final(FILE *out, const json_t *job);
+
+#endif

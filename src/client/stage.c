@@ -1,0 +1,189 @@
+/* Staging a job on this machine, TonY's way: src zipped as
+ * tony_src_<appId>.zip, the venv as venv.zip, local resources copied (dirs
+ * zipped and marked #archive), all listed in tony.containers.resources. */
+#include "client/stage.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/archive.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/proc.h"
+#include "common/strv.h"
+#include "conf/resource.h"
+#include "executor/unpack.h"
+
+static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_error *err) {
+    char *jobs = tony_path_join(root, "jobs");
+    if (tony_mkdir_p(jobs, 0755, err)) {
+        free(jobs);
+        return -1;
+    }
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    /* application_<clusterTimestamp>_<seq>, the id form TonY's history and
+     * portal expect; mkdir makes the id unique among concurrent clients. */
+    for (int seq = 1; seq < 10000; seq++) {
+        char *id = tony_sprintf("application_%lld_%04d", ms, seq);
+        char *dir = tony_path_join(jobs, id);
+        if (mkdir(dir, 0755) == 0) {
+            *job_dir = dir;
+            *app_id = id;
+            free(jobs);
+            return 0;
+        }
+        int e = errno;
+        free(id);
+        free(dir);
+        if (e != EEXIST) {
+            free(jobs);
+            return tony_err(err, "cannot create a job directory under %s: %s", root, strerror(e));
+        }
+    }
+    free(jobs);
+    return tony_err(err, "cannot find a free job id under %s", root);
+}
+
+static int write_secret(const char *job_dir, tony_error *err) {
+    unsigned char raw[24];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) return tony_err(err, "getrandom: %s", strerror(errno));
+    char hex[sizeof raw * 2 + 2];
+    for (size_t i = 0; i < sizeof raw; i++) sprintf(hex + 2 * i, "%02x", raw[i]);
+    strcat(hex, "\n");
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
+    int rc = tony_write_file(path, hex, strlen(hex), 0600, err);
+    free(path);
+    return rc;
+}
+
+static bool is_remote(const char *s) { return strstr(s, "://") != NULL; }
+
+/* Stages one resource list (the value of a tony.*.resources key) and returns
+ * the rewritten list. */
+static int stage_resources(const char *key, const char *list, const char *staging, int *counter, char **out,
+                           tony_error *err) {
+    tony_resource_list rl = {0};
+    if (tony_resource_parse_list(list, &rl, err)) return tony_err_wrap(err, "%s", key);
+    tony_strv parts = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < rl.len; i++) {
+        tony_resource *r = &rl.items[i];
+        if (is_remote(r->source)) {
+            rc = tony_err(err, "%s: %s is a remote URI; the local backend reads local files only", key, r->source);
+            break;
+        }
+        if (!tony_file_exists(r->source)) {
+            rc = tony_err(err, "%s: %s doesn't exist in local filesystem", key, r->source);
+            break;
+        }
+        char *dir = tony_sprintf("%s/res%d", staging, (*counter)++);
+        rc = tony_mkdir_p(dir, 0755, err);
+        bool archive = r->archive;
+        char *dst = NULL;
+        if (rc == 0 && tony_is_dir(r->source)) {
+            dst = tony_sprintf("%s/%s.zip", dir, tony_basename(r->source));
+            rc = tony_archive_zip_dir(r->source, dst, err);
+            archive = true;
+        } else if (rc == 0) {
+            dst = tony_path_join(dir, tony_basename(r->source));
+            rc = tony_copy_file(r->source, dst, err);
+        }
+        if (rc == 0) tony_strv_pushf(&parts, "%s::%s%s", dst, r->name, archive ? "#archive" : "");
+        free(dir);
+        free(dst);
+    }
+    tony_resource_list_free(&rl);
+    if (rc == 0) *out = tony_strv_join(&parts, ",");
+    tony_strv_free(&parts);
+    return rc;
+}
+
+int tony_stage_local_job(tony_conf *conf, const tony_stage_input *in, char **job_dir_out, char **app_id_out,
+                         tony_error *err) {
+    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    char *job_dir = NULL, *app_id = NULL;
+    int rc = make_job_dir(root, &job_dir, &app_id, err);
+    free(root);
+    if (rc) return -1;
+    char *staging = tony_path_join(job_dir, TONY_JOBDIR_STAGING);
+    rc = tony_mkdir_p(staging, 0755, err);
+
+    /* Resource keys first, so that the src and venv entries added below are
+     * not staged twice. */
+    regex_t re;
+    regcomp(&re, "^tony\\.([a-z]+)\\.resources$", REG_EXTENDED);
+    int counter = 0;
+    tony_strv keys = {0};
+    for (size_t i = 0; i < tony_conf_size(conf); i++)
+        if (regexec(&re, tony_conf_key_at(conf, i), 0, NULL, 0) == 0) tony_strv_push(&keys, tony_conf_key_at(conf, i));
+    regfree(&re);
+    for (size_t i = 0; rc == 0 && i < keys.len; i++) {
+        char *staged = NULL;
+        rc = stage_resources(keys.items[i], tony_conf_get(conf, keys.items[i]), staging, &counter, &staged, err);
+        if (rc == 0) tony_conf_set(conf, keys.items[i], staged, "staged");
+        free(staged);
+    }
+    tony_strv_free(&keys);
+
+    if (rc == 0 && in->src_dir) {
+        char *name = tony_src_archive_name(app_id);
+        char *dst = tony_path_join(staging, name);
+        if (!tony_file_exists(in->src_dir)) rc = tony_err(err, "--src_dir %s does not exist", in->src_dir);
+        else if (tony_is_dir(in->src_dir)) rc = tony_archive_zip_dir(in->src_dir, dst, err);
+        else if (tony_archive_is_archive(in->src_dir)) rc = tony_copy_file(in->src_dir, dst, err);
+        else rc = tony_err(err, "--src_dir %s is neither a directory nor a zip/tar archive", in->src_dir);
+        if (rc == 0) tony_conf_set_cli(conf, "tony.containers.resources", dst);
+        free(name);
+        free(dst);
+    }
+    if (rc == 0 && in->python_venv) {
+        char *dst = tony_path_join(staging, TONY_VENV_ARCHIVE);
+        if (!tony_file_exists(in->python_venv) || tony_is_dir(in->python_venv))
+            rc = tony_err(err, "--python_venv %s must be an existing zip of a virtualenv", in->python_venv);
+        else rc = tony_copy_file(in->python_venv, dst, err);
+        if (rc == 0) tony_conf_set_cli(conf, "tony.containers.resources", dst);
+        free(dst);
+    }
+    if (rc == 0) tony_conf_set(conf, "tony.application.id", app_id, "client");
+    char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
+    if (rc == 0) rc = tony_conf_write_file(conf, final, err);
+    if (rc == 0) rc = write_secret(job_dir, err);
+    free(final);
+    free(staging);
+    if (rc) {
+        tony_rm_rf(job_dir, NULL); /* nothing half-staged stays behind */
+        free(job_dir);
+        free(app_id);
+        return -1;
+    }
+    *job_dir_out = job_dir;
+    *app_id_out = app_id;
+    return 0;
+}
+
+int tony_start_local_am(const char *job_dir, int *pid_out, tony_error *err) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return tony_err(err, "cannot find the tony binary: %s", strerror(errno));
+    exe[n] = '\0';
+    char *log = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+    char *argv[] = {exe, "am", (char *)job_dir, NULL};
+    /* Its own session: Ctrl-C in this terminal reaches the client, which asks
+     * the coordinator to kill the job, rather than killing it mid-step. */
+    tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true};
+    pid_t pid;
+    int rc = tony_proc_spawn(&s, &pid, err);
+    free(log);
+    if (rc == 0) *pid_out = (int)pid;
+    return rc;
+}

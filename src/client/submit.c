@@ -1,0 +1,371 @@
+/* `tony submit`: TonY's flags and config layers into one configuration, a
+ * validated plan (or the --dry-run view of it), the job staged and its
+ * coordinator started, then followed until it ends. */
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/local/local.h"
+#include "client/args.h"
+#include "client/client.h"
+#include "client/report.h"
+#include "client/stage.h"
+#include "common/fs.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "common/strv.h"
+#include "conf/conf.h"
+#include "conf/plan.h"
+#include "runtime/runtime.h"
+
+static tony_opt submit_opts[] = {
+    {"executes", NULL, true, false, "entry point or shell command of every task", false, {0}},
+    {"task_params", NULL, true, false, "arguments appended to the command", false, {0}},
+    {"src_dir", NULL, true, false, "source directory (zipped) or archive, unpacked in each task's work dir", false, {0}},
+    {"python_venv", NULL, true, false, "zipped virtualenv, unpacked into venv/ in each task", false, {0}},
+    {"python_binary_path", NULL, true, false, "interpreter; relative paths resolve inside venv/", false, {0}},
+    {"shell_env", NULL, true, true, "K=V for the user's process (repeatable)", false, {0}},
+    {"container_env", NULL, true, true, "K=V for the container (repeatable)", false, {0}},
+    {"conf", NULL, true, true, "K=V configuration override (repeatable)", false, {0}},
+    {"conf_file", NULL, true, false, "tony.xml to use instead of ./tony.xml", false, {0}},
+    {"sidecar_tensorboard_log_dir", NULL, true, false, "run a TensorBoard sidecar on this log dir", false, {0}},
+    {"hdfs_classpath", NULL, true, false, "HDFS paths added to every container (yarn backend)", false, {0}},
+    {"backend", NULL, true, false, "local or yarn (tony.application.backend)", false, {0}},
+    {"dry-run", "dry_run", false, false, "print the resolved plan and run nothing", false, {0}},
+    {"detach", NULL, false, false, "print the job id and return once the job started", false, {0}},
+    {"help", "h", false, false, "show this help", false, {0}},
+    {NULL, NULL, false, false, NULL, false, {0}},
+};
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_interrupt(int sig) {
+    (void)sig;
+    interrupted++;
+}
+
+/* TonY builds tony.containers.command as "[<interpreter> ]<executes>[ <params>]". */
+static char *build_command(tony_opt *o) {
+    const char *exe = tony_args_value(o, "executes");
+    if (!exe) return NULL;
+    const char *py = tony_args_value(o, "python_binary_path");
+    const char *venv = tony_args_value(o, "python_venv");
+    const char *params = tony_args_value(o, "task_params");
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    if (py) {
+        if (py[0] != '/' && venv) tony_buf_printf(&b, "venv/%s ", py);
+        else tony_buf_printf(&b, "%s ", py);
+    }
+    tony_buf_puts(&b, exe);
+    if (params) tony_buf_printf(&b, " %s", params);
+    return b.data;
+}
+
+static int apply_kv_list(tony_conf *c, tony_opt *o, const char *opt, const char *key, tony_error *err) {
+    tony_opt *x = tony_args_get(o, opt);
+    for (size_t i = 0; i < x->values.len; i++) {
+        const char *kv = x->values.items[i];
+        if (!strchr(kv, '=') || kv[0] == '=') return tony_err(err, "--%s %s: expected KEY=VALUE", opt, kv);
+        tony_conf_set_cli(c, key, kv);
+    }
+    return 0;
+}
+
+static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
+    if (tony_conf_load_layers(c, tony_args_value(o, "conf_file"), err)) return -1;
+    tony_opt *confs = tony_args_get(o, "conf");
+    for (size_t i = 0; i < confs->values.len; i++) {
+        char *kv = tony_strdup(confs->values.items[i]);
+        char *eq = strchr(kv, '=');
+        if (eq) *eq = '\0';
+        char *key = tony_trim(kv);
+        if (!*key) {
+            free(kv);
+            return tony_err(err, "--conf %s: expected KEY=VALUE", confs->values.items[i]);
+        }
+        tony_conf_set_cli(c, key, eq ? tony_trim(eq + 1) : "");
+        free(kv);
+    }
+    char *cmd = build_command(o);
+    if (cmd) tony_conf_set(c, "tony.containers.command", cmd, "--executes");
+    free(cmd);
+    if (apply_kv_list(c, o, "shell_env", "tony.execution.envs", err)) return -1;
+    if (apply_kv_list(c, o, "container_env", "tony.containers.envs", err)) return -1;
+    const char *py = tony_args_value(o, "python_binary_path");
+    if (py) tony_conf_set(c, "tony.python-exec-path", py, "--python_binary_path");
+    const char *tb = tony_args_value(o, "sidecar_tensorboard_log_dir");
+    if (tb) tony_conf_set(c, "tony.application.tensorboard-log-dir", tb, "--sidecar_tensorboard_log_dir");
+    if (tony_conf_get(c, "tony.application.tensorboard-log-dir")) {
+        /* TonY's sidecar: a tensorboard role, untracked by the job's result. */
+        if (!tony_conf_get(c, "tony.tensorboard.instances")) tony_conf_set(c, "tony.tensorboard.instances", "1", "sidecar");
+        const char *cur = tony_conf_get(c, "tony.application.sidecar.jobtypes");
+        tony_strv types = {0};
+        tony_split_csv(cur, &types);
+        if (!tony_strv_contains(&types, "tensorboard")) {
+            char *v = tony_sprintf("%s%stensorboard", cur && *cur ? cur : "", cur && *cur ? "," : "");
+            tony_conf_set(c, "tony.application.sidecar.jobtypes", v, "sidecar");
+            free(v);
+        }
+        tony_strv_free(&types);
+        if (!tony_conf_get(c, "tony.tensorboard.command")) {
+            const char *pyexe = py ? py : "python3";
+            char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --bind_all", pyexe);
+            tony_conf_set(c, "tony.tensorboard.command", v, "sidecar");
+            free(v);
+        }
+    }
+    return 0;
+}
+
+/* yarn when HADOOP_CONF_DIR holds a yarn-site.xml, else local; says why. */
+static const char *choose_backend(tony_opt *o, const tony_conf *c, char *why, size_t n) {
+    const char *b = tony_args_value(o, "backend");
+    if (b) {
+        snprintf(why, n, "--backend %s", b);
+        return b;
+    }
+    b = tony_conf_get(c, "tony.application.backend");
+    if (b && *b) {
+        snprintf(why, n, "tony.application.backend=%s", b);
+        return b;
+    }
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    if (hc && *hc) {
+        char *site = tony_path_join(hc, "yarn-site.xml");
+        bool yarn = tony_file_exists(site);
+        free(site);
+        if (yarn) {
+            snprintf(why, n, "HADOOP_CONF_DIR=%s has a yarn-site.xml", hc);
+            return "yarn";
+        }
+        snprintf(why, n, "HADOOP_CONF_DIR=%s has no yarn-site.xml", hc);
+        return "local";
+    }
+    snprintf(why, n, "HADOOP_CONF_DIR is not set");
+    return "local";
+}
+
+static void print_env_line(const char *kv) {
+    if (tony_str_starts_with(kv, "TONY_SECRET=")) return;
+    printf("      %s\n", kv);
+}
+
+static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) {
+    const tony_runtime *rt = tony_runtime_find(p->framework);
+    printf("Plan (dry run; nothing was started)\n");
+    printf("  backend:    %s\n  framework:  %s\n  mode:       %s%s\n", backend, p->framework,
+           p->single_node ? "single node (the command runs in the coordinator)" : (p->gang ? "GANG" : "FCFS"),
+           p->lockstep ? ", lock-step: one failed worker ends the attempt" : "");
+    printf("  restarts:   %d (tony.am.retry-count)\n", p->retry_count);
+    printf("  heartbeat:  every %lld ms, expires after %d missed\n", p->heartbeat_interval_ms, p->max_missed_heartbeats);
+    if (p->single_node) {
+        printf("  command:    %s\n", p->am_command);
+        return 0;
+    }
+    /* Addresses are placeholders: real ones exist once executors register. */
+    json_t *spec = json_object();
+    int port = 20000;
+    for (size_t r = 0; r < p->nroles; r++) {
+        json_t *arr = json_array();
+        for (int i = 0; i < p->roles[r].instances; i++) json_array_append_new(arr, json_sprintf("127.0.0.1:%d", port++));
+        json_object_set_new(spec, p->roles[r].name, arr);
+    }
+    for (size_t r = 0; r < p->nroles; r++) {
+        const tony_role *role = &p->roles[r];
+        printf("\n  role %s: %d instance(s), memory %lldm, vcores %d, gpus %d, %s, %s stage%s%s\n", role->name,
+               role->instances, role->memory_mb, role->vcores, role->gpus, tony_role_kind_name(role->kind),
+               role->stage == TONY_STAGE_PREPARE ? "prepare" : "training", role->stop_on_failure ? ", stop-on-failure" : "",
+               role->node_label ? ", node label " : "");
+        if (role->node_label) printf("%s", role->node_label);
+        printf("    command:   %s\n", role->command);
+        if (role->resources && *role->resources) printf("    resources: %s\n", role->resources);
+        for (int i = 0; i < role->instances; i++) {
+            tony_env env = {0};
+            tony_env_merge(&env, &p->container_env);
+            tony_env_merge(&env, &p->shell_env);
+            tony_runtime_task t = {p, role->name, i, p->gang ? spec : NULL};
+            tony_error err;
+            printf("    %s:%d env%s:\n", role->name, i, tony_plan_is_chief(p, role->name, i) ? " (chief)" : "");
+            if (tony_runtime_build_env(rt, &t, &env, &err)) printf("      (cannot build: %s)\n", err.msg);
+            for (size_t k = 0; k < env.kv.len; k++) print_env_line(env.kv.items[k]);
+            tony_env_free(&env);
+        }
+    }
+    printf("\n  (host:port values are placeholders; real ones are assigned when executors register)\n");
+    json_decref(spec);
+    (void)c;
+    return 0;
+}
+
+static json_t *fetch_job(const char *url, tony_error *err) {
+    char *u = tony_sprintf("%s/v1/job", url);
+    tony_http_response r;
+    int rc = tony_http_call("GET", u, NULL, NULL, 3000, &r, err);
+    free(u);
+    if (rc) return NULL;
+    json_t *j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
+    if (!j) tony_err(err, "the coordinator answered HTTP %ld", r.status);
+    tony_http_response_free(&r);
+    return j;
+}
+
+static json_t *read_status_file(const char *job_dir) {
+    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    json_t *j = json_load_file(p, 0, NULL);
+    free(p);
+    return j;
+}
+
+static void post(const char *url, const char *job_dir, const char *what) {
+    char *secret = NULL;
+    if (tony_jobdir_secret(job_dir, &secret, NULL)) return;
+    char *u = tony_sprintf("%s/v1/job/%s", url, what);
+    tony_http_response r;
+    if (tony_http_call("POST", u, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
+    free(u);
+    free(secret);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Follows the job through the coordinator's API, printing TonY-style grouped
+ * status lines when they change; returns the final job JSON. */
+static json_t *follow(const char *job_dir, int am_pid) {
+    char *url = NULL;
+    char *last = NULL;
+    bool kill_sent = false;
+    json_t *job = NULL;
+    for (;;) {
+        int status;
+        bool am_alive = waitpid(am_pid, &status, WNOHANG) == 0;
+        if (!url) tony_jobdir_am_url(job_dir, &url, NULL, NULL);
+        if (interrupted && url && !kill_sent) {
+            fprintf(stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
+            post(url, job_dir, "kill");
+            kill_sent = true;
+        }
+        if (interrupted > 1) break;
+        json_decref(job);
+        job = NULL;
+        tony_error err;
+        if (url && am_alive) job = fetch_job(url, &err);
+        if (!job && !am_alive) {
+            job = read_status_file(job_dir);
+            if (!job || strcmp(json_string_value(json_object_get(job, "state")) ?: "", "FINISHED") != 0) {
+                json_decref(job);
+                fprintf(stderr, "tony: the coordinator exited before the job ended; see %s/%s\n", job_dir,
+                        TONY_JOBDIR_AM_LOG);
+                job = NULL;
+                break;
+            }
+        }
+        if (job) {
+            char *grouped = tony_report_grouped(job);
+            if (*grouped && (!last || strcmp(last, grouped) != 0)) {
+                printf("tony: %s\n", grouped);
+                fflush(stdout);
+                free(last);
+                last = grouped;
+            } else {
+                free(grouped);
+            }
+            if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
+        }
+        sleep_ms(300);
+    }
+    if (url) post(url, job_dir, "finish");
+    free(url);
+    free(last);
+    return job;
+}
+
+int tony_cmd_submit(int argc, char **argv) {
+    tony_strv positional = {0};
+    tony_error err = {{0}};
+    tony_conf *conf = NULL;
+    tony_plan plan = {0};
+    bool have_plan = false;
+    char *job_dir = NULL, *app_id = NULL;
+    int code = TONY_EXIT_USAGE;
+    if (tony_args_parse(argc, argv, submit_opts, &positional, &err)) goto fail;
+    if (tony_args_get(submit_opts, "help")->seen) {
+        tony_args_usage("usage: tony submit [options]", submit_opts);
+        code = TONY_EXIT_OK;
+        goto out;
+    }
+    if (positional.len) {
+        tony_err(&err, "unexpected argument '%s' (quote the command: --executes \"python train.py\")", positional.items[0]);
+        goto fail;
+    }
+    conf = tony_conf_new();
+    if (build_conf(submit_opts, conf, &err)) goto fail;
+    char why[512];
+    const char *backend = choose_backend(submit_opts, conf, why, sizeof why);
+    if (strcmp(backend, "local") != 0 && strcmp(backend, "yarn") != 0) {
+        tony_err(&err, "unknown backend '%s' (%s); use local or yarn", backend, why);
+        goto fail;
+    }
+    fprintf(stderr, "tony: using the %s backend (%s)\n", backend, why);
+    if (tony_plan_from_conf(conf, &plan, &err)) goto fail;
+    have_plan = true;
+    if (strcmp(backend, "yarn") == 0) {
+        tony_err(&err, "the yarn backend is not available in this build yet; use --backend local");
+        code = TONY_EXIT_UNAVAILABLE;
+        goto fail_code;
+    }
+    tony_local_pool pool;
+    if (tony_local_pool_from_conf(conf, &pool, &err) || tony_local_check_plan(&pool, &plan, &err)) goto fail;
+    if (tony_args_get(submit_opts, "dry-run")->seen) {
+        code = dry_run(conf, &plan, backend);
+        goto out;
+    }
+    tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
+    if (tony_stage_local_job(conf, &in, &job_dir, &app_id, &err)) goto fail;
+    int am_pid;
+    if (tony_start_local_am(job_dir, &am_pid, &err)) {
+        code = TONY_EXIT_UNAVAILABLE;
+        goto fail_code;
+    }
+    printf("tony: job %s submitted\ntony: job dir %s (coordinator log: %s/%s)\n", app_id, job_dir, job_dir,
+           TONY_JOBDIR_AM_LOG);
+    fflush(stdout);
+    if (tony_args_get(submit_opts, "detach")->seen) {
+        printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
+        code = TONY_EXIT_OK;
+        goto out;
+    }
+    struct sigaction sa = {.sa_handler = on_interrupt};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    json_t *job = follow(job_dir, am_pid);
+    if (!job) {
+        code = TONY_EXIT_JOB_FAILED;
+        goto out;
+    }
+    tony_report_tasks(stdout, job);
+    tony_report_final(stdout, job);
+    code = strcmp(json_string_value(json_object_get(job, "final_status")), "SUCCEEDED") == 0 ? TONY_EXIT_OK
+                                                                                           : TONY_EXIT_JOB_FAILED;
+    json_decref(job);
+    goto out;
+fail:
+    code = TONY_EXIT_USAGE;
+fail_code:
+    fprintf(stderr, "tony: error: %s\n", err.msg);
+out:
+    if (have_plan) tony_plan_free(&plan);
+    tony_conf_free(conf);
+    tony_strv_free(&positional);
+    tony_args_free(submit_opts);
+    free(job_dir);
+    free(app_id);
+    return code;
+}

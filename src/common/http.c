@@ -1,0 +1,67 @@
+/* libcurl easy handles, one per call: calls are rare (a heartbeat a second),
+ * so simplicity beats connection reuse here. */
+#include "common/http.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strv.h"
+
+static size_t collect(char *data, size_t size, size_t nmemb, void *userp) {
+    tony_buf_append(userp, data, size * nmemb);
+    return size * nmemb;
+}
+
+int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                   tony_http_response *resp, tony_error *err) {
+    static int curl_ready = 0;
+    if (!curl_ready) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        curl_ready = 1;
+    }
+    resp->status = 0;
+    resp->body = NULL;
+    CURL *h = curl_easy_init();
+    if (!h) return tony_err(err, "cannot create an HTTP handle");
+    tony_buf out = {0};
+    tony_buf_puts(&out, "");
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    char *auth = NULL;
+    if (secret) {
+        auth = tony_sprintf("%s: %s", TONY_SECRET_HEADER, secret);
+        headers = curl_slist_append(headers, auth);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 3000 ? timeout_ms : 3000);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    } else if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+    }
+    CURLcode rc = curl_easy_perform(h);
+    int ret = 0;
+    if (rc != CURLE_OK) {
+        ret = tony_err(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+        tony_buf_free(&out);
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+        resp->body = out.data;
+    }
+    curl_slist_free_all(headers);
+    free(auth);
+    curl_easy_cleanup(h);
+    return ret;
+}
+
+void tony_http_response_free(tony_http_response *r) {
+    free(r->body);
+    r->body = NULL;
+}

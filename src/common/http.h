@@ -1,0 +1,23 @@
+/* A small blocking HTTP/1.1 client (libcurl) for the executor and the CLI,
+ * which talk JSON to the coordinator's API. The coordinator itself never
+ * blocks and does not use this. */
+#ifndef TONY_HTTP_H
+#define TONY_HTTP_H
+
+#include "common/error.h"
+
+typedef struct tony_http_response {
+    long status; /* HTTP status, 0 if no response */
+    char *body;  /* NUL-terminated, never NULL after success */
+} tony_http_response;
+
+/* The job's secret travels in this header on every state-changing call. */
+#define TONY_SECRET_HEADER "X-Tony-Secret"
+
+/* method "GET"/"POST"; body may be NULL; secret may be NULL. Returns -1 when
+ * no HTTP response came (refused, timeout), naming the URL. */
+int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                   tony_http_response *resp, tony_error *err);
+void tony_http_response_free(tony_http_response *r);
+
+#endif

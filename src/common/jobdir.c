@@ -1,0 +1,82 @@
+/* Job directory paths and the small files in it. */
+#include "common/jobdir.h"
+
+#include <jansson.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/strv.h"
+
+char *tony_jobs_root(const char *root_conf) {
+    if (root_conf && *root_conf) return tony_abspath(root_conf);
+    const char *home = getenv("TONY_HOME");
+    if (home && *home) return tony_abspath(home);
+    home = getenv("HOME");
+    if (!home || !*home) {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : "/tmp";
+    }
+    return tony_path_join(home, ".tony");
+}
+
+char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index) {
+    return tony_sprintf("%s/attempts/%d/%s-%d", job_dir, attempt, role, index);
+}
+
+int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err) {
+    if (strchr(id_or_path, '/')) {
+        char *conf = tony_path_join(id_or_path, TONY_JOBDIR_CONF);
+        bool ok = tony_file_exists(conf);
+        free(conf);
+        if (!ok) return tony_err(err, "%s is not a tony job directory (no %s in it)", id_or_path, TONY_JOBDIR_CONF);
+        *job_dir = tony_abspath(id_or_path);
+        return 0;
+    }
+    char *root = tony_jobs_root(root_conf);
+    char *dir = tony_sprintf("%s/jobs/%s", root, id_or_path);
+    if (!tony_is_dir(dir)) {
+        tony_err(err, "no job '%s' under %s/jobs (see `tony list`; set TONY_HOME or tony.local.root if the job used another root)",
+                 id_or_path, root);
+        free(root);
+        free(dir);
+        return -1;
+    }
+    free(root);
+    *job_dir = dir;
+    return 0;
+}
+
+int tony_jobdir_am_url(const char *job_dir, char **url, int *pid, tony_error *err) {
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_AM_INFO);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    if (!j) {
+        tony_err(err, "the coordinator of %s has not published its address yet (%s: %s)", job_dir, path, jerr.text);
+        free(path);
+        return -1;
+    }
+    free(path);
+    const char *u = json_string_value(json_object_get(j, "url"));
+    int rc = 0;
+    if (!u) rc = tony_err(err, "%s/%s has no url", job_dir, TONY_JOBDIR_AM_INFO);
+    else {
+        *url = tony_strdup(u);
+        if (pid) *pid = (int)json_integer_value(json_object_get(j, "pid"));
+    }
+    json_decref(j);
+    return rc;
+}
+
+int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err) {
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
+    char *s = NULL;
+    int rc = tony_read_file(path, &s, NULL, err);
+    free(path);
+    if (rc) return rc;
+    tony_trim(s);
+    *secret = s;
+    return 0;
+}

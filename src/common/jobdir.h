@@ -1,0 +1,29 @@
+/* Where a job lives on disk: <root>/jobs/<app_id>/ holds its final config,
+ * secret, staged files, coordinator address, final status, the directory
+ * shared across attempts (TONY_JOB_DIR) and every attempt's task dirs and
+ * logs. Shared by the client, the coordinator and the local backend. */
+#ifndef TONY_JOBDIR_H
+#define TONY_JOBDIR_H
+
+#include "common/error.h"
+
+#define TONY_JOBDIR_CONF "tony-final.xml"
+#define TONY_JOBDIR_SECRET "secret"    /* 0600: the job's API secret */
+#define TONY_JOBDIR_AM_INFO "am.json"  /* {"url","pid"} once the coordinator listens */
+#define TONY_JOBDIR_STATUS "status.json" /* the job's state, rewritten as it changes */
+#define TONY_JOBDIR_AM_LOG "am.log"
+#define TONY_JOBDIR_STAGING "staging"
+#define TONY_JOBDIR_SHARED "shared"   /* survives attempts: checkpoints go here */
+
+/* The root of local jobs: root_conf (tony.local.root) if set, else
+ * $TONY_HOME, else ~/.tony. malloc'ed. */
+char *tony_jobs_root(const char *root_conf);
+/* <job_dir>/attempts/<attempt>/<role>-<index>; malloc'ed. */
+char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index);
+/* Resolves a job id (searched under root) or a path to a job dir. */
+int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err);
+/* The coordinator's URL and the secret, read from the job dir. */
+int tony_jobdir_am_url(const char *job_dir, char **url, int *pid, tony_error *err);
+int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err);
+
+#endif

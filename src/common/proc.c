@@ -1,0 +1,168 @@
+/* Process helpers over fork/exec and /proc. The session is our unit of a
+ * "container" on the local backend: every process a task starts stays in the
+ * session its executor opened, even when the user's code makes its own
+ * process groups. */
+#include "common/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/strv.h"
+
+static void child_fail(int fd, const char *what) {
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "%s: %s", what, strerror(errno));
+    if (write(fd, msg, (size_t)n) < 0) { /* nothing left to report to */ }
+    _exit(127);
+}
+
+static void redirect(int target, const char *path, int errfd) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) child_fail(errfd, path);
+    if (dup2(fd, target) < 0) child_fail(errfd, "dup2");
+    close(fd);
+}
+
+int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
+    /* A close-on-exec pipe tells the parent whether exec worked, so a missing
+     * program is an error here and not a mysterious exit code 127 later. */
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return tony_err(err, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        if (s->new_session) {
+            if (setsid() < 0) child_fail(pfd[1], "setsid");
+        } else if (setpgid(0, 0) < 0) {
+            child_fail(pfd[1], "setpgid");
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+        if (s->cwd && chdir(s->cwd)) child_fail(pfd[1], s->cwd);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            close(devnull);
+        }
+        if (s->stdout_path) redirect(1, s->stdout_path, pfd[1]);
+        if (s->stderr_path) redirect(2, s->stderr_path, pfd[1]);
+        if (s->envp) execvpe(s->argv[0], s->argv, s->envp);
+        else execvp(s->argv[0], s->argv);
+        child_fail(pfd[1], s->argv[0]);
+    }
+    close(pfd[1]);
+    char msg[512];
+    ssize_t n;
+    do n = read(pfd[0], msg, sizeof msg - 1);
+    while (n < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (n > 0) {
+        msg[n] = '\0';
+        waitpid(pid, NULL, 0);
+        return tony_err(err, "cannot start %s: %s", s->argv[0], msg);
+    }
+    *pid_out = pid;
+    return 0;
+}
+
+int tony_proc_exit_code(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 255;
+}
+
+/* /proc/<pid>/stat: "pid (comm) state ppid pgrp session ... utime(14) stime(15)
+ * ... rss(24)"; comm may hold spaces and parentheses, so parse after the last ')'. */
+static bool read_stat(pid_t pid, pid_t *sid, long long *rss_kb, double *cpu_s) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p) return false;
+    char state;
+    int ppid, pgrp, session;
+    unsigned long utime, stime;
+    long rss;
+    /* fields 3.. : state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+       cutime cstime priority nice num_threads itrealvalue starttime vsize rss */
+    if (sscanf(p + 2,
+               "%c %d %d %d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %*u %ld",
+               &state, &ppid, &pgrp, &session, &utime, &stime, &rss) != 7)
+        return false;
+    if (state == 'Z') return false;
+    static long page_kb = 0, ticks = 0;
+    if (!page_kb) page_kb = sysconf(_SC_PAGESIZE) / 1024;
+    if (!ticks) ticks = sysconf(_SC_CLK_TCK);
+    *sid = session;
+    *rss_kb = rss * page_kb;
+    *cpu_s = (double)(utime + stime) / (double)ticks;
+    return true;
+}
+
+void tony_proc_scan(tony_proc_visit_fn fn, void *ctx) {
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        pid_t pid = (pid_t)atoi(de->d_name);
+        pid_t sid;
+        long long rss;
+        double cpu;
+        if (read_stat(pid, &sid, &rss, &cpu)) fn(ctx, pid, sid, rss, cpu);
+    }
+    closedir(d);
+}
+
+typedef struct {
+    pid_t sid;
+    int sig;
+    int count;
+    long long rss;
+} session_visit;
+
+static void kill_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cpu) {
+    (void)rss, (void)cpu;
+    session_visit *v = ctx;
+    if (sid == v->sid && pid != getpid() && kill(pid, v->sig) == 0) v->count++;
+}
+
+int tony_proc_kill_session(pid_t sid, int sig) {
+    if (sid <= 1) return 0;
+    session_visit v = {sid, sig, 0, 0};
+    tony_proc_scan(kill_visit, &v);
+    return v.count;
+}
+
+static void rss_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cpu) {
+    (void)pid, (void)cpu;
+    session_visit *v = ctx;
+    if (sid == v->sid) v->rss += rss;
+}
+
+long long tony_proc_session_rss_kb(pid_t sid) {
+    session_visit v = {sid, 0, 0, 0};
+    tony_proc_scan(rss_visit, &v);
+    return v.rss;
+}
+
+bool tony_proc_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }

@@ -1,0 +1,37 @@
+/* Processes: starting the user's command in its own process group, reading
+ * the process table (/proc) to measure or kill a whole task, and turning wait
+ * statuses into exit codes. */
+#ifndef TONY_PROC_H
+#define TONY_PROC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+typedef struct tony_spawn {
+    char *const *argv;      /* argv[0] is looked up on PATH */
+    char *const *envp;      /* NULL: inherit */
+    const char *cwd;        /* NULL: inherit */
+    const char *stdout_path; /* appended; NULL: inherit */
+    const char *stderr_path; /* appended; NULL: inherit */
+    bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) */
+} tony_spawn;
+
+int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
+
+/* 0..255 for a normal exit, 128+signal for a death by signal (the shell's and
+ * YARN's convention). */
+int tony_proc_exit_code(int wait_status);
+
+/* Calls fn for every process whose session id is sid (a container's
+ * processes: its executor started it with setsid). */
+typedef void (*tony_proc_visit_fn)(void *ctx, pid_t pid, pid_t sid, long long rss_kb, double cpu_seconds);
+void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
+/* Sends sig to every process of session sid; returns how many got it. */
+int tony_proc_kill_session(pid_t sid, int sig);
+/* Resident memory of every process of session sid together, in KiB. */
+long long tony_proc_session_rss_kb(pid_t sid);
+bool tony_proc_alive(pid_t pid);
+
+#endif

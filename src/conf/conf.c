@@ -1,0 +1,443 @@
+/* The merged configuration: an ordered key/value table fed by TonY's defaults,
+ * Hadoop configuration XML files and --conf, and written back as
+ * tony-final.xml for the coordinator and executors to read. */
+#include "conf/conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "conf/defaults.h"
+
+typedef struct conf_entry {
+    char *key;
+    char *value;
+    char *source;
+    bool final;
+} conf_entry;
+
+struct tony_conf {
+    conf_entry *items; /* insertion order: --dry-run and tony-final.xml read like the inputs */
+    size_t len;
+    size_t cap;
+};
+
+#define TONY_DEFAULT_CONF_DIR "/export/apps/tony/conf"
+
+tony_conf *tony_conf_new(void) { return tony_xcalloc(1, sizeof(tony_conf)); }
+
+static void entry_free(conf_entry *e) {
+    free(e->key);
+    free(e->value);
+    free(e->source);
+}
+
+void tony_conf_free(tony_conf *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->len; i++) entry_free(&c->items[i]);
+    free(c->items);
+    free(c);
+}
+
+tony_conf *tony_conf_clone(const tony_conf *c) {
+    tony_conf *d = tony_conf_new();
+    d->cap = d->len = c->len;
+    d->items = tony_xcalloc(c->len ? c->len : 1, sizeof(conf_entry));
+    for (size_t i = 0; i < c->len; i++) {
+        d->items[i].key = tony_strdup(c->items[i].key);
+        d->items[i].value = tony_strdup(c->items[i].value);
+        d->items[i].source = tony_strdup(c->items[i].source);
+        d->items[i].final = c->items[i].final;
+    }
+    return d;
+}
+
+static conf_entry *find(const tony_conf *c, const char *key) {
+    for (size_t i = 0; i < c->len; i++)
+        if (strcmp(c->items[i].key, key) == 0) return &c->items[i];
+    return NULL;
+}
+
+/* Replacing keeps the key's first position, as a Hadoop Configuration does. */
+static conf_entry *put(tony_conf *c, const char *key, const char *value, const char *source) {
+    conf_entry *e = find(c, key);
+    if (e) {
+        free(e->value);
+        free(e->source);
+    } else {
+        if (c->len == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 64;
+            c->items = tony_xrealloc(c->items, c->cap * sizeof *c->items);
+        }
+        e = &c->items[c->len++];
+        e->key = tony_strdup(key);
+        e->final = false;
+    }
+    e->value = tony_strdup(value);
+    e->source = tony_strdup(source ? source : "");
+    return e;
+}
+
+void tony_conf_set(tony_conf *c, const char *key, const char *value, const char *source) {
+    if (!value) {
+        tony_conf_unset(c, key);
+        return;
+    }
+    put(c, key, value, source);
+}
+
+bool tony_conf_is_multi_value(const char *key) {
+    return strcmp(key, "tony.containers.envs") == 0 || strcmp(key, "tony.execution.envs") == 0 ||
+           strcmp(key, "tony.containers.resources") == 0;
+}
+
+void tony_conf_set_cli(tony_conf *c, const char *key, const char *value) {
+    const char *old = tony_conf_get(c, key);
+    if (tony_conf_is_multi_value(key) && old && *old) {
+        if (!value || !*value) return; /* appending nothing must not wipe the list */
+        char *joined = tony_sprintf("%s,%s", old, value);
+        put(c, key, joined, "--conf");
+        free(joined);
+        return;
+    }
+    tony_conf_set(c, key, value ? value : "", "--conf");
+}
+
+void tony_conf_unset(tony_conf *c, const char *key) {
+    conf_entry *e = find(c, key);
+    if (!e) return;
+    size_t i = (size_t)(e - c->items);
+    entry_free(e);
+    memmove(&c->items[i], &c->items[i + 1], (c->len - i - 1) * sizeof *c->items);
+    c->len--;
+}
+
+const char *tony_conf_get(const tony_conf *c, const char *key) {
+    const conf_entry *e = find(c, key);
+    return e ? e->value : NULL;
+}
+
+const char *tony_conf_get_source(const tony_conf *c, const char *key) {
+    const conf_entry *e = find(c, key);
+    return e ? e->source : NULL;
+}
+
+size_t tony_conf_size(const tony_conf *c) { return c->len; }
+const char *tony_conf_key_at(const tony_conf *c, size_t i) { return i < c->len ? c->items[i].key : NULL; }
+const char *tony_conf_value_at(const tony_conf *c, size_t i) { return i < c->len ? c->items[i].value : NULL; }
+
+void tony_conf_load_defaults(tony_conf *c) {
+    size_t n;
+    const tony_conf_default *d = tony_conf_defaults(&n);
+    for (size_t i = 0; i < n; i++)
+        if (d[i].value) put(c, d[i].key, d[i].value, "default");
+}
+
+/* ---- typed getters ---- */
+
+/* Unset and empty (or blank) values both mean "use the default", as an empty
+ * <value/> does in a Hadoop Configuration. */
+static const char *get_nonblank(const tony_conf *c, const char *key) {
+    const char *v = tony_conf_get(c, key);
+    if (!v) return NULL;
+    for (const char *p = v; *p; p++)
+        if (!isspace((unsigned char)*p)) return v;
+    return NULL;
+}
+
+int tony_conf_get_ll(const tony_conf *c, const char *key, long long def, long long *out, tony_error *err) {
+    const char *v = get_nonblank(c, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!tony_parse_ll(v, out)) return tony_err(err, "%s must be an integer, got '%s'", key, v);
+    return 0;
+}
+
+int tony_conf_get_bool(const tony_conf *c, const char *key, bool def, bool *out, tony_error *err) {
+    const char *v = get_nonblank(c, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char *t = tony_strdup(v);
+    char *s = tony_trim(t);
+    int rc = 0;
+    if (strcasecmp(s, "true") == 0)
+        *out = true;
+    else if (strcasecmp(s, "false") == 0)
+        *out = false;
+    else
+        rc = tony_err(err, "%s must be true or false, got '%s'", key, v);
+    free(t);
+    return rc;
+}
+
+bool tony_parse_memory_mb(const char *s, long long *out) {
+    if (!s) return false;
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    if (!n) return false;
+    long long mult = 1;
+    char last = (char)tolower((unsigned char)s[n - 1]);
+    if (last == 'g') {
+        mult = 1024;
+        n--;
+    } else if (last == 'm') {
+        n--;
+    }
+    if (!n) return false;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) return false; /* also rejects a sign: negative sizes are invalid */
+        int d = s[i] - '0';
+        if (v > (LLONG_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    if (v > LLONG_MAX / mult) return false;
+    *out = v * mult;
+    return true;
+}
+
+int tony_conf_get_memory_mb(const tony_conf *c, const char *key, const char *def, long long *out, tony_error *err) {
+    const char *v = get_nonblank(c, key);
+    if (!v) {
+        if (!def) {
+            *out = 0;
+            return 0;
+        }
+        v = def;
+    }
+    if (!tony_parse_memory_mb(v, out))
+        return tony_err(err, "%s must be a memory size in MB, optionally with an m or g suffix (e.g. 2048, 512m, 2g), "
+                             "got '%s'", key, v);
+    return 0;
+}
+
+void tony_conf_get_list(const tony_conf *c, const char *key, tony_strv *out) {
+    tony_split_csv(tony_conf_get(c, key), out);
+}
+
+/* tony.<t>.instances with <t> in [a-z]+, TonY's only source of job types. */
+static bool job_type_of(const char *key, char *buf, size_t bufsz) {
+    static const char prefix[] = "tony.", suffix[] = ".instances";
+    size_t n = strlen(key), p = sizeof prefix - 1, s = sizeof suffix - 1;
+    if (n <= p + s || strncmp(key, prefix, p) != 0 || strcmp(key + n - s, suffix) != 0) return false;
+    size_t len = n - p - s;
+    if (len + 1 > bufsz) return false;
+    for (size_t i = 0; i < len; i++)
+        if (key[p + i] < 'a' || key[p + i] > 'z') return false;
+    memcpy(buf, key + p, len);
+    buf[len] = '\0';
+    return true;
+}
+
+void tony_conf_job_types(const tony_conf *c, tony_strv *out) {
+    tony_strv found = {0};
+    char name[256];
+    for (size_t i = 0; i < c->len; i++)
+        if (job_type_of(c->items[i].key, name, sizeof name) && !tony_strv_contains(&found, name))
+            tony_strv_push(&found, name);
+    tony_strv_sort(&found);
+    for (size_t i = 0; i < found.len; i++) tony_strv_push(out, found.items[i]);
+    tony_strv_free(&found);
+}
+
+/* ---- XML ---- */
+
+static bool is_elem(const xmlNode *n, const char *name) {
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+/* Element text or attribute value, trimmed; NULL when absent. */
+static char *node_text(const xmlNode *n) {
+    xmlChar *raw = xmlNodeGetContent(n);
+    if (!raw) return tony_strdup("");
+    char *t = tony_strdup((const char *)raw);
+    xmlFree(raw);
+    char *trimmed = tony_strdup(tony_trim(t));
+    free(t);
+    return trimmed;
+}
+
+static char *attr_text(const xmlNode *n, const char *name) {
+    xmlChar *raw = xmlGetProp(n, (const xmlChar *)name);
+    if (!raw) return NULL;
+    char *t = tony_strdup((const char *)raw);
+    xmlFree(raw);
+    char *trimmed = tony_strdup(tony_trim(t));
+    free(t);
+    return trimmed;
+}
+
+static void replace(char **slot, char *v) {
+    free(*slot);
+    *slot = v;
+}
+
+static int load_property(tony_conf *c, const xmlNode *prop, const char *path, tony_error *err) {
+    /* Hadoop accepts both <name>/<value>/<final> children and attributes. */
+    char *name = attr_text(prop, "name"), *value = attr_text(prop, "value"), *fin = attr_text(prop, "final");
+    char *source = NULL;
+    for (const xmlNode *k = prop->children; k; k = k->next) {
+        if (is_elem(k, "name"))
+            replace(&name, node_text(k));
+        else if (is_elem(k, "value"))
+            replace(&value, node_text(k));
+        else if (is_elem(k, "final"))
+            replace(&fin, node_text(k));
+        else if (is_elem(k, "source"))
+            /* tony-final.xml records where each value came from; keep that
+             * rather than calling every key "tony-final.xml". The last one is
+             * the most recent, as Hadoop writes them. */
+            replace(&source, node_text(k));
+    }
+    int rc = 0;
+    if (!name || !*name) {
+        rc = tony_err(err, "%s:%ld: <property> without a <name>", path, (long)xmlGetLineNo(prop));
+        goto out;
+    }
+    conf_entry *old = find(c, name);
+    if (old && old->final) {
+        tony_warn("%s:%ld: ignoring %s, marked final by %s", path, (long)xmlGetLineNo(prop), name, old->source);
+        goto out;
+    }
+    bool is_final = fin && strcasecmp(fin, "true") == 0;
+    /* A property with a name and no value documents a key without setting it
+     * (tony-default.xml does this). */
+    if (value) {
+        conf_entry *e = put(c, name, value, source && *source ? source : path);
+        e->final = is_final;
+    } else if (is_final && old) {
+        old->final = true;
+    }
+out:
+    free(name);
+    free(value);
+    free(fin);
+    free(source);
+    return rc;
+}
+
+static int load_configuration(tony_conf *c, const xmlNode *root, const char *path, tony_error *err) {
+    for (const xmlNode *n = root->children; n; n = n->next) {
+        if (is_elem(n, "property")) {
+            if (load_property(c, n, path, err)) return -1;
+        } else if (is_elem(n, "configuration")) {
+            /* Hadoop allows nested <configuration> elements. */
+            if (load_configuration(c, n, path, err)) return -1;
+        }
+    }
+    return 0;
+}
+
+int tony_conf_load_file(tony_conf *c, const char *path, tony_error *err) {
+    char *data;
+    size_t len;
+    if (tony_read_file(path, &data, &len, err)) return -1;
+    if (len > INT_MAX) {
+        free(data);
+        return tony_err(err, "%s: file too large for a configuration file", path);
+    }
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    if (!ctxt) {
+        free(data);
+        return tony_err(err, "%s: cannot create an XML parser", path);
+    }
+    /* No network, no external entities: a tony.xml is data, not a program. */
+    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, data, (int)len, path, NULL,
+                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    free(data);
+    int rc = 0;
+    if (!doc) {
+        xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
+        if (e && e->message) {
+            char *msg = tony_strdup(e->message);
+            rc = tony_err(err, "%s:%d: malformed XML: %s", path, e->line, tony_trim(msg));
+            free(msg);
+        } else {
+            rc = tony_err(err, "%s: malformed XML", path);
+        }
+        xmlFreeParserCtxt(ctxt);
+        return rc;
+    }
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    if (!root || !is_elem(root, "configuration"))
+        rc = tony_err(err, "%s:%ld: the top-level element must be <configuration>, found <%s>", path,
+                      root ? (long)xmlGetLineNo(root) : 1L, root ? (const char *)root->name : "");
+    else
+        rc = load_configuration(c, root, path, err);
+    xmlFreeDoc(doc);
+    xmlFreeParserCtxt(ctxt);
+    return rc;
+}
+
+int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err) {
+    tony_conf_load_defaults(c);
+    if (conf_file) {
+        if (tony_conf_load_file(c, conf_file, err)) return -1;
+    } else if (tony_file_exists("tony.xml")) {
+        if (tony_conf_load_file(c, "tony.xml", err)) return -1;
+    }
+    const char *dir = getenv("TONY_CONF_DIR");
+    if (!dir || !*dir) dir = TONY_DEFAULT_CONF_DIR;
+    char *site = tony_path_join(dir, "tony-site.xml");
+    int rc = 0;
+    if (tony_file_exists(site)) rc = tony_conf_load_file(c, site, err);
+    free(site);
+    return rc;
+}
+
+static void xml_escape(tony_buf *b, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': tony_buf_puts(b, "&amp;"); break;
+        case '<': tony_buf_puts(b, "&lt;"); break;
+        case '>': tony_buf_puts(b, "&gt;"); break;
+        case '"': tony_buf_puts(b, "&quot;"); break;
+        case '\'': tony_buf_puts(b, "&apos;"); break;
+        /* A raw CR would be normalised to LF by the reader. */
+        case '\r': tony_buf_puts(b, "&#13;"); break;
+        default:
+            /* XML 1.0 cannot carry other control characters even as
+             * references; a space is the least surprising stand-in. */
+            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+                tony_buf_puts(b, " ");
+            else
+                tony_buf_append(b, s, 1);
+        }
+    }
+}
+
+int tony_conf_write_file(const tony_conf *c, const char *path, tony_error *err) {
+    tony_buf b = {0};
+    tony_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n<configuration>\n");
+    for (size_t i = 0; i < c->len; i++) {
+        const conf_entry *e = &c->items[i];
+        tony_buf_puts(&b, "<property><name>");
+        xml_escape(&b, e->key);
+        tony_buf_puts(&b, "</name><value>");
+        xml_escape(&b, e->value);
+        tony_buf_printf(&b, "</value><final>%s</final>", e->final ? "true" : "false");
+        if (e->source && *e->source) {
+            tony_buf_puts(&b, "<source>");
+            xml_escape(&b, e->source);
+            tony_buf_puts(&b, "</source>");
+        }
+        tony_buf_puts(&b, "</property>\n");
+    }
+    tony_buf_puts(&b, "</configuration>\n");
+    int rc = tony_write_file(path, b.data, b.len, 0644, err);
+    tony_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,494 @@
+/* Turns a merged configuration into a validated job plan. All of TonY's
+ * configuration rules live here, so the client can reject a bad job before
+ * staging anything and the coordinator sees exactly what the client checked. */
+#include "conf/plan.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/strv.h"
+#include "conf/resource.h"
+#include "runtime/runtime.h"
+
+/* Unset and blank both mean "not given", as with the typed getters. */
+static const char *get_str(const tony_conf *c, const char *key) {
+    const char *v = tony_conf_get(c, key);
+    if (!v) return NULL;
+    for (const char *p = v; *p; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return v;
+    return NULL;
+}
+
+static char *dup_str(const tony_conf *c, const char *key) { return tony_strdup(get_str(c, key)); }
+
+static int get_nonneg_ll(const tony_conf *c, const char *key, long long def, long long *out, tony_error *err) {
+    if (tony_conf_get_ll(c, key, def, out, err)) return -1;
+    if (*out < 0) return tony_err(err, "%s must be a non-negative integer, got '%s'", key, tony_conf_get(c, key));
+    return 0;
+}
+
+static int get_nonneg_int(const tony_conf *c, const char *key, long long def, int *out, tony_error *err) {
+    long long v;
+    if (get_nonneg_ll(c, key, def, &v, err)) return -1;
+    if (v > INT_MAX) return tony_err(err, "%s is too large, got '%s'", key, tony_conf_get(c, key));
+    *out = (int)v;
+    return 0;
+}
+
+static int get_role_ll(const tony_conf *c, const char *role, const char *what, long long def, long long *out,
+                       tony_error *err) {
+    char *key = tony_sprintf("tony.%s.%s", role, what);
+    int rc = get_nonneg_ll(c, key, def, out, err);
+    free(key);
+    return rc;
+}
+
+static int get_role_int(const tony_conf *c, const char *role, const char *what, long long def, int *out,
+                        tony_error *err) {
+    char *key = tony_sprintf("tony.%s.%s", role, what);
+    int rc = get_nonneg_int(c, key, def, out, err);
+    free(key);
+    return rc;
+}
+
+static const char *get_role_str(const tony_conf *c, const char *role, const char *what) {
+    char *key = tony_sprintf("tony.%s.%s", role, what);
+    const char *v = get_str(c, key);
+    free(key);
+    return v;
+}
+
+/* A bad entry is cheaper to report now, naming the key, than when staging. */
+static int check_resources(const tony_conf *c, const char *key, tony_error *err) {
+    tony_resource_list l = {0};
+    int rc = tony_resource_parse_list(tony_conf_get(c, key), &l, err);
+    tony_resource_list_free(&l);
+    if (rc) return tony_err_wrap(err, "%s", key);
+    return 0;
+}
+
+static int build_role(const tony_conf *c, const char *name, int instances, bool docker, tony_role *r,
+                      tony_error *err) {
+    r->name = tony_strdup(name);
+    r->instances = instances;
+    char *key = tony_sprintf("tony.%s.memory", name);
+    int rc = tony_conf_get_memory_mb(c, key, "2g", &r->memory_mb, err);
+    free(key);
+    if (rc) return -1;
+    if (get_role_int(c, name, "vcores", 1, &r->vcores, err)) return -1;
+    if (get_role_int(c, name, "gpus", 0, &r->gpus, err)) return -1;
+
+    const char *cmd = get_role_str(c, name, "command");
+    if (!cmd) cmd = get_str(c, "tony.containers.command");
+    if (!cmd)
+        return tony_err(err, "job type '%s' has %d instance(s) but no command: set tony.%s.command or "
+                             "tony.containers.command, or pass --executes", name, instances, name);
+    r->command = tony_strdup(cmd);
+
+    key = tony_sprintf("tony.%s.resources", name);
+    rc = check_resources(c, key, err);
+    free(key);
+    if (rc) return -1;
+    const char *own = get_role_str(c, name, "resources"), *all = get_str(c, "tony.containers.resources");
+    if (own && all)
+        r->resources = tony_sprintf("%s,%s", own, all);
+    else
+        r->resources = tony_strdup(own ? own : all);
+
+    r->node_label = tony_strdup(get_role_str(c, name, "node-label"));
+
+    if (docker) {
+        char *ikey = tony_sprintf("tony.docker.%s.image", name);
+        const char *img = get_str(c, ikey);
+        free(ikey);
+        if (!img) img = get_str(c, "tony.docker.containers.image");
+        r->docker_image = tony_strdup(img);
+    }
+
+    tony_strv list = {0};
+    tony_conf_get_list(c, "tony.application.sidecar.jobtypes", &list);
+    bool sidecar = tony_strv_contains(&list, name);
+    tony_strv_free(&list);
+    tony_conf_get_list(c, "tony.application.untracked.jobtypes", &list);
+    bool untracked = tony_strv_contains(&list, name);
+    tony_strv_free(&list);
+    r->kind = sidecar ? TONY_ROLE_SIDECAR : untracked ? TONY_ROLE_UNTRACKED : TONY_ROLE_TRACKED;
+    tony_conf_get_list(c, "tony.application.stop-on-failure-jobtypes", &list);
+    r->stop_on_failure = tony_strv_contains(&list, name);
+    tony_strv_free(&list);
+    r->stage = TONY_STAGE_TRAINING;
+
+    long long max;
+    key = tony_sprintf("tony.%s.max-instances", name);
+    rc = tony_conf_get_ll(c, key, -1, &max, err);
+    if (rc == 0 && max >= 0 && instances > max)
+        rc = tony_err(err, "tony.%s.instances (%d) exceeds the maximum allowed of %lld (%s)", name, instances, max,
+                      key);
+    free(key);
+    return rc;
+}
+
+static int build_roles(const tony_conf *c, tony_plan *p, tony_error *err) {
+    tony_strv types = {0};
+    tony_conf_job_types(c, &types); /* sorted, so roles come out sorted */
+    long long total = 0;
+    bool docker = false;
+    int rc = tony_conf_get_bool(c, "tony.docker.enabled", false, &docker, err);
+    p->roles = tony_xcalloc(types.len ? types.len : 1, sizeof(tony_role));
+    for (size_t i = 0; i < types.len && rc == 0; i++) {
+        int instances;
+        rc = get_role_int(c, types.items[i], "instances", 0, &instances, err);
+        if (rc || instances == 0) continue;
+        total += instances;
+        if (total > INT_MAX) {
+            rc = tony_err(err, "the job types' instances add up to more than %d (tony.%s.instances)", INT_MAX,
+                          types.items[i]);
+            break;
+        }
+        rc = build_role(c, types.items[i], instances, docker, &p->roles[p->nroles], err);
+        p->nroles++; /* counted even on failure so that tony_plan_free frees it */
+    }
+    tony_strv_free(&types);
+    return rc;
+}
+
+/* The amount of one resource a role asks for per instance, for the
+ * tony.task.max-total-<res> limits. */
+static int role_amount(const tony_conf *c, const tony_role *r, const char *res, long long *out, tony_error *err) {
+    if (strcmp(res, "memory") == 0) *out = r->memory_mb;
+    else if (strcmp(res, "vcores") == 0) *out = r->vcores;
+    else if (strcmp(res, "gpus") == 0) *out = r->gpus;
+    else return get_role_ll(c, r->name, res, 0, out, err);
+    return 0;
+}
+
+static int check_limits(const tony_conf *c, const tony_plan *p, tony_error *err) {
+    long long max;
+    if (tony_conf_get_ll(c, "tony.task.max-total-instances", -1, &max, err)) return -1;
+    int total = tony_plan_total_instances(p);
+    /* A plain sum: TonY also squares the instances here through a regex
+     * accident, which nobody can have meant. */
+    if (max >= 0 && total > max)
+        return tony_err(err, "Total number of instances (%d) requested exceeds maximum allowed of %lld "
+                             "(tony.task.max-total-instances)", total, max);
+
+    static const char prefix[] = "tony.task.max-total-";
+    for (size_t i = 0; i < tony_conf_size(c); i++) {
+        const char *key = tony_conf_key_at(c, i);
+        if (strncmp(key, prefix, sizeof prefix - 1) != 0) continue;
+        const char *res = key + sizeof prefix - 1;
+        bool ok = *res != '\0';
+        for (const char *q = res; *q; q++)
+            if (*q < 'a' || *q > 'z') ok = false;
+        if (!ok || strcmp(res, "instances") == 0) continue;
+        if (strcmp(res, "memory") == 0) {
+            const char *v = get_str(c, key);
+            if (!v) continue;
+            /* -1 is the usual "no limit"; anything else must be a size. */
+            long long neg;
+            if (tony_parse_ll(v, &neg) && neg < 0) continue;
+            if (tony_conf_get_memory_mb(c, key, NULL, &max, err)) return -1;
+        } else if (tony_conf_get_ll(c, key, -1, &max, err)) {
+            return -1;
+        }
+        if (max < 0) continue;
+        long long sum = 0;
+        for (size_t j = 0; j < p->nroles; j++) {
+            long long amount;
+            if (role_amount(c, &p->roles[j], res, &amount, err)) return -1;
+            long long part;
+            if (__builtin_mul_overflow(amount, (long long)p->roles[j].instances, &part) ||
+                __builtin_add_overflow(sum, part, &sum))
+                sum = LLONG_MAX; /* absurd requests still exceed any limit */
+        }
+        if (sum > max)
+            return tony_err(err, "Total amount of %s (%lld) requested exceeds maximum allowed of %lld (%s)", res, sum,
+                            max, key);
+    }
+    return 0;
+}
+
+static tony_role *find_role(tony_plan *p, const char *name) {
+    for (size_t i = 0; i < p->nroles; i++)
+        if (strcmp(p->roles[i].name, name) == 0) return &p->roles[i];
+    return NULL;
+}
+
+#define PREPARE_KEY "tony.application.prepare-stage"
+#define TRAINING_KEY "tony.application.training-stage"
+
+/* Job types listed in a stage but without instances are tolerated (a user
+ * may turn a type off with instances=0 and keep the stage lists); a name that
+ * is no job type at all is a typo worth stopping for. */
+static int check_stage_names(const tony_strv *stage, const char *key, tony_plan *p, const tony_strv *types,
+                             tony_error *err) {
+    for (size_t i = 0; i < stage->len; i++) {
+        if (find_role(p, stage->items[i]) || tony_strv_contains(types, stage->items[i])) continue;
+        char *known = tony_strv_join(types, ", ");
+        tony_err(err, "%s: '%s' is not a job type (job types: %s); every job type in %s and %s must have a "
+                      "tony.<type>.instances key", key, stage->items[i], *known ? known : "none", PREPARE_KEY,
+                 TRAINING_KEY);
+        free(known);
+        return -1;
+    }
+    return 0;
+}
+
+static int build_stages(const tony_conf *c, tony_plan *p, tony_error *err) {
+    tony_strv prepare = {0}, training = {0}, types = {0};
+    tony_conf_get_list(c, PREPARE_KEY, &prepare);
+    tony_conf_get_list(c, TRAINING_KEY, &training);
+    int rc = 0;
+    if (prepare.len == 0 && training.len == 0) goto out;
+    p->has_stages = true;
+    tony_conf_job_types(c, &types);
+    if (check_stage_names(&prepare, PREPARE_KEY, p, &types, err) ||
+        check_stage_names(&training, TRAINING_KEY, p, &types, err)) {
+        rc = -1;
+        goto out;
+    }
+    /* Only one list given: the other stage is every remaining role. */
+    tony_strv *missing = prepare.len == 0 ? &prepare : training.len == 0 ? &training : NULL;
+    const tony_strv *given = missing == &prepare ? &training : &prepare;
+    if (missing)
+        for (size_t i = 0; i < p->nroles; i++)
+            if (!tony_strv_contains(given, p->roles[i].name)) tony_strv_push(missing, p->roles[i].name);
+    for (size_t i = 0; i < p->nroles; i++) {
+        tony_role *r = &p->roles[i];
+        bool in_prep = tony_strv_contains(&prepare, r->name), in_train = tony_strv_contains(&training, r->name);
+        if (in_prep && in_train) {
+            rc = tony_err(err, "job type '%s' is in both %s and %s; put it in exactly one", r->name, PREPARE_KEY,
+                          TRAINING_KEY);
+            goto out;
+        }
+        if (!in_prep && !in_train) {
+            rc = tony_err(err, "job type '%s' is in neither %s nor %s; every job type with instances must be in "
+                               "exactly one", r->name, PREPARE_KEY, TRAINING_KEY);
+            goto out;
+        }
+        r->stage = in_prep ? TONY_STAGE_PREPARE : TONY_STAGE_TRAINING;
+    }
+out:
+    tony_strv_free(&prepare);
+    tony_strv_free(&training);
+    tony_strv_free(&types);
+    return rc;
+}
+
+static int parse_env(const tony_conf *c, const char *key, tony_env *env, tony_error *err) {
+    tony_strv list = {0};
+    tony_conf_get_list(c, key, &list);
+    int rc = 0;
+    for (size_t i = 0; i < list.len && rc == 0; i++)
+        if (tony_env_set_kv(env, list.items[i]))
+            rc = tony_err(err, "%s: entry '%s' has no variable name; entries are NAME=VALUE", key, list.items[i]);
+    tony_strv_free(&list);
+    return rc;
+}
+
+/* Case-insensitive edit distance, only to decide whether the runtime's
+ * nearest name is close enough to be a plausible typo ("tensorflw") rather
+ * than an unrelated word ("foo" is not a misspelt "jax"). */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = tony_xmalloc((lb + 1) * sizeof *row);
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+static int find_framework(const tony_conf *c, const tony_runtime **rt, tony_error *err) {
+    const char *name = get_str(c, "tony.application.framework");
+    if (!name) name = "tensorflow";
+    char *trimmed = tony_strdup(name);
+    *rt = tony_runtime_find(tony_trim(trimmed));
+    int rc = 0;
+    if (!*rt) {
+        const char *near = tony_runtime_suggest(trimmed);
+        size_t len = strlen(trimmed);
+        if (near && edit_distance(trimmed, near) <= (len > 6 ? len / 3 : 2))
+            rc = tony_err(err, "tony.application.framework: unknown framework '%s'; did you mean '%s'? Known: %s",
+                          trimmed, near, tony_runtime_names());
+        else
+            rc = tony_err(err, "tony.application.framework: unknown framework '%s'. Known: %s", trimmed,
+                          tony_runtime_names());
+    }
+    free(trimmed);
+    return rc;
+}
+
+static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *p, tony_error *err) {
+    const char *key = "tony.application.fail-fast-lockstep";
+    const char *v = get_str(c, key);
+    char *t = tony_strdup(v ? v : "auto");
+    char *s = tony_trim(t);
+    int rc = 0;
+    if (strcasecmp(s, "auto") == 0)
+        p->lockstep = rt->lockstep ? rt->lockstep(p) : false;
+    else if (strcasecmp(s, "true") == 0)
+        p->lockstep = true;
+    else if (strcasecmp(s, "false") == 0)
+        p->lockstep = false;
+    else
+        rc = tony_err(err, "%s must be auto, true or false, got '%s'", key, v);
+    free(t);
+    return rc;
+}
+
+static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
+    const char *mode = get_str(c, "tony.application.distributed-mode");
+    char *m = tony_strdup(mode ? mode : "GANG");
+    char *ms = tony_trim(m);
+    int bad_mode = 0;
+    if (strcasecmp(ms, "GANG") == 0)
+        p->gang = true;
+    else if (strcasecmp(ms, "FCFS") == 0)
+        p->gang = false;
+    else
+        bad_mode = 1;
+    free(m);
+    if (bad_mode)
+        return tony_err(err, "tony.application.distributed-mode must be GANG or FCFS, got '%s'", mode);
+
+    if (tony_conf_get_bool(c, "tony.application.fail-on-worker-failure-enabled", false, &p->fail_on_worker_failure,
+                           err))
+        return -1;
+    if (get_nonneg_int(c, "tony.am.retry-count", 0, &p->retry_count, err)) return -1;
+
+    if (tony_conf_get_ll(c, "tony.task.heartbeat-interval-ms", 1000, &p->heartbeat_interval_ms, err)) return -1;
+    if (p->heartbeat_interval_ms <= 0)
+        return tony_err(err, "tony.task.heartbeat-interval-ms must be a positive number of milliseconds, got '%s'",
+                        tony_conf_get(c, "tony.task.heartbeat-interval-ms"));
+    long long missed;
+    if (tony_conf_get_ll(c, "tony.task.max-missed-heartbeats", 25, &missed, err)) return -1;
+    if (missed < 1 || missed > INT_MAX)
+        return tony_err(err, "tony.task.max-missed-heartbeats must be an integer of at least 1, got '%s'",
+                        tony_conf_get(c, "tony.task.max-missed-heartbeats"));
+    p->max_missed_heartbeats = (int)missed;
+    if (tony_conf_get_ll(c, "tony.task.metrics-interval-ms", 5000, &p->metrics_interval_ms, err)) return -1;
+    if (p->metrics_interval_ms <= 0)
+        return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",
+                        tony_conf_get(c, "tony.task.metrics-interval-ms"));
+
+    if (get_nonneg_ll(c, "tony.application.timeout", 0, &p->app_timeout_ms, err)) return -1;
+
+    long long exec;
+    if (tony_conf_get_ll(c, "tony.task.executor.execution-timeout-ms", 0, &exec, err)) return -1;
+    if (exec > 0)
+        p->execution_timeout_ms = exec;
+    else if (get_nonneg_ll(c, "tony.worker.timeout", 0, &p->execution_timeout_ms, err))
+        return -1;
+
+    long long reg;
+    if (tony_conf_get_ll(c, "tony.container.registration.timeout", -1, &reg, err)) return -1;
+    if (reg > 0)
+        p->registration_timeout_ms = reg;
+    else if (tony_conf_get_ll(c, "tony.container.allocation.timeout", -1, &p->registration_timeout_ms, err))
+        return -1;
+
+    if (tony_conf_get_memory_mb(c, "tony.am.memory", "2g", &p->am_memory_mb, err)) return -1;
+    if (get_nonneg_int(c, "tony.am.vcores", 1, &p->am_vcores, err)) return -1;
+    if (get_nonneg_int(c, "tony.am.gpus", 0, &p->am_gpus, err)) return -1;
+    if (check_resources(c, "tony.am.resources", err) || check_resources(c, "tony.containers.resources", err))
+        return -1;
+
+    const char *am = get_str(c, "tony.am.command");
+    if (!am) am = get_str(c, "tony.containers.command");
+    p->am_command = tony_strdup(am);
+
+    if (parse_env(c, "tony.execution.envs", &p->shell_env, err)) return -1;
+    if (parse_env(c, "tony.containers.envs", &p->container_env, err)) return -1;
+    p->tensorboard_log_dir = dup_str(c, "tony.application.tensorboard-log-dir");
+    return 0;
+}
+
+int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
+    memset(out, 0, sizeof *out);
+    const tony_runtime *rt = NULL;
+    if (find_framework(c, &rt, err)) goto fail;
+    out->framework = tony_strdup(rt->name);
+    if (build_roles(c, out, err)) goto fail;
+    out->single_node = out->nroles == 0;
+    if (read_settings(c, out, err)) goto fail;
+    if (out->single_node && !out->am_command) {
+        tony_err(err, "no command to run: pass --executes or set tony.containers.command");
+        goto fail;
+    }
+    if (check_limits(c, out, err)) goto fail;
+    if (build_stages(c, out, err)) goto fail;
+    if (rt->validate && rt->validate(out, err)) goto fail;
+    if (read_lockstep(c, rt, out, err)) goto fail;
+    return 0;
+fail:
+    tony_plan_free(out);
+    return -1;
+}
+
+static void role_free(tony_role *r) {
+    free(r->name);
+    free(r->command);
+    free(r->resources);
+    free(r->node_label);
+    free(r->docker_image);
+}
+
+void tony_plan_free(tony_plan *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->nroles; i++) role_free(&p->roles[i]);
+    free(p->roles);
+    free(p->framework);
+    free(p->am_command);
+    tony_env_free(&p->shell_env);
+    tony_env_free(&p->container_env);
+    free(p->tensorboard_log_dir);
+    memset(p, 0, sizeof *p);
+}
+
+const tony_role *tony_plan_role(const tony_plan *p, const char *name) {
+    for (size_t i = 0; i < p->nroles; i++)
+        if (strcmp(p->roles[i].name, name) == 0) return &p->roles[i];
+    return NULL;
+}
+
+int tony_plan_total_instances(const tony_plan *p) {
+    int n = 0;
+    for (size_t i = 0; i < p->nroles; i++) n += p->roles[i].instances;
+    return n;
+}
+
+int tony_plan_tracked_tasks(const tony_plan *p) {
+    int n = 0;
+    for (size_t i = 0; i < p->nroles; i++)
+        if (p->roles[i].kind == TONY_ROLE_TRACKED) n += p->roles[i].instances;
+    return n;
+}
+
+bool tony_plan_is_chief(const tony_plan *p, const char *role, int index) {
+    if (tony_plan_role(p, "chief")) return strcmp(role, "chief") == 0;
+    return strcmp(role, "worker") == 0 && index == 0;
+}
+
+const char *tony_role_kind_name(tony_role_kind k) {
+    switch (k) {
+    case TONY_ROLE_TRACKED: return "tracked";
+    case TONY_ROLE_UNTRACKED: return "untracked";
+    case TONY_ROLE_SIDECAR: return "sidecar";
+    }
+    return "tracked";
+}

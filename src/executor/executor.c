@@ -1,0 +1,279 @@
+/* The executor's life is a straight line with one loop at the end, so it is
+ * written as plain blocking code: the only things it waits on are its
+ * coordinator (HTTP with timeouts) and its one child. */
+#include "executor/executor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/env.h"
+#include "common/http.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "common/strv.h"
+#include "executor/unpack.h"
+
+#define REGISTER_TIMEOUT_MS 25000
+#define CALL_TIMEOUT_MS 5000
+#define STOP_GRACE_MS 2000
+/* Exit code when the command ran longer than the execution timeout, as
+ * timeout(1) does. */
+#define EXIT_TIMED_OUT 124
+
+static volatile sig_atomic_t stop_signal = 0;
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+typedef struct executor {
+    const char *am_url;
+    const char *secret;
+    char role[64];
+    int index;
+    int attempt;
+    long long heartbeat_ms;
+    int max_missed;
+    const char *log_dir;
+    const char *host;
+    int port_fd, tb_fd;
+    int port, tb_port;
+} executor;
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static const char *need_env(const char *name, tony_error *err) {
+    const char *v = getenv(name);
+    if (!v || !*v) tony_err(err, "%s is not set: `tony executor` runs only inside a container started by tony", name);
+    return v;
+}
+
+/* Binds an ephemeral port and keeps it bound until the user's process starts,
+ * so nothing else takes it in between (TonY issue #365). */
+static int reserve_port(int *fd_out, int *port_out, tony_error *err) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return tony_err(err, "socket: %s", strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+        close(fd);
+        return tony_err(err, "cannot reserve a port: %s", strerror(errno));
+    }
+    *fd_out = fd;
+    *port_out = ntohs(a.sin_port);
+    return 0;
+}
+
+/* POSTs body to /v1/tasks/<role>/<index>/<verb>; returns the parsed answer
+ * or NULL (err says why). *status gets the HTTP status. */
+static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
+    char *url = tony_sprintf("%s/v1/tasks/%s/%d/%s", x->am_url, x->role, x->index, verb);
+    json_object_set_new(body, "attempt", json_integer(x->attempt));
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    tony_http_response r;
+    int rc = tony_http_call("POST", url, x->secret, s, timeout_ms, &r, err);
+    free(url);
+    free(s);
+    *status = r.status;
+    if (rc) return NULL;
+    json_t *j = json_loads(r.body, 0, NULL);
+    if (!j) tony_err(err, "the coordinator answered %s with HTTP %ld and no JSON", verb, r.status);
+    tony_http_response_free(&r);
+    return j;
+}
+
+/* Polls registration until the gang is complete. Returns the "go" answer. */
+static json_t *register_task(executor *x, tony_error *err) {
+    int failures = 0;
+    while (!stop_signal) {
+        long status;
+        json_t *ans = call(x, "register", json_pack("{s:s,s:i}", "host", x->host, "port", x->port),
+                           REGISTER_TIMEOUT_MS, &status, err);
+        if (!ans) {
+            if (++failures > x->max_missed) {
+                tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
+                return NULL;
+            }
+            sleep_ms(x->heartbeat_ms);
+            continue;
+        }
+        failures = 0;
+        const char *st = json_string_value(json_object_get(ans, "status"));
+        if (status == 200 && st && strcmp(st, "go") == 0) return ans;
+        if (status != 200 || !st || strcmp(st, "wait") != 0) {
+            const char *e = json_string_value(json_object_get(ans, "error"));
+            tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, e ? e : "?");
+            json_decref(ans);
+            return NULL;
+        }
+        json_decref(ans);
+    }
+    tony_err(err, "stopped by signal %d while waiting for the gang", (int)stop_signal);
+    return NULL;
+}
+
+static void kill_group(pid_t pgid, int sig) {
+    if (pgid > 0) kill(-pgid, sig);
+}
+
+/* Runs the user's command and watches it; returns its exit code. */
+static int run_user_process(executor *x, json_t *go, tony_error *err) {
+    const char *command = json_string_value(json_object_get(go, "command"));
+    long long timeout_ms = json_integer_value(json_object_get(go, "execution_timeout_ms"));
+    if (!command || !*command)
+        return tony_err(err, "Task command is empty. Please set tony.%s.command or pass --executes", x->role);
+    tony_env env = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(go, "env"), k, v) tony_env_set(&env, k, json_string_value(v));
+    if (x->tb_port > 0) tony_env_setf(&env, "TB_PORT", "%d", x->tb_port);
+    tony_strv envp = {0};
+    tony_env_build_envp(&env, &envp);
+    tony_env_free(&env);
+    /* The user's process must not see the job's secret, and YARN's
+     * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
+    for (size_t i = 0; i < envp.len;) {
+        if (tony_str_starts_with(envp.items[i], "TONY_SECRET=") ||
+            tony_str_starts_with(envp.items[i], "MALLOC_ARENA_MAX=")) {
+            free(envp.items[i]);
+            memmove(&envp.items[i], &envp.items[i + 1], (envp.len - i) * sizeof(char *));
+            envp.len--;
+        } else {
+            i++;
+        }
+    }
+    char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
+    char *argv[] = {"bash", "-c", (char *)command, NULL};
+    tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp};
+    pid_t pid;
+    int rc = tony_proc_spawn(&s, &pid, err);
+    /* The child has its copies until exec closes them; the ports are free
+     * for the user's process from here on. */
+    close(x->port_fd);
+    if (x->tb_fd >= 0) close(x->tb_fd);
+    x->port_fd = x->tb_fd = -1;
+    tony_strv_free(&envp);
+    free(out);
+    free(errp);
+    if (rc) return -1;
+    tony_info("started `%s` as pid %d", command, (int)pid);
+
+    long status;
+    tony_error herr;
+    json_t *ans = call(x, "started", json_pack("{s:i}", "pid", (int)pid), CALL_TIMEOUT_MS, &status, &herr);
+    json_decref(ans);
+
+    long long start = now_ms(), next_hb = start + x->heartbeat_ms, stop_at = 0;
+    int failed_hb = 0, wait_status = 0, code = -1;
+    bool timed_out = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &wait_status, WNOHANG);
+        if (w == pid) break;
+        long long now = now_ms();
+        if (stop_signal && !stop_at) {
+            tony_info("signal %d: stopping the user's process group", (int)stop_signal);
+            kill_group(pid, SIGTERM);
+            stop_at = now + STOP_GRACE_MS;
+        }
+        if (timeout_ms > 0 && !timed_out && now - start > timeout_ms) {
+            tony_error_log("the command ran longer than its execution timeout (%lld ms); killing it", timeout_ms);
+            timed_out = true;
+            kill_group(pid, SIGKILL);
+        }
+        if (stop_at && now > stop_at) kill_group(pid, SIGKILL);
+        if (now >= next_hb) {
+            next_hb = now + x->heartbeat_ms;
+            ans = call(x, "heartbeat", json_object(), CALL_TIMEOUT_MS, &status, &herr);
+            if (ans && status == 409) {
+                tony_warn("the coordinator says this attempt is over; stopping");
+                if (!stop_at) {
+                    kill_group(pid, SIGTERM);
+                    stop_at = now + STOP_GRACE_MS;
+                }
+            }
+            if (!ans) {
+                /* A coordinator that is gone must not leave the user's
+                 * process running unwatched. */
+                if (++failed_hb >= x->max_missed && !stop_at) {
+                    tony_error_log("%d heartbeats in a row failed (%s); stopping the task", failed_hb, herr.msg);
+                    kill_group(pid, SIGTERM);
+                    stop_at = now + STOP_GRACE_MS;
+                }
+            } else {
+                failed_hb = 0;
+            }
+            json_decref(ans);
+        }
+        sleep_ms(50);
+    }
+    kill_group(pid, SIGKILL); /* leftovers of the user's group */
+    code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
+    tony_info("user process exited with code %d", code);
+    ans = call(x, "finished", json_pack("{s:i}", "exit_code", code), CALL_TIMEOUT_MS, &status, &herr);
+    json_decref(ans);
+    return code;
+}
+
+int tony_executor_main(void) {
+    tony_error err = {{0}};
+    executor x = {.port_fd = -1, .tb_fd = -1};
+    const char *task = getenv("TONY_TASK_ID");
+    char who[128];
+    snprintf(who, sizeof who, "executor %s", task ? task : "?");
+    tony_log_init(who, NULL);
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int code = 1;
+    const char *attempt;
+    if (!(x.am_url = need_env("TONY_AM_URL", &err)) || !(x.secret = need_env("TONY_SECRET", &err)) ||
+        !need_env("TONY_TASK_ID", &err) || !(attempt = need_env("TONY_ATTEMPT", &err)) ||
+        !(x.log_dir = need_env("TONY_LOG_DIR", &err)))
+        goto fail;
+    if (sscanf(task, "%63[a-z]:%d", x.role, &x.index) != 2) {
+        tony_err(&err, "TONY_TASK_ID=%s is not <role>:<index>", task);
+        goto fail;
+    }
+    x.attempt = atoi(attempt);
+    long long v;
+    x.heartbeat_ms = tony_parse_ll(getenv("TONY_HEARTBEAT_INTERVAL_MS"), &v) && v > 0 ? v : 1000;
+    x.max_missed = tony_parse_ll(getenv("TONY_MAX_MISSED_HEARTBEATS"), &v) && v > 0 ? (int)v : 25;
+    x.host = getenv("NM_HOST") ? getenv("NM_HOST") : "127.0.0.1";
+
+    const char *app_id = getenv("JOB_ID");
+    if (app_id && tony_unpack_job_files(".", app_id, &err)) goto fail;
+    if (reserve_port(&x.port_fd, &x.port, &err)) goto fail;
+    if (getenv("TONY_RESERVE_TB_PORT") && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
+    tony_info("reserved port %d%s; registering with %s", x.port, x.tb_port ? " and a TensorBoard port" : "", x.am_url);
+
+    json_t *go = register_task(&x, &err);
+    if (!go) goto fail;
+    code = run_user_process(&x, go, &err);
+    json_decref(go);
+    if (code < 0) goto fail;
+    return code;
+fail:
+    tony_error_log("%s", err.msg);
+    if (x.port_fd >= 0) close(x.port_fd);
+    if (x.tb_fd >= 0) close(x.tb_fd);
+    return stop_signal ? 128 + (int)stop_signal : 1;
+}

@@ -1,0 +1,28 @@
+/* Unpacking the staged source and venv archives in a task's work dir. */
+#include "executor/unpack.h"
+
+#include <stdlib.h>
+
+#include "common/archive.h"
+#include "common/fs.h"
+#include "common/strv.h"
+
+char *tony_src_archive_name(const char *app_id) { return tony_sprintf("tony_src_%s.zip", app_id); }
+
+int tony_unpack_job_files(const char *work_dir, const char *app_id, tony_error *err) {
+    char *name = tony_src_archive_name(app_id);
+    char *src = tony_path_join(work_dir, name);
+    int rc = 0;
+    if (tony_file_exists(src) && tony_archive_extract(src, work_dir, err))
+        rc = tony_err_wrap(err, "unpacking the source archive %s", name);
+    free(name);
+    free(src);
+    if (rc) return rc;
+    char *venv = tony_path_join(work_dir, TONY_VENV_ARCHIVE);
+    char *dir = tony_path_join(work_dir, TONY_VENV_DIR);
+    if (tony_file_exists(venv) && tony_archive_extract(venv, dir, err))
+        rc = tony_err_wrap(err, "unpacking the python venv %s", TONY_VENV_ARCHIVE);
+    free(venv);
+    free(dir);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* tony: one binary, many verbs. The client verbs run on the user's machine;
+ * `am` (the coordinator) and `executor` run inside the job's containers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "am/am.h"
+#include "client/client.h"
+#include "executor/executor.h"
+
+#ifndef TONY_VERSION
+#define TONY_VERSION "0.1.0"
+#endif
+
+typedef struct verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} verb;
+
+static int run_am(int argc, char **argv) {
+    if (argc != 1) {
+        fprintf(stderr, "usage: tony am JOB_DIR (started by `tony submit`)\n");
+        return 2;
+    }
+    return tony_am_main(argv[0]);
+}
+
+static int run_executor(int argc, char **argv) {
+    (void)argv;
+    if (argc != 0) {
+        fprintf(stderr, "usage: tony executor (started by the coordinator in each container)\n");
+        return 2;
+    }
+    return tony_executor_main();
+}
+
+static const verb verbs[] = {
+    {"submit", tony_cmd_submit, "submit a job and follow it to the end (TonY's flags)"},
+    {"status", tony_cmd_status, "show a job's state and tasks"},
+    {"kill", tony_cmd_kill, "kill a running job"},
+    {"logs", tony_cmd_logs, "print the tasks' stdout and stderr"},
+    {"list", tony_cmd_list, "list jobs"},
+    {"am", run_am, NULL},
+    {"executor", run_executor, NULL},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "tony %s: distributed ML jobs (TensorFlow, PyTorch, MXNet, JAX, XGBoost) on one machine or a cluster\n\n"
+                 "usage: tony VERB [options]   (tony VERB --help for a verb's options)\n\n", TONY_VERSION);
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (verbs[i].help) fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("tony %s\n", TONY_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (strcmp(argv[1], verbs[i].name) == 0) return verbs[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "tony: unknown verb '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,140 @@
+/* Runtime dispatch: the table of known frameworks, name lookup with "did you
+ * mean", the env every task gets whatever the framework, and the helpers the
+ * framework files use to read "host:port" entries out of a cluster spec. */
+#include "runtime/runtime.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/strv.h"
+
+extern const tony_runtime tony_runtime_tensorflow;
+extern const tony_runtime tony_runtime_pytorch;
+extern const tony_runtime tony_runtime_mxnet;
+extern const tony_runtime tony_runtime_jax;
+extern const tony_runtime tony_runtime_xgboost;
+extern const tony_runtime tony_runtime_standalone;
+extern const tony_runtime tony_runtime_generic;
+
+/* tensorflow first: it is TonY's default framework. Keep RUNTIME_NAMES below
+ * in the same order (a unit test checks it). */
+static const tony_runtime *const runtimes[] = {
+    &tony_runtime_tensorflow, &tony_runtime_pytorch,    &tony_runtime_mxnet,   &tony_runtime_jax,
+    &tony_runtime_xgboost,    &tony_runtime_standalone, &tony_runtime_generic,
+};
+#define NRUNTIMES (sizeof runtimes / sizeof runtimes[0])
+#define RUNTIME_NAMES "tensorflow, pytorch, mxnet, jax, xgboost, standalone, generic"
+
+const tony_runtime *tony_runtime_find(const char *name) {
+    if (!name) return NULL;
+    for (size_t i = 0; i < NRUNTIMES; i++)
+        if (strcasecmp(runtimes[i]->name, name) == 0) return runtimes[i];
+    return NULL;
+}
+
+static int tolower_ascii(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+/* Case-insensitive Levenshtein distance; names are short, so one row of
+ * O(len(b)) ints on the stack is plenty (longer inputs are cut at 63). */
+static int edit_distance(const char *a, const char *b) {
+    enum { MAXLEN = 63 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > MAXLEN) la = MAXLEN;
+    if (lb > MAXLEN) lb = MAXLEN;
+    int row[MAXLEN + 1];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0]; /* row[i-1][j-1] */
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int cost = tolower_ascii(a[i - 1]) == tolower_ascii(b[j - 1]) ? 0 : 1;
+            int best = diag + cost;
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *tony_runtime_suggest(const char *name) {
+    if (!name) return NULL;
+    const char *best = NULL;
+    int best_d = INT_MAX;
+    for (size_t i = 0; i < NRUNTIMES; i++) {
+        int d = edit_distance(name, runtimes[i]->name);
+        if (d < best_d) {
+            best_d = d;
+            best = runtimes[i]->name;
+        }
+    }
+    return best;
+}
+
+const char *tony_runtime_names(void) { return RUNTIME_NAMES; }
+
+int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err) {
+    const tony_plan *plan = task->plan;
+    tony_env_set(env, "JOB_NAME", task->role);
+    tony_env_setf(env, "TASK_INDEX", "%d", task->index);
+    tony_env_setf(env, "TASK_NUM", "%d", tony_plan_tracked_tasks(plan));
+    /* TonY sets IS_CHIEF only on the chief; scripts test for its presence as
+     * often as for "true", so the others must not carry it at all. */
+    if (tony_plan_is_chief(plan, task->role, task->index))
+        tony_env_set(env, "IS_CHIEF", "true");
+    else
+        tony_env_unset(env, "IS_CHIEF");
+    tony_env_set(env, "DISTRIBUTED_MODE", plan->gang ? "GANG" : "FCFS");
+    /* FCFS tasks are independent (batch inference, TonY #501): a partial spec
+     * would only mislead them, so they get none. */
+    if (plan->gang && task->cluster_spec) {
+        char *js = json_dumps(task->cluster_spec, JSON_COMPACT);
+        if (!js) return tony_err(err, "cannot encode the cluster spec of %s:%d as JSON", task->role, task->index);
+        tony_env_set(env, "CLUSTER_SPEC", js);
+        free(js);
+    } else {
+        tony_env_unset(env, "CLUSTER_SPEC");
+    }
+    if (rt && rt->task_env && rt->task_env(task, env, err) < 0)
+        return tony_err_wrap(err, "%s runtime, task %s:%d", rt->name, task->role, task->index);
+    return 0;
+}
+
+int tony_cluster_spec_count(const json_t *spec, const char *role) {
+    if (!spec || !role) return 0;
+    const json_t *list = json_object_get(spec, role);
+    return json_is_array(list) ? (int)json_array_size(list) : 0;
+}
+
+int tony_cluster_spec_addr(const json_t *spec, const char *role, int index, char **host, int *port) {
+    if (!spec || !role || index < 0) return -1;
+    const json_t *list = json_object_get(spec, role);
+    if (!json_is_array(list)) return -1;
+    const char *s = json_string_value(json_array_get(list, (size_t)index));
+    if (!s) return -1;
+    /* Split at the last ':' so that a bracketed IPv6 "[::1]:80" also works. */
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s) return -1;
+    long long p;
+    if (!tony_parse_ll(colon + 1, &p) || p < 0 || p > 65535) return -1;
+    const char *h = s;
+    size_t hl = (size_t)(colon - s);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    /* TonY renders a registered task whose host it does not know as "null:0";
+     * handing "null" to a framework as an address would only fail later. */
+    if (hl == 0 || (hl == 4 && strncmp(h, "null", 4) == 0 && p == 0)) return -1;
+    if (host) {
+        *host = tony_xmalloc(hl + 1);
+        memcpy(*host, h, hl);
+        (*host)[hl] = '\0';
+    }
+    if (port) *port = (int)p;
+    return 0;
+}

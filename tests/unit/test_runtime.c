@@ -1,0 +1,531 @@
+/* Unit tests of the framework runtimes: the env each task gets (TF_CONFIG,
+ * INIT_METHOD and MASTER_*, DMLC_*, JAX_*, the Rabit tracker), the common
+ * vars, plan validation, lock-step rules and name lookup. Plans are built by
+ * hand so that these tests do not depend on parsing a configuration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/strv.h"
+#include "runtime/runtime.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+#define MAXROLES 8
+
+typedef struct fixture {
+    tony_role roles[MAXROLES];
+    tony_plan plan;
+} fixture;
+
+/* Adds a role; callers add them in name order, as tony_plan_from_conf sorts. */
+static void add_role(fixture *f, const char *name, int instances, tony_role_kind kind) {
+    tony_role *r = &f->roles[f->plan.nroles++];
+    memset(r, 0, sizeof *r);
+    r->name = (char *)name;
+    r->instances = instances;
+    r->kind = kind;
+    r->command = (char *)"python train.py";
+    f->plan.roles = f->roles;
+}
+
+static void init_plan(fixture *f, const char *framework, bool gang) {
+    memset(f, 0, sizeof *f);
+    f->plan.framework = (char *)framework;
+    f->plan.gang = gang;
+    f->plan.roles = f->roles;
+}
+
+static const tony_runtime *rt(const char *name) {
+    const tony_runtime *r = tony_runtime_find(name);
+    assert_non_null(r);
+    return r;
+}
+
+/* Builds the env of role:index; asserts success. */
+static void env_of(const char *framework, const tony_plan *plan, const json_t *spec, const char *role, int index,
+                   tony_env *env) {
+    tony_runtime_task t = {.plan = plan, .role = role, .index = index, .cluster_spec = spec};
+    tony_error err = {{0}};
+    int rc = tony_runtime_build_env(rt(framework), &t, env, &err);
+    if (rc != 0) fail_msg("build_env %s:%d: %s", role, index, err.msg);
+}
+
+static void assert_env(const tony_env *env, const char *key, const char *want) {
+    const char *got = tony_env_get(env, key);
+    if (!want) {
+        if (got) fail_msg("%s should be unset, is '%s'", key, got);
+        return;
+    }
+    if (!got) fail_msg("%s unset, want '%s'", key, want);
+    assert_string_equal(got, want);
+}
+
+static json_t *parse(const char *s) {
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    if (!j) fail_msg("bad JSON '%s': %s", s, je.text);
+    return j;
+}
+
+/* Parses TF_CONFIG and checks its task and the cluster's keys (want_keys is a
+ * NULL-terminated list; the cluster must have exactly these). */
+static json_t *check_tf_config(const tony_env *env, const char *type, int index, const char *const *want_keys) {
+    const char *s = tony_env_get(env, "TF_CONFIG");
+    assert_non_null(s);
+    json_t *tf = parse(s);
+    assert_null(json_object_get(tf, "environment"));
+    json_t *task = json_object_get(tf, "task");
+    assert_true(json_is_object(task));
+    assert_string_equal(json_string_value(json_object_get(task, "type")), type);
+    assert_true(json_is_integer(json_object_get(task, "index")));
+    assert_int_equal(json_integer_value(json_object_get(task, "index")), index);
+    json_t *cluster = json_object_get(tf, "cluster");
+    assert_true(json_is_object(cluster));
+    size_t n = 0;
+    for (const char *const *k = want_keys; *k; k++, n++)
+        if (!json_object_get(cluster, *k)) fail_msg("TF_CONFIG cluster lacks '%s': %s", *k, s);
+    if (json_object_size(cluster) != n) fail_msg("TF_CONFIG cluster has extra roles: %s", s);
+    return tf;
+}
+
+/* ---- tensorflow ---------------------------------------------------------- */
+
+static void test_tf_ps_worker(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "ps", 1, TONY_ROLE_UNTRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"h0:1000\",\"h1:1001\"],\"ps\":[\"h2:2222\"]}");
+
+    tony_env env = {0};
+    env_of("tensorflow", &f.plan, spec, "worker", 1, &env);
+    json_t *tf = check_tf_config(&env, "worker", 1, (const char *const[]){"worker", "ps", NULL});
+    json_t *workers = json_object_get(json_object_get(tf, "cluster"), "worker");
+    assert_int_equal(json_array_size(workers), 2);
+    assert_string_equal(json_string_value(json_array_get(workers, 0)), "h0:1000");
+    assert_string_equal(json_string_value(json_array_get(workers, 1)), "h1:1001");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(tf, "cluster"), "ps"), 0)),
+                        "h2:2222");
+    json_decref(tf);
+    assert_env(&env, "JOB_NAME", "worker");
+    assert_env(&env, "TASK_INDEX", "1");
+    assert_env(&env, "TASK_NUM", "2"); /* ps is untracked */
+    assert_env(&env, "DISTRIBUTED_MODE", "GANG");
+    assert_env(&env, "IS_CHIEF", NULL);
+    /* CLUSTER_SPEC is the spec as is */
+    json_t *cs = parse(tony_env_get(&env, "CLUSTER_SPEC"));
+    assert_true(json_equal(cs, spec));
+    json_decref(cs);
+    tony_env_free(&env);
+
+    tony_env env0 = {0};
+    env_of("tensorflow", &f.plan, spec, "worker", 0, &env0);
+    assert_env(&env0, "IS_CHIEF", "true");
+    tony_env_free(&env0);
+
+    tony_env envps = {0};
+    env_of("tensorflow", &f.plan, spec, "ps", 0, &envps);
+    json_decref(check_tf_config(&envps, "ps", 0, (const char *const[]){"worker", "ps", NULL}));
+    assert_env(&envps, "IS_CHIEF", NULL);
+    tony_env_free(&envps);
+    json_decref(spec);
+}
+
+static void test_tf_chief_evaluator_tensorboard(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "chief", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "evaluator", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "notebook", 1, TONY_ROLE_SIDECAR);
+    add_role(&f, "tensorboard", 1, TONY_ROLE_SIDECAR);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"chief\":[\"c:1\"],\"evaluator\":[\"e:2\"],\"notebook\":[\"n:3\"],"
+                         "\"tensorboard\":[\"t:4\"],\"worker\":[\"w0:5\",\"w1:6\"]}");
+
+    /* A chief exists: worker:0 is not the chief, and it does not see the
+     * evaluator, the tensorboard or the other sidecar in its cluster. */
+    tony_env w = {0};
+    env_of("tensorflow", &f.plan, spec, "worker", 0, &w);
+    json_decref(check_tf_config(&w, "worker", 0, (const char *const[]){"chief", "worker", NULL}));
+    assert_env(&w, "IS_CHIEF", NULL);
+    assert_env(&w, "TASK_NUM", "4");
+    /* CLUSTER_SPEC keeps every role */
+    json_t *cs = parse(tony_env_get(&w, "CLUSTER_SPEC"));
+    assert_non_null(json_object_get(cs, "tensorboard"));
+    assert_non_null(json_object_get(cs, "evaluator"));
+    json_decref(cs);
+    tony_env_free(&w);
+
+    tony_env c = {0};
+    env_of("tensorflow", &f.plan, spec, "chief", 0, &c);
+    json_decref(check_tf_config(&c, "chief", 0, (const char *const[]){"chief", "worker", NULL}));
+    assert_env(&c, "IS_CHIEF", "true");
+    tony_env_free(&c);
+
+    /* The evaluator sees itself. */
+    tony_env e = {0};
+    env_of("tensorflow", &f.plan, spec, "evaluator", 0, &e);
+    json_decref(check_tf_config(&e, "evaluator", 0, (const char *const[]){"chief", "evaluator", "worker", NULL}));
+    assert_env(&e, "IS_CHIEF", NULL);
+    tony_env_free(&e);
+
+    /* The tensorboard sidecar is not in its own TF_CONFIG cluster either. */
+    tony_env t = {0};
+    env_of("tensorflow", &f.plan, spec, "tensorboard", 0, &t);
+    json_decref(check_tf_config(&t, "tensorboard", 0, (const char *const[]){"chief", "worker", NULL}));
+    tony_env_free(&t);
+    json_decref(spec);
+}
+
+static void test_tf_fcfs_has_no_tf_config(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", false);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"h0:1\"]}");
+    tony_env env = {0};
+    tony_env_set(&env, "TF_CONFIG", "stale");
+    env_of("tensorflow", &f.plan, spec, "worker", 2, &env);
+    assert_env(&env, "TF_CONFIG", NULL);
+    assert_env(&env, "CLUSTER_SPEC", NULL);
+    assert_env(&env, "DISTRIBUTED_MODE", "FCFS");
+    assert_env(&env, "TASK_INDEX", "2");
+    assert_env(&env, "TASK_NUM", "3");
+    tony_env_free(&env);
+
+    tony_env env2 = {0};
+    env_of("tensorflow", &f.plan, NULL, "worker", 0, &env2);
+    assert_env(&env2, "TF_CONFIG", NULL);
+    assert_env(&env2, "IS_CHIEF", "true");
+    tony_env_free(&env2);
+    json_decref(spec);
+}
+
+/* ---- pytorch -------------------------------------------------------------- */
+
+static void test_pytorch_env(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"hostA:2000\",\"hostA:2001\"]}");
+    for (int i = 0; i < 2; i++) {
+        tony_env env = {0};
+        env_of("pytorch", &f.plan, spec, "worker", i, &env);
+        char want[16];
+        snprintf(want, sizeof want, "%d", i);
+        assert_env(&env, "INIT_METHOD", "tcp://hostA:2000");
+        assert_env(&env, "RANK", want);
+        assert_env(&env, "LOCAL_RANK", want);
+        assert_env(&env, "WORLD", "2");
+        assert_env(&env, "WORLD_SIZE", "2");
+        assert_env(&env, "LOCAL_WORLD_SIZE", "2");
+        assert_env(&env, "MASTER_ADDR", "hostA");
+        assert_env(&env, "MASTER_PORT", "2000");
+        assert_env(&env, "TF_CONFIG", NULL);
+        tony_env_free(&env);
+    }
+    json_decref(spec);
+
+    /* Three workers on two hosts: local ranks count per host. */
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    spec = parse("{\"worker\":[\"hostA:2000\",\"hostB:3000\",\"hostA:2001\"]}");
+    tony_env e1 = {0}, e2 = {0};
+    env_of("pytorch", &f.plan, spec, "worker", 1, &e1);
+    env_of("pytorch", &f.plan, spec, "worker", 2, &e2);
+    assert_env(&e1, "LOCAL_RANK", "0");
+    assert_env(&e1, "LOCAL_WORLD_SIZE", "1");
+    assert_env(&e2, "LOCAL_RANK", "1");
+    assert_env(&e2, "LOCAL_WORLD_SIZE", "2");
+    assert_env(&e2, "RANK", "2");
+    assert_env(&e2, "WORLD_SIZE", "3");
+    tony_env_free(&e1);
+    tony_env_free(&e2);
+    json_decref(spec);
+}
+
+static void test_pytorch_validate_and_missing_worker(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "trainer", 2, TONY_ROLE_TRACKED);
+    tony_error err = {{0}};
+    assert_int_equal(rt("pytorch")->validate(&f.plan, &err), -1);
+    assert_non_null(strstr(err.msg, "tony.worker.instances"));
+
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
+    assert_int_equal(rt("pytorch")->validate(&f.plan, &err), 0);
+
+    /* GANG with a spec that lacks worker 0: an error naming the runtime. */
+    json_t *spec = parse("{\"ps\":[\"h:1\"]}");
+    tony_runtime_task t = {.plan = &f.plan, .role = "worker", .index = 0, .cluster_spec = spec};
+    tony_env env = {0};
+    assert_int_equal(tony_runtime_build_env(rt("pytorch"), &t, &env, &err), -1);
+    assert_non_null(strstr(err.msg, "pytorch"));
+    assert_non_null(strstr(err.msg, "worker:0"));
+    tony_env_free(&env);
+    json_decref(spec);
+}
+
+/* ---- mxnet ---------------------------------------------------------------- */
+
+static void test_mxnet_env(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "mxnet", true);
+    add_role(&f, "scheduler", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "server", 2, TONY_ROLE_TRACKED);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"scheduler\":[\"localhost:9000\"],\"server\":[\"a:1\",\"b:2\"],"
+                         "\"worker\":[\"c:3\",\"d:4\",\"e:5\"]}");
+    tony_env env = {0};
+    env_of("mxnet", &f.plan, spec, "server", 1, &env);
+    assert_env(&env, "DMLC_ROLE", "server");
+    /* resolved to an IP (IPv4 preferred) */
+    assert_env(&env, "DMLC_PS_ROOT_URI", "127.0.0.1");
+    assert_env(&env, "DMLC_PS_ROOT_PORT", "9000");
+    assert_env(&env, "DMLC_LOCAL", "0");
+    assert_env(&env, "DMLC_NUM_SERVER", "2");
+    assert_env(&env, "DMLC_NUM_WORKER", "3");
+    tony_env_free(&env);
+    json_decref(spec);
+
+    tony_error err = {{0}};
+    assert_int_equal(rt("mxnet")->validate(&f.plan, &err), 0);
+    f.roles[0].instances = 2;
+    assert_int_equal(rt("mxnet")->validate(&f.plan, &err), -1);
+    assert_non_null(strstr(err.msg, "tony.scheduler.instances"));
+    init_plan(&f, "mxnet", true);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    assert_int_equal(rt("mxnet")->validate(&f.plan, &err), -1);
+    assert_non_null(strstr(err.msg, "tony.scheduler.instances"));
+
+    /* An unresolvable scheduler host is an error naming it. */
+    init_plan(&f, "mxnet", true);
+    add_role(&f, "scheduler", 1, TONY_ROLE_TRACKED);
+    spec = parse("{\"scheduler\":[\"no-such-host.invalid:9000\"]}");
+    tony_runtime_task t = {.plan = &f.plan, .role = "scheduler", .index = 0, .cluster_spec = spec};
+    tony_env env2 = {0};
+    assert_int_equal(tony_runtime_build_env(rt("mxnet"), &t, &env2, &err), -1);
+    assert_non_null(strstr(err.msg, "no-such-host.invalid"));
+    tony_env_free(&env2);
+    json_decref(spec);
+}
+
+/* ---- jax ------------------------------------------------------------------ */
+
+static void test_jax_env(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "jax", true);
+    add_role(&f, "chief", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "evaluator", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "ps", 1, TONY_ROLE_UNTRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"chief\":[\"c:7000\"],\"evaluator\":[\"e:1\"],\"ps\":[\"p:1\"],"
+                         "\"worker\":[\"w0:8000\",\"w1:8001\"]}");
+    struct {
+        const char *role;
+        int index;
+        const char *pid;
+    } cases[] = {{"chief", 0, "0"}, {"evaluator", 0, "1"}, {"worker", 0, "2"}, {"worker", 1, "3"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tony_env env = {0};
+        tony_env_set(&env, "JAX_LOCAL_DEVICE_IDS", "0");
+        env_of("jax", &f.plan, spec, cases[i].role, cases[i].index, &env);
+        assert_env(&env, "JAX_COORDINATOR_ADDRESS", "c:7000");
+        assert_env(&env, "JAX_NUM_PROCESSES", "4");
+        assert_env(&env, "JAX_PROCESS_ID", cases[i].pid);
+        assert_env(&env, "JAX_LOCAL_DEVICE_IDS", NULL);
+        tony_env_free(&env);
+    }
+    /* ps is not a JAX process */
+    tony_env ps = {0};
+    env_of("jax", &f.plan, spec, "ps", 0, &ps);
+    assert_env(&ps, "JAX_PROCESS_ID", NULL);
+    tony_env_free(&ps);
+    json_decref(spec);
+
+    /* No chief: worker 0 coordinates and is process 0, even when a role that
+     * sorts before "worker" exists. */
+    init_plan(&f, "jax", true);
+    add_role(&f, "aux", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    spec = parse("{\"aux\":[\"a:1\"],\"worker\":[\"w0:8000\",\"w1:8001\"]}");
+    tony_env w0 = {0}, aux = {0};
+    env_of("jax", &f.plan, spec, "worker", 0, &w0);
+    env_of("jax", &f.plan, spec, "aux", 0, &aux);
+    assert_env(&w0, "JAX_COORDINATOR_ADDRESS", "w0:8000");
+    assert_env(&w0, "JAX_PROCESS_ID", "0");
+    assert_env(&aux, "JAX_PROCESS_ID", "2");
+    assert_env(&aux, "JAX_NUM_PROCESSES", "3");
+    tony_env_free(&w0);
+    tony_env_free(&aux);
+    json_decref(spec);
+}
+
+/* ---- xgboost -------------------------------------------------------------- */
+
+static void test_xgboost_env(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "xgboost", true);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"w0:9091\",\"w1:9092\"]}");
+    tony_env e0 = {0}, e1 = {0};
+    env_of("xgboost", &f.plan, spec, "worker", 0, &e0);
+    env_of("xgboost", &f.plan, spec, "worker", 1, &e1);
+    assert_env(&e0, "TONY_XGBOOST_TRACKER", "1");
+    assert_env(&e1, "TONY_XGBOOST_TRACKER", NULL);
+    for (int i = 0; i < 2; i++) {
+        tony_env *e = i ? &e1 : &e0;
+        assert_env(e, "DMLC_TRACKER_URI", "w0");
+        assert_env(e, "DMLC_TRACKER_PORT", "9091");
+        assert_env(e, "DMLC_NUM_WORKER", "2");
+        assert_env(e, "DMLC_TASK_ID", i ? "1" : "0");
+    }
+    tony_env_free(&e0);
+    tony_env_free(&e1);
+    json_decref(spec);
+}
+
+/* ---- standalone / generic ------------------------------------------------- */
+
+static void test_standalone_validate(void **state) {
+    (void)state;
+    fixture f;
+    tony_error err = {{0}};
+    init_plan(&f, "standalone", true);
+    add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
+    assert_int_equal(rt("standalone")->validate(&f.plan, &err), 0);
+
+    init_plan(&f, "standalone", true);
+    add_role(&f, "ps", 1, TONY_ROLE_UNTRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    assert_int_equal(rt("standalone")->validate(&f.plan, &err), -1);
+    assert_true(tony_str_starts_with(err.msg, "standalone framework runs exactly one task; found 3 instances ("));
+    assert_non_null(strstr(err.msg, "tony.worker.instances=2"));
+    assert_non_null(strstr(err.msg, "tony.ps.instances=1"));
+    assert_true(tony_str_ends_with(err.msg, "Use another framework or set the instances to 1"));
+
+    /* No extra env. */
+    init_plan(&f, "standalone", true);
+    add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"h:1\"]}");
+    tony_env env = {0};
+    env_of("standalone", &f.plan, spec, "worker", 0, &env);
+    assert_env(&env, "TF_CONFIG", NULL);
+    assert_env(&env, "INIT_METHOD", NULL);
+    assert_env(&env, "JOB_NAME", "worker");
+    tony_env_free(&env);
+
+    tony_env g = {0};
+    env_of("generic", &f.plan, spec, "worker", 0, &g);
+    assert_env(&g, "TF_CONFIG", NULL);
+    assert_env(&g, "IS_CHIEF", "true");
+    assert_env(&g, "TASK_NUM", "1");
+    assert_non_null(tony_env_get(&g, "CLUSTER_SPEC"));
+    tony_env_free(&g);
+    json_decref(spec);
+}
+
+/* ---- lock-step, lookup ---------------------------------------------------- */
+
+static void test_lockstep(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    assert_true(rt("tensorflow")->lockstep(&f.plan));
+    assert_true(rt("pytorch")->lockstep(&f.plan));
+    assert_true(rt("jax")->lockstep(&f.plan));
+    assert_true(rt("xgboost")->lockstep(&f.plan));
+    assert_false(rt("mxnet")->lockstep(&f.plan));
+    assert_false(rt("generic")->lockstep(&f.plan));
+    assert_false(rt("standalone")->lockstep(&f.plan));
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "ps", 1, TONY_ROLE_UNTRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    assert_false(rt("tensorflow")->lockstep(&f.plan));
+}
+
+static void test_find_suggest_names(void **state) {
+    (void)state;
+    assert_ptr_equal(tony_runtime_find("TensorFlow"), tony_runtime_find("tensorflow"));
+    assert_string_equal(tony_runtime_find("PYTORCH")->name, "pytorch");
+    assert_null(tony_runtime_find("horovod"));
+    assert_null(tony_runtime_find(NULL));
+    assert_string_equal(tony_runtime_suggest("tensorflw"), "tensorflow");
+    assert_string_equal(tony_runtime_suggest("pytorh"), "pytorch");
+    assert_string_equal(tony_runtime_suggest("MXNET2"), "mxnet");
+    assert_string_equal(tony_runtime_suggest("xgb00st"), "xgboost");
+
+    /* every listed name is found, and carries that name */
+    tony_strv names = {0};
+    tony_split_csv(tony_runtime_names(), &names);
+    assert_int_equal(names.len, 7);
+    for (size_t i = 0; i < names.len; i++) {
+        const tony_runtime *r = tony_runtime_find(names.items[i]);
+        assert_non_null(r);
+        assert_string_equal(r->name, names.items[i]);
+        assert_non_null(r->lockstep);
+    }
+    tony_strv_free(&names);
+}
+
+static void test_cluster_spec_helpers(void **state) {
+    (void)state;
+    json_t *spec = parse("{\"worker\":[\"h0:10\",\"[::1]:20\",\"null:0\",\"bad\",\"h4:99999\"],\"ps\":[]}");
+    char *host = NULL;
+    int port = 0;
+    assert_int_equal(tony_cluster_spec_count(spec, "worker"), 5);
+    assert_int_equal(tony_cluster_spec_count(spec, "ps"), 0);
+    assert_int_equal(tony_cluster_spec_count(spec, "chief"), 0);
+    assert_int_equal(tony_cluster_spec_count(NULL, "worker"), 0);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 0, &host, &port), 0);
+    assert_string_equal(host, "h0");
+    assert_int_equal(port, 10);
+    free(host);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 1, &host, &port), 0);
+    assert_string_equal(host, "::1");
+    assert_int_equal(port, 20);
+    free(host);
+    host = NULL;
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 2, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 3, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 4, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", 5, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(spec, "worker", -1, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(spec, "ps", 0, &host, &port), -1);
+    assert_int_equal(tony_cluster_spec_addr(NULL, "ps", 0, &host, &port), -1);
+    assert_null(host);
+    json_decref(spec);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tf_ps_worker),
+        cmocka_unit_test(test_tf_chief_evaluator_tensorboard),
+        cmocka_unit_test(test_tf_fcfs_has_no_tf_config),
+        cmocka_unit_test(test_pytorch_env),
+        cmocka_unit_test(test_pytorch_validate_and_missing_worker),
+        cmocka_unit_test(test_mxnet_env),
+        cmocka_unit_test(test_jax_env),
+        cmocka_unit_test(test_xgboost_env),
+        cmocka_unit_test(test_standalone_validate),
+        cmocka_unit_test(test_lockstep),
+        cmocka_unit_test(test_find_suggest_names),
+        cmocka_unit_test(test_cluster_spec_helpers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
