@@ -1,0 +1,45 @@
+# tony's front door. `make` builds build/bin/tony; `make demo` and `make test`
+# first install whatever this machine lacks (scripts/install-deps).
+BUILD      ?= build
+ASAN_BUILD ?= build/asan
+JOBS       ?= $(shell nproc)
+PY         := $(BUILD)/pyenv/bin/python
+
+.PHONY: all deps deps-build build asan demo test test-unit test-asan test-e2e clean
+
+all: build
+
+deps-build:
+	@scripts/install-deps build
+
+deps:
+	@scripts/install-deps python
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+asan:
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTONY_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# A real distributed TensorFlow training on this machine: 2 workers,
+# MultiWorkerMirroredStrategy, scikit-learn's digits.
+demo: deps build
+	@scripts/demo
+
+test-unit: build
+	@cd $(BUILD) && ctest --output-on-failure
+
+test-asan: asan
+	@cd $(ASAN_BUILD) && ctest --output-on-failure
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml" tests/e2e
+
+test-e2e: build
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q tests/e2e
+
+test: deps
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan
+
+clean:
+	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) build/lead build/dev build/dev2 build/asan2

@@ -1,0 +1,134 @@
+"""Fixtures for end-to-end tests: they run the real `tony` binary (TONY_BIN,
+default build/bin/tony) against real processes on the local backend, each
+test in its own TONY_HOME so jobs never mix."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TONY = os.environ.get("TONY_BIN", str(REPO / "build" / "bin" / "tony"))
+PYTHON = sys.executable  # the test venv's interpreter: sees torch, tensorflow
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
+
+
+class Result:
+    def __init__(self, proc, home):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+        self.home = home
+
+    @property
+    def text(self):
+        return self.out + self.err
+
+    def job_dir(self):
+        jobs = sorted((self.home / "jobs").iterdir())
+        assert jobs, "no job was created"
+        return jobs[-1]
+
+    def status(self):
+        return json.loads((self.job_dir() / "status.json").read_text())
+
+    def task(self, role, index):
+        for t in self.status()["tasks"]:
+            if t["role"] == role and t["index"] == index:
+                return t
+        raise KeyError(f"{role}:{index}")
+
+    def log(self, role, index, stream="stdout", attempt=None):
+        st = self.status()
+        attempt = st["attempt"] if attempt is None else attempt
+        return (self.job_dir() / "attempts" / str(attempt) / f"{role}-{index}" / stream).read_text()
+
+    def __repr__(self):
+        return f"rc={self.rc}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+
+class Tony:
+    def __init__(self, home):
+        self.home = home
+        self.env = dict(os.environ, TONY_HOME=str(home))
+        self.env.pop("HADOOP_CONF_DIR", None)
+
+    def run(self, *args, timeout=120, check_rc=None):
+        proc = subprocess.run([TONY, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        r = Result(proc, self.home)
+        if check_rc is not None:
+            assert r.rc == check_rc, r
+        return r
+
+    def submit(self, *args, timeout=120, **kw):
+        base = ["submit", "--conf", "tony.local.vcores=16", "--conf", "tony.local.memory=16g"]
+        return self.run(*base, *args, timeout=timeout, **kw)
+
+    def popen(self, *args):
+        return subprocess.Popen([TONY, *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def tony(tmp_path):
+    home = tmp_path / "tony-home"
+    t = Tony(home)
+    yield t
+    # Whatever happened, nothing of this test's jobs may keep running. The
+    # coordinator exits just after its client says goodbye: give it a moment.
+    end = time.time() + 5
+    left = job_processes(home)
+    while left and time.time() < end:
+        time.sleep(0.1)
+        left = job_processes(home)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, f"processes of the test's jobs still running: {left}"
+
+
+def job_processes(home):
+    """Pids of live processes that belong to jobs under home: their env names
+    a job dir under it (the coordinator's cwd, TONY_JOB_DIR in tasks)."""
+    needle = str(home).encode()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().split(b")")[-1].split()[0] == b"Z":
+                    continue
+            environ = open(f"/proc/{pid}/environ", "rb").read()
+            cwd = os.readlink(f"/proc/{pid}/cwd").encode()
+        except (OSError, IndexError):
+            continue
+        if needle in environ or cwd.startswith(needle):
+            found.append(int(pid))
+    return found
+
+
+def wait_for(pred, timeout=60, interval=0.2, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def scripts(tmp_path):
+    """A src dir with small task scripts."""
+    d = tmp_path / "src"
+    d.mkdir()
+    return d
