@@ -41,7 +41,8 @@ after each epoch and, on rank 0, ``final accuracy: X`` (held-out 20 % split).
 Exit status 0 on success.
 
 ``--step-sleep S`` sleeps S seconds per step so fault tests can kill a task
-mid-way.  Needs torch >= 1.13 (Debian's python3-torch) and scikit-learn.
+mid-way.  Needs torch >= 1.13 (Debian's python3-torch) and scikit-learn's bundled
+digits data (read directly; nothing is downloaded).  numpy is not needed.
 """
 import argparse
 import datetime
@@ -104,15 +105,41 @@ def dist_setup(timeout):
     return dist.get_rank(), dist.get_world_size(), True
 
 
-def load_data():
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    x, y = load_digits(return_X_y=True)
-    x = (x / 16.0).astype("float32")
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.2, random_state=0,
-                                          stratify=y)
-    return (TensorDataset(torch.from_numpy(xtr), torch.from_numpy(ytr).long()),
-            TensorDataset(torch.from_numpy(xte), torch.from_numpy(yte).long()))
+def digits_file():
+    """Path of the digits.csv.gz that scikit-learn ships (the file that
+    sklearn.datasets.load_digits reads), found without importing sklearn."""
+    import importlib.util
+    spec = importlib.util.find_spec("sklearn")
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        p = os.path.join(d, "datasets", "data", "digits.csv.gz")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def load_data(test_fraction=0.2, seed=0):
+    """Train and test TensorDatasets of the digits (x scaled to [0, 1]).
+
+    Read with plain Python and torch.tensor rather than through numpy: in a
+    venv whose numpy is 2.x, Debian's torch 1.13 (built for numpy 1.x) cannot
+    exchange arrays with numpy, and Debian's scikit-learn does not import."""
+    path = digits_file()
+    if path:
+        import gzip
+        with gzip.open(path, "rt") as f:
+            rows = [[float(v) for v in line.split(",")] for line in f if line.strip()]
+        x = torch.tensor([r[:-1] for r in rows], dtype=torch.float32)
+        y = torch.tensor([int(r[-1]) for r in rows], dtype=torch.long)
+    else:
+        from sklearn.datasets import load_digits
+        xs, ys = load_digits(return_X_y=True)
+        x = torch.tensor(xs.tolist(), dtype=torch.float32)
+        y = torch.tensor(ys.tolist(), dtype=torch.long)
+    x = x / 16.0
+    idx = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    n_test = int(len(x) * test_fraction)
+    te, tr = idx[:n_test], idx[n_test:]
+    return TensorDataset(x[tr], y[tr]), TensorDataset(x[te], y[te])
 
 
 def make_model():

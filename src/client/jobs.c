@@ -136,12 +136,17 @@ int tony_cmd_kill(int argc, char **argv) {
                 bool live;
                 json_decref(job);
                 job = load_job(job_dir, &live);
-                if (job && strcmp(json_string_value(json_object_get(job, "state")) ? json_string_value(json_object_get(job, "state")) : "", "FINISHED") == 0) break;
+                const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+                if (state && strcmp(state, "FINISHED") == 0) break;
                 struct timespec ts = {0, 100 * 1000000};
                 nanosleep(&ts, NULL);
             }
             if (job) tony_report_final(stdout, job);
             json_decref(job);
+            /* We are the client that saw the end: the coordinator may go. */
+            char *f = tony_sprintf("%s/v1/job/finish", url);
+            if (tony_http_call("POST", f, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
+            free(f);
         }
         free(u);
     }

@@ -259,7 +259,8 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (url && am_alive) job = fetch_job(url, &err);
         if (!job && !am_alive) {
             job = read_status_file(job_dir);
-            if (!job || strcmp(json_string_value(json_object_get(job, "state")) ?: "", "FINISHED") != 0) {
+            const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+            if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);
                 fprintf(stderr, "tony: the coordinator exited before the job ended; see %s/%s\n", job_dir,
                         TONY_JOBDIR_AM_LOG);

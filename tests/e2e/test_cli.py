@@ -1,0 +1,190 @@
+"""The CLI as a user meets it: TonY's flags in both spellings, --dry-run,
+status / kill / logs / list on live and finished jobs, and clear errors for
+bad input (naming the key, file or flag) with a non-zero exit."""
+import json
+import time
+import zipfile
+
+import pytest
+
+from conftest import wait_for
+
+SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
+
+
+def test_single_dash_flags_and_equals_form(tony):
+    r = tony.submit("-executes", "echo $GREETING", "-shell_env", "GREETING=hi", "--conf=tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    assert r.log("worker", 0).strip() == "hi"
+
+
+def test_task_params_and_python_binary(tony, scripts):
+    (scripts / "args.py").write_text("import sys; print('args', sys.argv[1:])\n")
+    r = tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3", "--executes", "args.py",
+                    "--task_params", "--lr 0.1", "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    assert r.log("worker", 0).strip() == "args ['--lr', '0.1']"
+
+
+def test_dry_run_prints_plan_and_runs_nothing(tony):
+    r = tony.submit("--dry-run", "--executes", "python train.py", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.gpus=0", "--shell_env", "A=1", *SMALL)
+    assert r.rc == 0, r
+    assert "role worker: 2 instance(s), memory 256m, vcores 1, gpus 0, tracked" in r.out
+    assert "role ps: 1 instance(s)" in r.out and "untracked" in r.out
+    assert "TF_CONFIG=" in r.out and '"task":{"type":"worker","index":1}' in r.out.replace(" ", "")
+    assert "A=1" in r.out
+    assert "TONY_SECRET" not in r.out
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir())
+
+
+def test_conf_file_and_precedence(tony, tmp_path):
+    conf = tmp_path / "tony.xml"
+    conf.write_text("""<configuration>
+      <property><name>tony.worker.instances</name><value>3</value></property>
+      <property><name>tony.containers.envs</name><value>FROM_FILE=1</value></property>
+      <property><name>tony.worker.memory</name><value>256m</value></property>
+    </configuration>""")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "tony-site.xml").write_text("""<configuration>
+      <property><name>tony.worker.instances</name><value>2</value></property>
+    </configuration>""")
+    tony.env["TONY_CONF_DIR"] = str(site)
+    r = tony.submit("--conf_file", str(conf), "--executes", "echo $FROM_FILE $FROM_CLI",
+                    "--container_env", "FROM_CLI=2")
+    assert r.rc == 0, r
+    # tony-site.xml overrides the conf file; --container_env appended to the file's envs
+    assert [t["index"] for t in r.status()["tasks"]] == [0, 1]
+    assert r.log("worker", 1).strip() == "1 2"
+    final = (r.job_dir() / "tony-final.xml").read_text()
+    assert "FROM_FILE=1,FROM_CLI=2" in final
+
+
+def test_detach_status_logs_kill(tony):
+    r = tony.submit("--detach", "--executes", 'echo "started $TASK_INDEX"; sleep 300',
+                    "--conf", "tony.worker.instances=2", *SMALL)
+    assert r.rc == 0, r
+    job_id = r.job_dir().name
+    assert job_id in r.out
+
+    def running():
+        s = tony.run("status", job_id, "--json")
+        return s.rc == 0 and json.loads(s.out)["tasks"][1]["state"] == "RUNNING"
+    wait_for(running, 60, what="both workers running")
+    s = tony.run("status", job_id)
+    assert "RUNNING: worker [0, 1]" in s.out, s
+    wait_for(lambda: "started 1" in tony.run("logs", job_id, "--task", "worker:1").out, 30, what="log line")
+    lst = tony.run("list")
+    assert job_id in lst.out and "RUNNING" in lst.out
+    k = tony.run("kill", job_id)
+    assert k.rc == 0, k
+    assert "KILLED" in k.out
+    s = tony.run("status", job_id, "--json")
+    st = json.loads(s.out)
+    assert st["final_status"] == "KILLED"
+    assert {t["state"] for t in st["tasks"]} == {"FINISHED"}
+
+
+def test_logs_unknown_task_and_job(tony):
+    r = tony.submit("--executes", "true", "--conf", "tony.worker.instances=1", *SMALL)
+    job_id = r.job_dir().name
+    bad = tony.run("logs", job_id, "--task", "worker:7")
+    assert bad.rc != 0 and "no task worker:7" in bad.err
+    bad = tony.run("logs", job_id, "--task", "worker")
+    assert bad.rc != 0 and "ROLE:INDEX" in bad.err
+    bad = tony.run("status", "application_1_0001")
+    assert bad.rc != 0 and "no job 'application_1_0001'" in bad.err
+
+
+def test_venv_and_resources_localized(tony, tmp_path, scripts):
+    # A real virtualenv (copies, no pip), zipped the way users ship one.
+    import subprocess
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
+    venv_zip = tmp_path / "venv.zip"
+    with zipfile.ZipFile(venv_zip, "w") as z:
+        for p in venv.rglob("*"):
+            if p.is_file():
+                z.write(p, p.relative_to(venv))
+    (tmp_path / "data.txt").write_text("payload\n")
+    resdir = tmp_path / "resdir"
+    resdir.mkdir()
+    (resdir / "inner.txt").write_text("inner\n")
+    arch = tmp_path / "arch.zip"
+    with zipfile.ZipFile(arch, "w") as z:
+        z.writestr("a/b.txt", "from-archive\n")
+    (scripts / "check.py").write_text(
+        "import sys, os\n"
+        "print(sys.prefix.endswith('/venv'))\n"
+        "print(open('data.txt').read().strip(), open('renamed.txt').read().strip())\n"
+        "print(open('resdir/inner.txt').read().strip(), open('unpacked/a/b.txt').read().strip())\n")
+    r = tony.submit("--src_dir", str(scripts), "--python_venv", str(venv_zip),
+                    "--python_binary_path", "bin/python3", "--executes", "check.py",
+                    "--conf", f"tony.containers.resources={tmp_path/'data.txt'},{tmp_path/'data.txt'}::renamed.txt,,{resdir}",
+                    "--conf", f"tony.worker.resources={arch}::unpacked#archive",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    assert r.log("worker", 0).split("\n")[:3] == ["True", "payload payload", "inner from-archive"]
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--conf", "tony.worker.instances=abc"], "tony.worker.instances"),
+    (["--conf", "tony.worker.instances=-1"], "tony.worker.instances"),
+    (["--conf", "tony.worker.instances=1", "--conf", "tony.worker.memory=lots"], "tony.worker.memory"),
+    (["--conf", "tony.worker.instances=1", "--conf", "tony.application.framework=tensorflw"], "did you mean 'tensorflow'"),
+    (["--conf", "tony.worker.instances=1", "--conf", "tony.application.framework=standalone",
+      "--conf", "tony.ps.instances=1"], "exactly one"),
+    (["--conf", "tony.worker.instances=3", "--conf", "tony.task.max-total-instances=2"], "tony.task.max-total-instances"),
+    (["--conf", "tony.worker.instances=2", "--conf", "tony.worker.gpus=1",
+      "--conf", "tony.task.max-total-gpus=1"], "max-total-gpus"),
+    (["--conf", "tony.worker.instances=1", "--conf", "tony.worker.gpus=1", "--conf", "tony.local.gpus=0"], "no GPU"),
+    (["--conf", "tony.worker.instances=64", "--conf", "tony.local.vcores=4"], "vcores"),
+    (["--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=900g"], "memory"),
+    (["--conf", "tony.application.distributed-mode=SOMETIMES", "--conf", "tony.worker.instances=1"],
+     "tony.application.distributed-mode"),
+    (["--conf", "tony.application.prepare-stage=nosuch", "--conf", "tony.worker.instances=1"], "prepare-stage"),
+    (["--src_dir", "/nonexistent/src", "--conf", "tony.worker.instances=1"], "--src_dir"),
+    (["--conf_file", "/nonexistent/tony.xml"], "/nonexistent/tony.xml"),
+    (["--srcdir", "x"], "did you mean --src_dir"),
+    (["--backend", "slurm"], "unknown backend 'slurm'"),
+    (["--conf", "tony.containers.resources=/nonexistent/file.bin", "--conf", "tony.worker.instances=1"],
+     "/nonexistent/file.bin"),
+])
+def test_bad_input_gives_clear_error(tony, args, expect):
+    r = tony.submit("--executes", "true", *args)
+    assert r.rc == 2, r
+    assert expect in r.err, r
+    assert "Segmentation" not in r.err
+    # nothing staged or started
+    jobs = tony.home / "jobs"
+    assert not jobs.exists() or not any(jobs.iterdir())
+
+
+def test_no_command_for_role(tony):
+    r = tony.submit("--conf", "tony.worker.instances=1")
+    assert r.rc == 2, r
+    assert "tony.worker.command" in r.err and "--executes" in r.err
+
+
+def test_malformed_conf_file(tony, tmp_path):
+    bad = tmp_path / "tony.xml"
+    bad.write_text("<configuration><property><name>x</name><value>1</value></property>\n<oops")
+    r = tony.submit("--conf_file", str(bad), "--executes", "true")
+    assert r.rc == 2, r
+    assert str(bad) in r.err
+
+
+def test_yarn_backend_chosen_from_hadoop_conf_dir(tony, tmp_path):
+    (tmp_path / "yarn-site.xml").write_text("<configuration/>")
+    tony.env["HADOOP_CONF_DIR"] = str(tmp_path)
+    r = tony.submit("--executes", "true", "--conf", "tony.worker.instances=1", *SMALL)
+    assert "using the yarn backend" in r.err and "yarn-site.xml" in r.err
+    assert r.rc != 0
+
+
+def test_unknown_verb_and_help(tony):
+    r = tony.run("frobnicate")
+    assert r.rc == 2 and "unknown verb" in r.err
+    r = tony.run("submit", "--help")
+    assert r.rc == 0 and "--src_dir" in r.out
