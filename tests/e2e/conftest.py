@@ -93,6 +93,12 @@ def tony(tmp_path):
         except ProcessLookupError:
             pass
     assert not left, f"processes of the test's jobs still running: {left}"
+    # Under ASan/UBSan the coordinator's and executors' reports land in their
+    # logs (their exit codes are not the test's): fail on any.
+    for log in list(home.glob("jobs/*/am.log")) + list(home.glob("jobs/*/attempts/*/*/executor.log")):
+        text = log.read_text(errors="replace")
+        for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+            assert marker not in text, f"{marker} in {log}:\n{text[-3000:]}"
 
 
 def job_processes(home):
