@@ -432,7 +432,9 @@ int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
     }
     if (check_limits(c, out, err)) goto fail;
     if (build_stages(c, out, err)) goto fail;
-    if (rt->validate && rt->validate(out, err)) goto fail;
+    /* A single-node job runs one command in the coordinator: there is no
+     * cluster for a framework's rules (a pytorch worker role, ...) to apply to. */
+    if (!out->single_node && rt->validate && rt->validate(out, err)) goto fail;
     if (read_lockstep(c, rt, out, err)) goto fail;
     return 0;
 fail:
