@@ -320,6 +320,7 @@ static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
     am->runtime = tony_runtime_find(am->plan.framework);
     am->retries_left = am->plan.retry_count;
     am_job_init(&am->job, &am->plan);
+    am->job.barrier_poll_ms = AM_REGISTER_POLL_MS + 5000;
     char *shared = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
     rc = tony_mkdir_p(shared, 0755, err);
     free(shared);

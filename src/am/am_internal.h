@@ -14,6 +14,9 @@
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
+/* The longest an executor's registration poll is held before "wait". */
+#define AM_REGISTER_POLL_MS 15000
+
 typedef struct am_waiter {
     struct evhttp_request *req;
     am_task *task;

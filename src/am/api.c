@@ -13,8 +13,6 @@
 #include "common/log.h"
 #include "common/strv.h"
 
-#define REGISTER_POLL_MS 15000
-
 long long am_now_ms(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -189,14 +187,14 @@ static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t) {
         if (am->waiters[i].task != t) continue;
         reply_json(am->waiters[i].req, 200, json_pack("{s:s}", "status", "wait"));
         am->waiters[i].req = req;
-        am->waiters[i].deadline_ms = am_now_ms() + REGISTER_POLL_MS;
+        am->waiters[i].deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
         return;
     }
     if (am->nwaiters == am->capwaiters) {
         am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
         am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
     }
-    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + REGISTER_POLL_MS};
+    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS};
 }
 
 static json_t *read_body(struct evhttp_request *req) {

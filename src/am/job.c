@@ -181,7 +181,8 @@ am_task *am_job_check_heartbeats(am_job *j, long long now_ms) {
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
         if (!t->host || t->exited || t->result_reported || am_task_done(t)) continue;
-        if (now_ms - t->last_heartbeat_ms <= expiry) continue;
+        long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
+        if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",

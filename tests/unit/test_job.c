@@ -237,6 +237,21 @@ static void test_heartbeats_floor_of_three(void **state) {
     destroy(f);
 }
 
+static void test_barrier_waiters_not_expired(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.task.heartbeat-interval-ms=100",
+                        "tony.task.max-missed-heartbeats=5", NULL};
+    fixture *f = make(kv);
+    f->job.barrier_poll_ms = 20000;
+    start_all(f, 0);
+    /* worker:0 registered and waits in its long poll for a slow peer */
+    am_job_task(&f->job, "worker", 0)->state = AM_TASK_REGISTERED;
+    am_job_task(&f->job, "worker", 1)->last_heartbeat_ms = 5000;
+    assert_null(am_job_check_heartbeats(&f->job, 5000));
+    assert_non_null(am_job_check_heartbeats(&f->job, 20600));
+    destroy(f);
+}
+
 static void test_registration_timeout(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.container.registration.timeout=1000", NULL};
@@ -308,6 +323,7 @@ int main(void) {
         cmocka_unit_test(test_exit_before_registration_fails),
         cmocka_unit_test(test_heartbeat_expiry),
         cmocka_unit_test(test_heartbeats_floor_of_three),
+        cmocka_unit_test(test_barrier_waiters_not_expired),
         cmocka_unit_test(test_registration_timeout),
         cmocka_unit_test(test_stages_order_requests),
         cmocka_unit_test(test_reset_clears_attempt),
