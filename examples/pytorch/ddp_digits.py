@@ -6,8 +6,9 @@ How tony runs it
 One task per rank, all of role ``worker``::
 
     build/bin/tony submit --src_dir examples \
-        --executes "python pytorch/ddp_digits.py --epochs 20 --checkpoint-every 50" \
-        --python_binary_path build/pyenv/bin/python \
+        --executes pytorch/ddp_digits.py \
+        --task_params "--epochs 20 --checkpoint-every 50" \
+        --python_binary_path $PWD/build/pyenv/bin/python \
         --conf tony.application.framework=pytorch \
         --conf tony.worker.instances=3
 

@@ -7,8 +7,8 @@ How tony runs it
 N tasks of role ``worker``; worker 0 is the chief::
 
     build/bin/tony submit --src_dir examples \
-        --executes "python tensorflow/mnist_multiworker.py --epochs 12" \
-        --python_binary_path build/pyenv/bin/python \
+        --executes tensorflow/mnist_multiworker.py --task_params "--epochs 12" \
+        --python_binary_path $PWD/build/pyenv/bin/python \
         --conf tony.application.framework=tensorflow \
         --conf tony.worker.instances=2
 
@@ -22,7 +22,9 @@ entry, that task is the chief instead of worker 0.
 Every worker trains on its shard of the data and must reach the end together;
 the chief prints ``epoch N loss X accuracy Y`` per epoch and ``final accuracy:
 X`` (held-out 20 % split) at the end.  Every worker exits 0 on success.  If a
-peer dies the others fail (collective ops error out) and exit non-zero.
+peer dies the others fail once TensorFlow's heartbeat check notices (about
+10 s: "The following tasks are unhealthy") and exit non-zero.  Workers wait
+for each other at start (one started 12 s late was fine).
 
 Saving: all workers take part in ``model.save`` (MultiWorkerMirroredStrategy
 requires it), but only the chief writes to a kept place,

@@ -7,8 +7,8 @@ How tony runs it
 Three roles, all running this same script::
 
     build/bin/tony submit --src_dir examples \
-        --executes "python tensorflow/ps_strategy.py --epochs 10" \
-        --python_binary_path build/pyenv/bin/python \
+        --executes tensorflow/ps_strategy.py --task_params "--epochs 10" \
+        --python_binary_path $PWD/build/pyenv/bin/python \
         --conf tony.application.framework=tensorflow \
         --conf tony.chief.instances=1 \
         --conf tony.ps.instances=1 \
