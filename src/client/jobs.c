@@ -156,6 +156,41 @@ int tony_cmd_kill(int argc, char **argv) {
     return code;
 }
 
+static bool job_finished(const char *job_dir) {
+    bool live;
+    json_t *job = load_job(job_dir, &live);
+    const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+    bool done = state && strcmp(state, "FINISHED") == 0;
+    json_decref(job);
+    return done;
+}
+
+/* Prints what the task writes as it writes it, until the job is over and
+ * the file has no more to give. */
+static void follow_file(const char *job_dir, const char *path) {
+    FILE *f = NULL;
+    char buf[8192];
+    for (;;) {
+        if (!f) f = fopen(path, "r");
+        size_t n = 0;
+        if (f) {
+            while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+            clearerr(f);
+            fflush(stdout);
+        }
+        if (job_finished(job_dir)) {
+            if (f) {
+                while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+                fclose(f);
+            }
+            fflush(stdout);
+            return;
+        }
+        struct timespec ts = {0, 250 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void cat_file(const char *title, const char *path) {
     char *data = NULL;
     size_t len = 0;
@@ -173,11 +208,13 @@ int tony_cmd_logs(int argc, char **argv) {
     tony_opt opts[] = {{"task", NULL, true, false, "ROLE:INDEX, e.g. worker:1 (default: all tasks)", false, {0}},
                        {"attempt", NULL, true, false, "attempt number (default: the last)", false, {0}},
                        {"am", NULL, false, false, "show the coordinator's log", false, {0}},
+                       {"follow", "f", false, false, "with --task: print its stdout as it grows, until the job ends", false, {0}},
                        COMMON_OPTS,
                        {NULL, NULL, false, false, NULL, false, {0}}};
     tony_error err;
     char *job_dir = NULL;
-    int rc = resolve(argc, argv, opts, "usage: tony logs JOB_ID [--task worker:1] [--attempt N] [--am]", &job_dir, &err);
+    int rc = resolve(argc, argv, opts, "usage: tony logs JOB_ID [--task worker:1 [-f]] [--attempt N] [--am]", &job_dir,
+                     &err);
     if (rc) {
         tony_args_free(opts);
         if (rc > 0) return TONY_EXIT_OK;
@@ -205,6 +242,11 @@ int tony_cmd_logs(int argc, char **argv) {
         fprintf(stderr, "tony: error: --task %s: expected ROLE:INDEX such as worker:1\n", want);
         code = TONY_EXIT_USAGE;
     }
+    bool follow = tony_args_get(opts, "follow")->seen;
+    if (code == 0 && follow && !want) {
+        fprintf(stderr, "tony: error: --follow needs --task ROLE:INDEX\n");
+        code = TONY_EXIT_USAGE;
+    }
     bool found = false;
     size_t i;
     json_t *t;
@@ -219,8 +261,12 @@ int tony_cmd_logs(int argc, char **argv) {
         char *title = tony_sprintf("%s:%d", r, idx);
         char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");
         char *t1 = tony_sprintf("%s stdout", title), *t2 = tony_sprintf("%s stderr", title);
-        cat_file(t1, out);
-        cat_file(t2, er);
+        if (follow) {
+            follow_file(job_dir, out);
+        } else {
+            cat_file(t1, out);
+            cat_file(t2, er);
+        }
         free(dir), free(title), free(out), free(er), free(t1), free(t2);
     }
     if (code == 0 && want && !found) {

@@ -271,7 +271,10 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (job) {
             char *grouped = tony_report_grouped(job);
             if (*grouped && (!last || strcmp(last, grouped) != 0)) {
-                printf("tony: %s\n", grouped);
+                for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                    nl = strchr(line, '\n');
+                    printf("tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+                }
                 fflush(stdout);
                 free(last);
                 last = grouped;
@@ -339,6 +342,21 @@ int tony_cmd_submit(int argc, char **argv) {
            TONY_JOBDIR_AM_LOG);
     fflush(stdout);
     if (tony_args_get(submit_opts, "detach")->seen) {
+        /* Return once the coordinator answers, so that status, logs and kill
+         * work right away. */
+        char *url = NULL;
+        for (int i = 0; i < 300 && !url; i++) {
+            if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) break;
+            int st;
+            if (waitpid(am_pid, &st, WNOHANG) == am_pid) break;
+            sleep_ms(100);
+        }
+        if (!url) {
+            tony_err(&err, "the coordinator did not start; see %s/%s", job_dir, TONY_JOBDIR_AM_LOG);
+            code = TONY_EXIT_UNAVAILABLE;
+            goto fail_code;
+        }
+        free(url);
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
         code = TONY_EXIT_OK;
         goto out;

@@ -188,3 +188,16 @@ def test_unknown_verb_and_help(tony):
     assert r.rc == 2 and "unknown verb" in r.err
     r = tony.run("submit", "--help")
     assert r.rc == 0 and "--src_dir" in r.out
+
+
+def test_logs_follow_streams_until_the_job_ends(tony):
+    r = tony.submit("--detach", "--executes", 'for i in 1 2 3; do echo "line $i"; sleep 0.5; done',
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job_id = r.job_dir().name
+    f = tony.run("logs", job_id, "--task", "worker:0", "-f", timeout=60)
+    assert f.rc == 0, f
+    assert f.out.split("\n")[:3] == ["line 1", "line 2", "line 3"]
+    assert tony.run("status", job_id).out.count("SUCCEEDED") >= 1
+    bad = tony.run("logs", job_id, "-f")
+    assert bad.rc == 2 and "--follow needs --task" in bad.err
