@@ -132,8 +132,14 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(status), am->diagnostics);
     am_api_release_waiters(am, true);
     write_status(am);
-    long long wait_s;
-    if (tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL)) wait_s = 15;
+    /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
+     * client to read the final task infos over RPC. Here status.json already
+     * holds all of it and clients fall back to it, so on this machine there
+     * is nothing to wait for. */
+    long long wait_s = 0;
+    if (am->backend && strcmp(am->backend->ops->name, "local") != 0 &&
+        tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
+        wait_s = 15;
     schedule_exit(am, (int)(wait_s < 0 ? 0 : wait_s));
 }
 

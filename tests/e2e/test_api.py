@@ -63,7 +63,6 @@ def test_api_rejects_bad_requests_and_keeps_running(tony):
     # the right secret kills
     assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
     wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
-    call(url + "/v1/job/finish", "POST", "{}", secret=secret)
 
 
 def test_ctrl_c_kills_the_job(tony):
