@@ -73,9 +73,17 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     }
 }
 
+/* A task's localized files: its role's resources plus the job's final
+ * configuration, which TonY puts in every container as tony-final.xml. */
+static char *task_resources(const tony_am *am, const char *role_resources) {
+    return tony_sprintf("%s%s%s/%s", role_resources ? role_resources : "", role_resources && *role_resources ? "," : "",
+                        am->job_dir, TONY_JOBDIR_CONF);
+}
+
 static void request_task(tony_am *am, am_task *t) {
     tony_env env = {0};
     task_env(am, t, &env);
+    char *resources = task_resources(am, t->role->resources);
     char *argv[] = {am->self_exe, "executor", NULL};
     tony_launch l = {.role = t->role->name,
                      .index = t->index,
@@ -84,7 +92,7 @@ static void request_task(tony_am *am, am_task *t) {
                      .vcores = t->role->vcores,
                      .gpus = t->role->gpus,
                      .node_label = t->role->node_label,
-                     .resources = t->role->resources,
+                     .resources = resources,
                      .env = &env,
                      .argv = argv};
     t->state = AM_TASK_REQUESTED;
@@ -95,6 +103,7 @@ static void request_task(tony_am *am, am_task *t) {
         tony_error_log("cannot start %s:%d: %s", t->role->name, t->index, err.msg);
         am_job_on_task_exit(&am->job, t, TONY_EXIT_ABORTED, err.msg, am_now_ms());
     }
+    free(resources);
     tony_env_free(&env);
 }
 
@@ -269,7 +278,11 @@ static int start_single_node(tony_am *am, tony_error *err) {
     int rc = tony_mkdir_p(work, 0755, err);
     /* The coordinator's container gets the staged files the way the
      * backend localizes them for tasks. */
-    if (rc == 0) rc = tony_local_localize(work, tony_conf_get(am->conf, "tony.containers.resources"), err);
+    if (rc == 0) {
+        char *resources = task_resources(am, tony_conf_get(am->conf, "tony.containers.resources"));
+        rc = tony_local_localize(work, resources, err);
+        free(resources);
+    }
     if (rc == 0) rc = tony_unpack_job_files(work, am->app_id, err);
     if (rc == 0) {
         tony_env env = {0};

@@ -24,6 +24,7 @@ def test_single_node_pass(tony):
     assert r.rc == 0, r
     assert "SUCCEEDED" in r.out
     assert "single-node-ran" in (r.job_dir() / "attempts/0/am/stdout").read_text()
+    assert (r.job_dir() / "attempts/0/am/work/tony-final.xml").exists()
 
 
 def test_single_node_fail(tony):
@@ -43,6 +44,8 @@ def test_ps_worker_pass(tony):
     # the untracked ps was stopped once the workers were done: TonY's FINISHED
     assert r.task("ps", 0)["state"] == "FINISHED"
     assert r.log("worker", 1).strip() == "worker 1"
+    final = r.job_dir() / "attempts/0/worker-1/work/tony-final.xml"
+    assert "tony.worker.instances" in final.read_text()
 
 
 def test_ps_worker_fail_all_workers(tony):
