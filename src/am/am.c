@@ -47,7 +47,7 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     tony_env_set(env, "JOB_ID", am->app_id);
     tony_env_set(env, "appid", am->app_id);
     tony_env_setf(env, "SESSION_ID", "%d", am->job.attempt);
-    tony_env_setf(env, "NUM_AM_RETRIES", "%d", am->job.attempt);
+    if (am->job.attempt > 0) tony_env_setf(env, "NUM_AM_RETRIES", "%d", am->job.attempt);
     tony_env_set(env, "ATTEMPT_NUMBER", "0");
     tony_env_set(env, "AM_HOST", am->host);
     tony_env_setf(env, "AM_PORT", "%d", am->port);
@@ -153,7 +153,8 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
 }
 
 static void stop_running_tasks(tony_am *am) {
-    for (size_t i = 0; i < am->job.ntasks; i++) {
+    int attempt = am->job.attempt;
+    for (size_t i = 0; i < am->job.ntasks && am->job.attempt == attempt; i++) {
         am_task *t = &am->job.tasks[i];
         if (t->state != AM_TASK_NEW && !t->exited)
             am->backend->ops->stop(am->backend, t->role->name, t->index, am->job.attempt);
@@ -227,6 +228,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
                                    am->plan.app_timeout_ms);
             }
         }
+        if (am->plan.single_node && am->single_pid > 0 && am->plan.execution_timeout_ms > 0 &&
+            now - am->started_ms > am->plan.execution_timeout_ms && !am->timed_out) {
+            tony_warn("the command ran longer than its execution timeout (%lld ms); killing it",
+                      am->plan.execution_timeout_ms);
+            am->timed_out = true;
+            kill(-am->single_pid, SIGKILL);
+        }
         if (!am->plan.single_node) {
             am_task *t = am_job_check_heartbeats(&am->job, now);
             if (t) tony_warn("%s", t->diagnostics);
@@ -264,7 +272,7 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
         finish_job(am, AM_FINAL_KILLED, "Killed by the user");
         return;
     }
-    if (am->timed_out) diag = tony_sprintf("Application timed out after %lld ms", am->plan.app_timeout_ms);
+    if (am->timed_out) diag = tony_strdup("Timed out (tony.application.timeout or tony.worker.timeout)");
     else if (code == 0) diag = tony_strdup("Single node training succeeded");
     else diag = tony_sprintf("Single node training failed: %s", tony_exit_status_meaning(code, meaning, sizeof meaning));
     finish_job(am, code == 0 && !am->timed_out ? AM_FINAL_SUCCEEDED : AM_FINAL_FAILED, diag);
@@ -272,7 +280,7 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
 }
 
 static int start_single_node(tony_am *am, tony_error *err) {
-    am->single_dir = tony_sprintf("%s/attempts/0/am", am->job_dir);
+    am->single_dir = tony_jobdir_am_dir(am->job_dir);
     char *work = tony_path_join(am->single_dir, "work");
     char *out = tony_path_join(am->single_dir, "stdout"), *errp = tony_path_join(am->single_dir, "stderr");
     int rc = tony_mkdir_p(work, 0755, err);
@@ -291,6 +299,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
         tony_env_set(&env, "JOB_ID", am->app_id);
         tony_env_set(&env, "appid", am->app_id);
         tony_env_set(&env, "PREPROCESSING_JOB", "true");
+        tony_env_set(&env, "HOME", work);
         tony_env_set(&env, "SESSION_ID", "0");
         char *shared = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
         tony_env_set(&env, "TONY_JOB_DIR", shared);

@@ -56,7 +56,10 @@ typedef struct tony_am {
     bool status_dirty;
 } tony_am;
 
+/* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
+ * turns one of its readings into wall-clock ms for people. */
 long long am_now_ms(void);
+long long am_wall_ms(long long mono_ms);
 /* The job as JSON: what GET /v1/job returns and status.json holds. */
 json_t *am_job_json(const tony_am *am);
 int am_api_start(tony_am *am, tony_error *err);

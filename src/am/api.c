@@ -7,16 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "am/am_internal.h"
 #include "common/http.h"
+#include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
 
 long long am_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long am_wall_ms(long long mono_ms) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000 - (am_now_ms() - mono_ms);
 }
 
 static void reply_json(struct evhttp_request *req, int code, json_t *body) {
@@ -62,14 +70,15 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
     json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
-    char *dir = tony_sprintf("%s/attempts/%d/%s-%d", am->job_dir, am->job.attempt, t->role->name, t->index);
+    char *dir = tony_jobdir_task_dir(am->job_dir, am->job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
     json_object_set_new(o, "log_dir", json_string(dir));
     json_object_set_new(o, "stdout", json_string(out));
     json_object_set_new(o, "stderr", json_string(err));
     free(dir), free(out), free(err);
-    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(t->started_ms));
-    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(t->finished_ms));
+    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(t->registered_ms)));
+    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(t->started_ms)));
+    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(t->finished_ms)));
     return o;
 }
 
@@ -82,11 +91,11 @@ json_t *am_job_json(const tony_am *am) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
                           am_final_status_name(am->final_status), "attempt", am->job.attempt, "backend",
                           am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
-                          am->job_dir, "started_ms", am->started_ms);
+                          am->job_dir, "started_ms", am_wall_ms(am->started_ms));
     json_object_set_new(o, "retries_left", json_integer(am->retries_left));
     json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
     if (am->url) json_object_set_new(o, "url", json_string(am->url));
-    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am->finished_ms));
+    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am->finished_ms)));
     const char *diag = am->diagnostics ? am->diagnostics : am->job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     json_t *tasks = json_array();
@@ -299,8 +308,14 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am->status_dirty = true;
     } else if (strcmp(verb, "finished") == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
-         * exit status, as in TonY. */
+         * exit status, as in TonY. A timeout is worth saying in words. */
         t->result_reported = true;
+        if (json_is_true(json_object_get(body, "timed_out"))) {
+            free(t->diagnostics);
+            t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
+                                          "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
+                                          am->plan.execution_timeout_ms);
+        }
     } else {
         json_decref(body);
         reply_error(req, 404, "unknown task verb");

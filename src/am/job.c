@@ -41,7 +41,6 @@ void am_job_reset(am_job *j, int attempt) {
         }
     }
     j->attempt = attempt;
-    j->training_stage_requested = false;
     j->attempt_over = false;
     j->attempt_status = AM_FINAL_UNDEFINED;
     free(j->attempt_diagnostics);
@@ -102,7 +101,8 @@ bool am_job_gang_ready(const am_job *j) {
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
         if (t->state == AM_TASK_NEW) continue;
-        if (!t->host) return false;
+        /* one that ended without registering (an ignored sidecar) never will */
+        if (!t->host && !am_task_done(t)) return false;
     }
     return am_job_count_requested(j) > 0;
 }
@@ -128,8 +128,10 @@ void am_job_on_task_exit(am_job *j, am_task *t, int exit_status, const char *dia
     if (am_task_done(t)) return; /* already decided (e.g. expired heartbeats) */
     t->exit_status = exit_status;
     if (diagnostics) {
+        /* keep what the executor already said (a timeout), then the container's word */
+        char *d = t->diagnostics ? tony_sprintf("%s %s", t->diagnostics, diagnostics) : tony_strdup(diagnostics);
         free(t->diagnostics);
-        t->diagnostics = tony_strdup(diagnostics);
+        t->diagnostics = d;
     }
     bool registered = t->host != NULL;
     if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
@@ -202,7 +204,7 @@ am_task *am_job_check_registration(am_job *j, long long now_ms) {
         if (t->state != AM_TASK_REQUESTED || t->host || now_ms - t->requested_ms <= limit) continue;
         am_job_end_attempt(j, AM_FINAL_FAILED,
                            "Stopping AM for task [%s:%d] registration timeout: its executor did not register within "
-                           "%lld ms (tony.container.registration.timeout)",
+                           "%lld ms (tony.container.registration.timeout, or TonY's tony.container.allocation.timeout)",
                            t->role->name, t->index, limit);
         return t;
     }
@@ -224,7 +226,8 @@ void am_job_settle(am_job *j) {
         const am_task *t = &j->tasks[i];
         if (t->role->kind != TONY_ROLE_TRACKED) continue;
         tracked++;
-        failed += t->state == AM_TASK_FAILED;
+        /* TonY counts every non-zero exit, a tracked task stopped by us included */
+        failed += t->state != AM_TASK_SUCCEEDED;
     }
     if (failed == 0) {
         am_job_end_attempt(j, AM_FINAL_SUCCEEDED, "All %d tracked tasks succeeded", tracked);

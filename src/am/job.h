@@ -43,7 +43,6 @@ typedef struct am_job {
     /* How long an executor waiting at the gang barrier may stay silent: it
      * sits in a long poll that long, and re-polls at once after. */
     long long barrier_poll_ms;
-    bool training_stage_requested;
     /* Set once the attempt must end (a decisive failure, or all tracked tasks
      * done); the coordinator then stops what is still running. */
     bool attempt_over;

@@ -69,9 +69,6 @@ typedef struct tony_backend_ops {
     void (*stop)(tony_backend *b, const char *role, int index, int attempt);
     /* Containers asked for and not yet ended (queued ones included). */
     int (*active)(const tony_backend *b);
-    /* Host the executor of role:index runs on and the directory of its logs;
-     * NULL when unknown. Strings stay valid until the next launch or free. */
-    const char *(*task_log_dir)(const tony_backend *b, const char *role, int index, int attempt);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     void (*free)(tony_backend *b);

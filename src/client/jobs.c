@@ -16,33 +16,7 @@
 #include "common/proc.h"
 #include "common/strv.h"
 
-/* The job's current JSON: from the coordinator if it answers, else the last
- * status.json it wrote. */
-static json_t *load_job(const char *job_dir, bool *live) {
-    char *url = NULL;
-    int pid = 0;
-    *live = false;
-    if (tony_jobdir_am_url(job_dir, &url, &pid, NULL) == 0 && tony_proc_alive(pid)) {
-        char *u = tony_sprintf("%s/v1/job", url);
-        tony_http_response r;
-        if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
-            json_t *j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
-            tony_http_response_free(&r);
-            if (j) {
-                *live = true;
-                free(u);
-                free(url);
-                return j;
-            }
-        }
-        free(u);
-    }
-    free(url);
-    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
-    json_t *j = json_load_file(p, 0, NULL);
-    free(p);
-    return j;
-}
+static json_t *load_job(const char *job_dir, bool *live) { return tony_jobdir_load_state(job_dir, live); }
 
 static int resolve(int argc, char **argv, tony_opt *opts, const char *usage, char **job_dir, tony_error *err) {
     tony_strv pos = {0};
@@ -116,8 +90,13 @@ int tony_cmd_kill(int argc, char **argv) {
     if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_proc_alive(pid)) {
         bool live;
         json_t *job = load_job(job_dir, &live);
-        if (job) tony_report_final(stdout, job);
-        else fprintf(stderr, "tony: the job's coordinator is not running\n");
+        if (job) {
+            tony_report_final(stdout, job);
+        } else {
+            fprintf(stderr, "tony: error: the job's coordinator is not running and left no status; see %s/%s\n",
+                    job_dir, TONY_JOBDIR_AM_LOG);
+            code = TONY_EXIT_UNAVAILABLE;
+        }
         json_decref(job);
     } else if (tony_jobdir_secret(job_dir, &secret, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
@@ -256,7 +235,7 @@ int tony_cmd_logs(int argc, char **argv) {
         int idx = (int)json_integer_value(json_object_get(t, "index"));
         if (want && (strcmp(r, role) != 0 || idx != index)) continue;
         found = true;
-        char *dir = strcmp(r, "am") == 0 ? tony_sprintf("%s/attempts/0/am", job_dir)
+        char *dir = strcmp(r, "am") == 0 ? tony_jobdir_am_dir(job_dir)
                                          : tony_jobdir_task_dir(job_dir, (int)attempt, r, idx);
         char *title = tony_sprintf("%s:%d", r, idx);
         char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");

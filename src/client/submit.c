@@ -202,25 +202,6 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
     return 0;
 }
 
-static json_t *fetch_job(const char *url, tony_error *err) {
-    char *u = tony_sprintf("%s/v1/job", url);
-    tony_http_response r;
-    int rc = tony_http_call("GET", u, NULL, NULL, 3000, &r, err);
-    free(u);
-    if (rc) return NULL;
-    json_t *j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
-    if (!j) tony_err(err, "the coordinator answered HTTP %ld", r.status);
-    tony_http_response_free(&r);
-    return j;
-}
-
-static json_t *read_status_file(const char *job_dir) {
-    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
-    json_t *j = json_load_file(p, 0, NULL);
-    free(p);
-    return j;
-}
-
 static void post(const char *url, const char *job_dir, const char *what) {
     char *secret = NULL;
     if (tony_jobdir_secret(job_dir, &secret, NULL)) return;
@@ -254,11 +235,9 @@ static json_t *follow(const char *job_dir, int am_pid) {
         }
         if (interrupted > 1) break;
         json_decref(job);
-        job = NULL;
-        tony_error err;
-        if (url && am_alive) job = fetch_job(url, &err);
-        if (!job && !am_alive) {
-            job = read_status_file(job_dir);
+        bool live;
+        job = tony_jobdir_load_state(job_dir, &live);
+        if (!live && !am_alive) {
             const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
             if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);

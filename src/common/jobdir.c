@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "common/http.h"
+#include "common/proc.h"
 #include "common/strv.h"
 
 char *tony_jobs_root(const char *root_conf) {
@@ -20,6 +22,35 @@ char *tony_jobs_root(const char *root_conf) {
         home = pw ? pw->pw_dir : "/tmp";
     }
     return tony_path_join(home, ".tony");
+}
+
+char *tony_jobdir_am_dir(const char *job_dir) { return tony_sprintf("%s/attempts/0/am", job_dir); }
+
+json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
+    char *url = NULL;
+    int pid = 0;
+    *live = false;
+    if (tony_jobdir_am_url(job_dir, &url, &pid, NULL) == 0 && tony_proc_alive(pid)) {
+        char *u = tony_sprintf("%s/v1/job", url);
+        tony_http_response r;
+        json_t *j = NULL;
+        if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
+            j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
+            tony_http_response_free(&r);
+        }
+        free(u);
+        free(url);
+        if (j) {
+            *live = true;
+            return j;
+        }
+    } else {
+        free(url);
+    }
+    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    json_t *j = json_load_file(p, 0, NULL);
+    free(p);
+    return j;
 }
 
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index) {

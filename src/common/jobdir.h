@@ -5,6 +5,8 @@
 #ifndef TONY_JOBDIR_H
 #define TONY_JOBDIR_H
 
+#include <stdbool.h>
+
 #include "common/error.h"
 
 #define TONY_JOBDIR_CONF "tony-final.xml"
@@ -20,6 +22,12 @@
 char *tony_jobs_root(const char *root_conf);
 /* <job_dir>/attempts/<attempt>/<role>-<index>; malloc'ed. */
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index);
+/* <job_dir>/attempts/0/am: where a single-node job's command runs. */
+char *tony_jobdir_am_dir(const char *job_dir);
+/* The job's state as JSON (the coordinator's /v1/job): asked of the live
+ * coordinator when it answers (*live = true), else the status.json it
+ * left. NULL when there is neither. */
+struct json_t *tony_jobdir_load_state(const char *job_dir, bool *live);
 /* Resolves a job id (searched under root) or a path to a job dir. */
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err);
 /* The coordinator's URL and the secret, read from the job dir. */

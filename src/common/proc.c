@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +49,9 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
         } else if (setpgid(0, 0) < 0) {
             child_fail(pfd[1], "setpgid");
         }
+        /* Only stdin/out/err cross into a container or a user process: a
+         * caller's stray pipe must not be held open for a whole job. */
+        close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -137,7 +141,6 @@ typedef struct {
     pid_t sid;
     int sig;
     int count;
-    long long rss;
 } session_visit;
 
 static void kill_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cpu) {
@@ -148,21 +151,9 @@ static void kill_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cp
 
 int tony_proc_kill_session(pid_t sid, int sig) {
     if (sid <= 1) return 0;
-    session_visit v = {sid, sig, 0, 0};
+    session_visit v = {sid, sig, 0};
     tony_proc_scan(kill_visit, &v);
     return v.count;
-}
-
-static void rss_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cpu) {
-    (void)pid, (void)cpu;
-    session_visit *v = ctx;
-    if (sid == v->sid) v->rss += rss;
-}
-
-long long tony_proc_session_rss_kb(pid_t sid) {
-    session_visit v = {sid, 0, 0, 0};
-    tony_proc_scan(rss_visit, &v);
-    return v.rss;
 }
 
 bool tony_proc_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }

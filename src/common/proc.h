@@ -30,8 +30,6 @@ typedef void (*tony_proc_visit_fn)(void *ctx, pid_t pid, pid_t sid, long long rs
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
 /* Sends sig to every process of session sid; returns how many got it. */
 int tony_proc_kill_session(pid_t sid, int sig);
-/* Resident memory of every process of session sid together, in KiB. */
-long long tony_proc_session_rss_kb(pid_t sid);
 bool tony_proc_alive(pid_t pid);
 
 #endif

@@ -144,21 +144,14 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     json_t *v;
     json_object_foreach(json_object_get(go, "env"), k, v) tony_env_set(&env, k, json_string_value(v));
     if (x->tb_port > 0) tony_env_setf(&env, "TB_PORT", "%d", x->tb_port);
-    tony_strv envp = {0};
-    tony_env_build_envp(&env, &envp);
-    tony_env_free(&env);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
-    for (size_t i = 0; i < envp.len;) {
-        if (tony_str_starts_with(envp.items[i], "TONY_SECRET=") ||
-            tony_str_starts_with(envp.items[i], "MALLOC_ARENA_MAX=")) {
-            free(envp.items[i]);
-            memmove(&envp.items[i], &envp.items[i + 1], (envp.len - i) * sizeof(char *));
-            envp.len--;
-        } else {
-            i++;
-        }
-    }
+    tony_env all = {0};
+    tony_env_build_envp(&env, &all.kv);
+    tony_env_free(&env);
+    tony_env_unset(&all, "TONY_SECRET");
+    tony_env_unset(&all, "MALLOC_ARENA_MAX");
+    tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};
     tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp};
@@ -226,7 +219,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
-    ans = call(x, "finished", json_pack("{s:i}", "exit_code", code), CALL_TIMEOUT_MS, &status, &herr);
+    ans = call(x, "finished", json_pack("{s:i,s:b}", "exit_code", code, "timed_out", timed_out), CALL_TIMEOUT_MS,
+               &status, &herr);
     json_decref(ans);
     return code;
 }

@@ -141,6 +141,9 @@ def test_venv_and_resources_localized(tony, tmp_path, scripts):
     (["--conf", "tony.worker.instances=1", "--conf", "tony.worker.gpus=1", "--conf", "tony.local.gpus=0"], "no GPU"),
     (["--conf", "tony.worker.instances=64", "--conf", "tony.local.vcores=4"], "vcores"),
     (["--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=900g"], "memory"),
+    # ps keeps running through the training stage: both must fit together
+    (["--conf", "tony.ps.instances=1", "--conf", "tony.chief.instances=1", "--conf", "tony.chief.vcores=2",
+      "--conf", "tony.application.prepare-stage=ps", "--conf", "tony.local.vcores=2"], "3 vcores at once"),
     (["--conf", "tony.application.distributed-mode=SOMETIMES", "--conf", "tony.worker.instances=1"],
      "tony.application.distributed-mode"),
     (["--conf", "tony.application.prepare-stage=nosuch", "--conf", "tony.worker.instances=1"], "prepare-stage"),

@@ -171,13 +171,13 @@ def test_frozen_executor_detected_by_missed_heartbeats(tony):
 def test_whole_job_restart_exports_attempt(tony):
     # Attempt 0 fails; attempt 1 sees SESSION_ID=1 / NUM_AM_RETRIES=1 and a
     # job dir that kept what attempt 0 wrote.
-    cmd = ('echo "attempt $SESSION_ID" >> "$TONY_JOB_DIR/seen-$TASK_INDEX"; '
-           'if [ "$NUM_AM_RETRIES" = 0 ]; then exit 1; fi; cat "$TONY_JOB_DIR/seen-$TASK_INDEX"')
+    cmd = ('echo "attempt $SESSION_ID retries ${NUM_AM_RETRIES:-unset}" >> "$TONY_JOB_DIR/seen-$TASK_INDEX"; '
+           'if [ "$SESSION_ID" = 0 ]; then exit 1; fi; cat "$TONY_JOB_DIR/seen-$TASK_INDEX"')
     r = tony.submit("--executes", cmd, "--conf", "tony.worker.instances=2",
                     "--conf", "tony.am.retry-count=1", *SMALL)
     assert r.rc == 0, r
     assert r.status()["attempt"] == 1
-    assert r.log("worker", 1, attempt=1).split("\n")[:2] == ["attempt 0", "attempt 1"]
+    assert r.log("worker", 1, attempt=1).split("\n")[:2] == ["attempt 0 retries unset", "attempt 1 retries 1"]
 
 
 def test_restart_exhausted_fails(tony):
@@ -229,3 +229,23 @@ def test_memory_limit_kills_task_with_diagnostic(tony, scripts):
     assert t["exit_status"] == -104
     assert "running beyond physical memory limits" in t["diagnostics"]
     assert "tony.worker.memory" in t["diagnostics"]
+
+
+def test_sidecar_that_never_starts_does_not_hold_the_gang(tony, tmp_path):
+    # The sidecar's container fails while localizing (not an archive), so it
+    # never registers; the gang must not wait for it.
+    bogus = tmp_path / "notarchive.txt"
+    bogus.write_text("plain text\n")
+    r = tony.submit("--executes", "true", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.tensorboard.instances=1", "--conf", "tony.tensorboard.memory=128m",
+                    "--conf", f"tony.tensorboard.resources={bogus}#archive", *SMALL, timeout=60)
+    assert r.rc == 0, r
+    assert r.task("tensorboard", 0)["state"] == "FAILED"
+
+
+def test_single_node_execution_timeout(tony):
+    t0 = time.time()
+    r = tony.submit("--executes", "sleep 300", "--conf", "tony.worker.timeout=1000")
+    assert r.rc != 0, r
+    assert time.time() - t0 < 30
+    assert "Timed out" in r.status()["diagnostics"]

@@ -187,6 +187,33 @@ static void test_lockstep_failure_ends_attempt(void **state) {
     destroy(f);
 }
 
+static void test_tracked_task_stopped_counts_as_failure(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    start_all(f, 0);
+    exit_task(f, "worker", 1, TONY_EXIT_KILLED_BY_APPMASTER);
+    exit_task(f, "worker", 2, TONY_EXIT_KILLED_BY_APPMASTER);
+    exit_task(f, "worker", 0, 0);
+    /* TonY counts every non-zero exit: 2 of 3 failed, tolerated with a note */
+    assert_int_equal(f->job.attempt_status, AM_FINAL_SUCCEEDED);
+    assert_non_null(strstr(f->job.attempt_diagnostics, "failedCnt=2"));
+    destroy(f);
+}
+
+static void test_gang_ignores_tasks_that_ended_unregistered(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.tensorboard.instances=1", NULL};
+    fixture *f = make(kv);
+    am_task *tb = am_job_task(&f->job, "tensorboard", 0), *w = am_job_task(&f->job, "worker", 0);
+    tb->state = w->state = AM_TASK_REQUESTED;
+    am_job_on_task_exit(&f->job, tb, TONY_EXIT_ABORTED, "localization failed", 1);
+    assert_false(f->job.attempt_over); /* a sidecar: ignored */
+    assert_false(am_job_gang_ready(&f->job));
+    w->host = strdup("127.0.0.1");
+    assert_true(am_job_gang_ready(&f->job));
+    destroy(f);
+}
+
 static void test_only_first_exit_counts(void **state) {
     (void)state;
     fixture *f = make(PS_WORKERS);
@@ -319,6 +346,8 @@ int main(void) {
         cmocka_unit_test(test_untracked_failure_fails_fast),
         cmocka_unit_test(test_sidecar_failure_ignored),
         cmocka_unit_test(test_lockstep_failure_ends_attempt),
+        cmocka_unit_test(test_tracked_task_stopped_counts_as_failure),
+        cmocka_unit_test(test_gang_ignores_tasks_that_ended_unregistered),
         cmocka_unit_test(test_only_first_exit_counts),
         cmocka_unit_test(test_exit_before_registration_fails),
         cmocka_unit_test(test_heartbeat_expiry),

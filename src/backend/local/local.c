@@ -99,20 +99,34 @@ int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_er
     return 0;
 }
 
+/* What must fit at once in one stage: its own roles, and in the training
+ * stage also the prepare stage's untracked and sidecar roles, which keep
+ * running (or all of the prepare stage, when none of it is tracked: then
+ * both stages start together). */
+static bool runs_in_stage(const tony_plan *plan, const tony_role *r, int stage) {
+    if ((int)r->stage == stage) return true;
+    if (stage != TONY_STAGE_TRAINING || r->stage != TONY_STAGE_PREPARE) return false;
+    if (r->kind != TONY_ROLE_TRACKED) return true;
+    for (size_t i = 0; i < plan->nroles; i++)
+        if (plan->roles[i].stage == TONY_STAGE_PREPARE && plan->roles[i].kind == TONY_ROLE_TRACKED) return false;
+    return true;
+}
+
 int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, tony_error *err) {
     for (int stage = TONY_STAGE_PREPARE; stage <= TONY_STAGE_TRAINING; stage++) {
         long long mem = 0;
         int vcores = 0, gpus = 0;
         for (size_t i = 0; i < plan->nroles; i++) {
             const tony_role *r = &plan->roles[i];
-            if ((int)r->stage != stage) continue;
+            if (!runs_in_stage(plan, r, stage)) continue;
             if (r->gpus > 0 && pool->gpus == 0)
                 return tony_err(err,
                                 "tony.%s.gpus=%d but this machine has no GPU (nvidia-smi found none). "
                                 "Set tony.%s.gpus=0, or tony.local.gpus if the GPUs are there",
                                 r->name, r->gpus, r->name);
             if (r->gpus > pool->gpus)
-                return tony_err(err, "tony.%s.gpus=%d but this machine has only %d GPU(s)", r->name, r->gpus, pool->gpus);
+                return tony_err(err, "tony.%s.gpus=%d but this machine has only %d GPU(s) (tony.local.gpus)", r->name,
+                                r->gpus, pool->gpus);
             if (r->memory_mb > pool->memory_mb)
                 return tony_err(err, "tony.%s.memory=%lldm is more than this machine's %lldm (tony.local.memory)", r->name,
                                 r->memory_mb, pool->memory_mb);
@@ -133,7 +147,10 @@ int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, to
                             "tony.<role>.memory or instances, or set tony.local.memory",
                             mem, pool->memory_mb);
         if (gpus > pool->gpus)
-            return tony_err(err, "the job needs %d GPUs at once but this machine has %d", gpus, pool->gpus);
+            return tony_err(err,
+                            "the job needs %d GPUs at once but this machine has %d: lower tony.<role>.gpus or "
+                            "instances (tony.local.gpus sets the pool)",
+                            gpus, pool->gpus);
     }
     return 0;
 }
@@ -292,7 +309,7 @@ static void fail_queued(local_backend *b, container *c, const char *why) {
 static void try_start_queued(local_backend *b) {
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
-        if (c->state != C_QUEUED || !fits(b, c)) continue;
+        if (c->state != C_QUEUED || c->stop_requested || !fits(b, c)) continue;
         tony_error err;
         if (start_container(b, c, &err)) {
             tony_error_log("%s", err.msg);
@@ -340,10 +357,21 @@ static void on_kill_timer(evutil_socket_t fd, short what, void *arg) {
     if (c->pid > 0) tony_proc_kill_session(c->pid, SIGKILL);
 }
 
+static void on_queued_stopped(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    container *c = arg;
+    report_exit(c->owner, c, TONY_EXIT_KILLED_BY_APPMASTER);
+}
+
 static void stop_container(local_backend *b, container *c) {
     if (c->state == C_QUEUED) {
+        /* Reported from the loop, never from inside stop(): the caller may
+         * be walking its task table. */
+        if (c->stop_requested && c->kill_timer) return;
         c->stop_requested = true;
-        report_exit(b, c, TONY_EXIT_KILLED_BY_APPMASTER);
+        c->kill_timer = evtimer_new(b->ev, on_queued_stopped, c);
+        struct timeval now = {0, 0};
+        evtimer_add(c->kill_timer, &now);
         return;
     }
     if (c->state == C_STOPPING) return;
@@ -360,7 +388,7 @@ static void local_stop(tony_backend *base, const char *role, int index, int atte
     local_backend *b = (local_backend *)base;
     container *c = find(b, role, index, attempt);
     if (!c) return;
-    c->stop_requested = true;
+    if (c->state != C_QUEUED) c->stop_requested = true;
     stop_container(b, c);
 }
 
@@ -406,11 +434,6 @@ static int local_check_plan(tony_backend *base, const tony_plan *plan, tony_erro
 
 static int local_active(const tony_backend *base) { return (int)((const local_backend *)base)->len; }
 
-static const char *local_task_log_dir(const tony_backend *base, const char *role, int index, int attempt) {
-    container *c = find((local_backend *)base, role, index, attempt);
-    return c ? c->task_dir : NULL;
-}
-
 static void local_shutdown(tony_backend *base) {
     local_backend *b = (local_backend *)base;
     for (size_t i = 0; i < b->len; i++) {
@@ -438,7 +461,6 @@ static const tony_backend_ops local_ops = {
     .launch = local_launch,
     .stop = local_stop,
     .active = local_active,
-    .task_log_dir = local_task_log_dir,
     .shutdown = local_shutdown,
     .free = local_free,
 };
