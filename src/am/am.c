@@ -116,6 +116,7 @@ static void request_ready_tasks(tony_am *am) {
 
 static void start_attempt(tony_am *am, int attempt) {
     am_job_reset(&am->job, attempt);
+    if (am->rendezvous) am_rendezvous_reset(am->rendezvous);
     am->status_dirty = true;
     tony_info("attempt %d: asking for %zu container(s)", attempt, am->job.ntasks);
     char *dir = tony_sprintf("%s/attempts/%d", am->job_dir, attempt);
@@ -358,6 +359,10 @@ static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
     am->reaper = tony_reaper_new(am->base);
     am->host = tony_strdup("127.0.0.1");
     if (am_api_start(am, err)) return -1;
+    if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
+        am->rendezvous = am_rendezvous_start(am->base, am->host, err);
+        if (!am->rendezvous) return -1;
+    }
     am->tick = event_new(am->base, -1, EV_PERSIST, on_tick, am);
     struct timeval tv = {0, TICK_MS * 1000};
     event_add(am->tick, &tv);
@@ -393,6 +398,7 @@ static void am_teardown(tony_am *am) {
         am->backend->ops->free(am->backend);
     }
     free(am->waiters);
+    am_rendezvous_free(am->rendezvous);
     if (am->http) evhttp_free(am->http);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "am/job.h"
+#include "am/rendezvous.h"
 #include "backend/backend.h"
 #include "common/reaper.h"
 #include "conf/conf.h"
@@ -32,6 +33,7 @@ typedef struct tony_am {
     const tony_runtime *runtime;
     am_job job;
     tony_backend *backend;
+    am_rendezvous *rendezvous; /* frameworks that rendezvous through us (Horovod) */
     char *job_dir;
     char *app_id;
     char *secret;

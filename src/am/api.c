@@ -132,7 +132,14 @@ json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err) {
     json_t *spec = cluster_spec(am);
     tony_env env = {0};
     tony_env_merge(&env, &am->plan.shell_env);
-    tony_runtime_task rt = {&am->plan, t->role->name, t->index, am->plan.gang ? spec : NULL};
+    tony_runtime_task rt = {&am->plan, t->role->name, t->index, am->plan.gang ? spec : NULL, NULL, 0};
+    if (am->rendezvous) {
+        rt.rendezvous_host = am->host;
+        rt.rendezvous_port = am_rendezvous_port(am->rendezvous);
+        json_t *scopes = am->runtime->rendezvous_scopes(spec);
+        am_rendezvous_set_scopes(am->rendezvous, scopes);
+        json_decref(scopes);
+    }
     if (tony_runtime_build_env(am->runtime, &rt, &env, err)) {
         json_decref(spec);
         tony_env_free(&env);

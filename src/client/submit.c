@@ -188,7 +188,7 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
             tony_env env = {0};
             tony_env_merge(&env, &p->container_env);
             tony_env_merge(&env, &p->shell_env);
-            tony_runtime_task t = {p, role->name, i, p->gang ? spec : NULL};
+            tony_runtime_task t = {p, role->name, i, p->gang ? spec : NULL, "127.0.0.1", 29400};
             tony_error err;
             printf("    %s:%d env%s:\n", role->name, i, tony_plan_is_chief(p, role->name, i) ? " (chief)" : "");
             if (tony_runtime_build_env(rt, &t, &env, &err)) printf("      (cannot build: %s)\n", err.msg);

@@ -17,15 +17,16 @@ extern const tony_runtime tony_runtime_jax;
 extern const tony_runtime tony_runtime_xgboost;
 extern const tony_runtime tony_runtime_standalone;
 extern const tony_runtime tony_runtime_generic;
+extern const tony_runtime tony_runtime_horovod;
 
 /* tensorflow first: it is TonY's default framework. Keep RUNTIME_NAMES below
  * in the same order (a unit test checks it). */
 static const tony_runtime *const runtimes[] = {
     &tony_runtime_tensorflow, &tony_runtime_pytorch,    &tony_runtime_mxnet,   &tony_runtime_jax,
-    &tony_runtime_xgboost,    &tony_runtime_standalone, &tony_runtime_generic,
+    &tony_runtime_xgboost,    &tony_runtime_standalone, &tony_runtime_generic, &tony_runtime_horovod,
 };
 #define NRUNTIMES (sizeof runtimes / sizeof runtimes[0])
-#define RUNTIME_NAMES "tensorflow, pytorch, mxnet, jax, xgboost, standalone, generic"
+#define RUNTIME_NAMES "tensorflow, pytorch, mxnet, jax, xgboost, standalone, generic, horovod"
 
 const tony_runtime *tony_runtime_find(const char *name) {
     if (!name) return NULL;

@@ -21,6 +21,10 @@ typedef struct tony_runtime_task {
      * instances (untracked and sidecar included). NULL in FCFS mode before all
      * tasks registered; may then be partial. */
     const json_t *cluster_spec;
+    /* The coordinator's rendezvous store (runtimes with rendezvous_scopes);
+     * NULL / 0 otherwise. */
+    const char *rendezvous_host;
+    int rendezvous_port;
 } tony_runtime_task;
 
 typedef struct tony_runtime {
@@ -31,6 +35,10 @@ typedef struct tony_runtime {
     bool (*lockstep)(const tony_plan *plan);
     /* Adds the framework's variables for one task to env. */
     int (*task_env)(const tony_runtime_task *task, tony_env *env, tony_error *err);
+    /* Non-NULL for frameworks that rendezvous through the coordinator's
+     * key-value store (Horovod's gloo): given the complete cluster spec, how
+     * many workers share each scope. */
+    json_t *(*rendezvous_scopes)(const json_t *spec);
 } tony_runtime;
 
 /* Case-insensitive lookup; NULL if unknown. */

@@ -459,11 +459,56 @@ static void test_lockstep(void **state) {
     assert_false(rt("tensorflow")->lockstep(&f.plan));
 }
 
+/* Two hosts, three workers: host a has workers 0 and 2, host b has worker 1. */
+static void test_horovod_placement_and_scopes(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "horovod", true);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    json_t *spec = json_pack("{s:[s,s,s]}", "worker", "a:1", "b:2", "a:3");
+    const tony_runtime *h = rt("horovod");
+    assert_true(h->lockstep(&f.plan));
+    tony_env env = {0};
+    tony_runtime_task t = {.plan = &f.plan, .role = "worker", .index = 2, .cluster_spec = spec,
+                           .rendezvous_host = "coord", .rendezvous_port = 4242};
+    tony_error err;
+    assert_int_equal(h->task_env(&t, &env, &err), 0);
+    assert_string_equal(tony_env_get(&env, "HOROVOD_RANK"), "2");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_SIZE"), "3");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_LOCAL_RANK"), "1");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_LOCAL_SIZE"), "2");
+    /* local rank 1 exists on host a only */
+    assert_string_equal(tony_env_get(&env, "HOROVOD_CROSS_RANK"), "0");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_CROSS_SIZE"), "1");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_HOSTNAME"), "a");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_GLOO_RENDEZVOUS_ADDR"), "coord");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_GLOO_RENDEZVOUS_PORT"), "4242");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_CONTROLLER"), "gloo");
+    tony_env_free(&env);
+    t.index = 1; /* host b, local rank 0, second host with a local rank 0 */
+    assert_int_equal(h->task_env(&t, &env, &err), 0);
+    assert_string_equal(tony_env_get(&env, "HOROVOD_CROSS_RANK"), "1");
+    assert_string_equal(tony_env_get(&env, "HOROVOD_CROSS_SIZE"), "2");
+    tony_env_free(&env);
+    json_t *scopes = h->rendezvous_scopes(spec);
+    assert_int_equal(json_integer_value(json_object_get(scopes, "global")), 3);
+    assert_int_equal(json_integer_value(json_object_get(scopes, "local_a")), 2);
+    assert_int_equal(json_integer_value(json_object_get(scopes, "local_b")), 1);
+    assert_int_equal(json_integer_value(json_object_get(scopes, "cross_0")), 2);
+    assert_int_equal(json_integer_value(json_object_get(scopes, "cross_1")), 1);
+    json_decref(scopes);
+    json_decref(spec);
+    f.plan.gang = false;
+    assert_int_not_equal(h->validate(&f.plan, &err), 0);
+    assert_non_null(strstr(err.msg, "GANG"));
+}
+
 static void test_find_suggest_names(void **state) {
     (void)state;
     assert_ptr_equal(tony_runtime_find("TensorFlow"), tony_runtime_find("tensorflow"));
     assert_string_equal(tony_runtime_find("PYTORCH")->name, "pytorch");
-    assert_null(tony_runtime_find("horovod"));
+    assert_string_equal(tony_runtime_find("Horovod")->name, "horovod");
+    assert_null(tony_runtime_find("caffe"));
     assert_null(tony_runtime_find(NULL));
     assert_string_equal(tony_runtime_suggest("tensorflw"), "tensorflow");
     assert_string_equal(tony_runtime_suggest("pytorh"), "pytorch");
@@ -473,7 +518,7 @@ static void test_find_suggest_names(void **state) {
     /* every listed name is found, and carries that name */
     tony_strv names = {0};
     tony_split_csv(tony_runtime_names(), &names);
-    assert_int_equal(names.len, 7);
+    assert_int_equal(names.len, 8);
     for (size_t i = 0; i < names.len; i++) {
         const tony_runtime *r = tony_runtime_find(names.items[i]);
         assert_non_null(r);
@@ -524,6 +569,7 @@ int main(void) {
         cmocka_unit_test(test_xgboost_env),
         cmocka_unit_test(test_standalone_validate),
         cmocka_unit_test(test_lockstep),
+        cmocka_unit_test(test_horovod_placement_and_scopes),
         cmocka_unit_test(test_find_suggest_names),
         cmocka_unit_test(test_cluster_spec_helpers),
     };

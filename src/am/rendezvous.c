@@ -1,0 +1,153 @@
+/* The rendezvous store: scopes of keys to byte values, answered at once
+ * (404 for a key not there yet: Horovod's workers poll). */
+#include "am/rendezvous.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "common/strv.h"
+
+#define MAX_VALUE_BYTES (64 << 20)
+
+typedef struct entry {
+    char *scope, *key;
+    unsigned char *value;
+    size_t len;
+} entry;
+
+struct am_rendezvous {
+    struct evhttp *http;
+    int port;
+    entry *items;
+    size_t len, cap;
+    json_t *scope_sizes;
+    json_t *finished; /* scope -> number of workers that DELETEd */
+};
+
+static void reply(struct evhttp_request *req, int code, const void *body, size_t len) {
+    struct evbuffer *buf = evbuffer_new();
+    if (len) evbuffer_add(buf, body, len);
+    evhttp_send_reply(req, code, code == 200 ? "OK" : code == 404 ? "Not Found" : "Bad Request", buf);
+    evbuffer_free(buf);
+}
+
+static entry *find(am_rendezvous *r, const char *scope, const char *key) {
+    for (size_t i = 0; i < r->len; i++)
+        if (strcmp(r->items[i].scope, scope) == 0 && strcmp(r->items[i].key, key) == 0) return &r->items[i];
+    return NULL;
+}
+
+static void drop(am_rendezvous *r, size_t i) {
+    free(r->items[i].scope);
+    free(r->items[i].key);
+    free(r->items[i].value);
+    r->items[i] = r->items[--r->len];
+}
+
+static void clear_scope(am_rendezvous *r, const char *scope) {
+    for (size_t i = 0; i < r->len;) {
+        if (strcmp(r->items[i].scope, scope) == 0) drop(r, i);
+        else i++;
+    }
+}
+
+static void handle(struct evhttp_request *req, void *arg) {
+    am_rendezvous *r = arg;
+    const char *uri = evhttp_request_get_uri(req);
+    char scope[256], key[256];
+    int n = 0;
+    if (sscanf(uri, "/%255[^/]/%255[^/?]%n", scope, key, &n) != 2 || uri[n] != '\0') {
+        reply(req, 400, NULL, 0);
+        return;
+    }
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    entry *e = find(r, scope, key);
+    if (cmd == EVHTTP_REQ_GET) {
+        if (e) reply(req, 200, e->value, e->len);
+        else reply(req, 404, NULL, 0);
+    } else if (cmd == EVHTTP_REQ_PUT) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        unsigned char *v = tony_xmalloc(len);
+        evbuffer_remove(in, v, len);
+        if (!e) {
+            if (r->len == r->cap) {
+                r->cap = r->cap ? r->cap * 2 : 64;
+                r->items = tony_xrealloc(r->items, r->cap * sizeof *r->items);
+            }
+            e = &r->items[r->len++];
+            e->scope = tony_strdup(scope);
+            e->key = tony_strdup(key);
+        } else {
+            free(e->value);
+        }
+        e->value = v;
+        e->len = len;
+        reply(req, 200, NULL, 0);
+    } else if (cmd == EVHTTP_REQ_DELETE) {
+        json_t *size = json_object_get(r->scope_sizes, scope);
+        if (json_is_integer(size)) {
+            /* a worker leaves a scope of the plan: clear it once all have */
+            json_int_t done = json_integer_value(json_object_get(r->finished, scope)) + 1;
+            json_object_set_new(r->finished, scope, json_integer(done));
+            if (done >= json_integer_value(size)) {
+                clear_scope(r, scope);
+                json_object_del(r->finished, scope);
+            }
+        } else if (e) {
+            drop(r, (size_t)(e - r->items));
+        }
+        reply(req, 200, NULL, 0);
+    } else {
+        reply(req, 400, NULL, 0);
+    }
+}
+
+am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, tony_error *err) {
+    am_rendezvous *r = tony_xcalloc(1, sizeof *r);
+    r->http = evhttp_new(base);
+    evhttp_set_gencb(r->http, handle, r);
+    evhttp_set_max_body_size(r->http, MAX_VALUE_BYTES);
+    evhttp_set_allowed_methods(r->http, EVHTTP_REQ_GET | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
+    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(r->http, host, 0);
+    if (!sock) {
+        evhttp_free(r->http);
+        free(r);
+        tony_err(err, "cannot listen on %s for the Horovod rendezvous", host);
+        return NULL;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(evhttp_bound_socket_get_fd(sock), (struct sockaddr *)&ss, &len);
+    r->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    r->scope_sizes = json_object();
+    r->finished = json_object();
+    return r;
+}
+
+int am_rendezvous_port(const am_rendezvous *r) { return r->port; }
+
+void am_rendezvous_reset(am_rendezvous *r) {
+    while (r->len) drop(r, 0);
+    json_object_clear(r->scope_sizes);
+    json_object_clear(r->finished);
+}
+
+void am_rendezvous_set_scopes(am_rendezvous *r, const json_t *scope_sizes) {
+    json_object_update(r->scope_sizes, (json_t *)scope_sizes);
+}
+
+void am_rendezvous_free(am_rendezvous *r) {
+    if (!r) return;
+    while (r->len) drop(r, 0);
+    free(r->items);
+    json_decref(r->scope_sizes);
+    json_decref(r->finished);
+    evhttp_free(r->http);
+    free(r);
+}
