@@ -101,3 +101,17 @@ def test_fault_tolerance_without_retries_fails(tony):
     assert rc != 0, text
     assert "worker:1" in text and "lock-step" in text
     assert not (job_dir / "attempts/1").exists()
+
+
+def test_horovod_two_workers_through_our_rendezvous(tony):
+    # Real Horovod (built from PyPI's sdist against Debian's torch by
+    # scripts/install-deps); no horovodrun and no driver container: hvd.init()
+    # finds its peers through the coordinator's rendezvous store.
+    r = tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                    "--executes", "horovod/torch_digits.py",
+                    "--conf", "tony.application.framework=horovod", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=1g", timeout=600)
+    assert r.rc == 0, r
+    out = r.log("worker", 0)
+    assert "(size 2)" in out
+    assert accuracy(out) >= 0.85

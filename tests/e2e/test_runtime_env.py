@@ -120,3 +120,22 @@ def test_gpu_pool_sets_cuda_visible_devices(tony, scripts):
     e = envs(r)
     assert {e["worker:0"]["CUDA_VISIBLE_DEVICES"], e["worker:1"]["CUDA_VISIBLE_DEVICES"]} == {"0", "1"}
     assert e["ps:0"]["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_horovod_env(tony, scripts):
+    r = submit(tony, scripts, "horovod", "tony.worker.instances=2")
+    assert r.rc == 0, r
+    e = envs(r)
+    for i in range(2):
+        w = e[f"worker:{i}"]
+        assert w["HOROVOD_RANK"] == str(i) and w["HOROVOD_SIZE"] == "2"
+        assert w["HOROVOD_LOCAL_RANK"] == str(i) and w["HOROVOD_LOCAL_SIZE"] == "2"
+        assert w["HOROVOD_CROSS_RANK"] == "0" and w["HOROVOD_CROSS_SIZE"] == "1"
+        assert w["HOROVOD_CONTROLLER"] == "gloo" and w["HOROVOD_GLOO_RENDEZVOUS_ADDR"] == "127.0.0.1"
+    assert e["worker:0"]["HOROVOD_GLOO_RENDEZVOUS_PORT"] == e["worker:1"]["HOROVOD_GLOO_RENDEZVOUS_PORT"]
+
+
+def test_horovod_refuses_fcfs(tony, scripts):
+    r = submit(tony, scripts, "horovod", "tony.worker.instances=2", "tony.application.distributed-mode=FCFS")
+    assert r.rc == 2, r
+    assert "GANG" in r.err
