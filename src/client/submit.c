@@ -304,6 +304,8 @@ int tony_cmd_submit(int argc, char **argv) {
         code = TONY_EXIT_UNAVAILABLE;
         goto fail_code;
     }
+    if (tony_args_value(submit_opts, "hdfs_classpath"))
+        fprintf(stderr, "tony: warning: --hdfs_classpath applies to the yarn backend; the local backend ignores it\n");
     tony_local_pool pool;
     if (tony_local_pool_from_conf(conf, &pool, &err) || tony_local_check_plan(&pool, &plan, &err)) goto fail;
     if (tony_args_get(submit_opts, "dry-run")->seen) {
