@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo test test-unit test-asan test-e2e clean
+.PHONY: all deps deps-build build asan demo test test-unit test-asan test-e2e test-hadoop clean
 
 all: build
 
@@ -38,8 +38,15 @@ test-asan: asan
 test-e2e: build
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q tests/e2e
 
+# The real Hadoop test cluster (YARN + HDFS from Maven Central's jars) that
+# the YARN backend's tests will run against: start it, check it, stop it.
+test-hadoop:
+	@scripts/hadoop-test-cluster start $(CURDIR)/build/hadoop-test
+	@scripts/hadoop-test-cluster selftest $(CURDIR)/build/hadoop-test; rc=$$?; \
+	 scripts/hadoop-test-cluster stop $(CURDIR)/build/hadoop-test; exit $$rc
+
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) build/lead build/dev build/dev2 build/asan2

@@ -1,0 +1,333 @@
+// One-JVM YARN + HDFS test cluster for tony's tests: a MiniDFSCluster (NameNode
+// + DataNodes) and a MiniYARNCluster (ResourceManager + NodeManagers) from
+// Hadoop's published test jars. Started by scripts/hadoop-test-cluster, which
+// writes the input configuration (yarn-site.xml, capacity-scheduler.xml,
+// resource-types.xml, ... first on the classpath) and reads back the bound
+// ports from the file this program writes once the cluster is usable.
+//
+// System properties (all set by the script):
+//   htc.dir          state directory (data under htc.dir/data)
+//   htc.ready        file to write "KEY=value" lines to once ready
+//   htc.datanodes    number of DataNodes (default 1)
+//   htc.nodemanagers number of NodeManagers (default 3)
+//   htc.nn.port      NameNode RPC port (0 = any free one)
+//   htc.nn.http.port NameNode HTTP port (0 = any free one)
+//   htc.label        node label to create ("" = none)
+//   htc.label.exclusive  true/false
+//   htc.label.nodes  how many NodeManagers (the last ones) get the label
+//   htc.wait.s       how long to wait for the NodeManagers to register
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
+import org.apache.hadoop.yarn.api.records.Container;
+import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.ContainerStatus;
+import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
+import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.api.records.Priority;
+import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.api.records.NodeLabel;
+import org.apache.hadoop.yarn.client.api.AMRMClient;
+import org.apache.hadoop.yarn.client.api.AMRMClient.ContainerRequest;
+import org.apache.hadoop.yarn.client.api.NMClient;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.yarn.server.resourcemanager.nodelabels.RMNodeLabelsManager;
+import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
+
+public final class HadoopTestCluster {
+  private static MiniDFSCluster dfs;
+  private static MiniYARNCluster yarn;
+
+  private static String prop(String k, String d) {
+    String v = System.getProperty(k);
+    return v == null ? d : v;
+  }
+
+  private static int intProp(String k, int d) {
+    return Integer.parseInt(prop(k, Integer.toString(d)));
+  }
+
+  private static int port(String hostPort) {
+    return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
+  }
+
+  private static void say(String msg) {
+    System.out.println("hadoop-test-cluster: " + msg);
+    System.out.flush();
+  }
+
+  public static void main(String[] args) {
+    try {
+      if (args.length > 0 && args[0].equals("am")) {
+        SelfTestAM.run(args);
+        return;
+      }
+      run();
+    } catch (Throwable t) {
+      System.out.flush();
+      System.err.println("hadoop-test-cluster: FAILED: " + t);
+      t.printStackTrace();
+      System.err.flush();
+      exitCode = 1;
+      System.exit(1); // runs the shutdown hook, which stops what did start
+    }
+  }
+
+  private static void run() throws Exception {
+    File dir = new File(prop("htc.dir", "."));
+    File data = new File(dir, "data");
+    File ready = new File(prop("htc.ready", new File(dir, "run/ready.env").getPath()));
+    int nDn = intProp("htc.datanodes", 1);
+    int nNm = intProp("htc.nodemanagers", 3);
+    int waitS = intProp("htc.wait.s", 120);
+    String label = prop("htc.label", "");
+    boolean labelExclusive = Boolean.parseBoolean(prop("htc.label.exclusive", "false"));
+    int labelNodes = intProp("htc.label.nodes", 1);
+
+    // Both mini clusters put their directories under test.build.data.
+    System.setProperty("test.build.data", data.getAbsolutePath());
+    System.setProperty("hadoop.tmp.dir", new File(data, "tmp").getAbsolutePath());
+
+    Runtime.getRuntime().addShutdownHook(new Thread(HadoopTestCluster::shutdown, "htc-stop"));
+
+    // ---- HDFS ----
+    long t0 = System.nanoTime();
+    Configuration hconf = new HdfsConfiguration();
+    dfs = new MiniDFSCluster.Builder(hconf, new File(data, "dfs"))
+        .numDataNodes(nDn)
+        .nameNodePort(intProp("htc.nn.port", 0))
+        .nameNodeHttpPort(intProp("htc.nn.http.port", 0))
+        .format(true)
+        .waitSafeMode(true)
+        .build();
+    dfs.waitActive();
+    int nnPort = dfs.getNameNodePort();
+    int nnHttpPort = dfs.getNameNode().getHttpAddress().getPort();
+    String defaultFs = "hdfs://localhost:" + nnPort;
+    say("HDFS up at " + defaultFs + ", web port " + nnHttpPort + " ("
+        + (System.nanoTime() - t0) / 1000000 + " ms)");
+
+    // The directories a client expects on a fresh cluster.
+    FileSystem fs = dfs.getFileSystem();
+    String user = System.getProperty("user.name");
+    fs.mkdirs(new Path("/tmp"));
+    fs.setPermission(new Path("/tmp"), new FsPermission((short) 01777));
+    fs.mkdirs(new Path("/user/" + user));
+    fs.mkdirs(new Path("/tmp/hadoop-yarn/staging"));
+    fs.setPermission(new Path("/tmp/hadoop-yarn"), new FsPermission((short) 01777));
+    fs.setPermission(new Path("/tmp/hadoop-yarn/staging"), new FsPermission((short) 01777));
+
+    // ---- YARN ----
+    t0 = System.nanoTime();
+    YarnConfiguration yconf = new YarnConfiguration(new Configuration());
+    yconf.set("fs.defaultFS", defaultFs);
+    yconf.set(YarnConfiguration.FS_NODE_LABELS_STORE_ROOT_DIR,
+        new File(data, "node-labels").toURI().toString());
+    // NodeManager web UIs off: every YARN webapp in one JVM shares Guice's
+    // static GuiceFilter pipeline, so the last one started (an NM's) would
+    // answer on the RM's port too and /ws/v1/cluster/* would be 404.
+    yarn = new MiniYARNCluster("htc", nNm, 1, 1, false);
+    yarn.init(yconf);
+    yarn.start();
+    ResourceManager rm = yarn.getResourceManager();
+
+    long deadline = System.currentTimeMillis() + waitS * 1000L;
+    // Registered with the RM and known to the scheduler (an async event later).
+    while (rm.getRMContext().getRMNodes().size() < nNm
+        || rm.getResourceScheduler().getNumClusterNodes() < nNm) {
+      if (System.currentTimeMillis() > deadline) {
+        throw new IllegalStateException("only " + rm.getRMContext().getRMNodes().size()
+            + " of " + nNm + " NodeManagers registered after " + waitS + " s");
+      }
+      Thread.sleep(100);
+    }
+    List<NodeId> nodeIds = new ArrayList<>();
+    for (int i = 0; i < nNm; i++) {
+      nodeIds.add(yarn.getNodeManager(i).getNMContext().getNodeId());
+    }
+
+    if (!label.isEmpty() && labelNodes > 0) {
+      RMNodeLabelsManager nlm = rm.getRMContext().getNodeLabelManager();
+      nlm.addToCluserNodeLabels(
+          Collections.singletonList(NodeLabel.newInstance(label, labelExclusive)));
+      Map<NodeId, Set<String>> map = new HashMap<>();
+      for (int i = Math.max(0, nNm - labelNodes); i < nNm; i++) {
+        map.put(nodeIds.get(i), new HashSet<>(Collections.singleton(label)));
+      }
+      nlm.replaceLabelsOnNode(map);
+      say("node label '" + label + "' (exclusive=" + labelExclusive + ") on " + map.keySet());
+    }
+
+    Configuration rc = rm.getConfig();
+    StringBuilder sb = new StringBuilder();
+    sb.append("HTC_PID=").append(ProcessHandle.current().pid()).append('\n');
+    sb.append("HTC_NN_PORT=").append(nnPort).append('\n');
+    sb.append("HTC_NN_HTTP_PORT=").append(nnHttpPort).append('\n');
+    sb.append("HTC_RM_PORT=").append(rm.getClientRMService().getBindAddress().getPort()).append('\n');
+    sb.append("HTC_RM_SCHEDULER_PORT=")
+        .append(rm.getApplicationMasterService().getBindAddress().getPort()).append('\n');
+    sb.append("HTC_RM_TRACKER_PORT=")
+        .append(port(rc.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS))).append('\n');
+    sb.append("HTC_RM_ADMIN_PORT=")
+        .append(port(rc.get(YarnConfiguration.RM_ADMIN_ADDRESS))).append('\n');
+    sb.append("HTC_RM_WEBAPP_PORT=")
+        .append(port(WebAppUtils.getRMWebAppURLWithoutScheme(rc))).append('\n');
+    StringBuilder nodes = new StringBuilder();
+    for (NodeId id : nodeIds) {
+      nodes.append(nodes.length() == 0 ? "" : ",").append(id);
+    }
+    sb.append("HTC_NODES=").append(nodes).append('\n');
+    sb.append("HTC_YARN_WORK_DIR=").append(yarn.getTestWorkDir().getAbsolutePath()).append('\n');
+    say("YARN up: " + nNm + " NodeManagers " + nodes + " ("
+        + (System.nanoTime() - t0) / 1000000 + " ms)");
+
+    File tmp = new File(ready.getPath() + ".tmp");
+    try (Writer w = new OutputStreamWriter(new FileOutputStream(tmp), StandardCharsets.UTF_8)) {
+      w.write(sb.toString());
+    }
+    Files.move(tmp.toPath(), ready.toPath(), StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
+    say("ready");
+
+    // Serve until killed; the shutdown hook stops both clusters.
+    Object forever = new Object();
+    synchronized (forever) {
+      while (true) {
+        forever.wait();
+      }
+    }
+  }
+
+  private static volatile int exitCode = 0;
+
+  // Runs on SIGTERM/SIGINT and on System.exit. A graceful YARN stop is slow
+  // (each NodeManager that ran an application waits ~6 s for it and its
+  // NonAggregatingLogHandler another 10 s) and the state is thrown away on the
+  // next start anyway, so: kill the container processes (children of this
+  // JVM), stop HDFS, and halt.
+  private static void shutdown() {
+    say("stopping");
+    long t0 = System.nanoTime();
+    // The RM first, so that it launches no new AM attempt for the AMs killed below.
+    try {
+      if (yarn != null && yarn.getResourceManager() != null) {
+        yarn.getResourceManager().stop();
+      }
+    } catch (Throwable t) {
+      say("RM stop: " + t);
+    }
+    // Then every process this JVM started (the containers: NMs launch them as
+    // children through bash/setsid), twice in case one was being launched.
+    int killed = 0;
+    for (int round = 0; round < 2; round++) {
+      List<ProcessHandle> kids = new ArrayList<>();
+      ProcessHandle.current().descendants().forEach(kids::add);
+      for (ProcessHandle p : kids) {
+        p.destroy();
+      }
+      long deadline = System.currentTimeMillis() + 2000;
+      for (ProcessHandle p : kids) {
+        while (p.isAlive() && System.currentTimeMillis() < deadline) {
+          try {
+            Thread.sleep(20);
+          } catch (InterruptedException e) {
+            break;
+          }
+        }
+        if (p.isAlive()) {
+          p.destroyForcibly();
+        }
+      }
+      killed += kids.size();
+    }
+    say("stopped (" + killed + " container process(es) killed, "
+        + (System.nanoTime() - t0) / 1000000 + " ms)");
+    System.out.flush();
+    // HDFS, the NMs and their data die with the JVM; start wipes the data.
+    Runtime.getRuntime().halt(exitCode);
+  }
+
+  /**
+   * "HadoopTestCluster am SECONDS GPUS LABEL": a minimal ApplicationMaster for
+   * the script's selftest. Registers, asks for one container with GPUS
+   * yarn.io/gpu on node label LABEL ("-" = none) and runs "sleep SECONDS" in
+   * it, then unregisters SUCCEEDED if that container exited 0.
+   */
+  static final class SelfTestAM {
+    static void run(String[] args) throws Exception {
+      int seconds = Integer.parseInt(args[1]);
+      long gpus = Long.parseLong(args[2]);
+      String label = args[3].equals("-") ? null : args[3];
+      YarnConfiguration conf = new YarnConfiguration();
+      AMRMClient<ContainerRequest> rm = AMRMClient.createAMRMClient();
+      rm.init(conf);
+      rm.start();
+      rm.registerApplicationMaster(System.getenv("NM_HOST"), 0, "");
+      say("AM registered");
+      Resource ask = Resource.newInstance(256, 1);
+      ask.setResourceValue("yarn.io/gpu", gpus);
+      rm.addContainerRequest(new ContainerRequest(ask, null, null,
+          Priority.newInstance(1), true, label));
+      NMClient nm = NMClient.createNMClient();
+      nm.init(conf);
+      nm.start();
+      Container got = null;
+      int exit = -1;
+      long deadline = System.currentTimeMillis() + 120000L;
+      while (System.currentTimeMillis() < deadline && exit < 0) {
+        AllocateResponse r = rm.allocate(0.1f);
+        for (Container c : r.getAllocatedContainers()) {
+          if (got != null) {
+            rm.releaseAssignedContainer(c.getId());
+            continue;
+          }
+          got = c;
+          say("allocated " + c.getId() + " on " + c.getNodeId() + " resource "
+              + c.getResource());
+          ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(
+              null, null, Collections.singletonList("sleep " + seconds), null, null, null);
+          nm.startContainer(c, ctx);
+          say("started sleep " + seconds + " in " + c.getId());
+          rm.removeContainerRequest(new ContainerRequest(ask, null, null,
+              Priority.newInstance(1), true, label));
+        }
+        for (ContainerStatus st : r.getCompletedContainersStatuses()) {
+          if (got != null && st.getContainerId().equals(got.getId())) {
+            exit = st.getExitStatus();
+            say("container " + st.getContainerId() + " finished, exit " + exit);
+          }
+        }
+        Thread.sleep(200);
+      }
+      boolean ok = exit == 0;
+      rm.unregisterApplicationMaster(
+          ok ? FinalApplicationStatus.SUCCEEDED : FinalApplicationStatus.FAILED,
+          ok ? "selftest ok" : "selftest: container exit " + exit, null);
+      say("AM unregistered, " + (ok ? "SUCCEEDED" : "FAILED"));
+      nm.stop();
+      rm.stop();
+      System.exit(ok ? 0 : 1);
+    }
+  }
+}

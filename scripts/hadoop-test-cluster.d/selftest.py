@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Checks a running hadoop-test-cluster the way a client sees it (RM REST,
+WebHDFS) and runs one application through the RM REST API. Called by
+`scripts/hadoop-test-cluster selftest DIR`; arguments come from the script.
+
+usage: selftest.py RM_WEB NN_WEB USER NODEMANAGERS GPUS_PER_NM LABEL AM_COMMAND
+"""
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+RM, NN, USER, NMS, GPUS, LABEL, AM_CMD = sys.argv[1:8]
+NMS, GPUS = int(NMS), int(GPUS)
+failures = []
+# Everything is on localhost: never go through an http_proxy from the environment.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http(method, url, body=None, ctype=None):
+    req = urllib.request.Request(url, data=body, method=method)
+    if ctype:
+        req.add_header("Content-Type", ctype)
+    req.add_header("Accept", "application/json")
+    try:
+        with OPENER.open(req, timeout=30) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def get(url):
+    code, _, body = http("GET", url)
+    if code != 200:
+        raise RuntimeError("GET %s -> %d %s" % (url, code, body[:300]))
+    return json.loads(body)
+
+
+def aslist(x):
+    # Jersey 1 renders a one-element list as a bare object.
+    return x if isinstance(x, list) else [x]
+
+
+def check(name, ok, detail=""):
+    print("selftest: %-5s %s%s" % ("ok" if ok else "FAIL", name, (": " + detail) if detail else ""))
+    if not ok:
+        failures.append(name)
+
+
+info = get(RM + "/ws/v1/cluster/info")["clusterInfo"]
+check("RM /ws/v1/cluster/info", info["state"] == "STARTED",
+      "%s, Hadoop %s" % (info["state"], info["hadoopVersion"]))
+
+nodes = aslist(get(RM + "/ws/v1/cluster/nodes")["nodes"]["node"])
+running = [n for n in nodes if n["state"] == "RUNNING"]
+gpu_ok = all(
+    any(ri["name"] == "yarn.io/gpu" and int(ri["value"]) == GPUS
+        for ri in aslist(n["totalResource"]["resourceInformations"]["resourceInformation"]))
+    for n in running)
+check("RM nodes", len(running) == NMS and gpu_ok,
+      "%d RUNNING, yarn.io/gpu=%d each: %s" % (len(running), GPUS, gpu_ok))
+
+sched = get(RM + "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
+queues = sorted(q["queueName"] for q in aslist(sched["queues"]["queue"]))
+check("RM scheduler queues", queues == ["default", "ml"], "%s %s" % (sched["type"], queues))
+
+if LABEL != "-":
+    labels = get(RM + "/ws/v1/cluster/get-node-labels")
+    names = [l["name"] for l in aslist(labels.get("nodeLabelInfo", []))]
+    labelled = [n["id"] for n in nodes if LABEL in aslist(n.get("nodeLabels", []))]
+    check("node label", LABEL in names and len(labelled) >= 1,
+          "%s on %s" % (names, labelled))
+
+# WebHDFS: mkdir, two-step create, read back.
+path = "/tmp/htc-selftest-%d" % int(time.time() * 1000)
+code, _, body = http("PUT", "%s/webhdfs/v1%s?op=MKDIRS&user.name=%s" % (NN, path, USER))
+check("WebHDFS MKDIRS", code == 200 and b"true" in body, body.decode()[:100])
+code, hdrs, body = http("PUT", "%s/webhdfs/v1%s/f?op=CREATE&overwrite=true&noredirect=true&user.name=%s"
+                        % (NN, path, USER))
+loc = json.loads(body).get("Location") if code == 200 else None
+code2 = http("PUT", loc, b"hello\n", "application/octet-stream")[0] if loc else code
+data = http("GET", "%s/webhdfs/v1%s/f?op=OPEN&user.name=%s" % (NN, path, USER))[2] if code2 == 201 else b""
+check("WebHDFS CREATE+OPEN", code2 == 201 and data == b"hello\n", "create %s, read %r" % (code2, data))
+http("DELETE", "%s/webhdfs/v1%s?op=DELETE&recursive=true&user.name=%s" % (NN, path, USER))
+
+# One application through the RM REST API; its AM asks for a yarn.io/gpu
+# container on the labelled node and runs `sleep 1` there.
+t0 = time.time()
+code, _, body = http("POST", "%s/ws/v1/cluster/apps/new-application?user.name=%s" % (RM, USER))
+app = json.loads(body)["application-id"]
+sub = {
+    "application-id": app,
+    "application-name": "hadoop-test-cluster-selftest",
+    "application-type": "SELFTEST",
+    "queue": "ml",
+    "max-app-attempts": 1,
+    "resource": {"memory": 512, "vCores": 1},
+    "am-container-spec": {
+        "commands": {"command": AM_CMD + " 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
+        "environment": {"entry": [{"key": "HTC_SELFTEST", "value": "1"}]},
+    },
+}
+code, hdrs, body = http("POST", "%s/ws/v1/cluster/apps?user.name=%s" % (RM, USER),
+                        json.dumps(sub).encode(), "application/json")
+check("RM REST submit", code == 202, "%s %d" % (app, code))
+state = final = diag = ""
+deadline = time.time() + 180
+while time.time() < deadline:
+    a = get("%s/ws/v1/cluster/apps/%s" % (RM, app))["app"]
+    state, final, diag = a["state"], a["finalStatus"], a.get("diagnostics", "")
+    if state in ("FINISHED", "FAILED", "KILLED"):
+        break
+    time.sleep(0.5)
+check("application", state == "FINISHED" and final == "SUCCEEDED",
+      "%s %s/%s in %.1f s %s" % (app, state, final, time.time() - t0, diag[:300]))
+
+print("selftest: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
