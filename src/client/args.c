@@ -13,26 +13,6 @@ static tony_opt *lookup(tony_opt *opts, const char *name, size_t n) {
     return NULL;
 }
 
-static int distance(const char *a, const char *b) {
-    size_t n = strlen(a), m = strlen(b);
-    int *row = calloc(m + 1, sizeof(int));
-    for (size_t j = 0; j <= m; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= n; i++) {
-        int prev = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= m; j++) {
-            int cur = row[j];
-            int sub = prev + (a[i - 1] != b[j - 1]);
-            int del = row[j] + 1, ins = row[j - 1] + 1;
-            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-            prev = cur;
-        }
-    }
-    int d = row[m];
-    free(row);
-    return d;
-}
-
 int tony_args_parse(int argc, char **argv, tony_opt *opts, tony_strv *positional, tony_error *err) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -46,9 +26,9 @@ int tony_args_parse(int argc, char **argv, tony_opt *opts, tony_strv *positional
         tony_opt *o = lookup(opts, name, n);
         if (!o) {
             const char *best = NULL;
-            int bestd = 1 << 30;
+            size_t bestd = (size_t)-1;
             for (tony_opt *k = opts; k->name; k++) {
-                int d = distance(name, k->name);
+                size_t d = tony_edit_distance(name, k->name);
                 if (d < bestd) bestd = d, best = k->name;
             }
             if (best && bestd <= 3) return tony_err(err, "unknown option %s; did you mean --%s?", a, best);

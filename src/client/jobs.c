@@ -117,8 +117,7 @@ int tony_cmd_kill(int argc, char **argv) {
                 job = load_job(job_dir, &live);
                 const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
                 if (state && strcmp(state, "FINISHED") == 0) break;
-                struct timespec ts = {0, 100 * 1000000};
-                nanosleep(&ts, NULL);
+                tony_sleep_ms(100);
             }
             if (job) tony_report_final(stdout, job);
             json_decref(job);
@@ -165,8 +164,7 @@ static void follow_file(const char *job_dir, const char *path) {
             fflush(stdout);
             return;
         }
-        struct timespec ts = {0, 250 * 1000000};
-        nanosleep(&ts, NULL);
+        tony_sleep_ms(250);
     }
 }
 

@@ -212,11 +212,6 @@ static void post(const char *url, const char *job_dir, const char *what) {
     free(secret);
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
@@ -262,7 +257,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
             }
             if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
         }
-        sleep_ms(300);
+        tony_sleep_ms(300);
     }
     if (url) post(url, job_dir, "finish");
     free(url);
@@ -330,7 +325,7 @@ int tony_cmd_submit(int argc, char **argv) {
             if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) break;
             int st;
             if (waitpid(am_pid, &st, WNOHANG) == am_pid) break;
-            sleep_ms(100);
+            tony_sleep_ms(100);
         }
         if (!url) {
             tony_err(&err, "the coordinator did not start; see %s/%s", job_dir, TONY_JOBDIR_AM_LOG);

@@ -35,6 +35,10 @@ void *tony_xrealloc(void *p, size_t n);
 char *tony_trim(char *s);
 bool tony_str_starts_with(const char *s, const char *prefix);
 bool tony_str_ends_with(const char *s, const char *suffix);
+/* Case-insensitive Levenshtein distance, for "did you mean" suggestions. */
+size_t tony_edit_distance(const char *a, const char *b);
+/* Sleeps ms milliseconds (a signal may cut it short, which callers want). */
+void tony_sleep_ms(long long ms);
 /* Parses a whole string as a base-10 integer; false on junk or overflow. */
 bool tony_parse_ll(const char *s, long long *out);
 

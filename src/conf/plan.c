@@ -289,30 +289,6 @@ static int parse_env(const tony_conf *c, const char *key, tony_env *env, tony_er
     return rc;
 }
 
-/* Case-insensitive edit distance, only to decide whether the runtime's
- * nearest name is close enough to be a plausible typo ("tensorflw") rather
- * than an unrelated word ("foo" is not a misspelt "jax"). */
-static size_t edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    size_t *row = tony_xmalloc((lb + 1) * sizeof *row);
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    size_t d = row[lb];
-    free(row);
-    return d;
-}
-
 static int find_framework(const tony_conf *c, const tony_runtime **rt, tony_error *err) {
     const char *name = get_str(c, "tony.application.framework");
     if (!name) name = "tensorflow";
@@ -322,7 +298,8 @@ static int find_framework(const tony_conf *c, const tony_runtime **rt, tony_erro
     if (!*rt) {
         const char *near = tony_runtime_suggest(trimmed);
         size_t len = strlen(trimmed);
-        if (near && edit_distance(trimmed, near) <= (len > 6 ? len / 3 : 2))
+        /* close enough to be a typo ("tensorflw"), not an unrelated word ("foo") */
+        if (near && tony_edit_distance(trimmed, near) <= (len > 6 ? len / 3 : 2))
             rc = tony_err(err, "tony.application.framework: unknown framework '%s'; did you mean '%s'? Known: %s",
                           trimmed, near, tony_runtime_names());
         else

@@ -53,11 +53,6 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static const char *need_env(const char *name, tony_error *err) {
     const char *v = getenv(name);
     if (!v || !*v) tony_err(err, "%s is not set: `tony executor` runs only inside a container started by tony", name);
@@ -111,7 +106,7 @@ static json_t *register_task(executor *x, tony_error *err) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
                 return NULL;
             }
-            sleep_ms(x->heartbeat_ms);
+            tony_sleep_ms(x->heartbeat_ms);
             continue;
         }
         failures = 0;
@@ -214,7 +209,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             }
             json_decref(ans);
         }
-        sleep_ms(50);
+        tony_sleep_ms(50);
     }
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);

@@ -35,39 +35,12 @@ const tony_runtime *tony_runtime_find(const char *name) {
     return NULL;
 }
 
-static int tolower_ascii(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-
-/* Case-insensitive Levenshtein distance; names are short, so one row of
- * O(len(b)) ints on the stack is plenty (longer inputs are cut at 63). */
-static int edit_distance(const char *a, const char *b) {
-    enum { MAXLEN = 63 };
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > MAXLEN) la = MAXLEN;
-    if (lb > MAXLEN) lb = MAXLEN;
-    int row[MAXLEN + 1];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0]; /* row[i-1][j-1] */
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int cost = tolower_ascii(a[i - 1]) == tolower_ascii(b[j - 1]) ? 0 : 1;
-            int best = diag + cost;
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const char *tony_runtime_suggest(const char *name) {
     if (!name) return NULL;
     const char *best = NULL;
-    int best_d = INT_MAX;
+    size_t best_d = (size_t)-1;
     for (size_t i = 0; i < NRUNTIMES; i++) {
-        int d = edit_distance(name, runtimes[i]->name);
+        size_t d = tony_edit_distance(name, runtimes[i]->name);
         if (d < best_d) {
             best_d = d;
             best = runtimes[i]->name;
