@@ -33,17 +33,19 @@ test-unit: build
 
 test-asan: asan
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
-	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop" tests/e2e
 
 test-e2e: build
-	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q tests/e2e
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop" tests/e2e
 
-# The real Hadoop test cluster (YARN + HDFS from Maven Central's jars) that
-# the YARN backend's tests will run against: start it, check it, stop it.
-test-hadoop:
-	@scripts/hadoop-test-cluster start $(CURDIR)/build/hadoop-test
-	@scripts/hadoop-test-cluster selftest $(CURDIR)/build/hadoop-test; rc=$$?; \
-	 scripts/hadoop-test-cluster stop $(CURDIR)/build/hadoop-test; exit $$rc
+# The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
+# it, check it, run every test marked `hadoop` against it, stop it.
+HTC := $(CURDIR)/build/hadoop-test
+test-hadoop: build
+	@scripts/hadoop-test-cluster start $(HTC)
+	@scripts/hadoop-test-cluster selftest $(HTC) && \
+	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m hadoop tests/e2e; rc=$$?; \
+	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
 test: deps
 	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop

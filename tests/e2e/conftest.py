@@ -18,6 +18,25 @@ PYTHON = sys.executable  # the test venv's interpreter: sees torch, tensorflow
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
+    config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
+
+
+@pytest.fixture(scope="session")
+def hadoop():
+    """The real YARN + HDFS test cluster: the one named by TONY_HTC_DIR (make
+    test-hadoop starts it), else one this session starts and stops."""
+    import hadoop as htc
+
+    given = os.environ.get("TONY_HTC_DIR")
+    if given:
+        yield htc.Cluster(given)
+        return
+    directory = REPO / "build" / "hadoop-e2e"
+    cluster = htc.start(directory)
+    try:
+        yield cluster
+    finally:
+        htc.stop(directory)
 
 
 class Result:
