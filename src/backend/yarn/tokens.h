@@ -1,0 +1,81 @@
+/* Hadoop delegation tokens and token storage ("credentials") as the YARN AM
+ * meets them: the $HADOOP_TOKEN_FILE_LOCATION file (both formats), the AMRM
+ * and NM tokens used for SASL, and the Writable/base64 encodings the RM REST
+ * API wants for a submission's `credentials`. */
+#ifndef TONY_YARN_TOKENS_H
+#define TONY_YARN_TOKENS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/strv.h"
+
+#define YARN_AMRM_TOKEN_KIND "YARN_AM_RM_TOKEN"
+#define YARN_NM_TOKEN_KIND "NMToken"
+
+/* One token: opaque identifier and password bytes, a kind and a service. */
+typedef struct yarn_token {
+    unsigned char *identifier;
+    size_t identifier_len;
+    unsigned char *password;
+    size_t password_len;
+    char *kind;    /* never NULL once built by this module */
+    char *service; /* "" when unset */
+} yarn_token;
+
+yarn_token *yarn_token_new(const void *identifier, size_t identifier_len, const void *password, size_t password_len,
+                           const char *kind, const char *service);
+yarn_token *yarn_token_dup(const yarn_token *t); /* NULL-safe */
+void yarn_token_free(yarn_token *t);
+
+typedef struct yarn_cred_token {
+    char *alias;
+    yarn_token *token;
+} yarn_cred_token;
+
+typedef struct yarn_secret {
+    char *alias;
+    unsigned char *data;
+    size_t len;
+} yarn_secret;
+
+/* A token storage: tokens and secrets, each under an alias, in file order. */
+typedef struct yarn_credentials {
+    yarn_cred_token *tokens;
+    size_t n_tokens;
+    yarn_secret *secrets;
+    size_t n_secrets;
+} yarn_credentials;
+
+yarn_credentials *yarn_credentials_new(void);
+void yarn_credentials_free(yarn_credentials *c);
+/* Both add copies. */
+void yarn_credentials_add_token(yarn_credentials *c, const char *alias, const yarn_token *t);
+void yarn_credentials_add_secret(yarn_credentials *c, const char *alias, const void *data, size_t len);
+/* First token of that kind / secret of that alias, or NULL. */
+const yarn_token *yarn_credentials_find_kind(const yarn_credentials *c, const char *kind);
+const yarn_secret *yarn_credentials_find_secret(const yarn_credentials *c, const char *alias);
+
+/* Parses a token storage ("HDTS" + format 0 Writable or 1 protobuf). what
+ * names the source in errors (a path, "the submission"). */
+int yarn_credentials_parse(const void *buf, size_t len, const char *what, yarn_credentials **out, tony_error *err);
+int yarn_credentials_read_file(const char *path, yarn_credentials **out, tony_error *err);
+/* Appends the Writable (format 0) token storage, which every Hadoop reads. */
+void yarn_credentials_write(const yarn_credentials *c, tony_buf *out);
+/* Appends one token in Writable form (what Token.encodeToUrlString encodes). */
+void yarn_token_write(const yarn_token *t, tony_buf *out);
+
+/* Hadoop WritableUtils variable-length integers (not protobuf varints). */
+void yarn_vlong_write(tony_buf *out, int64_t v);
+/* Reads at *pos, advancing it; -1 if buf ends inside the number. */
+int yarn_vlong_read(const unsigned char *buf, size_t len, size_t *pos, int64_t *out);
+/* A VInt: a VLong that must fit in int32. */
+int yarn_vint_read(const unsigned char *buf, size_t len, size_t *pos, int32_t *out);
+
+/* Base64, malloc'ed: standard alphabet with padding (SASL), and URL-safe
+ * without padding (the RM REST `credentials` values). */
+char *yarn_base64(const void *data, size_t len);
+char *yarn_base64url(const void *data, size_t len);
+
+#endif
