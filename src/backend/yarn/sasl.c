@@ -1,0 +1,175 @@
+/* DIGEST-MD5 for Hadoop tokens: challenge parsing, the response and rspauth
+ * computations (RFC 2831 with md5-sess and qop=auth only: Hadoop's RM
+ * scheduler and NM ports use no wrapping unless rpc protection is raised). */
+#include "backend/yarn/sasl.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strv.h"
+
+void yarn_digest_challenge_free(yarn_digest_challenge *c) {
+    if (!c) return;
+    free(c->realm);
+    free(c->nonce);
+    free(c->qop);
+    free(c->algorithm);
+    free(c->charset);
+    memset(c, 0, sizeof *c);
+}
+
+static void set_once(char **slot, tony_buf *v) {
+    if (*slot) return; /* several realms may be offered: the first is the default */
+    *slot = tony_strdup(v->data ? v->data : "");
+}
+
+int yarn_sasl_parse_challenge(const void *buf, size_t len, yarn_digest_challenge *out, tony_error *err) {
+    memset(out, 0, sizeof *out);
+    const char *s = buf, *end = s + len;
+    while (s < end) {
+        while (s < end && (*s == ',' || *s == ' ' || *s == '\t')) s++;
+        if (s >= end) break;
+        const char *k = s;
+        while (s < end && *s != '=' && *s != ',') s++;
+        if (s >= end || *s != '=') goto malformed;
+        size_t klen = (size_t)(s - k);
+        while (klen && (k[klen - 1] == ' ' || k[klen - 1] == '\t')) klen--;
+        s++;
+        tony_buf v = {0};
+        tony_buf_append(&v, "", 0);
+        if (s < end && *s == '"') {
+            s++;
+            while (s < end && *s != '"') {
+                if (*s == '\\' && s + 1 < end) s++;
+                tony_buf_append(&v, s, 1);
+                s++;
+            }
+            if (s >= end) {
+                tony_buf_free(&v);
+                goto malformed;
+            }
+            s++;
+        } else {
+            const char *vs = s;
+            while (s < end && *s != ',') s++;
+            tony_buf_append(&v, vs, (size_t)(s - vs));
+            tony_trim(v.data);
+        }
+#define KEY(name) (klen == strlen(name) && strncmp(k, name, klen) == 0)
+        if (KEY("realm")) set_once(&out->realm, &v);
+        else if (KEY("nonce")) set_once(&out->nonce, &v);
+        else if (KEY("qop")) set_once(&out->qop, &v);
+        else if (KEY("algorithm")) set_once(&out->algorithm, &v);
+        else if (KEY("charset")) set_once(&out->charset, &v);
+#undef KEY
+        tony_buf_free(&v);
+    }
+    if (!out->nonce || !*out->nonce) {
+        yarn_digest_challenge_free(out);
+        return tony_err(err, "the server's DIGEST-MD5 challenge has no nonce");
+    }
+    if (!out->algorithm || strcmp(out->algorithm, "md5-sess") != 0) {
+        tony_err(err, "the server's DIGEST-MD5 challenge asks for algorithm '%s'; only md5-sess is supported",
+                 out->algorithm ? out->algorithm : "(none)");
+        yarn_digest_challenge_free(out);
+        return -1;
+    }
+    bool auth = !out->qop; /* RFC 2831: absent qop means "auth" */
+    tony_strv q = {0};
+    tony_split_csv(out->qop, &q);
+    auth = auth || tony_strv_contains(&q, "auth");
+    tony_strv_free(&q);
+    if (!auth) {
+        tony_err(err, "the server only offers SASL qop '%s' (hadoop.rpc.protection is integrity or privacy); "
+                 "tony's YARN client supports hadoop.rpc.protection=authentication only", out->qop);
+        yarn_digest_challenge_free(out);
+        return -1;
+    }
+    return 0;
+malformed:
+    yarn_digest_challenge_free(out);
+    return tony_err(err, "the server's DIGEST-MD5 challenge is malformed near byte %zu",
+                    (size_t)(s - (const char *)buf));
+}
+
+static void md5(const void *data, size_t len, unsigned char out[16]) { EVP_Digest(data, len, out, NULL, EVP_md5(), NULL); }
+
+static void hex16(const unsigned char in[16], char out[33]) {
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", in[i]);
+}
+
+/* HEX(KD(HEX(H(A1)), nonce:nc:cnonce:qop:HEX(H(A2)))) with A2 = prefix + uri. */
+static void digest(const unsigned char ha1_raw[16], const char *nonce, const char *cnonce, const char *a2_prefix,
+                   char out[33]) {
+    char ha1[33], ha2[33];
+    unsigned char h[16];
+    hex16(ha1_raw, ha1);
+    char *a2 = tony_sprintf("%s%s", a2_prefix, YARN_SASL_DIGEST_URI);
+    md5(a2, strlen(a2), h);
+    hex16(h, ha2);
+    char *kd = tony_sprintf("%s:%s:00000001:%s:auth:%s", ha1, nonce, cnonce, ha2);
+    md5(kd, strlen(kd), h);
+    hex16(h, out);
+    free(a2);
+    free(kd);
+}
+
+int yarn_sasl_digest_response(const yarn_digest_challenge *ch, const yarn_token *t, const char *cnonce,
+                              char **response, char rspauth[33], tony_error *err) {
+    *response = NULL;
+    if (!t) return tony_err(err, "no token to authenticate with");
+    char own_cnonce[32];
+    if (!cnonce) {
+        unsigned char rnd[12];
+        if (RAND_bytes(rnd, sizeof rnd) != 1) return tony_err(err, "OpenSSL could not produce random bytes");
+        char *b = yarn_base64(rnd, sizeof rnd);
+        snprintf(own_cnonce, sizeof own_cnonce, "%s", b);
+        free(b);
+        cnonce = own_cnonce;
+    }
+    const char *realm = ch->realm ? ch->realm : "";
+    char *user = yarn_base64(t->identifier, t->identifier_len);
+    char *pass = yarn_base64(t->password, t->password_len);
+
+    /* A1 = H(user:realm:pass) as 16 raw bytes, then ":nonce:cnonce". */
+    unsigned char inner[16];
+    char *upr = tony_sprintf("%s:%s:%s", user, realm, pass);
+    md5(upr, strlen(upr), inner);
+    tony_buf a1 = {0};
+    tony_buf_append(&a1, (const char *)inner, 16);
+    tony_buf_printf(&a1, ":%s:%s", ch->nonce, cnonce);
+    unsigned char ha1[16];
+    md5(a1.data, a1.len, ha1);
+
+    char resp[33];
+    digest(ha1, ch->nonce, cnonce, "AUTHENTICATE:", resp);
+    digest(ha1, ch->nonce, cnonce, ":", rspauth);
+
+    tony_buf r = {0};
+    if (ch->charset) tony_buf_printf(&r, "charset=%s,", ch->charset);
+    tony_buf_printf(&r, "username=\"%s\",", user);
+    if (ch->realm) tony_buf_printf(&r, "realm=\"%s\",", realm);
+    tony_buf_printf(&r, "nonce=\"%s\",nc=00000001,cnonce=\"%s\",digest-uri=\"%s\",maxbuf=65536,response=%s,qop=auth",
+                    ch->nonce, cnonce, YARN_SASL_DIGEST_URI, resp);
+    *response = r.data;
+    free(user);
+    free(pass);
+    free(upr);
+    tony_buf_free(&a1);
+    return 0;
+}
+
+int yarn_sasl_check_rspauth(const void *token, size_t len, const char rspauth[33], tony_error *err) {
+    static const char prefix[] = "rspauth=";
+    size_t pl = sizeof prefix - 1;
+    if (!token || len != pl + 32 || memcmp(token, prefix, pl) != 0)
+        return tony_err(err, "the server's SASL SUCCESS carries no DIGEST-MD5 rspauth (got %zu bytes)", len);
+    if (memcmp((const char *)token + pl, rspauth, 32) != 0)
+        return tony_err(err, "the server's DIGEST-MD5 rspauth does not match: it does not hold this token's "
+                        "password (a stale or foreign token?)");
+    return 0;
+}
