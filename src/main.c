@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "am/am.h"
+#include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
 #include "executor/executor.h"
 
@@ -18,11 +19,13 @@ typedef struct verb {
 } verb;
 
 static int run_am(int argc, char **argv) {
-    if (argc != 1) {
-        fprintf(stderr, "usage: tony am JOB_DIR (started by `tony submit`)\n");
+    if (argc == 1 && strcmp(argv[0], "--yarn") == 0) return tony_yarn_am_main();
+    if (argc != 1 || argv[0][0] == '-') {
+        fprintf(stderr, "usage: tony am JOB_DIR | --yarn (started by `tony submit`)\n");
         return 2;
     }
-    return tony_am_main(argv[0]);
+    tony_am_options o = {.job_dir = argv[0]};
+    return tony_am_main(&o);
 }
 
 static int run_executor(int argc, char **argv) {

@@ -14,6 +14,7 @@
 
 #include "am/am_internal.h"
 #include "backend/local/local.h"
+#include "backend/yarn/yarn_backend.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/log.h"
@@ -51,9 +52,7 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     tony_env_set(env, "ATTEMPT_NUMBER", "0");
     tony_env_set(env, "AM_HOST", am->host);
     tony_env_setf(env, "AM_PORT", "%d", am->port);
-    char *shared = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
-    tony_env_set(env, "TONY_JOB_DIR", shared);
-    free(shared);
+    if (am->shared_dir) tony_env_set(env, "TONY_JOB_DIR", am->shared_dir);
     tony_env_set(env, "TONY_AM_URL", am->url);
     tony_env_set(env, "TONY_SECRET", am->secret);
     tony_env_setf(env, "TONY_TASK_ID", "%s:%d", t->role->name, t->index);
@@ -142,6 +141,8 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(status), am->diagnostics);
     am_api_release_waiters(am, true);
     write_status(am);
+    if (am->backend && am->backend->ops->finish)
+        am->backend->ops->finish(am->backend, am_final_status_name(status), am->diagnostics, am->url);
     /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
      * client to read the final task infos over RPC. Here status.json already
      * holds all of it and clients fall back to it, so on this machine there
@@ -302,9 +303,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
         tony_env_set(&env, "PREPROCESSING_JOB", "true");
         tony_env_set(&env, "HOME", work);
         tony_env_set(&env, "SESSION_ID", "0");
-        char *shared = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
-        tony_env_set(&env, "TONY_JOB_DIR", shared);
-        free(shared);
+        if (am->shared_dir) tony_env_set(&env, "TONY_JOB_DIR", am->shared_dir);
         tony_env_unset(&env, "MALLOC_ARENA_MAX");
         tony_strv envp = {0};
         tony_env_build_envp(&env, &envp);
@@ -334,9 +333,9 @@ static char *self_exe(void) {
     return tony_strdup(buf);
 }
 
-static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
-    am->job_dir = tony_abspath(job_dir);
-    am->app_id = tony_strdup(tony_basename(am->job_dir));
+static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
+    am->job_dir = tony_abspath(o->job_dir);
+    am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
     am->self_exe = self_exe();
     am->started_ms = am_now_ms();
     am->conf = tony_conf_new();
@@ -350,15 +349,18 @@ static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
     am->retries_left = am->plan.retry_count;
     am_job_init(&am->job, &am->plan);
     am->job.barrier_poll_ms = AM_REGISTER_POLL_MS + 5000;
-    char *shared = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
-    rc = tony_mkdir_p(shared, 0755, err);
-    free(shared);
-    if (rc) return -1;
+    /* TONY_JOB_DIR: a directory every task sees. On this machine that is the
+     * job dir's shared/; on a cluster only what the user names as shared. */
+    const char *shared = tony_conf_get(am->conf, "tony.application.shared-dir");
+    if (shared && *shared) am->shared_dir = tony_strdup(shared);
+    else if (!o->yarn) am->shared_dir = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
+    if (am->shared_dir && tony_mkdir_p(am->shared_dir, 0755, err)) return -1;
 
     am->base = event_base_new();
     am->reaper = tony_reaper_new(am->base);
-    am->host = tony_strdup("127.0.0.1");
-    if (am_api_start(am, err)) return -1;
+    /* Executors on other nodes reach a YARN coordinator at its node's name. */
+    am->host = tony_strdup(o->host ? o->host : "127.0.0.1");
+    if (am_api_start(am, o->yarn ? "0.0.0.0" : am->host, err)) return -1;
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
         am->rendezvous = am_rendezvous_start(am->base, am->host, err);
         if (!am->rendezvous) return -1;
@@ -373,7 +375,13 @@ static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
     event_add(am->sigint, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    am->backend = tony_backend_local_new(am->base, am->reaper, am->job_dir, am->conf, err);
+    if (o->yarn) {
+        tony_yarn_backend_opts yo = {.job_dir = am->job_dir, .conf = am->conf, .api_host = am->host,
+                                     .api_port = am->port, .tracking_url = am->url};
+        am->backend = tony_backend_yarn_new(am->base, &yo, err);
+    } else {
+        am->backend = tony_backend_local_new(am->base, am->reaper, am->job_dir, am->conf, err);
+    }
     if (!am->backend) return -1;
     am->backend->on_exit = on_container_exit;
     am->backend->cb_ctx = am;
@@ -417,13 +425,14 @@ static void am_teardown(tony_am *am) {
     free(am->url);
     free(am->diagnostics);
     free(am->single_dir);
+    free(am->shared_dir);
 }
 
-int tony_am_main(const char *job_dir) {
+int tony_am_main(const tony_am_options *o) {
     tony_am am = {0};
     tony_error err = {{0}};
     tony_log_init("am", NULL);
-    int rc = am_setup(&am, job_dir, &err);
+    int rc = am_setup(&am, o, &err);
     if (rc == 0) {
         if (am.plan.single_node) {
             if (start_single_node(&am, &err)) finish_job(&am, AM_FINAL_FAILED, err.msg);

@@ -5,8 +5,17 @@
 #ifndef TONY_AM_H
 #define TONY_AM_H
 
-/* Runs the coordinator of the job in job_dir (reads tony-final.xml and the
- * secret there). Returns the process exit code: 0 when the job SUCCEEDED. */
-int tony_am_main(const char *job_dir);
+#include <stdbool.h>
+
+typedef struct tony_am_options {
+    const char *job_dir; /* holds tony-final.xml and the secret */
+    const char *app_id;  /* NULL: the job dir's name */
+    const char *host;    /* the name executors reach us at; NULL: 127.0.0.1 */
+    bool yarn;           /* in a YARN AM container: the yarn backend */
+} tony_am_options;
+
+/* Runs the coordinator of the job in o->job_dir. Returns the process exit
+ * code: 0 when the job SUCCEEDED. */
+int tony_am_main(const tony_am_options *o);
 
 #endif

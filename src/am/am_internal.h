@@ -55,6 +55,7 @@ typedef struct tony_am {
     struct event *sigterm, *sigint;
     int single_pid;       /* single-node mode: the user's process in the coordinator */
     char *single_dir;
+    char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool status_dirty;
 } tony_am;
 
@@ -64,7 +65,8 @@ long long am_now_ms(void);
 long long am_wall_ms(long long mono_ms);
 /* The job as JSON: what GET /v1/job returns and status.json holds. */
 json_t *am_job_json(const tony_am *am);
-int am_api_start(tony_am *am, tony_error *err);
+/* Listens on bind_host, any free port; am->url names am->host. */
+int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
 /* Answers every waiting executor whose gang is ready (or whose attempt ended). */
 void am_api_release_waiters(tony_am *am, bool force);
 void am_api_expire_waiters(tony_am *am, long long now_ms);

@@ -69,6 +69,10 @@ typedef struct tony_backend_ops {
     void (*stop)(tony_backend *b, const char *role, int index, int attempt);
     /* Containers asked for and not yet ended (queued ones included). */
     int (*active)(const tony_backend *b);
+    /* The job is decided: final_status is SUCCEEDED, FAILED or KILLED. A
+     * cluster backend tells its resource manager (YARN unregisters the
+     * application); NULL where there is no one to tell. */
+    void (*finish)(tony_backend *b, const char *final_status, const char *diagnostics, const char *url);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     void (*free)(tony_backend *b);

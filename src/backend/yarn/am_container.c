@@ -1,0 +1,61 @@
+/* `tony am --yarn`: what the coordinator does first inside its YARN AM
+ * container. The NM has localized the staged files into the work dir; the
+ * job's secret arrives as a credentials secret in container_tokens (never in
+ * the env, which the RM shows); the node's name is NM_HOST. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "am/am.h"
+#include "backend/yarn/ids.h"
+#include "backend/yarn/tokens.h"
+#include "backend/yarn/yarn_backend.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "common/strv.h"
+
+/* Writes the job's secret where the coordinator reads it (job dir, 0600). */
+static int write_secret(const char *job_dir, tony_error *err) {
+    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
+    if (!path || !*path)
+        return tony_err(err, "HADOOP_TOKEN_FILE_LOCATION is not set: `tony am --yarn` runs only in a YARN AM container");
+    yarn_credentials *creds = NULL;
+    if (yarn_credentials_read_file(path, &creds, err)) return -1;
+    const yarn_secret *secret = yarn_credentials_find_secret(creds, TONY_YARN_SECRET_ALIAS);
+    int rc;
+    if (!secret || secret->len == 0) {
+        rc = tony_err(err, "%s holds no secret %s: was the job submitted by `tony submit`?", path,
+                      TONY_YARN_SECRET_ALIAS);
+    } else {
+        char *file = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
+        rc = tony_write_file(file, (const char *)secret->data, secret->len, 0600, err);
+        free(file);
+    }
+    yarn_credentials_free(creds);
+    return rc;
+}
+
+int tony_yarn_am_main(void) {
+    tony_log_init("am", NULL);
+    tony_error err = {{0}};
+    char cwd[PATH_MAX];
+    const char *container = getenv("CONTAINER_ID");
+    const char *host = getenv("NM_HOST");
+    yarn_container_id cid = {0};
+    if (!getcwd(cwd, sizeof cwd)) {
+        tony_err(&err, "cannot read the container's work dir");
+    } else if (!container || !host) {
+        tony_err(&err, "CONTAINER_ID or NM_HOST is not set: `tony am --yarn` runs only in a YARN AM container");
+    } else if (yarn_container_id_parse(container, &cid, &err) == 0 && write_secret(cwd, &err) == 0) {
+        char app_id[YARN_ID_MAX];
+        yarn_app_id_format(&cid.attempt.app, app_id, sizeof app_id);
+        tony_info("YARN attempt %d of %s in %s on %s", (int)cid.attempt.attempt, app_id, container, host);
+        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true};
+        return tony_am_main(&o);
+    }
+    tony_error_log("%s", err.msg);
+    return 1;
+}

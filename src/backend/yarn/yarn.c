@@ -1,0 +1,487 @@
+/* The coordinator's YARN backend: a heartbeat timer on the coordinator's
+ * loop calls allocate, matches granted containers to waiting tasks by
+ * priority (one per role, as TonY does), starts `tony executor` in them
+ * and reports completed containers through the exit callback.
+ *
+ * The RPCs are blocking calls with short timeouts made from the loop: the
+ * RM and NMs answer in milliseconds, and a dead one costs at most the
+ * timeout, never a hang. */
+#include "backend/yarn/yarn_backend.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/yarn/amrm.h"
+#include "backend/yarn/nm.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/strv.h"
+
+#define RPC_TIMEOUT_MS 15000
+#define HEARTBEAT_BUSY_MS 200   /* while asks are outstanding: start the gang fast */
+#define HEARTBEAT_IDLE_MS 1000  /* TonY's AM-RM heartbeat */
+#define MAX_HEARTBEAT_FAILURES 60
+
+typedef struct manifest_file {
+    char *name, *uri;
+    long long size, timestamp;
+    bool archive, job_file;
+} manifest_file;
+
+typedef enum { REQ_PENDING, REQ_RUNNING, REQ_DONE } req_state;
+
+/* One task's container, from the ask to its completion. */
+typedef struct yarn_req {
+    char *role;
+    int index, attempt, priority;
+    yarn_resource cap;
+    char *label;
+    tony_env env;
+    char *resources;
+    req_state state;
+    yarn_container container; /* valid once REQ_RUNNING */
+    int exit_status;           /* for exits we report ourselves */
+    char *diagnostics;
+    bool report_pending;
+} yarn_req;
+
+typedef struct yarn_backend {
+    tony_backend base;
+    struct event_base *ev;
+    struct event *heartbeat, *notify;
+    yarn_amrm *amrm;
+    yarn_nm_pool *nm;
+    yarn_register_info info;
+    manifest_file *files;
+    size_t nfiles;
+    char **roles; /* priority = position + 1 */
+    size_t nroles;
+    yarn_req **reqs;
+    size_t nreqs, capreqs;
+    int failures;
+    bool finished;
+} yarn_backend;
+
+/* --- the manifest written by the client */
+
+static int load_manifest(yarn_backend *b, const char *job_dir, tony_error *err) {
+    char *path = tony_path_join(job_dir, TONY_YARN_MANIFEST);
+    json_error_t je;
+    json_t *m = json_load_file(path, 0, &je);
+    int rc = 0;
+    if (!m) {
+        rc = tony_err(err, "cannot read %s (staged by `tony submit`): %s", path, je.text);
+        goto out;
+    }
+    json_t *files = json_object_get(m, "files");
+    size_t i;
+    json_t *f;
+    b->files = tony_xcalloc(json_array_size(files) + 1, sizeof *b->files);
+    json_array_foreach(files, i, f) {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *uri = json_string_value(json_object_get(f, "uri"));
+        const char *type = json_string_value(json_object_get(f, "type"));
+        if (!name || !uri) {
+            rc = tony_err(err, "%s: entry %zu lacks \"name\" or \"uri\"", path, i);
+            break;
+        }
+        manifest_file *mf = &b->files[b->nfiles++];
+        mf->name = tony_strdup(name);
+        mf->uri = tony_strdup(uri);
+        mf->size = json_integer_value(json_object_get(f, "size"));
+        mf->timestamp = json_integer_value(json_object_get(f, "timestamp"));
+        mf->archive = type && strcmp(type, "ARCHIVE") == 0;
+        mf->job_file = json_is_true(json_object_get(f, "job_file"));
+    }
+    json_decref(m);
+out:
+    free(path);
+    return rc;
+}
+
+static const manifest_file *manifest_find(const yarn_backend *b, const char *uri) {
+    for (size_t i = 0; i < b->nfiles; i++)
+        if (strcmp(b->files[i].uri, uri) == 0) return &b->files[i];
+    return NULL;
+}
+
+static void add_resource(yarn_local_resource *list, size_t *n, const manifest_file *f) {
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i].name, f->name) == 0) return;
+    yarn_local_resource *r = &list[(*n)++];
+    r->name = f->name;
+    r->uri = f->uri;
+    r->size = f->size;
+    r->timestamp = f->timestamp;
+    r->type = f->archive ? YARN_LR_ARCHIVE : YARN_LR_FILE;
+    r->visibility = YARN_LR_APPLICATION;
+}
+
+/* The job's files go into every container; a role's resources (TonY's
+ * `uri[#archive]` list, staged by the client) are found by their URI. Local
+ * paths are the coordinator's own copies of job files, already included. */
+static yarn_local_resource *build_resources(const yarn_backend *b, const char *resources, size_t *n) {
+    yarn_local_resource *list = tony_xcalloc(b->nfiles + 1, sizeof *list);
+    *n = 0;
+    for (size_t i = 0; i < b->nfiles; i++)
+        if (b->files[i].job_file) add_resource(list, n, &b->files[i]);
+    tony_strv names = {0};
+    tony_split_csv(resources, &names);
+    for (size_t i = 0; i < names.len; i++) {
+        char *uri = tony_strdup(names.items[i]);
+        char *hash = strchr(uri, '#');
+        if (hash) *hash = '\0';
+        const manifest_file *f = manifest_find(b, uri);
+        if (f) add_resource(list, n, f);
+        else if (strstr(uri, "://")) tony_warn("resource %s is not in %s; not localized", uri, TONY_YARN_MANIFEST);
+        free(uri);
+    }
+    tony_strv_free(&names);
+    return list;
+}
+
+/* --- requests */
+
+static int role_priority(const yarn_backend *b, const char *role) {
+    for (size_t i = 0; i < b->nroles; i++)
+        if (strcmp(b->roles[i], role) == 0) return (int)i + 1;
+    return 0;
+}
+
+static void req_free(yarn_req *r) {
+    free(r->role);
+    free(r->label);
+    free(r->resources);
+    free(r->diagnostics);
+    tony_env_free(&r->env);
+    yarn_container_free(&r->container);
+    free(r);
+}
+
+static void report_later(yarn_backend *b, yarn_req *r, int exit_status, const char *diag) {
+    r->state = REQ_DONE;
+    r->exit_status = exit_status;
+    free(r->diagnostics);
+    r->diagnostics = tony_strdup(diag);
+    r->report_pending = true;
+    struct timeval zero = {0, 0};
+    evtimer_add(b->notify, &zero);
+}
+
+/* Exit callbacks may launch or stop other tasks: reports are delivered from
+ * a timer, never from inside the loops over reqs. */
+static void on_notify(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    yarn_backend *b = arg;
+    for (size_t i = 0; i < b->nreqs; i++) {
+        yarn_req *r = b->reqs[i];
+        if (!r->report_pending) continue;
+        r->report_pending = false;
+        char *role = tony_strdup(r->role), *diag = tony_strdup(r->diagnostics);
+        int index = r->index, attempt = r->attempt, status = r->exit_status;
+        b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag);
+        free(role);
+        free(diag);
+    }
+    /* Forget finished requests (reports delivered) to keep the table small. */
+    size_t w = 0;
+    for (size_t i = 0; i < b->nreqs; i++) {
+        yarn_req *r = b->reqs[i];
+        if (r->state == REQ_DONE && !r->report_pending) req_free(r);
+        else b->reqs[w++] = r;
+    }
+    b->nreqs = w;
+}
+
+static yarn_req *find_by_container(yarn_backend *b, const char *container_id) {
+    for (size_t i = 0; i < b->nreqs; i++)
+        if (b->reqs[i]->state == REQ_RUNNING && strcmp(b->reqs[i]->container.id, container_id) == 0) return b->reqs[i];
+    return NULL;
+}
+
+static yarn_req *find_task(yarn_backend *b, const char *role, int index, int attempt) {
+    for (size_t i = 0; i < b->nreqs; i++) {
+        yarn_req *r = b->reqs[i];
+        if (r->state != REQ_DONE && r->index == index && r->attempt == attempt && strcmp(r->role, role) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static int start_container(yarn_backend *b, yarn_req *r, tony_error *err) {
+    yarn_launch_ctx ctx = {0};
+    yarn_local_resource *files = build_resources(b, r->resources, &ctx.n_resources);
+    ctx.resources = files;
+    ctx.env = &r->env;
+    /* The NM expands <LOG_DIR> to the container's log dir: the user's
+     * stdout/stderr land where YARN's log links and aggregation look. */
+    ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec ./tony executor 1><LOG_DIR>/executor.out 2><LOG_DIR>/executor.log";
+    int rc = yarn_nm_start(b->nm, &r->container, &ctx, err);
+    free(files);
+    return rc;
+}
+
+static void on_allocated(yarn_backend *b, const yarn_container *c) {
+    yarn_req *match = NULL;
+    for (size_t i = 0; i < b->nreqs && !match; i++)
+        if (b->reqs[i]->state == REQ_PENDING && b->reqs[i]->priority == c->priority) match = b->reqs[i];
+    if (!match) {
+        /* A surplus grant (a stopped task's ask raced with the scheduler). */
+        tony_debug("releasing surplus container %s", c->id);
+        yarn_amrm_release(b->amrm, c);
+        return;
+    }
+    /* (the ask table already counted this grant down) */
+    yarn_container_copy(&match->container, c);
+    match->state = REQ_RUNNING;
+    tony_info("%s:%d got container %s on %s:%d", match->role, match->index, c->id, c->node_host, c->node_port);
+    tony_error err;
+    if (start_container(b, match, &err)) {
+        tony_error_log("cannot start %s:%d in %s: %s", match->role, match->index, c->id, err.msg);
+        yarn_amrm_release(b->amrm, c);
+        report_later(b, match, TONY_EXIT_ABORTED, err.msg);
+    }
+}
+
+static void on_completed(yarn_backend *b, const yarn_completed *c) {
+    yarn_req *r = find_by_container(b, c->id);
+    if (!r) return; /* released surplus, or an earlier attempt's */
+    report_later(b, r, c->exit_status, c->diagnostics ? c->diagnostics : "");
+}
+
+static bool asks_outstanding(const yarn_backend *b) {
+    for (size_t i = 0; i < b->nreqs; i++)
+        if (b->reqs[i]->state == REQ_PENDING) return true;
+    return false;
+}
+
+static void schedule_heartbeat(yarn_backend *b) {
+    if (b->finished) return;
+    int ms = asks_outstanding(b) ? HEARTBEAT_BUSY_MS : HEARTBEAT_IDLE_MS;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(b->heartbeat, &tv);
+}
+
+/* The RM is gone for good (or told us to stop): every container we know of
+ * is reported lost so the job can decide, instead of waiting forever. */
+static void give_up(yarn_backend *b, const char *why) {
+    for (size_t i = 0; i < b->nreqs; i++)
+        if (b->reqs[i]->state != REQ_DONE) report_later(b, b->reqs[i], TONY_EXIT_ABORTED, why);
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    yarn_backend *b = arg;
+    if (b->finished) return;
+    yarn_allocation out = {0};
+    tony_error err;
+    if (yarn_amrm_allocate(b->amrm, 0.5f, &out, &err)) {
+        b->failures++;
+        tony_warn("allocate failed (%d in a row): %s", b->failures, err.msg);
+        if (b->failures >= MAX_HEARTBEAT_FAILURES) give_up(b, err.msg);
+    } else {
+        b->failures = 0;
+        for (size_t i = 0; i < out.n_allocated; i++) on_allocated(b, &out.allocated[i]);
+        for (size_t i = 0; i < out.n_completed; i++) on_completed(b, &out.completed[i]);
+        if (out.command == YARN_AM_CMD_SHUTDOWN)
+            give_up(b, "the ResourceManager told the application master to shut down");
+    }
+    yarn_allocation_free(&out);
+    schedule_heartbeat(b);
+}
+
+/* The AMRMToken from the container's token file and the scheduler address
+ * the client put in our env (nothing in a container names it otherwise). */
+static yarn_amrm *amrm_from_container(tony_error *err) {
+    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
+    const char *addr = getenv(TONY_YARN_SCHEDULER_ENV);
+    if (!path || !*path) {
+        tony_err(err, "HADOOP_TOKEN_FILE_LOCATION is not set: not in a YARN AM container");
+        return NULL;
+    }
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    long long port;
+    if (!colon || colon == addr || !tony_parse_ll(colon + 1, &port) || port <= 0 || port > 65535) {
+        tony_err(err, "%s='%s' is not host:port (set by `tony submit` from yarn.resourcemanager.scheduler.address)",
+                 TONY_YARN_SCHEDULER_ENV, addr ? addr : "");
+        return NULL;
+    }
+    yarn_credentials *creds = NULL;
+    if (yarn_credentials_read_file(path, &creds, err)) return NULL;
+    const yarn_token *t = yarn_credentials_find_kind(creds, "YARN_AM_RM_TOKEN");
+    yarn_amrm *am = NULL;
+    if (!t) {
+        tony_err(err, "%s holds no YARN_AM_RM_TOKEN: the ResourceManager did not start this container as an AM", path);
+    } else {
+        char *host = tony_sprintf("%.*s", (int)(colon - addr), addr);
+        am = yarn_amrm_new(host, (int)port, t, err);
+        free(host);
+    }
+    yarn_credentials_free(creds);
+    return am;
+}
+
+/* --- backend ops */
+
+static int yarn_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
+    yarn_backend *b = (yarn_backend *)base;
+    const yarn_resource *max = &b->info.max_capability;
+    b->roles = tony_xcalloc(plan->nroles + 1, sizeof *b->roles);
+    for (size_t i = 0; i < plan->nroles; i++) {
+        const tony_role *r = &plan->roles[i];
+        b->roles[b->nroles++] = tony_strdup(r->name);
+        if (r->memory_mb > max->memory_mb)
+            return tony_err(err, "tony.%s.memory asks %lld MB, more than the cluster's largest container (%lld MB)",
+                            r->name, r->memory_mb, max->memory_mb);
+        if (r->vcores > max->vcores)
+            return tony_err(err, "tony.%s.vcores asks %d, more than the cluster's largest container (%d)", r->name,
+                            r->vcores, max->vcores);
+        if (r->gpus > 0 && !b->info.has_gpu_type)
+            return tony_err(err,
+                            "tony.%s.gpus asks %d GPU(s) but this cluster has no yarn.io/gpu resource type; "
+                            "ask for 0 GPUs or use a cluster with GPU scheduling",
+                            r->name, r->gpus);
+        if (r->gpus > max->gpus)
+            return tony_err(err, "tony.%s.gpus asks %d GPU(s), more than any node has (%d)", r->name, r->gpus,
+                            max->gpus);
+    }
+    return 0;
+}
+
+static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err) {
+    yarn_backend *b = (yarn_backend *)base;
+    if (b->finished) return tony_err(err, "the application already unregistered");
+    int priority = role_priority(b, l->role);
+    if (priority == 0) return tony_err(err, "role %s is not in the plan", l->role);
+    yarn_req *r = tony_xcalloc(1, sizeof *r);
+    r->role = tony_strdup(l->role);
+    r->index = l->index;
+    r->attempt = l->attempt;
+    r->priority = priority;
+    r->cap.memory_mb = l->memory_mb;
+    r->cap.vcores = l->vcores;
+    r->cap.gpus = l->gpus;
+    r->label = l->node_label && *l->node_label ? tony_strdup(l->node_label) : NULL;
+    r->resources = tony_strdup(l->resources ? l->resources : "");
+    tony_env_merge(&r->env, l->env);
+    if (b->nreqs == b->capreqs) {
+        b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
+        b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
+    }
+    b->reqs[b->nreqs++] = r;
+    yarn_amrm_add_request(b->amrm, r->priority, &r->cap, r->label, 1);
+    /* Ask now rather than at the next idle heartbeat. */
+    evtimer_del(b->heartbeat);
+    struct timeval zero = {0, 0};
+    evtimer_add(b->heartbeat, &zero);
+    return 0;
+}
+
+static void yarn_stop(tony_backend *base, const char *role, int index, int attempt) {
+    yarn_backend *b = (yarn_backend *)base;
+    yarn_req *r = find_task(b, role, index, attempt);
+    if (!r) return;
+    if (r->state == REQ_PENDING) {
+        yarn_amrm_remove_request(b->amrm, r->priority, &r->cap, r->label, 1);
+        report_later(b, r, TONY_EXIT_KILLED_BY_APPMASTER, "Stopped before a container was allocated");
+        return;
+    }
+    tony_error err;
+    if (yarn_nm_stop(b->nm, &r->container, &err))
+        tony_warn("cannot stop %s:%d (%s): %s", role, index, r->container.id, err.msg);
+    /* The completion arrives through allocate. */
+}
+
+static int yarn_active(const tony_backend *base) {
+    const yarn_backend *b = (const yarn_backend *)base;
+    int n = 0;
+    for (size_t i = 0; i < b->nreqs; i++)
+        if (b->reqs[i]->state != REQ_DONE || b->reqs[i]->report_pending) n++;
+    return n;
+}
+
+static void stop_all(yarn_backend *b) {
+    for (size_t i = 0; i < b->nreqs; i++) {
+        yarn_req *r = b->reqs[i];
+        if (r->state != REQ_RUNNING) continue;
+        tony_error err;
+        if (yarn_nm_stop(b->nm, &r->container, &err)) tony_warn("cannot stop %s: %s", r->container.id, err.msg);
+        r->state = REQ_DONE;
+    }
+}
+
+static void yarn_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
+    yarn_backend *b = (yarn_backend *)base;
+    if (b->finished) return;
+    stop_all(b);
+    b->finished = true;
+    evtimer_del(b->heartbeat);
+    yarn_final_status fs = strcmp(final_status, "SUCCEEDED") == 0 ? YARN_FINAL_SUCCEEDED
+                           : strcmp(final_status, "KILLED") == 0  ? YARN_FINAL_KILLED
+                                                                  : YARN_FINAL_FAILED;
+    tony_error err;
+    if (yarn_amrm_finish(b->amrm, fs, diagnostics, url, RPC_TIMEOUT_MS, &err))
+        tony_error_log("cannot unregister from the ResourceManager: %s", err.msg);
+    else tony_info("unregistered from the ResourceManager: %s", final_status);
+}
+
+static void yarn_shutdown(tony_backend *base) {
+    yarn_backend *b = (yarn_backend *)base;
+    /* Without a decided job (a crash or a signal), leave the application
+     * registered: YARN then counts this AM attempt as failed and may retry. */
+    stop_all(b);
+}
+
+static void yarn_free(tony_backend *base) {
+    yarn_backend *b = (yarn_backend *)base;
+    if (!b) return;
+    for (size_t i = 0; i < b->nreqs; i++) req_free(b->reqs[i]);
+    free(b->reqs);
+    for (size_t i = 0; i < b->nfiles; i++) {
+        free(b->files[i].name);
+        free(b->files[i].uri);
+    }
+    free(b->files);
+    for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
+    free(b->roles);
+    if (b->heartbeat) event_free(b->heartbeat);
+    if (b->notify) event_free(b->notify);
+    yarn_register_info_free(&b->info);
+    yarn_nm_pool_free(b->nm);
+    yarn_amrm_free(b->amrm);
+    free(b);
+}
+
+static const tony_backend_ops yarn_ops = {
+    .name = "yarn",
+    .check_plan = yarn_check_plan,
+    .launch = yarn_launch,
+    .stop = yarn_stop,
+    .active = yarn_active,
+    .finish = yarn_finish,
+    .shutdown = yarn_shutdown,
+    .free = yarn_free,
+};
+
+tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err) {
+    yarn_backend *b = tony_xcalloc(1, sizeof *b);
+    b->base.ops = &yarn_ops;
+    b->ev = base;
+    b->heartbeat = evtimer_new(base, on_heartbeat, b);
+    b->notify = evtimer_new(base, on_notify, b);
+    if (load_manifest(b, o->job_dir, err)) goto fail;
+    b->amrm = amrm_from_container(err);
+    if (!b->amrm) goto fail;
+    yarn_amrm_set_timeout(b->amrm, RPC_TIMEOUT_MS);
+    if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
+    b->nm = yarn_nm_pool_new(b->amrm);
+    yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
+    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs)",
+              b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,
+              b->info.max_capability.gpus);
+    return &b->base;
+fail:
+    yarn_free(&b->base);
+    return NULL;
+}

@@ -1,0 +1,38 @@
+/* The YARN backend on the coordinator's side: inside the AM container it
+ * registers with the ResourceManager, asks for one container per task (one
+ * priority per role), starts `tony executor` in each through its
+ * NodeManager, and turns completed containers into exit callbacks. The
+ * wire work is in amrm.h / nm.h; the client side is in client/. */
+#ifndef TONY_YARN_BACKEND_H
+#define TONY_YARN_BACKEND_H
+
+#include <event2/event.h>
+
+#include "backend/backend.h"
+#include "conf/conf.h"
+
+/* What the client stages beside tony-final.xml: every file the job's
+ * containers localize, with the size and HDFS mtime YARN checks. */
+#define TONY_YARN_MANIFEST "tony-manifest.json"
+/* The credentials secret (container_tokens) that carries the job's secret. */
+#define TONY_YARN_SECRET_ALIAS "tony.job.secret"
+/* Env of the AM container: the RM's scheduler address, host:port. */
+#define TONY_YARN_SCHEDULER_ENV "TONY_YARN_SCHEDULER_ADDRESS"
+
+typedef struct tony_yarn_backend_opts {
+    const char *job_dir;      /* the AM container's work dir: tony-final.xml, the manifest */
+    const tony_conf *conf;
+    const char *api_host;     /* registered as the AM's host ... */
+    int api_port;             /* ... and RPC port: clients find our API there */
+    const char *tracking_url; /* what the RM's proxy forwards to (the web UI) */
+} tony_yarn_backend_opts;
+
+/* Connects to the scheduler and registers the application master. */
+tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err);
+
+/* `tony am --yarn`: the coordinator inside its AM container. Reads the
+ * job's secret from container_tokens, then runs the coordinator with the
+ * yarn backend. Returns the process exit code. */
+int tony_yarn_am_main(void);
+
+#endif

@@ -1,0 +1,248 @@
+"""Whole jobs on the real Hadoop test cluster: `tony submit --backend yarn`
+stages to HDFS, the coordinator runs in a YARN AM container, speaks Hadoop
+IPC to the ResourceManager and the NodeManagers, and each task's executor
+runs in its own container. The checks go through YARN's own REST API and
+the container log dirs on disk, not only through tony's answers."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYTHON, REPO, wait_for
+
+pytestmark = pytest.mark.hadoop
+
+SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m",
+         "--conf", "tony.chief.memory=256m", "--conf", "tony.am.memory=256m"]
+
+
+def role_cmd(cmds, default="true"):
+    cases = " ".join(f'"{k}") {v} ;;' for k, v in cmds.items())
+    return f'case "$JOB_NAME:$TASK_INDEX" in {cases} *) case "$JOB_NAME" in {cases} *) {default} ;; esac ;; esac'
+
+
+class Yarn:
+    """The tony fixture pointed at the cluster."""
+
+    def __init__(self, tony, cluster):
+        self.tony = tony
+        self.cluster = cluster
+        tony.env["HADOOP_CONF_DIR"] = cluster.conf_dir
+
+    def submit(self, *args, timeout=180, **kw):
+        return self.tony.run("submit", "--backend", "yarn", *SMALL, *args, timeout=timeout, **kw)
+
+    def popen_submit(self, *args):
+        return self.tony.popen("submit", "--backend", "yarn", *SMALL, *args)
+
+    def app_id(self, r):
+        return r.job_dir().name
+
+    def task_log(self, app_id, role, index, stream="stdout"):
+        """A task's stdout/stderr from its container's log dir, found by the
+        task id the executor writes at the top of its log."""
+        for d in self.cluster.container_logs(app_id):
+            log = d / "executor.log"
+            if log.exists() and f"[executor {role}:{index}]" in log.read_text(errors="replace")[:4000]:
+                p = d / stream
+                return p.read_text(errors="replace") if p.exists() else ""
+        raise AssertionError(f"no container log of {role}:{index} in {app_id}: "
+                             f"{[str(d) for d in self.cluster.container_logs(app_id)]}")
+
+    def wait_no_containers(self, timeout=60):
+        wait_for(lambda: self.cluster.running_containers() == 0, timeout=timeout,
+                 what="the NodeManagers to run no container")
+
+
+@pytest.fixture
+def yarn(tony, hadoop):
+    y = Yarn(tony, hadoop)
+    yield y
+    y.wait_no_containers()
+
+
+def test_ps_worker_pass(yarn):
+    r = yarn.submit("--executes", role_cmd({"ps": "sleep 300"}, "echo $JOB_NAME $TASK_INDEX"),
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.application.name=yarn-ps-worker")
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+    assert app_id.startswith("application_")
+    app = yarn.cluster.wait_app(app_id)
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app
+    assert app["name"] == "yarn-ps-worker"
+    st = r.status()
+    assert st["final_status"] == "SUCCEEDED"
+    assert r.task("ps", 0)["state"] == "FINISHED"
+    assert yarn.task_log(app_id, "worker", 1).strip() == "worker 1"
+    # every task ran in a container of its own, and the AM in one more
+    assert len(yarn.cluster.container_logs(app_id)) == 4
+
+
+def test_worker_failure_fails_the_application(yarn):
+    r = yarn.submit("--executes", role_cmd({"worker": "echo oops >&2; exit 2"}),
+                    "--conf", "tony.worker.instances=2")
+    assert r.rc == 1, r
+    app = yarn.cluster.wait_app(yarn.app_id(r))
+    assert app["finalStatus"] == "FAILED", app
+    assert "exit code 2" in app["diagnostics"] or "exit code 2" in r.status()["diagnostics"]
+    assert "oops" in yarn.task_log(yarn.app_id(r), "worker", 0, "stderr")
+
+
+def test_chief_failure_fails_fast(yarn):
+    t0 = time.time()
+    r = yarn.submit("--executes", role_cmd({"chief": "sleep 1; exit 7"}, "sleep 300"),
+                    "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2")
+    assert r.rc == 1, r
+    assert time.time() - t0 < 90
+    st = r.status()
+    assert "Chief task [chief:0] failed" in st["diagnostics"]
+    assert r.task("chief", 0)["exit_status"] == 7
+
+
+def test_untracked_and_sidecar_roles(yarn):
+    r = yarn.submit("--executes", role_cmd({"ps": "sleep 300", "tensorboard": "sleep 300"}, "sleep 1"),
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.tensorboard.instances=1", "--conf", "tony.tensorboard.memory=256m",
+                    "--conf", "tony.application.sidecar.jobtypes=tensorboard")
+    assert r.rc == 0, r
+    assert r.task("ps", 0)["state"] == "FINISHED"
+    assert r.task("tensorboard", 0)["state"] == "FINISHED"
+
+
+def test_tensorflow_cluster_spec_and_src_dir(yarn, scripts):
+    (scripts / "show.py").write_text(
+        "import json, os\n"
+        "tf = json.loads(os.environ['TF_CONFIG'])\n"
+        "print(len(tf['cluster']['worker']), tf['task']['type'], tf['task']['index'], open('data.txt').read())\n")
+    (scripts / "data.txt").write_text("shipped")
+    r = yarn.submit("--src_dir", str(scripts), "--executes", f"{PYTHON} show.py",
+                    "--framework", "tensorflow", "--conf", "tony.worker.instances=2")
+    assert r.rc == 0, r
+    assert yarn.task_log(yarn.app_id(r), "worker", 1).strip() == "2 worker 1 shipped"
+
+
+def test_queue_and_node_label_and_gpus(yarn):
+    p = yarn.popen_submit("--executes", "sleep 6", "--conf", "tony.worker.instances=1",
+                          "--conf", "tony.worker.gpus=2", "--conf", "tony.worker.node-label=gpu",
+                          "--conf", "tony.yarn.queue=ml")
+    try:
+        def gpu_node_busy():
+            nodes = yarn.cluster.rm_get("/ws/v1/cluster/nodes")["nodes"]["node"]
+            for n in nodes if isinstance(nodes, list) else [nodes]:
+                infos = n.get("usedResource", {}).get("resourceInformations", {}).get("resourceInformation", [])
+                used = {i["name"]: i["value"] for i in (infos if isinstance(infos, list) else [infos])}
+                if used.get("yarn.io/gpu", 0) > 0:
+                    return n, used["yarn.io/gpu"]
+            return None
+        node, gpus = wait_for(gpu_node_busy, timeout=90, what="a container holding GPUs")
+        assert gpus == 2
+        assert "gpu" in (node.get("nodeLabels") or [])
+        apps = [a for a in yarn.cluster.apps(["RUNNING"]) if a["queue"] in ("ml", "root.ml")]
+        assert apps, yarn.cluster.apps(["RUNNING"])
+    finally:
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, out + err
+
+
+def test_more_gpus_than_any_node_is_refused(yarn):
+    t0 = time.time()
+    r = yarn.submit("--executes", "true", "--conf", "tony.worker.instances=1", "--conf", "tony.worker.gpus=5")
+    assert r.rc == 2, r
+    assert "tony.worker.gpus" in r.err
+    assert time.time() - t0 < 30
+
+
+def test_kill_leaves_nothing_running(yarn):
+    p = yarn.popen_submit("--executes", "sleep 300", "--conf", "tony.worker.instances=2")
+    try:
+        app_id = wait_for(lambda: next((a["id"] for a in yarn.cluster.apps(["RUNNING"])), None), timeout=90,
+                          what="the application to run")
+        wait_for(lambda: yarn.cluster.running_containers() >= 3, timeout=90, what="the task containers")
+        k = yarn.tony.run("kill", app_id)
+        assert k.rc == 0, k
+        app = yarn.cluster.wait_app(app_id, timeout=60)
+        assert app["state"] == "KILLED" or app["finalStatus"] == "KILLED", app
+    finally:
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, out + err
+    yarn.wait_no_containers()
+
+
+def container_pids(marker):
+    """Pids of processes whose command line contains marker."""
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def test_killed_task_container_restarts_the_job(yarn, tmp_path):
+    # The one-JVM cluster never enforces memory, so its NodeManagers never
+    # kill a container by themselves: the test kills one from outside, which
+    # YARN reports exactly like a container lost on its node (exit 137).
+    flag = tmp_path / "killed-once"
+    cmd = role_cmd({"worker:1": f"if [ ! -e {flag} ]; then touch {flag}; sleep 300; fi"}, "sleep 3")
+    p = yarn.popen_submit("--executes", cmd, "--conf", "tony.worker.instances=2", "--conf", "tony.am.retry-count=1")
+    try:
+        wait_for(lambda: flag.exists(), timeout=90, what="worker:1 to start")
+        time.sleep(1)
+        pids = container_pids(f"touch {flag}")
+        assert pids
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        out, err = p.communicate(timeout=180)
+    assert p.returncode == 0, out + err
+    assert "attempt 1" in out + err or "restart" in (out + err).lower()
+
+
+def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
+    flag = tmp_path / "am-killed"
+    p = yarn.popen_submit("--executes", f"if [ ! -e {flag} ]; then sleep 300; fi",
+                          "--conf", "tony.worker.instances=1", "--conf", "tony.am.retry-count=0")
+    try:
+        app_id = wait_for(lambda: next((a["id"] for a in yarn.cluster.apps(["RUNNING"])), None), timeout=90,
+                          what="the application to run")
+        wait_for(lambda: yarn.cluster.running_containers() >= 2, timeout=90, what="the task container")
+        flag.touch()
+        am = [pid for pid in container_pids("tony am --yarn") if app_id.split("_", 1)[1] in
+              open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")]
+        assert am, "no coordinator process found"
+        for pid in am:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        out, err = p.communicate(timeout=240)
+    assert p.returncode == 0, out + err
+    attempts = yarn.cluster.rm_get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    assert isinstance(attempts, list) and len(attempts) == 2, attempts
+
+
+def accuracy(text):
+    m = re.search(r"final accuracy: ([0-9.]+)", text)
+    assert m, text[-2000:]
+    return float(m.group(1))
+
+
+# The one-JVM cluster does not enforce memory: the asks below only have to
+# fit its 3 x 4 GB NodeManagers.
+@pytest.mark.ml
+def test_tensorflow_parameter_server_strategy(yarn):
+    r = yarn.submit("--src_dir", str(REPO / "examples"), "--python_binary_path", PYTHON,
+                    "--executes", "tensorflow/ps_strategy.py",
+                    "--conf", "tony.chief.instances=1", "--conf", "tony.ps.instances=1",
+                    "--conf", "tony.worker.instances=2", "--conf", "tony.chief.memory=1g",
+                    "--conf", "tony.ps.memory=1g", "--conf", "tony.worker.memory=1g", timeout=600)
+    assert r.rc == 0, r
+    assert accuracy(yarn.task_log(yarn.app_id(r), "chief", 0)) >= 0.85
+
+
+@pytest.mark.ml
+def test_pytorch_ddp(yarn):
+    r = yarn.submit("--src_dir", str(REPO / "examples"), "--python_binary_path", "/usr/bin/python3",
+                    "--executes", "pytorch/ddp_digits.py", "--task_params", "--epochs 20",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=1g", timeout=600)
+    assert r.rc == 0, r
+    assert accuracy(yarn.task_log(yarn.app_id(r), "worker", 0)) >= 0.85
