@@ -286,9 +286,12 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
 
 static void write_record(const char *job_dir, const char *rm, const char *app_id, const char *user,
                          const staged *st, const tony_hadoop_conf *h) {
-    json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "yarn", "rm", rm, "app_id", app_id,
-                            "user", user, "staging_uri", st->staging_uri, "staging_path", st->staging_path,
-                            "namenode_http", h->nns[0].http, "default_fs", h->default_fs);
+    /* Until the AM registers, the RM's own page of the app is the tracking URL. */
+    char *tracking = tony_sprintf("%s/cluster/app/%s", rm, app_id);
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "yarn", "rm", rm, "app_id",
+                            app_id, "user", user, "staging_uri", st->staging_uri, "staging_path", st->staging_path,
+                            "tracking_url", tracking, "namenode_http", h->nns[0].http, "default_fs", h->default_fs);
+    free(tracking);
     tony_jobdir_write_json(job_dir, TONY_JOBDIR_YARN, rec, NULL);
     json_decref(rec);
 }
@@ -349,6 +352,10 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
         goto out;
     }
     write_record(job_dir, tony_yarn_rest_url(rest), app_id, user, &st, h);
+    json_t *report = NULL;
+    tony_error rerr;
+    if (tony_yarn_rest_app(rest, app_id, &report, &rerr) == 0) tony_yarn_record_update(job_dir, report);
+    json_decref(report);
     printf("tony: job %s submitted to YARN (queue %s, user %s)\n", app_id, tony_yarn_queue(conf), user);
     printf("tony: ResourceManager: %s/cluster/app/%s\n", tony_yarn_rest_url(rest), app_id);
     printf("tony: staged in %s\n", st.staging_uri);

@@ -152,8 +152,9 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
     } else if (si) {
         const json_t *root = json_object_get(si, "rootQueue"); /* fair */
         tony_strv leaves = {0};
-        queue = find_queue(root ? root : si, qname, &leaves);
-        if (!queue && root && queue_matches(root, qname)) queue = root;
+        const json_t *top = root ? root : si;
+        queue = find_queue(top, qname, &leaves);
+        if (!queue && queue_matches(top, qname)) queue = top;
         int rc = 0;
         if (!queue) {
             char *all = tony_strv_join(&leaves, ", ");
