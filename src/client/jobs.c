@@ -10,6 +10,7 @@
 #include "client/args.h"
 #include "client/client.h"
 #include "client/report.h"
+#include "client/yarn_client.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -48,6 +49,12 @@ int tony_cmd_status(int argc, char **argv) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
     }
+    if (tony_yarn_is_job(job_dir)) {
+        int yc = tony_yarn_status(job_dir, tony_args_get(opts, "json")->seen);
+        free(job_dir);
+        tony_args_free(opts);
+        return yc;
+    }
     bool live;
     json_t *job = load_job(job_dir, &live);
     int code = TONY_EXIT_OK;
@@ -84,6 +91,11 @@ int tony_cmd_kill(int argc, char **argv) {
         if (rc > 0) return TONY_EXIT_OK;
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
+    }
+    if (tony_yarn_is_job(job_dir)) {
+        int yc = tony_yarn_kill(job_dir);
+        free(job_dir);
+        return yc;
     }
     char *url = NULL, *secret = NULL;
     int pid = 0, code = TONY_EXIT_OK;
@@ -122,9 +134,7 @@ int tony_cmd_kill(int argc, char **argv) {
             if (job) tony_report_final(stdout, job);
             json_decref(job);
             /* We are the client that saw the end: the coordinator may go. */
-            char *f = tony_sprintf("%s/v1/job/finish", url);
-            if (tony_http_call("POST", f, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
-            free(f);
+            tony_jobdir_post(url, job_dir, "finish");
         }
         free(u);
     }
@@ -197,6 +207,12 @@ int tony_cmd_logs(int argc, char **argv) {
         if (rc > 0) return TONY_EXIT_OK;
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
+    }
+    if (tony_yarn_is_job(job_dir)) {
+        int yc = tony_yarn_logs(job_dir);
+        free(job_dir);
+        tony_args_free(opts);
+        return yc;
     }
     int code = TONY_EXIT_OK;
     if (tony_args_get(opts, "am")->seen) {
@@ -277,15 +293,26 @@ int tony_cmd_list(int argc, char **argv) {
         if (de->d_name[0] != '.') tony_strv_push(&ids, de->d_name);
     if (d) closedir(d);
     if (ids.len) qsort(ids.items, ids.len, sizeof *ids.items, cmp_str);
-    printf("%-32s %-10s %-10s %s\n", "JOB", "STATE", "STATUS", "FRAMEWORK");
+    printf("%-32s %-7s %-10s %-10s %s\n", "JOB", "BACKEND", "STATE", "STATUS", "FRAMEWORK");
     for (size_t i = 0; i < ids.len; i++) {
         char *dir = tony_path_join(jobs, ids.items[i]);
+        if (tony_yarn_is_job(dir)) {
+            /* The RM's state as last seen; `tony status` refreshes it. */
+            char state[32], final[32];
+            tony_yarn_list_state(dir, state, sizeof state, final, sizeof final);
+            json_t *job = tony_jobdir_read_json(dir, TONY_JOBDIR_STATUS);
+            const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+            printf("%-32s %-7s %-10s %-10s %s\n", ids.items[i], "yarn", state, final, fw ? fw : "");
+            json_decref(job);
+            free(dir);
+            continue;
+        }
         bool live;
         json_t *job = load_job(dir, &live);
         const char *state = job ? json_string_value(json_object_get(job, "state")) : "STAGED";
         const char *fs = job ? json_string_value(json_object_get(job, "final_status")) : "";
         const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
-        printf("%-32s %-10s %-10s %s\n", ids.items[i], state ? state : "?", fs ? fs : "", fw ? fw : "");
+        printf("%-32s %-7s %-10s %-10s %s\n", ids.items[i], "local", state ? state : "?", fs ? fs : "", fw ? fw : "");
         json_decref(job);
         free(dir);
     }

@@ -59,3 +59,18 @@ void tony_report_final(FILE *out, const json_t *job) {
     fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
 }
+
+void tony_report_print_changes(FILE *out, const json_t *job, char **last) {
+    char *grouped = tony_report_grouped(job);
+    if (!*grouped || (*last && strcmp(*last, grouped) == 0)) {
+        free(grouped);
+        return;
+    }
+    for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        fprintf(out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+    }
+    fflush(out);
+    free(*last);
+    *last = grouped;
+}

@@ -10,6 +10,9 @@
 /* Grouped lines, one per task state, in TonY's attention order (FAILED,
  * SUCCEEDED, FINISHED, RUNNING, NEW, READY); malloc'ed, "" when no tasks. */
 char *tony_report_grouped(const json_t *job);
+/* Prints the grouped lines, each prefixed "tony: ", when they differ from
+ * *last (malloc'ed, updated): how submit follows a job on every backend. */
+void tony_report_print_changes(FILE *out, const json_t *job, char **last);
 void tony_report_tasks(FILE *out, const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
 

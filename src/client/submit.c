@@ -15,6 +15,7 @@
 #include "client/client.h"
 #include "client/report.h"
 #include "client/stage.h"
+#include "client/yarn_client.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -202,16 +203,6 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
     return 0;
 }
 
-static void post(const char *url, const char *job_dir, const char *what) {
-    char *secret = NULL;
-    if (tony_jobdir_secret(job_dir, &secret, NULL)) return;
-    char *u = tony_sprintf("%s/v1/job/%s", url, what);
-    tony_http_response r;
-    if (tony_http_call("POST", u, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
-    free(u);
-    free(secret);
-}
-
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
@@ -225,7 +216,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (!url) tony_jobdir_am_url(job_dir, &url, NULL, NULL);
         if (interrupted && url && !kill_sent) {
             fprintf(stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
-            post(url, job_dir, "kill");
+            tony_jobdir_post(url, job_dir, "kill");
             kill_sent = true;
         }
         if (interrupted > 1) break;
@@ -243,23 +234,12 @@ static json_t *follow(const char *job_dir, int am_pid) {
             }
         }
         if (job) {
-            char *grouped = tony_report_grouped(job);
-            if (*grouped && (!last || strcmp(last, grouped) != 0)) {
-                for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                    nl = strchr(line, '\n');
-                    printf("tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-                }
-                fflush(stdout);
-                free(last);
-                last = grouped;
-            } else {
-                free(grouped);
-            }
+            tony_report_print_changes(stdout, job, &last);
             if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
         }
         tony_sleep_ms(300);
     }
-    if (url) post(url, job_dir, "finish");
+    if (url) tony_jobdir_post(url, job_dir, "finish");
     free(url);
     free(last);
     return job;
@@ -294,10 +274,20 @@ int tony_cmd_submit(int argc, char **argv) {
     fprintf(stderr, "tony: using the %s backend (%s)\n", backend, why);
     if (tony_plan_from_conf(conf, &plan, &err)) goto fail;
     have_plan = true;
+    tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
     if (strcmp(backend, "yarn") == 0) {
-        tony_err(&err, "the yarn backend is not available in this build yet; use --backend local");
-        code = TONY_EXIT_UNAVAILABLE;
-        goto fail_code;
+        if (tony_args_get(submit_opts, "dry-run")->seen) {
+            code = dry_run(conf, &plan, backend);
+            goto out;
+        }
+        struct sigaction sa = {.sa_handler = on_interrupt};
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        tony_yarn_submit_opts yo = {tony_args_get(submit_opts, "detach")->seen, &interrupted};
+        err.msg[0] = '\0';
+        code = tony_yarn_submit(conf, &plan, &in, &yo, &err);
+        if (code != TONY_EXIT_OK && err.msg[0]) goto fail_code;
+        goto out;
     }
     if (tony_args_value(submit_opts, "hdfs_classpath"))
         fprintf(stderr, "tony: warning: --hdfs_classpath applies to the yarn backend; the local backend ignores it\n");
@@ -307,7 +297,6 @@ int tony_cmd_submit(int argc, char **argv) {
         code = dry_run(conf, &plan, backend);
         goto out;
     }
-    tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
     if (tony_stage_local_job(conf, &in, &job_dir, &app_id, &err)) goto fail;
     int am_pid;
     if (tony_start_local_am(job_dir, &am_pid, &err)) {

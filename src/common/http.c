@@ -3,7 +3,10 @@
 #include "common/http.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "common/strv.h"
@@ -13,13 +16,17 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *userp) {
     return size * nmemb;
 }
 
-int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
-                   tony_http_response *resp, tony_error *err) {
+static void init_once(void) {
     static int curl_ready = 0;
     if (!curl_ready) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         curl_ready = 1;
     }
+}
+
+int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                   tony_http_response *resp, tony_error *err) {
+    init_once();
     resp->status = 0;
     resp->body = NULL;
     CURL *h = curl_easy_init();
@@ -58,6 +65,55 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     curl_slist_free_all(headers);
     free(auth);
     curl_easy_cleanup(h);
+    return ret;
+}
+
+int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err) {
+    init_once();
+    resp->status = 0;
+    resp->body = NULL;
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        int e = errno;
+        if (f) fclose(f);
+        return tony_err(err, "cannot read %s: %s", path, strerror(e));
+    }
+    CURL *h = curl_easy_init();
+    if (!h) {
+        fclose(f);
+        return tony_err(err, "cannot create an HTTP handle");
+    }
+    tony_buf out = {0};
+    tony_buf_puts(&out, "");
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+    /* Without this curl waits a second for a 100-continue that WebHDFS
+     * does not send. */
+    headers = curl_slist_append(headers, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READDATA, f);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    CURLcode rc = curl_easy_perform(h);
+    int ret = 0;
+    if (rc != CURLE_OK) {
+        ret = tony_err(err, "PUT %s: %s", url, curl_easy_strerror(rc));
+        tony_buf_free(&out);
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+        resp->body = out.data;
+    }
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(h);
+    fclose(f);
     return ret;
 }
 

@@ -18,6 +18,10 @@ typedef struct tony_http_response {
  * no HTTP response came (refused, timeout), naming the URL. */
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err);
+/* PUTs the bytes of a local file (application/octet-stream), e.g. to a
+ * WebHDFS DataNode. No overall time limit: a transfer that moves nothing for
+ * stall_s seconds fails instead. */
+int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err);
 void tony_http_response_free(tony_http_response *r);
 
 #endif

@@ -26,19 +26,50 @@ char *tony_jobs_root(const char *root_conf) {
 
 char *tony_jobdir_am_dir(const char *job_dir) { return tony_sprintf("%s/attempts/0/am", job_dir); }
 
+json_t *tony_jobdir_fetch_job(const char *base_url) {
+    char *u = tony_sprintf("%s/v1/job", base_url);
+    tony_http_response r;
+    json_t *j = NULL;
+    if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
+        j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
+        tony_http_response_free(&r);
+    }
+    free(u);
+    return j;
+}
+
+void tony_jobdir_post(const char *base_url, const char *job_dir, const char *what) {
+    char *secret = NULL;
+    if (tony_jobdir_secret(job_dir, &secret, NULL)) return;
+    char *u = tony_sprintf("%s/v1/job/%s", base_url, what);
+    tony_http_response r;
+    if (tony_http_call("POST", u, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
+    free(u);
+    free(secret);
+}
+
+json_t *tony_jobdir_read_json(const char *job_dir, const char *name) {
+    char *p = tony_path_join(job_dir, name);
+    json_t *j = json_load_file(p, 0, NULL);
+    free(p);
+    return j;
+}
+
+int tony_jobdir_write_json(const char *job_dir, const char *name, const json_t *j, tony_error *err) {
+    char *text = json_dumps(j, JSON_INDENT(2));
+    char *p = tony_path_join(job_dir, name);
+    int rc = tony_write_file(p, text, strlen(text), 0644, err);
+    free(p);
+    free(text);
+    return rc;
+}
+
 json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
     char *url = NULL;
     int pid = 0;
     *live = false;
     if (tony_jobdir_am_url(job_dir, &url, &pid, NULL) == 0 && tony_proc_alive(pid)) {
-        char *u = tony_sprintf("%s/v1/job", url);
-        tony_http_response r;
-        json_t *j = NULL;
-        if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
-            j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
-            tony_http_response_free(&r);
-        }
-        free(u);
+        json_t *j = tony_jobdir_fetch_job(url);
         free(url);
         if (j) {
             *live = true;
@@ -47,10 +78,7 @@ json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
     } else {
         free(url);
     }
-    char *p = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
-    json_t *j = json_load_file(p, 0, NULL);
-    free(p);
-    return j;
+    return tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
 }
 
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index) {

@@ -28,6 +28,15 @@ char *tony_jobdir_am_dir(const char *job_dir);
  * coordinator when it answers (*live = true), else the status.json it
  * left. NULL when there is neither. */
 struct json_t *tony_jobdir_load_state(const char *job_dir, bool *live);
+/* The coordinator's job JSON from its API at base_url (GET /v1/job), or
+ * NULL when it does not answer. */
+struct json_t *tony_jobdir_fetch_job(const char *base_url);
+/* POSTs /v1/job/<what> (kill, finish) with the job's secret; errors ignored. */
+void tony_jobdir_post(const char *base_url, const char *job_dir, const char *what);
+/* <job_dir>/<name> as JSON (NULL if missing or malformed), and written
+ * atomically. */
+struct json_t *tony_jobdir_read_json(const char *job_dir, const char *name);
+int tony_jobdir_write_json(const char *job_dir, const char *name, const struct json_t *j, tony_error *err);
 /* Resolves a job id (searched under root) or a path to a job dir. */
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err);
 /* The coordinator's URL and the secret, read from the job dir. */

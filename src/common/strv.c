@@ -198,3 +198,22 @@ void tony_sleep_ms(long long ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
 }
+
+char *tony_base64_encode(const void *data, size_t len, bool url_safe) {
+    const char *alphabet = url_safe ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                                    : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    char *out = tony_xmalloc(4 * ((len + 2) / 3) + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
+        out[o++] = alphabet[v >> 18 & 63];
+        out[o++] = alphabet[v >> 12 & 63];
+        if (i + 1 < len) out[o++] = alphabet[v >> 6 & 63];
+        else if (!url_safe) out[o++] = '=';
+        if (i + 2 < len) out[o++] = alphabet[v & 63];
+        else if (!url_safe) out[o++] = '=';
+    }
+    out[o] = '\0';
+    return out;
+}

@@ -42,6 +42,10 @@ void tony_sleep_ms(long long ms);
 /* Parses a whole string as a base-10 integer; false on junk or overflow. */
 bool tony_parse_ll(const char *s, long long *out);
 
+/* Base64 of len bytes (malloc'ed): the standard alphabet with '=' padding,
+ * or url_safe ('-', '_', no padding) as Hadoop's URL-string encodings. */
+char *tony_base64_encode(const void *data, size_t len, bool url_safe);
+
 /* A growable byte/char buffer, always NUL-terminated. */
 typedef struct tony_buf {
     char *data;

@@ -1,0 +1,222 @@
+/* WebHDFS calls over common/http. Uploads use CREATE with noredirect=true:
+ * the NameNode answers with the DataNode URL in JSON and the bytes go there
+ * in a second PUT, so no redirect with a body has to be replayed. */
+#include "backend/yarn/webhdfs.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/yarn/rest.h"
+#include "common/http.h"
+
+#define WEBHDFS_TIMEOUT_MS 30000
+#define UPLOAD_STALL_S 120
+
+struct tony_webhdfs {
+    const tony_hadoop_conf *conf;
+    char *user;
+    size_t active; /* index into conf->nns */
+};
+
+tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user) {
+    tony_webhdfs *w = tony_xcalloc(1, sizeof *w);
+    w->conf = h;
+    w->user = tony_strdup(user);
+    return w;
+}
+
+void tony_webhdfs_free(tony_webhdfs *w) {
+    if (!w) return;
+    free(w->user);
+    free(w);
+}
+
+static const char *nn_url(const tony_webhdfs *w) { return w->conf->nns[w->active].http; }
+
+static void escape_path(tony_buf *b, const char *path) {
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._-~", *p))
+            tony_buf_append(b, (const char *)p, 1);
+        else
+            tony_buf_printf(b, "%%%02X", *p);
+    }
+}
+
+static char *op_url(const tony_webhdfs *w, const char *path, const char *op, const char *extra) {
+    tony_buf b = {0};
+    tony_buf_printf(&b, "%s/webhdfs/v1", nn_url(w));
+    escape_path(&b, path);
+    tony_buf_printf(&b, "?op=%s&user.name=%s%s%s", op, w->user, extra ? "&" : "", extra ? extra : "");
+    return b.data;
+}
+
+/* One NameNode call; ok lists accepted statuses (0-ended). 404 is reported
+ * through *missing when the caller passes it. */
+static int call(tony_webhdfs *w, const char *method, const char *path, const char *op, const char *extra,
+                const long *ok, bool *missing, json_t **out, tony_error *err) {
+    char *url = op_url(w, path, op, extra);
+    tony_http_response r;
+    tony_error herr;
+    int rc = tony_http_call(method, url, NULL, strcmp(method, "GET") ? "" : NULL, WEBHDFS_TIMEOUT_MS, &r, &herr);
+    free(url);
+    if (rc) {
+        const tony_hadoop_nn *nn = &w->conf->nns[w->active];
+        return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s; fs.defaultFS %s from %s): %s", nn->http,
+                        nn->http_from, w->conf->default_fs, w->conf->default_fs_from, herr.msg);
+    }
+    if (missing) *missing = r.status == 404;
+    if (missing && *missing) {
+        tony_http_response_free(&r);
+        return 0;
+    }
+    bool good = false;
+    for (const long *s = ok; *s; s++) good = good || r.status == *s;
+    if (!good) {
+        char *re = tony_yarn_remote_exception(r.body);
+        size_t blen = strcspn(r.body, "\n");
+        tony_err(err, "HDFS %s %s failed (HTTP %ld from %s): %s%.*s", op, path, r.status, nn_url(w), re ? re : "",
+                 re ? 0 : (int)(blen > 300 ? 300 : blen), r.body);
+        free(re);
+        tony_http_response_free(&r);
+        return -1;
+    }
+    rc = 0;
+    if (out) {
+        json_error_t je;
+        *out = json_loads(r.body, 0, &je);
+        if (!*out) rc = tony_err(err, "HDFS %s %s: the NameNode at %s answered with invalid JSON: %s", op, path, nn_url(w), je.text);
+    }
+    tony_http_response_free(&r);
+    return rc;
+}
+
+static const long OK200[] = {200, 0};
+
+int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err) {
+    tony_strv problems = {0};
+    for (size_t i = 0; i < w->conf->nnns; i++) {
+        w->active = i;
+        json_t *j = NULL;
+        tony_error e;
+        /* A standby NameNode refuses reads with a StandbyException. */
+        if (call(w, "GET", "/", "GETFILESTATUS", NULL, OK200, NULL, &j, &e) == 0 &&
+            json_object_get(j, "FileStatus")) {
+            json_decref(j);
+            tony_strv_free(&problems);
+            return 0;
+        }
+        if (j) tony_strv_pushf(&problems, "%s (from %s) does not speak WebHDFS", nn_url(w), w->conf->nns[i].http_from);
+        else tony_strv_push(&problems, e.msg);
+        json_decref(j);
+    }
+    w->active = 0;
+    char *all = tony_strv_join(&problems, "; ");
+    tony_err(err, "%s", all);
+    free(all);
+    tony_strv_free(&problems);
+    return -1;
+}
+
+char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path) { return tony_sprintf("%s%s", w->conf->default_fs, path); }
+
+int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err) {
+    if (tony_str_starts_with(uri, "hdfs:///")) {
+        *path = tony_strdup(uri + 7);
+        return 0;
+    }
+    const char *fs = w->conf->default_fs;
+    size_t n = strlen(fs);
+    if (strncmp(uri, fs, n) == 0 && uri[n] == '/') {
+        *path = tony_strdup(uri + n);
+        return 0;
+    }
+    return tony_err(err, "%s is not on this cluster's HDFS (%s, from %s); only hdfs:// paths of fs.defaultFS can be "
+                         "used in place", uri, fs, w->conf->default_fs_from);
+}
+
+int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err) {
+    char *extra = tony_sprintf("permission=%s", permission);
+    json_t *j = NULL;
+    int rc = call(w, "PUT", path, "MKDIRS", extra, OK200, NULL, &j, err);
+    free(extra);
+    if (rc == 0 && !json_is_true(json_object_get(j, "boolean")))
+        rc = tony_err(err, "HDFS MKDIRS %s: the NameNode at %s said no (is a file in the way?)", path, nn_url(w));
+    json_decref(j);
+    return rc;
+}
+
+static int parse_status(json_t *fs, tony_hdfs_status *st) {
+    if (!json_is_object(fs)) return -1;
+    st->length = json_integer_value(json_object_get(fs, "length"));
+    st->mtime_ms = json_integer_value(json_object_get(fs, "modificationTime"));
+    const char *type = json_string_value(json_object_get(fs, "type"));
+    st->is_dir = type && strcmp(type, "DIRECTORY") == 0;
+    return 0;
+}
+
+int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, bool *exists, tony_error *err) {
+    json_t *j = NULL;
+    bool missing = false;
+    if (call(w, "GET", path, "GETFILESTATUS", NULL, OK200, &missing, &j, err)) return -1;
+    *exists = !missing;
+    if (missing) return 0;
+    int rc = parse_status(json_object_get(j, "FileStatus"), st);
+    json_decref(j);
+    if (rc) return tony_err(err, "HDFS GETFILESTATUS %s: no FileStatus in the NameNode's answer", path);
+    return 0;
+}
+
+int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err) {
+    json_t *j = NULL;
+    if (call(w, "PUT", path, "CREATE", "overwrite=true&permission=644&noredirect=true", OK200, NULL, &j, err))
+        return -1;
+    const char *loc = json_string_value(json_object_get(j, "Location"));
+    if (!loc) {
+        json_decref(j);
+        return tony_err(err, "HDFS CREATE %s: the NameNode at %s gave no DataNode Location", path, nn_url(w));
+    }
+    tony_http_response r;
+    tony_error herr;
+    int rc = tony_http_put_file(loc, local, UPLOAD_STALL_S, &r, &herr);
+    if (rc) {
+        rc = tony_err(err, "uploading %s to HDFS %s: cannot reach the DataNode the NameNode named: %s", local, path,
+                      herr.msg);
+    } else {
+        if (r.status != 201) {
+            char *re = tony_yarn_remote_exception(r.body);
+            rc = tony_err(err, "uploading %s to HDFS %s: the DataNode answered HTTP %ld%s%s", local, path, r.status,
+                          re ? ": " : "", re ? re : "");
+            free(re);
+        }
+        tony_http_response_free(&r);
+    }
+    json_decref(j);
+    if (rc) return -1;
+    bool exists = false;
+    if (tony_webhdfs_stat(w, path, st, &exists, err)) return -1;
+    if (!exists) return tony_err(err, "uploaded %s to HDFS %s, but it is not there", local, path);
+    return 0;
+}
+
+int tony_webhdfs_delete(tony_webhdfs *w, const char *path, bool recursive, tony_error *err) {
+    json_t *j = NULL;
+    int rc = call(w, "DELETE", path, "DELETE", recursive ? "recursive=true" : "recursive=false", OK200, NULL, &j, err);
+    json_decref(j);
+    return rc;
+}
+
+int tony_webhdfs_list(tony_webhdfs *w, const char *path, tony_strv *names, tony_error *err) {
+    json_t *j = NULL;
+    bool missing = false;
+    if (call(w, "GET", path, "LISTSTATUS", NULL, OK200, &missing, &j, err)) return -1;
+    if (missing) return 0;
+    size_t i;
+    json_t *fs;
+    json_array_foreach(json_object_get(json_object_get(j, "FileStatuses"), "FileStatus"), i, fs) {
+        const char *n = json_string_value(json_object_get(fs, "pathSuffix"));
+        if (n) tony_strv_push(names, n);
+    }
+    json_decref(j);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* HDFS over WebHDFS (the NameNode's HTTP port) for staging a job: mkdirs,
+ * upload (NameNode, then the DataNode it names), file status for YARN's
+ * LocalResources, recursive delete, list. Paths are absolute HDFS paths;
+ * tony_webhdfs_uri turns one into the hdfs:// URI containers localize. */
+#ifndef TONY_WEBHDFS_H
+#define TONY_WEBHDFS_H
+
+#include <stdbool.h>
+
+#include "backend/yarn/hadoop_conf.h"
+#include "common/error.h"
+#include "common/strv.h"
+
+typedef struct tony_webhdfs tony_webhdfs;
+
+typedef struct tony_hdfs_status {
+    long long length;
+    long long mtime_ms; /* modificationTime: YARN's LocalResource timestamp */
+    bool is_dir;
+} tony_hdfs_status;
+
+tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user);
+void tony_webhdfs_free(tony_webhdfs *w);
+
+/* Finds a NameNode that answers (the active one with HA). Errors name
+ * fs.defaultFS / dfs.namenode.http-address and where they were set. */
+int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err);
+/* hdfs://authority/path (malloc'ed). */
+char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path);
+/* The path of an hdfs:// URI on this cluster (hdfs:///p or
+ * hdfs://<fs.defaultFS authority>/p); an error for another file system. */
+int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err);
+
+int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err);
+/* Uploads a local file (overwriting) and returns its status after close. */
+int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err);
+/* *exists = false (and 0 returned) when path does not exist. */
+int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, bool *exists, tony_error *err);
+int tony_webhdfs_delete(tony_webhdfs *w, const char *path, bool recursive, tony_error *err);
+/* Names in a directory (empty for a missing one). */
+int tony_webhdfs_list(tony_webhdfs *w, const char *path, tony_strv *names, tony_error *err);
+
+#endif

@@ -1,0 +1,281 @@
+/* status, kill and logs for YARN jobs, from their local record (yarn.json:
+ * which RM, which app, where it was staged) plus the RM's app report and,
+ * while the app runs, the coordinator's own /v1/job at the amRPCAddress. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/rest.h"
+#include "backend/yarn/webhdfs.h"
+#include "client/client.h"
+#include "client/report.h"
+#include "client/yarn_client.h"
+#include "common/fs.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "common/strv.h"
+
+#define KILL_WAIT_MS 60000
+
+bool tony_yarn_state_final(const char *state) {
+    return state && (strcmp(state, "FINISHED") == 0 || strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0);
+}
+
+bool tony_yarn_is_job(const char *job_dir) {
+    char *p = tony_path_join(job_dir, TONY_JOBDIR_YARN);
+    bool yes = tony_file_exists(p);
+    free(p);
+    return yes;
+}
+
+json_t *tony_yarn_record_load(const char *job_dir) { return tony_jobdir_read_json(job_dir, TONY_JOBDIR_YARN); }
+
+static void record_save(const char *job_dir, const json_t *rec) { tony_jobdir_write_json(job_dir, TONY_JOBDIR_YARN, rec, NULL); }
+
+void tony_yarn_record_update(const char *job_dir, const json_t *app) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    if (!rec) return;
+    static const char *fields[][2] = {{"state", "state"},
+                                      {"final_status", "finalStatus"},
+                                      {"tracking_url", "trackingUrl"},
+                                      {"diagnostics", "diagnostics"},
+                                      {"am_container_logs", "amContainerLogs"}};
+    bool changed = false;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        json_t *v = json_object_get(app, fields[i][1]);
+        if (v && !json_equal(v, json_object_get(rec, fields[i][0]))) {
+            json_object_set(rec, fields[i][0], v);
+            changed = true;
+        }
+    }
+    if (changed) record_save(job_dir, rec);
+    json_decref(rec);
+}
+
+/* http://host:port of the coordinator's API, from amRPCAddress, or NULL
+ * while the AM has not registered one. */
+static char *am_url(const json_t *app) {
+    const char *addr = json_string_value(json_object_get(app, "amRPCAddress"));
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    long long port = 0;
+    if (!colon || colon == addr || !tony_parse_ll(colon + 1, &port) || port <= 0 || port > 65535) return NULL;
+    return tony_sprintf("http://%s", addr);
+}
+
+json_t *tony_yarn_am_job(const json_t *app) {
+    char *base = am_url(app);
+    json_t *j = base ? tony_jobdir_fetch_job(base) : NULL;
+    free(base);
+    return j;
+}
+
+void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
+    /* Direct, not through the RM's proxy: it drops our secret header. */
+    char *base = am_url(app);
+    if (base) tony_jobdir_post(base, job_dir, "finish");
+    free(base);
+}
+
+void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *path = json_string_value(json_object_get(rec, "staging_path"));
+    const char *nn = json_string_value(json_object_get(rec, "namenode_http"));
+    const char *fs = json_string_value(json_object_get(rec, "default_fs"));
+    const char *user = json_string_value(json_object_get(rec, "user"));
+    if (!rec || json_is_true(json_object_get(rec, "staging_deleted")) || !path || !nn || !fs || !user) {
+        json_decref(rec);
+        return;
+    }
+    tony_hadoop_conf *h = tony_hadoop_conf_new();
+    h->default_fs = tony_strdup(fs);
+    h->nns = tony_xcalloc(1, sizeof *h->nns);
+    h->nns[0] = (tony_hadoop_nn){tony_strdup(nn), tony_sprintf("namenode_http in %s/%s", job_dir, TONY_JOBDIR_YARN)};
+    h->nnns = 1;
+    tony_webhdfs *w = tony_webhdfs_new(h, user);
+    tony_error err;
+    if (tony_webhdfs_delete(w, path, true, &err)) {
+        if (!quiet) fprintf(stderr, "tony: warning: could not delete the staging dir %s: %s\n", path, err.msg);
+    } else {
+        json_object_set_new(rec, "staging_deleted", json_true());
+        record_save(job_dir, rec);
+    }
+    tony_webhdfs_free(w);
+    tony_hadoop_conf_free(h);
+    json_decref(rec);
+}
+
+/* A REST client for the job's RM: the one it was submitted to, then those of
+ * HADOOP_CONF_DIR (an HA pair may have failed over since). */
+static tony_yarn_rest *connect_rm(const json_t *rec, const char *job_dir, tony_error *err) {
+    const char *rm = json_string_value(json_object_get(rec, "rm"));
+    const char *user = json_string_value(json_object_get(rec, "user"));
+    char *me = user ? NULL : tony_yarn_user();
+    tony_yarn_rest *r = tony_yarn_rest_new(user ? user : me);
+    free(me);
+    if (rm) {
+        char *from = tony_sprintf("\"rm\" in %s/%s", job_dir, TONY_JOBDIR_YARN);
+        tony_yarn_rest_add_rm(r, rm, from, NULL);
+        free(from);
+    }
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    if (hc && *hc) {
+        tony_hadoop_conf *h = tony_hadoop_conf_new();
+        if (tony_hadoop_conf_load(h, hc, NULL, NULL) == 0) tony_yarn_rest_add_conf(r, h);
+        tony_hadoop_conf_free(h);
+    }
+    if (tony_yarn_rest_connect(r, err)) {
+        tony_yarn_rest_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int tony_yarn_status(const char *job_dir, bool as_json) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
+    if (!app_id) {
+        fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
+        json_decref(rec);
+        return TONY_EXIT_UNAVAILABLE;
+    }
+    tony_error err;
+    json_t *app = NULL, *job = NULL;
+    int code = TONY_EXIT_OK;
+    tony_yarn_rest *rest = connect_rm(rec, job_dir, &err);
+    if (!rest || tony_yarn_rest_app(rest, app_id, &app, &err)) {
+        fprintf(stderr, "tony: error: %s\ntony: showing what was last recorded in %s\n", err.msg, job_dir);
+        code = TONY_EXIT_UNAVAILABLE;
+        app = json_pack("{s:O?, s:O?, s:O?, s:O?}", "state", json_object_get(rec, "state"), "finalStatus",
+                        json_object_get(rec, "final_status"), "diagnostics", json_object_get(rec, "diagnostics"),
+                        "trackingUrl", json_object_get(rec, "tracking_url"));
+    } else {
+        tony_yarn_record_update(job_dir, app);
+    }
+    const char *state = json_string_value(json_object_get(app, "state"));
+    if (code == TONY_EXIT_OK && state && strcmp(state, "RUNNING") == 0) job = tony_yarn_am_job(app);
+    if (job) {
+        tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
+    } else {
+        job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
+    }
+    if (as_json) {
+        json_t *out = job ? json_deep_copy(job) : json_pack("{s:s}", "app_id", app_id);
+        json_object_set_new(out, "backend", json_string("yarn"));
+        json_object_set(out, "yarn", app);
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(out);
+    } else {
+        const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+        const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+        const char *url = json_string_value(json_object_get(app, "trackingUrl"));
+        printf("job %s (yarn): %s, final status %s\n", app_id, state ? state : "unknown", fs ? fs : "unknown");
+        if (url && *url) printf("tracking URL: %s\n", url);
+        if (diag && *diag) printf("diagnostics: %s\n", diag);
+        if (job) {
+            char *g = tony_report_grouped(job);
+            if (*g) printf("%s\n", g);
+            free(g);
+            tony_report_tasks(stdout, job);
+            const char *js = json_string_value(json_object_get(job, "state"));
+            if (js && strcmp(js, "FINISHED") == 0) tony_report_final(stdout, job);
+        }
+    }
+    if (code == TONY_EXIT_OK && tony_yarn_state_final(state)) tony_yarn_cleanup_staging(job_dir, true);
+    json_decref(job);
+    json_decref(app);
+    json_decref(rec);
+    tony_yarn_rest_free(rest);
+    return code;
+}
+
+int tony_yarn_kill(const char *job_dir) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
+    tony_error err;
+    int code = TONY_EXIT_OK;
+    json_t *app = NULL;
+    tony_yarn_rest *rest = app_id ? connect_rm(rec, job_dir, &err) : NULL;
+    if (!app_id) {
+        tony_err(&err, "%s/%s is unreadable or has no app_id", job_dir, TONY_JOBDIR_YARN);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else if (!rest || tony_yarn_rest_app(rest, app_id, &app, &err)) {
+        code = TONY_EXIT_UNAVAILABLE;
+    }
+    const char *state = json_string_value(json_object_get(app, "state"));
+    if (code == 0 && tony_yarn_state_final(state)) {
+        const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+        printf("job %s already ended: %s, final status %s\n", app_id, state, fs ? fs : "?");
+    } else if (code == 0 && tony_yarn_rest_kill(rest, app_id, &err)) {
+        code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_JOB_FAILED;
+    } else if (code == 0) {
+        /* Wait for KILLED, so that "killed" means no container of it runs. */
+        for (int waited = 0; !tony_yarn_state_final(state) && waited < KILL_WAIT_MS; waited += 250) {
+            tony_sleep_ms(250);
+            json_decref(app);
+            app = NULL;
+            if (tony_yarn_rest_app(rest, app_id, &app, &err)) break;
+            state = json_string_value(json_object_get(app, "state"));
+        }
+        if (tony_yarn_state_final(state)) {
+            printf("job %s killed: %s\n", app_id, state);
+        } else {
+            tony_err(&err, "asked the ResourceManager to kill %s, but it is still %s after %d s", app_id,
+                     state ? state : "unknown", KILL_WAIT_MS / 1000);
+            code = TONY_EXIT_UNAVAILABLE;
+        }
+    }
+    if (app && code == 0) {
+        tony_yarn_record_update(job_dir, app);
+        tony_yarn_cleanup_staging(job_dir, false);
+    }
+    if (code) fprintf(stderr, "tony: error: %s\n", err.msg);
+    json_decref(app);
+    json_decref(rec);
+    tony_yarn_rest_free(rest);
+    return code;
+}
+
+int tony_yarn_logs(const char *job_dir) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
+    tony_error err;
+    json_t *app = NULL;
+    tony_yarn_rest *rest = app_id ? connect_rm(rec, job_dir, &err) : NULL;
+    if (rest && tony_yarn_rest_app(rest, app_id, &app, &err) == 0) tony_yarn_record_update(job_dir, app);
+    else if (app_id) fprintf(stderr, "tony: warning: %s; using what was last recorded\n", err.msg);
+    const char *am_logs = json_string_value(json_object_get(app, "amContainerLogs"));
+    if (!am_logs) am_logs = json_string_value(json_object_get(rec, "am_container_logs"));
+    printf("job %s runs on YARN; fetching its logs is not built in yet.\n", app_id ? app_id : "?");
+    printf("  the AM's container logs: %s\n", am_logs && *am_logs ? am_logs : "(not known yet: the AM has not started)");
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    char *dirs = NULL, *aggregate = NULL;
+    if (hc && *hc) {
+        tony_hadoop_conf *h = tony_hadoop_conf_new();
+        if (tony_hadoop_conf_load(h, hc, NULL, NULL) == 0) {
+            dirs = tony_hadoop_conf_get(h, "yarn.nodemanager.log-dirs");
+            aggregate = tony_hadoop_conf_get(h, "yarn.log-aggregation-enable");
+        }
+        tony_hadoop_conf_free(h);
+    }
+    printf("  every container's stdout/stderr stays on its node under %s/%s/<container>/\n",
+           dirs ? dirs : "<yarn.nodemanager.log-dirs>", app_id ? app_id : "<app>");
+    if (aggregate && strcmp(aggregate, "true") == 0)
+        printf("  log aggregation is on: `yarn logs -applicationId %s` collects them once the app ends\n", app_id);
+    free(dirs);
+    free(aggregate);
+    json_decref(app);
+    json_decref(rec);
+    tony_yarn_rest_free(rest);
+    return TONY_EXIT_OK;
+}
+
+void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *s = json_string_value(json_object_get(rec, "state"));
+    const char *f = json_string_value(json_object_get(rec, "final_status"));
+    snprintf(state, nstate, "%s", s ? s : "SUBMITTED");
+    snprintf(final, nfinal, "%s", f ? f : "");
+    json_decref(rec);
+}

@@ -1,0 +1,383 @@
+/* `tony submit` on YARN: check the cluster can run the plan, stage the job to
+ * HDFS (this very binary included, so nodes need nothing installed) with a
+ * manifest the AM localizes from, submit the AM through RM REST, and follow
+ * the app: RM states first, then the coordinator's own API once it runs. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/yarn/cluster_check.h"
+#include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/rest.h"
+#include "backend/yarn/webhdfs.h"
+#include "client/client.h"
+#include "client/report.h"
+#include "client/yarn_client.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/strv.h"
+
+/* The HDFS side of staging: uploads under the job's staging dir and
+ * remembers every file for the manifest. */
+typedef struct hdfs_sink {
+    tony_webhdfs *w;
+    const char *staging_path;
+    json_t *files;       /* the manifest's "files" */
+    bool cluster_failed; /* an HDFS call failed (exit 3), not the user's input */
+} hdfs_sink;
+
+static void manifest_add(hdfs_sink *s, const char *name, const char *uri, const tony_hdfs_status *st, bool archive,
+                         bool job_file) {
+    json_array_append_new(s->files, json_pack("{s:s, s:s, s:I, s:I, s:s, s:b}", "name", name, "uri", uri, "size",
+                                              (json_int_t)st->length, "timestamp", (json_int_t)st->mtime_ms, "type",
+                                              archive ? "ARCHIVE" : "FILE", "job_file", job_file));
+}
+
+static int hdfs_put(void *ctx, const char *local, const char *dest, const char *container_name, bool job_file,
+                    bool archive, char **where, tony_error *err) {
+    hdfs_sink *s = ctx;
+    char *path = tony_sprintf("%s/%s", s->staging_path, dest);
+    tony_hdfs_status st;
+    int rc = tony_webhdfs_put(s->w, local, path, &st, err);
+    if (rc == 0) {
+        *where = tony_webhdfs_uri(s->w, path);
+        manifest_add(s, container_name, *where, &st, archive, job_file);
+    } else {
+        s->cluster_failed = true;
+    }
+    free(path);
+    return rc;
+}
+
+/* A resource already in HDFS is localized from where it is. */
+static int hdfs_remote(void *ctx, const char *key, const tony_resource *r, char **where, tony_error *err) {
+    hdfs_sink *s = ctx;
+    if (!tony_str_starts_with(r->source, "hdfs://"))
+        return tony_err(err, "%s: %s: the yarn backend takes local paths and hdfs:// URIs only", key, r->source);
+    char *path = NULL;
+    if (tony_webhdfs_path_of(s->w, r->source, &path, err)) return tony_err_wrap(err, "%s", key);
+    tony_hdfs_status st;
+    bool exists = false;
+    int rc = tony_webhdfs_stat(s->w, path, &st, &exists, err);
+    if (rc) s->cluster_failed = true;
+    else if (!exists) rc = tony_err(err, "%s: %s does not exist in HDFS", key, r->source);
+    if (rc == 0) {
+        manifest_add(s, r->name, r->source, &st, r->archive, false);
+        *where = tony_strdup(r->source);
+    }
+    free(path);
+    return rc;
+}
+
+static json_t *kv_entries(const char *const *kv, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i + 1 < n; i += 2) json_array_append_new(a, json_pack("{s:s, s:s}", "key", kv[i], "value", kv[i + 1]));
+    return json_pack("{s:o}", "entry", a);
+}
+
+static json_t *local_resource(const char *uri, long long size, long long ts) {
+    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "resource", uri, "type", "FILE", "visibility", "APPLICATION", "size",
+                     (json_int_t)size, "timestamp", (json_int_t)ts);
+}
+
+/* The REST form of an ApplicationSubmissionContext. */
+static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
+                          const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
+                          const char *secret) {
+    json_t *res = json_array();
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        if (!json_is_true(json_object_get(f, "job_file"))) continue;
+        json_array_append_new(res, json_pack("{s:O, s:o}", "key", json_object_get(f, "name"), "value",
+                                             local_resource(json_string_value(json_object_get(f, "uri")),
+                                                            json_integer_value(json_object_get(f, "size")),
+                                                            json_integer_value(json_object_get(f, "timestamp")))));
+    }
+    json_array_append_new(res, json_pack("{s:s, s:o}", "key", TONY_YARN_MANIFEST, "value",
+                                         local_resource(manifest_uri, manifest_st->length, manifest_st->mtime_ms)));
+    const char *env[] = {"TONY_YARN_SCHEDULER_ADDRESS", scheduler};
+    char *b64 = tony_base64_encode(secret, strlen(secret), true);
+    const char *secrets[] = {TONY_YARN_SECRET_KEY, b64};
+    json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:{s:o}}", "local-resources", "entry", res, "environment",
+                             kv_entries(env, 2), "commands", "command",
+                             "./" TONY_YARN_BINARY " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
+                             "credentials", "secrets", kv_entries(secrets, 2));
+    free(b64);
+    const char *name = tony_conf_get(conf, "tony.application.name");
+    /* One YARN attempt: restarts happen inside the coordinator
+     * (tony.am.retry-count), and a second AM would rerun the whole job. */
+    json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:{s:I, s:i}, s:o}", "application-id", app_id,
+                            "application-name", name && *name ? name : "TonyApplication", "application-type",
+                            TONY_YARN_APP_TYPE, "queue", tony_yarn_queue(conf), "max-app-attempts", 1,
+                            "unmanaged-AM", 0, "keep-containers-across-application-attempts", 0, "resource", "memory",
+                            (json_int_t)am_mb, "vCores", am_vcores, "am-container-spec", spec);
+    tony_strv tags = {0};
+    tony_conf_get_list(conf, "tony.application.tags", &tags);
+    if (tags.len) {
+        json_t *t = json_array();
+        for (size_t k = 0; k < tags.len; k++) json_array_append_new(t, json_string(tags.items[k]));
+        json_object_set_new(ctx, "application-tags", json_pack("{s:o}", "tag", t));
+    }
+    tony_strv_free(&tags);
+    const char *label = tony_conf_get(conf, "tony.application.node-label");
+    if (label && *label) json_object_set_new(ctx, "app-node-label-expression", json_string(label));
+    return ctx;
+}
+
+static int self_exe(char *buf, size_t n, tony_error *err) {
+    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+    if (len <= 0) return tony_err(err, "cannot find the tony binary (/proc/self/exe): %s", strerror(errno));
+    buf[len] = '\0';
+    return 0;
+}
+
+/* Everything the app needs in HDFS; on failure nothing is left there. */
+typedef struct staged {
+    char *staging_path;
+    char *staging_uri;
+    json_t *files;
+    char *manifest_uri;
+    tony_hdfs_status manifest_st;
+} staged;
+
+static void staged_free(staged *s) {
+    free(s->staging_path);
+    free(s->staging_uri);
+    free(s->manifest_uri);
+    json_decref(s->files);
+}
+
+static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, const char *app_id, const char *user,
+                 const char *job_dir, staged *out, int *code, tony_error *err) {
+    out->staging_path = tony_sprintf("/user/%s/.tony/%s", user, app_id);
+    out->staging_uri = tony_webhdfs_uri(w, out->staging_path);
+    out->files = json_array();
+    hdfs_sink s = {w, out->staging_path, out->files, false};
+    tony_stage_sink sink = {.ctx = &s, .put = hdfs_put, .remote = hdfs_remote, .list_job_files = false};
+    char tmpl[] = "/tmp/tony-stage-XXXXXX";
+    char *tmp = mkdtemp(tmpl);
+    if (!tmp) return tony_err(err, "cannot create a temporary directory under /tmp: %s", strerror(errno));
+    char exe[PATH_MAX];
+    int rc = tony_webhdfs_mkdirs(w, out->staging_path, "770", err);
+    if (rc) s.cluster_failed = true;
+    if (rc == 0) rc = self_exe(exe, sizeof exe, err);
+    char *where = NULL;
+    if (rc == 0) rc = hdfs_put(&s, exe, TONY_YARN_BINARY, TONY_YARN_BINARY, true, false, &where, err);
+    free(where);
+    if (rc == 0) rc = tony_stage_files(conf, in, app_id, tmp, &sink, err);
+    char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
+    if (rc == 0) rc = tony_conf_write_file(conf, final, err);
+    where = NULL;
+    if (rc == 0) rc = hdfs_put(&s, final, TONY_JOBDIR_CONF, TONY_JOBDIR_CONF, true, false, &where, err);
+    free(where);
+    free(final);
+    char *mpath = tony_path_join(tmp, TONY_YARN_MANIFEST);
+    if (rc == 0) {
+        json_t *m = json_pack("{s:s, s:s, s:s, s:O}", "app_id", app_id, "user", user, "staging_uri", out->staging_uri,
+                              "files", out->files);
+        char *text = json_dumps(m, JSON_INDENT(2));
+        rc = tony_write_file(mpath, text, strlen(text), 0644, err);
+        free(text);
+        json_decref(m);
+    }
+    char *remote = tony_sprintf("%s/%s", out->staging_path, TONY_YARN_MANIFEST);
+    if (rc == 0) {
+        rc = tony_webhdfs_put(w, mpath, remote, &out->manifest_st, err);
+        if (rc) s.cluster_failed = true;
+        else out->manifest_uri = tony_webhdfs_uri(w, remote);
+    }
+    free(remote);
+    free(mpath);
+    tony_rm_rf(tmp, NULL);
+    if (rc) {
+        *code = s.cluster_failed ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
+        tony_webhdfs_delete(w, out->staging_path, true, NULL);
+    }
+    return rc;
+}
+
+/* RM state lines, then the coordinator's grouped task lines; returns the
+ * exit code from the RM's final state. */
+static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir, volatile sig_atomic_t *interrupted,
+                  tony_error *err) {
+    char *last_state = NULL, *last_grouped = NULL;
+    json_t *job = NULL, *app = NULL;
+    bool kill_sent = false, am_done = false;
+    int misses = 0, code = TONY_EXIT_JOB_FAILED;
+    for (;;) {
+        if (*interrupted && !kill_sent) {
+            fprintf(stderr, "tony: interrupted: killing %s through the ResourceManager (Ctrl-C again to stop following)\n",
+                    app_id);
+            tony_error kerr;
+            if (tony_yarn_rest_kill(rest, app_id, &kerr)) fprintf(stderr, "tony: %s\n", kerr.msg);
+            kill_sent = true;
+        }
+        if (*interrupted > 1) {
+            fprintf(stderr, "tony: stopped following %s; see `tony status %s`\n", app_id, app_id);
+            break;
+        }
+        json_decref(app);
+        app = NULL;
+        tony_error rerr;
+        if (tony_yarn_rest_app(rest, app_id, &app, &rerr)) {
+            /* An RM restart or failover takes a while: keep asking. */
+            if (++misses >= 60) {
+                tony_err(err, "%s (gave up following %s after %d tries; `tony status %s` asks again)", rerr.msg, app_id,
+                         misses, app_id);
+                code = TONY_EXIT_UNAVAILABLE;
+                break;
+            }
+            tony_sleep_ms(1000);
+            continue;
+        }
+        misses = 0;
+        tony_yarn_record_update(job_dir, app);
+        const char *state = json_string_value(json_object_get(app, "state"));
+        if (!state) state = "?";
+        if (!last_state || strcmp(last_state, state) != 0) {
+            const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+            printf("tony: YARN application %s: %s%s%s\n", app_id, state,
+                   diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
+                   diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
+            if (strcmp(state, "RUNNING") == 0)
+                printf("tony: tracking URL %s\n", json_string_value(json_object_get(app, "trackingUrl")));
+            fflush(stdout);
+            free(last_state);
+            last_state = tony_strdup(state);
+        }
+        if (strcmp(state, "RUNNING") == 0 && !am_done) {
+            json_t *j = tony_yarn_am_job(app);
+            if (j) {
+                json_decref(job);
+                job = j;
+                tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
+                tony_report_print_changes(stdout, job, &last_grouped);
+                const char *js = json_string_value(json_object_get(job, "state"));
+                if (js && strcmp(js, "FINISHED") == 0) {
+                    am_done = true;
+                    tony_report_tasks(stdout, job);
+                    tony_report_final(stdout, job);
+                    tony_yarn_am_finish(app, job_dir);
+                }
+            }
+        }
+        if (tony_yarn_state_final(state)) {
+            const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+            const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+            printf("tony: YARN application %s ended: %s, final status %s%s%s\n", app_id, state, fs ? fs : "?",
+                   diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
+            code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
+                                                                                       : TONY_EXIT_JOB_FAILED;
+            tony_yarn_cleanup_staging(job_dir, false);
+            break;
+        }
+        tony_sleep_ms(1000);
+    }
+    free(last_state);
+    free(last_grouped);
+    json_decref(job);
+    json_decref(app);
+    return code;
+}
+
+static void write_record(const char *job_dir, const char *rm, const char *app_id, const char *user,
+                         const staged *st, const tony_hadoop_conf *h) {
+    /* Until the AM registers, the RM's own page of the app is the tracking URL. */
+    char *tracking = tony_sprintf("%s/cluster/app/%s", rm, app_id);
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "yarn", "rm", rm, "app_id",
+                            app_id, "user", user, "staging_uri", st->staging_uri, "staging_path", st->staging_path,
+                            "tracking_url", tracking, "namenode_http", h->nns[0].http, "default_fs", h->default_fs);
+    free(tracking);
+    tony_jobdir_write_json(job_dir, TONY_JOBDIR_YARN, rec, NULL);
+    json_decref(rec);
+}
+
+int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_input *in,
+                     const tony_yarn_submit_opts *opts, tony_error *err) {
+    int code = TONY_EXIT_USAGE;
+    char *user = tony_yarn_user();
+    tony_hadoop_conf *h = tony_hadoop_conf_new();
+    tony_yarn_rest *rest = tony_yarn_rest_new(user);
+    tony_webhdfs *w = NULL;
+    json_t *sched = NULL, *labels = NULL, *maxcap = NULL, *ctx = NULL;
+    char *app_id = NULL, *job_dir = NULL, *secret = NULL;
+    staged st = {0};
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    if (!hc || !*hc) {
+        tony_err(err, "the yarn backend needs HADOOP_CONF_DIR: the cluster's client configuration directory "
+                      "(core-site.xml, hdfs-site.xml, yarn-site.xml)");
+        goto out;
+    }
+    if (tony_hadoop_conf_load(h, hc, conf, err)) goto out;
+    code = TONY_EXIT_UNAVAILABLE;
+    tony_yarn_rest_add_conf(rest, h);
+    if (tony_yarn_rest_connect(rest, err)) goto out;
+    w = tony_webhdfs_new(h, user);
+    if (tony_webhdfs_connect(w, err)) goto out;
+    if (tony_yarn_rest_get(rest, "/ws/v1/cluster/scheduler", &sched, err)) goto out;
+    tony_error lerr;
+    if (tony_yarn_rest_get(rest, "/ws/v1/cluster/get-node-labels", &labels, &lerr)) labels = NULL;
+    if (tony_yarn_rest_new_application(rest, &app_id, &maxcap, err)) goto out;
+    long long am_mb = 0;
+    int am_vcores = 0;
+    tony_yarn_cluster_info info = {sched, labels, maxcap};
+    if (tony_yarn_check_plan(plan, conf, &info, &am_mb, &am_vcores, err)) {
+        code = TONY_EXIT_USAGE;
+        goto out;
+    }
+    if (am_mb < plan->am_memory_mb || am_vcores < plan->am_vcores)
+        fprintf(stderr, "tony: the AM gets %lld MB / %d vcores, the cluster's maximum (tony.am.memory / tony.am.vcores "
+                        "asked %lld MB / %d)\n", am_mb, am_vcores, plan->am_memory_mb, plan->am_vcores);
+
+    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    job_dir = tony_sprintf("%s/jobs/%s", root, app_id);
+    free(root);
+    code = TONY_EXIT_USAGE;
+    if (tony_mkdir_p(job_dir, 0755, err) || tony_stage_write_secret(job_dir, &secret, err)) goto out;
+    if (stage(w, conf, in, app_id, user, job_dir, &st, &code, err)) {
+        tony_rm_rf(job_dir, NULL);
+        goto out;
+    }
+    const char *scheduler = tony_yarn_rest_scheduler(rest);
+    ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
+                     scheduler ? scheduler : "", secret);
+    if (tony_yarn_rest_submit(rest, ctx, err)) {
+        code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
+        tony_webhdfs_delete(w, st.staging_path, true, NULL);
+        tony_rm_rf(job_dir, NULL);
+        goto out;
+    }
+    write_record(job_dir, tony_yarn_rest_url(rest), app_id, user, &st, h);
+    json_t *report = NULL;
+    tony_error rerr;
+    if (tony_yarn_rest_app(rest, app_id, &report, &rerr) == 0) tony_yarn_record_update(job_dir, report);
+    json_decref(report);
+    printf("tony: job %s submitted to YARN (queue %s, user %s)\n", app_id, tony_yarn_queue(conf), user);
+    printf("tony: ResourceManager: %s/cluster/app/%s\n", tony_yarn_rest_url(rest), app_id);
+    printf("tony: staged in %s\n", st.staging_uri);
+    fflush(stdout);
+    if (opts->detach) {
+        printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
+        code = TONY_EXIT_OK;
+        goto out;
+    }
+    code = follow(rest, app_id, job_dir, opts->interrupted, err);
+out:
+    staged_free(&st);
+    json_decref(ctx);
+    json_decref(sched);
+    json_decref(labels);
+    json_decref(maxcap);
+    free(app_id);
+    free(job_dir);
+    free(secret);
+    free(user);
+    tony_webhdfs_free(w);
+    tony_yarn_rest_free(rest);
+    tony_hadoop_conf_free(h);
+    return code;
+}

@@ -1,0 +1,53 @@
+/* The client verbs on the YARN backend: submit (check the cluster, stage to
+ * HDFS, submit the AM through RM REST, follow it) and status, kill, logs for
+ * YARN jobs, which keep a local record in ~/.tony/jobs/<appId>/yarn.json. */
+#ifndef TONY_YARN_CLIENT_H
+#define TONY_YARN_CLIENT_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+
+#include "client/stage.h"
+#include "common/error.h"
+#include "conf/conf.h"
+#include "conf/plan.h"
+
+#define TONY_JOBDIR_YARN "yarn.json" /* {"rm","app_id","staging_uri","tracking_url",...} */
+#define TONY_YARN_APP_TYPE "TONY"
+#define TONY_YARN_SECRET_KEY "tony.job.secret" /* the AM's container_tokens secret */
+#define TONY_YARN_MANIFEST "tony-manifest.json"
+#define TONY_YARN_BINARY "tony"
+
+typedef struct tony_yarn_submit_opts {
+    bool detach;
+    volatile sig_atomic_t *interrupted; /* Ctrl-C count, set by the caller's signal handler */
+} tony_yarn_submit_opts;
+
+/* Submits and (unless detached) follows the job. Returns the process exit
+ * code; err holds the message when it is neither 0 nor a job's own failure. */
+int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_input *in,
+                     const tony_yarn_submit_opts *opts, tony_error *err);
+
+/* True when job_dir is a YARN job's local record. */
+bool tony_yarn_is_job(const char *job_dir);
+/* The verbs for a YARN job; each returns the exit code and prints its own
+ * messages. */
+int tony_yarn_status(const char *job_dir, bool as_json);
+int tony_yarn_kill(const char *job_dir);
+int tony_yarn_logs(const char *job_dir);
+/* The RM state and final status recorded for `tony list` ("" if none). */
+void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal);
+
+/* Shared by submit and the verbs (jobs_yarn.c). */
+json_t *tony_yarn_record_load(const char *job_dir);
+void tony_yarn_record_update(const char *job_dir, const json_t *app);
+/* The coordinator's job JSON from the app report's amRPCAddress, or NULL. */
+json_t *tony_yarn_am_job(const json_t *app);
+/* POSTs /v1/job/finish to the AM (errors ignored). */
+void tony_yarn_am_finish(const json_t *app, const char *job_dir);
+/* Deletes the HDFS staging dir once, when the app is final. */
+void tony_yarn_cleanup_staging(const char *job_dir, bool quiet);
+bool tony_yarn_state_final(const char *state);
+
+#endif
