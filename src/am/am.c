@@ -141,8 +141,6 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(status), am->diagnostics);
     am_api_release_waiters(am, true);
     write_status(am);
-    if (am->backend && am->backend->ops->finish)
-        am->backend->ops->finish(am->backend, am_final_status_name(status), am->diagnostics, am->url);
     /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
      * client to read the final task infos over RPC. Here status.json already
      * holds all of it and clients fall back to it, so on this machine there
@@ -402,6 +400,11 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
 static void am_teardown(tony_am *am) {
     if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
     if (am->backend) {
+        /* Told last, as TonY does: a cluster keeps the application running
+         * until its client has read the final state (or stopped waiting). */
+        if (am->done && am->backend->ops->finish)
+            am->backend->ops->finish(am->backend, am_final_status_name(am->final_status),
+                                     am->diagnostics ? am->diagnostics : "", am->url);
         am->backend->ops->shutdown(am->backend);
         am->backend->ops->free(am->backend);
     }
