@@ -342,6 +342,14 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
         tony_rm_rf(job_dir, NULL);
         goto out;
     }
+    if (*opts->interrupted) {
+        /* Ctrl-C while staging: nothing runs yet, so nothing is left. */
+        tony_webhdfs_delete(w, st.staging_path, true, NULL);
+        tony_rm_rf(job_dir, NULL);
+        tony_err(err, "interrupted before %s was submitted; nothing was left in HDFS or the ResourceManager", app_id);
+        code = TONY_EXIT_JOB_FAILED;
+        goto out;
+    }
     const char *scheduler = tony_yarn_rest_scheduler(rest);
     ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
                      scheduler ? scheduler : "", secret);
