@@ -272,10 +272,13 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                    diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
             code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
                                                                                        : TONY_EXIT_JOB_FAILED;
+            tony_yarn_status_finalize(job_dir, app);
             tony_yarn_cleanup_staging(job_dir, false);
             break;
         }
-        tony_sleep_ms(1000);
+        /* Faster while the coordinator runs: its final state shows only
+         * until it hears our finish or gives up waiting. */
+        tony_sleep_ms(strcmp(state, "RUNNING") == 0 ? 500 : 1000);
     }
     free(last_state);
     free(last_grouped);

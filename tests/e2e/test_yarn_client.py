@@ -228,6 +228,8 @@ def test_kill(hadoop, pending):
     a = hadoop.app(app)
     assert a["state"] == "KILLED" and a["runningContainers"] <= 0, a  # -1 once final
     assert hadoop.hdfs_status(staging_path(hadoop, app)) is None
+    st = json.loads((t.home / "jobs" / app / "status.json").read_text())
+    assert st["state"] == "FINISHED" and st["final_status"] == "KILLED", st
     r = t.run("kill", app, check_rc=0)
     assert "already ended: KILLED" in r.out, r
     r = t.run("status", app, check_rc=0)
@@ -268,6 +270,8 @@ def test_follow_until_the_rm_says_final(hadoop, tmp_path):
     assert hadoop.hdfs_status(staging_path(hadoop, app)) is None
     rec = json.loads((t.home / "jobs" / app / "yarn.json").read_text())
     assert rec["final_status"] == "FAILED" and rec["staging_deleted"] is True
+    st = json.loads((t.home / "jobs" / app / "status.json").read_text())
+    assert st["state"] == "FINISHED" and st["final_status"] == "FAILED", st
 
 
 @pytest.mark.xfail(reason="needs the YARN coordinator", strict=False)
