@@ -77,6 +77,25 @@ void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
     free(base);
 }
 
+void tony_yarn_status_finalize(const char *job_dir, const json_t *app) {
+    json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
+    const char *js = json_string_value(json_object_get(job, "state"));
+    if (job && js && strcmp(js, "FINISHED") == 0) {
+        json_decref(job);
+        return;
+    }
+    if (!job) job = json_pack("{s:O, s:s, s:[]}", "app_id", json_object_get(app, "id"), "backend", "yarn", "tasks");
+    const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+    const char *state = json_string_value(json_object_get(app, "state"));
+    /* A FAILED or KILLED app state wins over an UNDEFINED final status. */
+    const char *final = state && strcmp(state, "FINISHED") != 0 ? state : fs;
+    json_object_set_new(job, "state", json_string("FINISHED"));
+    json_object_set_new(job, "final_status", json_string(final ? final : "FAILED"));
+    json_object_set(job, "diagnostics", json_object_get(app, "diagnostics"));
+    tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
+    json_decref(job);
+}
+
 void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *path = json_string_value(json_object_get(rec, "staging_path"));
@@ -182,7 +201,10 @@ int tony_yarn_status(const char *job_dir, bool as_json) {
             if (js && strcmp(js, "FINISHED") == 0) tony_report_final(stdout, job);
         }
     }
-    if (code == TONY_EXIT_OK && tony_yarn_state_final(state)) tony_yarn_cleanup_staging(job_dir, true);
+    if (code == TONY_EXIT_OK && tony_yarn_state_final(state)) {
+        tony_yarn_status_finalize(job_dir, app);
+        tony_yarn_cleanup_staging(job_dir, true);
+    }
     json_decref(job);
     json_decref(app);
     json_decref(rec);
@@ -215,11 +237,15 @@ int tony_yarn_kill(const char *job_dir) {
             tony_sleep_ms(250);
             json_decref(app);
             app = NULL;
+            state = NULL;
             if (tony_yarn_rest_app(rest, app_id, &app, &err)) break;
             state = json_string_value(json_object_get(app, "state"));
         }
         if (tony_yarn_state_final(state)) {
             printf("job %s killed: %s\n", app_id, state);
+        } else if (!app) {
+            tony_err_wrap(&err, "asked the ResourceManager to kill %s, then lost it", app_id);
+            code = TONY_EXIT_UNAVAILABLE;
         } else {
             tony_err(&err, "asked the ResourceManager to kill %s, but it is still %s after %d s", app_id,
                      state ? state : "unknown", KILL_WAIT_MS / 1000);
@@ -228,6 +254,7 @@ int tony_yarn_kill(const char *job_dir) {
     }
     if (app && code == 0) {
         tony_yarn_record_update(job_dir, app);
+        tony_yarn_status_finalize(job_dir, app);
         tony_yarn_cleanup_staging(job_dir, false);
     }
     if (code) fprintf(stderr, "tony: error: %s\n", err.msg);

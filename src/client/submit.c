@@ -283,6 +283,8 @@ int tony_cmd_submit(int argc, char **argv) {
         struct sigaction sa = {.sa_handler = on_interrupt};
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+        if (tony_args_value(submit_opts, "hdfs_classpath"))
+            fprintf(stderr, "tony: warning: --hdfs_classpath is not supported on the yarn backend yet; ignored\n");
         tony_yarn_submit_opts yo = {tony_args_get(submit_opts, "detach")->seen, &interrupted};
         err.msg[0] = '\0';
         code = tony_yarn_submit(conf, &plan, &in, &yo, &err);

@@ -272,10 +272,13 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                    diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
             code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
                                                                                        : TONY_EXIT_JOB_FAILED;
+            tony_yarn_status_finalize(job_dir, app);
             tony_yarn_cleanup_staging(job_dir, false);
             break;
         }
-        tony_sleep_ms(1000);
+        /* Faster while the coordinator runs: its final state shows only
+         * until it hears our finish or gives up waiting. */
+        tony_sleep_ms(strcmp(state, "RUNNING") == 0 ? 500 : 1000);
     }
     free(last_state);
     free(last_grouped);
@@ -340,6 +343,14 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     if (tony_mkdir_p(job_dir, 0755, err) || tony_stage_write_secret(job_dir, &secret, err)) goto out;
     if (stage(w, conf, in, app_id, user, job_dir, &st, &code, err)) {
         tony_rm_rf(job_dir, NULL);
+        goto out;
+    }
+    if (*opts->interrupted) {
+        /* Ctrl-C while staging: nothing runs yet, so nothing is left. */
+        tony_webhdfs_delete(w, st.staging_path, true, NULL);
+        tony_rm_rf(job_dir, NULL);
+        tony_err(err, "interrupted before %s was submitted; nothing was left in HDFS or the ResourceManager", app_id);
+        code = TONY_EXIT_JOB_FAILED;
         goto out;
     }
     const char *scheduler = tony_yarn_rest_scheduler(rest);

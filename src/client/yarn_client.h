@@ -46,6 +46,10 @@ void tony_yarn_record_update(const char *job_dir, const json_t *app);
 json_t *tony_yarn_am_job(const json_t *app);
 /* POSTs /v1/job/finish to the AM (errors ignored). */
 void tony_yarn_am_finish(const json_t *app, const char *job_dir);
+/* Once the RM says the app is final: a status.json the coordinator did not
+ * get to finish (it ended between two polls, or never ran) gets the RM's
+ * final status, so that status and list agree with the RM. */
+void tony_yarn_status_finalize(const char *job_dir, const json_t *app);
 /* Deletes the HDFS staging dir once, when the app is final. */
 void tony_yarn_cleanup_staging(const char *job_dir, bool quiet);
 bool tony_yarn_state_final(const char *state);

@@ -228,6 +228,8 @@ def test_kill(hadoop, pending):
     a = hadoop.app(app)
     assert a["state"] == "KILLED" and a["runningContainers"] <= 0, a  # -1 once final
     assert hadoop.hdfs_status(staging_path(hadoop, app)) is None
+    st = json.loads((t.home / "jobs" / app / "status.json").read_text())
+    assert st["state"] == "FINISHED" and st["final_status"] == "KILLED", st
     r = t.run("kill", app, check_rc=0)
     assert "already ended: KILLED" in r.out, r
     r = t.run("status", app, check_rc=0)
@@ -268,6 +270,8 @@ def test_follow_until_the_rm_says_final(hadoop, tmp_path):
     assert hadoop.hdfs_status(staging_path(hadoop, app)) is None
     rec = json.loads((t.home / "jobs" / app / "yarn.json").read_text())
     assert rec["final_status"] == "FAILED" and rec["staging_deleted"] is True
+    st = json.loads((t.home / "jobs" / app / "status.json").read_text())
+    assert st["state"] == "FINISHED" and st["final_status"] == "FAILED", st
 
 
 @pytest.mark.xfail(reason="needs the YARN coordinator", strict=False)
@@ -308,6 +312,44 @@ def test_rm_unreachable(hadoop, tmp_path):
     assert "cannot reach the ResourceManager at http://localhost:1" in r.err, r
     assert f"yarn.resourcemanager.webapp.address in {conf}/yarn-site.xml" in r.err, r
     assert_nothing_submitted(hadoop, t, name)
+
+
+def ha_conf(hadoop, tmp_path, first_webapp):
+    """The cluster's conf rewritten as an HA pair: rm1 at first_webapp, rm2
+    the real RM."""
+    d = conf_copy(hadoop, tmp_path, {})
+    tree = ET.parse(d / "yarn-site.xml")
+    root = tree.getroot()
+    real = {p.find("name").text: p.find("value").text for p in root.iter("property")}
+    extra = {"yarn.resourcemanager.ha.enabled": "true", "yarn.resourcemanager.ha.rm-ids": "rm1,rm2",
+             "yarn.resourcemanager.webapp.address.rm1": first_webapp,
+             "yarn.resourcemanager.scheduler.address.rm1": "localhost:2",
+             "yarn.resourcemanager.webapp.address.rm2": real["yarn.resourcemanager.webapp.address"],
+             "yarn.resourcemanager.scheduler.address.rm2": real["yarn.resourcemanager.scheduler.address"]}
+    for k, v in extra.items():
+        p = ET.SubElement(root, "property")
+        ET.SubElement(p, "name").text = k
+        ET.SubElement(p, "value").text = v
+    tree.write(d / "yarn-site.xml")
+    return d
+
+
+def test_ha_tries_each_resourcemanager(hadoop, tmp_path):
+    # rm1 is down: tony goes on to rm2, which answers (and refuses the queue).
+    conf = ha_conf(hadoop, tmp_path / "a", "localhost:1")
+    t = yarn_tony(tmp_path / "home", hadoop, conf)
+    r = t.run("submit", "--executes", "true", "--conf", "tony.worker.instances=1", "--conf", "tony.yarn.queue=nope")
+    assert r.rc == 2, r
+    assert "tony.yarn.queue is 'nope'" in r.err, r
+    # Both down: each is named with its key.
+    conf = ha_conf(hadoop, tmp_path / "b", "localhost:1")
+    text = (conf / "yarn-site.xml").read_text().replace(hadoop.rm.split("//")[1], "localhost:3")
+    (conf / "yarn-site.xml").write_text(text)
+    t = yarn_tony(tmp_path / "home2", hadoop, conf)
+    r = t.run("submit", "--executes", "true", "--conf", "tony.worker.instances=1")
+    assert r.rc == 3, r
+    assert "yarn.resourcemanager.webapp.address.rm1 in" in r.err and "yarn.resourcemanager.webapp.address.rm2 in" in r.err
+    assert "http://localhost:1" in r.err and "http://localhost:3" in r.err, r
 
 
 def test_wrong_hdfs_address(hadoop, tmp_path):

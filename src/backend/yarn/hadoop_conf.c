@@ -73,12 +73,10 @@ char *tony_hadoop_conf_get(const tony_hadoop_conf *h, const char *key) {
     const char *v = tony_conf_get(h->site, key);
     if (!v) return NULL;
     char *x = expand(h->site, v, 0);
-    tony_trim(x);
-    if (!*x) {
-        free(x);
-        return NULL;
-    }
-    return x;
+    const char *t = tony_trim(x);
+    char *out = *t ? tony_strdup(t) : NULL;
+    free(x);
+    return out;
 }
 
 char *tony_hadoop_conf_where(const tony_hadoop_conf *h, const char *key) {
