@@ -4,6 +4,7 @@
  * poll: the answer comes the moment the gang is complete. */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -13,6 +14,7 @@
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
+#include "common/sizing.h"
 #include "common/strv.h"
 
 long long am_now_ms(void) {
@@ -79,6 +81,12 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(t->registered_ms)));
     if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(t->started_ms)));
     if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(t->finished_ms)));
+    json_object_set_new(o, "requested", am_record_requested_json(t));
+    am_metrics *m = am_record_metrics(am, t);
+    if (m) {
+        json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));
+        json_object_set_new(o, "last_sample", am_metrics_last_json(m));
+    }
     return o;
 }
 
@@ -110,6 +118,12 @@ json_t *am_job_json(const tony_am *am) {
         json_array_append_new(tasks, t);
     }
     json_object_set_new(o, "tasks", tasks);
+    /* Right-sizing once the job is over; the numbers are final then. */
+    json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
+    if (am->history) {
+        json_object_set_new(o, "history_dir", json_string(am_history_dir(am->history)));
+        json_object_set_new(o, "history_file", json_string(am_history_file(am->history)));
+    }
     return o;
 }
 
@@ -243,7 +257,22 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     char role[64], verb[32];
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
-        reply_error(req, 404, "unknown path; expected /v1/tasks/<role>/<index>/<register|heartbeat|started|finished>");
+        reply_error(req, 404,
+                    "unknown path; expected /v1/tasks/<role>/<index>/<register|heartbeat|started|finished|metrics>");
+        return;
+    }
+    if (strcmp(verb, "metrics") == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+        const am_task *mt = am_job_task(&am->job, role, index);
+        am_metrics *m = mt ? am_record_metrics(am, mt) : NULL;
+        if (!m) {
+            reply_error(req, 404, "no such task in this job");
+            return;
+        }
+        json_t *o = am_metrics_series_json(m);
+        json_object_set_new(o, "role", json_string(role));
+        json_object_set_new(o, "index", json_integer(index));
+        json_object_set_new(o, "attempt", json_integer(am->job.attempt));
+        reply_json(req, 200, o);
         return;
     }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
@@ -297,6 +326,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             am->status_dirty = true;
             tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, host, (int)port,
                       am_job_count_registered(&am->job), am_job_count_requested(&am->job));
+            am_record_task_registered(am, t);
         }
         t->last_heartbeat_ms = now;
         json_decref(body);
@@ -313,6 +343,20 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         t->last_heartbeat_ms = now;
         if (!am_task_done(t)) t->state = AM_TASK_RUNNING;
         am->status_dirty = true;
+        am_record_task_started(am, t);
+    } else if (strcmp(verb, "metrics") == 0) {
+        tony_sample sample;
+        tony_error err;
+        if (tony_sample_from_json(body, &sample, &err)) {
+            json_decref(body);
+            reply_error(req, 400, err.msg);
+            return;
+        }
+        am_metrics *m = am_record_metrics(am, t);
+        if (m) am_metrics_add(m, &sample);
+        /* A sample is a sign of life too. status.json is not rewritten for
+         * it (live readers ask /v1/job); the final one carries the totals. */
+        t->last_heartbeat_ms = now;
     } else if (strcmp(verb, "finished") == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
          * exit status, as in TonY. A timeout is worth saying in words. */
@@ -332,6 +376,24 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* GET /v1/events?since=<seq>: the events after seq, oldest first. */
+static void serve_events(tony_am *am, struct evhttp_request *req, const char *query) {
+    long long since = 0;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (query && evhttp_parse_query_str(query, &q) == 0) {
+        const char *s = evhttp_find_header(&q, "since");
+        if (s && (!tony_parse_ll(s, &since) || since < 0)) {
+            evhttp_clear_headers(&q);
+            reply_error(req, 400, "since must be an event seq number >= 0 (the \"next\" of the last answer)");
+            return;
+        }
+    }
+    evhttp_clear_headers(&q);
+    if (!am->events) reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
+    else reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
     const char *uri = evhttp_request_get_uri(req);
@@ -341,6 +403,9 @@ static void handle(struct evhttp_request *req, void *arg) {
         reply_error(req, 400, "malformed request URI");
     } else if (strncmp(path, "/v1/tasks/", 10) == 0) {
         handle_task(am, req, path + 10);
+    } else if (strcmp(path, "/v1/events") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else serve_events(am, req, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/v1/job") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
         else reply_json(req, 200, am_job_json(am));

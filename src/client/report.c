@@ -74,3 +74,12 @@ void tony_report_print_changes(FILE *out, const json_t *job, char **last) {
     free(*last);
     *last = grouped;
 }
+
+void tony_report_advice(FILE *out, const json_t *job) {
+    json_t *advice = json_object_get(job, "advice");
+    if (!json_array_size(advice)) return;
+    fprintf(out, "tony: right-sizing (peak use against the request):\n");
+    size_t i;
+    json_t *a;
+    json_array_foreach(advice, i, a) fprintf(out, "tony:   %s\n", json_string_value(json_object_get(a, "text")));
+}

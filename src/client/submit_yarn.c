@@ -261,6 +261,7 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                     am_done = true;
                     tony_report_tasks(stdout, job);
                     tony_report_final(stdout, job);
+                    tony_report_advice(stdout, job);
                     tony_yarn_am_finish(app, job_dir);
                 }
             }
