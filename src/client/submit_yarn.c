@@ -108,11 +108,14 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
                              "credentials", "secrets", kv_entries(secrets, 2));
     free(b64);
     const char *name = tony_conf_get(conf, "tony.application.name");
-    /* One YARN attempt: restarts happen inside the coordinator
-     * (tony.am.retry-count), and a second AM would rerun the whole job. */
+    /* Two levels of restart: tony.am.retry-count inside one coordinator,
+     * and YARN's AM attempts when the coordinator's container itself is
+     * lost (a new attempt reruns the job from its checkpoints). */
+    long long attempts = 2;
+    if (tony_conf_get_ll(conf, "tony.yarn.max-app-attempts", 2, &attempts, NULL) || attempts < 1) attempts = 2;
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:{s:I, s:i}, s:o}", "application-id", app_id,
                             "application-name", name && *name ? name : "TonyApplication", "application-type",
-                            TONY_YARN_APP_TYPE, "queue", tony_yarn_queue(conf), "max-app-attempts", 1,
+                            TONY_YARN_APP_TYPE, "queue", tony_yarn_queue(conf), "max-app-attempts", (int)attempts,
                             "unmanaged-AM", 0, "keep-containers-across-application-attempts", 0, "resource", "memory",
                             (json_int_t)am_mb, "vCores", am_vcores, "am-container-spec", spec);
     tony_strv tags = {0};

@@ -8,6 +8,9 @@
 static const tony_conf_default defaults[] = {
     /* Application */
     {"tony.yarn.queue", "default", "Scheduler queue the job is submitted to."},
+    {"tony.yarn.max-app-attempts", "2",
+     "YARN attempts of the coordinator (ours): when its container is lost, the next attempt reruns the job. "
+     "The RM caps it at yarn.resourcemanager.am.max-attempts."},
     {"tony.application.name", "TensorFlowApplication", "Name of the job as the scheduler shows it."},
     {"tony.application.type", "TONY", "Application type reported to YARN."},
     {"tony.application.tags", "", "Comma list of tags attached to the application (e.g. Azkaban flow tags)."},

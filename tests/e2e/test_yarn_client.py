@@ -274,7 +274,6 @@ def test_follow_until_the_rm_says_final(hadoop, tmp_path):
     assert st["state"] == "FINISHED" and st["final_status"] == "FAILED", st
 
 
-@pytest.mark.xfail(reason="needs the YARN coordinator", strict=False)
 def test_full_job_succeeds(hadoop, tmp_path):
     src = tmp_path / "src"
     src.mkdir()

@@ -3,10 +3,10 @@ stages to HDFS, the coordinator runs in a YARN AM container, speaks Hadoop
 IPC to the ResourceManager and the NodeManagers, and each task's executor
 runs in its own container. The checks go through YARN's own REST API and
 the container log dirs on disk, not only through tony's answers."""
+import json
 import os
 import re
 import signal
-import subprocess
 import time
 
 import pytest
@@ -120,7 +120,7 @@ def test_tensorflow_cluster_spec_and_src_dir(yarn, scripts):
         "print(len(tf['cluster']['worker']), tf['task']['type'], tf['task']['index'], open('data.txt').read())\n")
     (scripts / "data.txt").write_text("shipped")
     r = yarn.submit("--src_dir", str(scripts), "--executes", f"{PYTHON} show.py",
-                    "--framework", "tensorflow", "--conf", "tony.worker.instances=2")
+                    "--conf", "tony.application.framework=tensorflow", "--conf", "tony.worker.instances=2")
     assert r.rc == 0, r
     assert yarn.task_log(yarn.app_id(r), "worker", 1).strip() == "2 worker 1 shipped"
 
@@ -172,10 +172,20 @@ def test_kill_leaves_nothing_running(yarn):
     yarn.wait_no_containers()
 
 
-def container_pids(marker):
-    """Pids of processes whose command line contains marker."""
-    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split()]
+def container_pids(*markers):
+    """Pids of processes running in YARN containers whose environment holds
+    every marker (e.g. "TONY_TASK_ID=worker:1")."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if not any(e.startswith(b"CONTAINER_ID=") for e in env):
+            continue
+        if all(m.encode() in env for m in markers):
+            found.append(int(pid))
+    return found
 
 
 def test_killed_task_container_restarts_the_job(yarn, tmp_path):
@@ -188,14 +198,15 @@ def test_killed_task_container_restarts_the_job(yarn, tmp_path):
     try:
         wait_for(lambda: flag.exists(), timeout=90, what="worker:1 to start")
         time.sleep(1)
-        pids = container_pids(f"touch {flag}")
+        pids = container_pids("TONY_TASK_ID=worker:1")
         assert pids
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
     finally:
         out, err = p.communicate(timeout=180)
     assert p.returncode == 0, out + err
-    assert "attempt 1" in out + err or "restart" in (out + err).lower()
+    st = json.loads(next((yarn.tony.home / "jobs").glob("*/status.json")).read_text())
+    assert st["attempt"] == 1, st
 
 
 def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
@@ -207,8 +218,7 @@ def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
                           what="the application to run")
         wait_for(lambda: yarn.cluster.running_containers() >= 2, timeout=90, what="the task container")
         flag.touch()
-        am = [pid for pid in container_pids("tony am --yarn") if app_id.split("_", 1)[1] in
-              open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")]
+        am = [pid for pid in container_pids() if b"am\0--yarn" in open(f"/proc/{pid}/cmdline", "rb").read()]
         assert am, "no coordinator process found"
         for pid in am:
             os.kill(pid, signal.SIGKILL)
