@@ -174,8 +174,10 @@ function renderAdvice(advice) {
   ul.replaceChildren(...items.map((a) => {
     const li = document.createElement("li");
     const b = document.createElement("b");
-    b.textContent = a.role ? `${a.role}: ` : "";
-    li.append(b, document.createTextNode(a.text || ""));
+    const text = a.text || "";
+    // the advice may already start with its role's name
+    b.textContent = a.role && !text.startsWith(`${a.role}:`) ? `${a.role}: ` : "";
+    li.append(b, document.createTextNode(text));
     return li;
   }));
   ul.hidden = items.length === 0;
@@ -328,8 +330,12 @@ function tick() {
 function selectTask(role, index) {
   ui.selected = { role, index };
   for (const row of ui.rows.values()) row.tr.classList.toggle("selected", isSelected(row.task));
-  $("task-panel").hidden = false;
+  const panel = $("task-panel");
+  const wasHidden = panel.hidden;
+  panel.hidden = false;
   setText($("panel-title"), `${role}:${index}`);
+  // Beside the table on wide screens; below it otherwise, so bring it in view.
+  if (wasHidden && panel.getBoundingClientRect().top > window.innerHeight) panel.scrollIntoView({ block: "start" });
   openLog(currentStream());
   $("plots").replaceChildren(note("loading metrics…"));
   pollMetrics();
@@ -503,6 +509,13 @@ function lineChart(title, t, series, fmt, ref) {
       points++;
     });
     if (d) svg.append(svgEl("path", { d, class: "p-line " + s.cls }));
+    // the latest sample as a dot: visible even when it is the only one
+    const vals = s.values || [];
+    for (let i = Math.min(vals.length, t.length) - 1; i >= 0; i--) {
+      if (vals[i] == null || vals[i] < 0) continue;
+      svg.append(svgEl("circle", { cx: x(t[i]).toFixed(1), cy: y(vals[i]).toFixed(1), r: 2.5, class: "p-dot " + s.cls }));
+      break;
+    }
   }
   fig.dataset.points = String(points);
   const cap = document.createElement("figcaption");
@@ -562,6 +575,7 @@ function noteTransitions(prev, job) {
 
 function addEvent(e) {
   const ol = $("events");
+  const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
   const li = document.createElement("li");
   li.className = "ev " + stateClass(e.type);
   const time = document.createElement("time");
@@ -578,6 +592,7 @@ function addEvent(e) {
   li.append(time, type, task, text);
   ol.append(li);
   while (ol.children.length > 2000) ol.firstElementChild.remove();
+  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
 }
 
 // ---------- wiring ----------

@@ -62,6 +62,7 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, "TONY_ATTEMPT", "%d", am->job.attempt);
     tony_env_setf(env, "TONY_HEARTBEAT_INTERVAL_MS", "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, "TONY_MAX_MISSED_HEARTBEATS", "%d", p->max_missed_heartbeats);
+    am_record_task_env(am, t, env);
     /* TensorBoard's port: the sidecar role when there is one, else the chief
      * (TonY §3.8). */
     bool has_sidecar_tb = tony_plan_role(p, "tensorboard") != NULL;
@@ -100,10 +101,12 @@ static void request_task(tony_am *am, am_task *t) {
     t->state = AM_TASK_REQUESTED;
     t->requested_ms = am_now_ms();
     am->status_dirty = true;
+    am_record_task_requested(am, t);
     tony_error err;
     if (am->backend->ops->launch(am->backend, &l, &err)) {
         tony_error_log("cannot start %s:%d: %s", t->role->name, t->index, err.msg);
         am_job_on_task_exit(&am->job, t, TONY_EXIT_ABORTED, err.msg, am_now_ms());
+        am_record_task_exit(am, t);
     }
     free(resources);
     tony_env_free(&env);
@@ -118,6 +121,7 @@ static void request_ready_tasks(tony_am *am) {
 
 static void start_attempt(tony_am *am, int attempt) {
     am_job_reset(&am->job, attempt);
+    am_record_attempt(am);
     if (am->rendezvous) am_rendezvous_reset(am->rendezvous);
     am->status_dirty = true;
     tony_info("attempt %d: asking for %zu container(s)", attempt, am->job.ntasks);
@@ -158,6 +162,7 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     am->diagnostics = tony_strdup(diag ? diag : "");
     am->finished_ms = am_now_ms();
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(status), am->diagnostics);
+    am_record_finish(am);
     am_api_release_waiters(am, true);
     write_status(am);
     schedule_exit(am, exit_delay_s(am, false));
@@ -189,6 +194,7 @@ void am_advance(tony_am *am) {
     if (am->backend->ops->active(am->backend) > 0) return;
     if (j->attempt_status == AM_FINAL_FAILED && am->retries_left > 0 && !am->killed && !am->timed_out) {
         am->retries_left--;
+        am_record_restart(am);
         tony_warn("attempt %d failed: %s -- restarting the job (%d restart(s) left)", j->attempt,
                   j->attempt_diagnostics ? j->attempt_diagnostics : "", am->retries_left);
         start_attempt(am, j->attempt + 1);
@@ -206,6 +212,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
     am_job_on_task_exit(&am->job, t, exit_status, diagnostics, am_now_ms());
+    am_record_task_exit(am, t);
     am->status_dirty = true;
     am_advance(am);
 }
@@ -213,6 +220,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
 void am_on_kill_request(tony_am *am) {
     tony_info("kill requested");
     am->killed = true;
+    am_record_kill(am);
     if (am->plan.single_node) {
         if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
         return;
@@ -248,7 +256,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
         }
         if (!am->plan.single_node) {
             am_task *t = am_job_check_heartbeats(&am->job, now);
-            if (t) tony_warn("%s", t->diagnostics);
+            if (t) {
+                tony_warn("%s", t->diagnostics);
+                am_record_heartbeat_missed(am, t);
+            }
             am_job_check_registration(&am->job, now);
             am_advance(am);
         }
@@ -370,6 +381,7 @@ static int am_setup(tony_am *am, const char *job_dir, tony_error *err) {
     am->reaper = tony_reaper_new(am->base);
     am->host = tony_strdup("127.0.0.1");
     if (am_api_start(am, err)) return -1;
+    am_record_start(am);
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
         am->rendezvous = am_rendezvous_start(am->base, am->host, err);
         if (!am->rendezvous) return -1;
@@ -417,6 +429,7 @@ static void am_teardown(tony_am *am) {
     if (am->sigint) event_free(am->sigint);
     tony_reaper_free(am->reaper);
     if (am->base) event_base_free(am->base);
+    am_record_free(am);
     am_job_free(&am->job);
     tony_plan_free(&am->plan);
     tony_conf_free(am->conf);

@@ -7,7 +7,10 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "am/events.h"
+#include "am/history.h"
 #include "am/job.h"
+#include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
 #include "common/reaper.h"
@@ -60,6 +63,13 @@ typedef struct tony_am {
     int single_pid;       /* single-node mode: the user's process in the coordinator */
     char *single_dir;
     bool status_dirty;
+    /* What the job did, for people (record.c): the event log, the history
+     * files, and each task's metrics in this attempt (indexed like
+     * job.tasks). */
+    am_events *events;
+    am_history *history;
+    am_metrics **metrics;
+    size_t nmetrics;
 } tony_am;
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
@@ -83,5 +93,27 @@ void am_on_kill_request(tony_am *am);
 void am_on_client_finished(tony_am *am);
 void am_advance(tony_am *am);
 const char *am_final_status_name(am_final_status s);
+
+/* Recording (record.c): hooks the loop and the API call as things happen;
+ * each writes the event log, the history file and the metrics. Failing to
+ * record never disturbs the job. */
+void am_record_start(tony_am *am);
+void am_record_attempt(tony_am *am);
+void am_record_task_requested(tony_am *am, const am_task *t);
+void am_record_task_registered(tony_am *am, const am_task *t);
+void am_record_task_started(tony_am *am, const am_task *t);
+void am_record_task_exit(tony_am *am, const am_task *t);
+void am_record_heartbeat_missed(tony_am *am, const am_task *t);
+void am_record_restart(tony_am *am);
+void am_record_kill(tony_am *am);
+void am_record_finish(tony_am *am);
+void am_record_free(tony_am *am);
+/* The task's metrics in the current attempt. */
+am_metrics *am_record_metrics(const tony_am *am, const am_task *t);
+/* The executor's env for metrics: the interval, and nvidia-smi for tasks
+ * with GPUs when tony.task.gpu-metrics.enabled. */
+void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env);
+/* A task's requested resources: {"memory_bytes","vcores","gpus"}. */
+json_t *am_record_requested_json(const am_task *t);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -17,6 +18,7 @@
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
+#include "common/sizing.h"
 #include "common/strv.h"
 
 long long am_now_ms(void) {
@@ -104,6 +106,12 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(am, t->registered_ms)));
     if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
     if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
+    json_object_set_new(o, "requested", am_record_requested_json(t));
+    am_metrics *m = am_record_metrics(am, t);
+    if (m) {
+        json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));
+        json_object_set_new(o, "last_sample", am_metrics_last_json(m));
+    }
     return o;
 }
 
@@ -144,6 +152,12 @@ json_t *am_job_json(const tony_am *am) {
             json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", t->role->name, t->index));
             break;
         }
+    }
+    /* Right-sizing once the job is over; the numbers are final then. */
+    json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
+    if (am->history) {
+        json_object_set_new(o, "history_dir", json_string(am_history_dir(am->history)));
+        json_object_set_new(o, "history_file", json_string(am_history_file(am->history)));
     }
     return o;
 }
@@ -374,7 +388,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
 }
 
 static bool known_verb(const char *verb) {
-    static const char *const verbs[] = {"log", "register", "heartbeat", "started", "finished"};
+    static const char *const verbs[] = {"log", "metrics", "register", "heartbeat", "started", "finished"};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (strcmp(verb, verbs[i]) == 0) return true;
     return false;
@@ -385,16 +399,31 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     char role[64], verb[32];
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
-        reply_error(req, 404, "unknown path; expected /v1/tasks/<role>/<index>/<log|register|heartbeat|started|finished>");
+        reply_error(req, 404,
+                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished>");
         return;
     }
     if (!known_verb(verb)) {
-        reply_error(req, 404, "unknown task verb; expected log, register, heartbeat, started or finished");
+        reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
         return;
     }
     if (strcmp(verb, "log") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
         else handle_log(am, req, role, index);
+        return;
+    }
+    if (strcmp(verb, "metrics") == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+        const am_task *mt = am_job_task(&am->job, role, index);
+        am_metrics *m = mt ? am_record_metrics(am, mt) : NULL;
+        if (!m) {
+            reply_error(req, 404, "no such task in this job");
+            return;
+        }
+        json_t *o = am_metrics_series_json(m);
+        json_object_set_new(o, "role", json_string(role));
+        json_object_set_new(o, "index", json_integer(index));
+        json_object_set_new(o, "attempt", json_integer(am->job.attempt));
+        reply_json(req, 200, o);
         return;
     }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
@@ -451,6 +480,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             am->status_dirty = true;
             tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, host, (int)port,
                       am_job_count_registered(&am->job), am_job_count_requested(&am->job));
+            am_record_task_registered(am, t);
         }
         t->last_heartbeat_ms = now;
         json_decref(body);
@@ -466,6 +496,19 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         t->started_ms = now;
         t->last_heartbeat_ms = now;
         if (!am_task_done(t)) t->state = AM_TASK_RUNNING;
+        am->status_dirty = true;
+        am_record_task_started(am, t);
+    } else if (strcmp(verb, "metrics") == 0) {
+        tony_sample sample;
+        tony_error err;
+        if (tony_sample_from_json(body, &sample, &err)) {
+            json_decref(body);
+            reply_error(req, 400, err.msg);
+            return;
+        }
+        am_metrics *m = am_record_metrics(am, t);
+        if (m) am_metrics_add(m, &sample);
+        t->last_heartbeat_ms = now; /* a sample is a sign of life too */
         am->status_dirty = true;
     } else if (strcmp(verb, "finished") == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
@@ -486,6 +529,24 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* GET /v1/events?since=<seq>: the events after seq, oldest first. */
+static void serve_events(tony_am *am, struct evhttp_request *req, const char *query) {
+    long long since = 0;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (query && evhttp_parse_query_str(query, &q) == 0) {
+        const char *s = evhttp_find_header(&q, "since");
+        if (s && (!tony_parse_ll(s, &since) || since < 0)) {
+            evhttp_clear_headers(&q);
+            reply_error(req, 400, "since must be an event seq number >= 0 (the \"next\" of the last answer)");
+            return;
+        }
+    }
+    evhttp_clear_headers(&q);
+    if (!am->events) reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
+    else reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
     const char *uri = evhttp_request_get_uri(req);
@@ -495,6 +556,9 @@ static void handle(struct evhttp_request *req, void *arg) {
         reply_error(req, 400, "malformed request URI");
     } else if (strncmp(path, "/v1/tasks/", 10) == 0) {
         handle_task(am, req, path + 10);
+    } else if (strcmp(path, "/v1/events") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else serve_events(am, req, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/v1/job") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
         else reply_job(am, req);

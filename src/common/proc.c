@@ -91,7 +91,7 @@ int tony_proc_exit_code(int status) {
 
 /* /proc/<pid>/stat: "pid (comm) state ppid pgrp session ... utime(14) stime(15)
  * ... rss(24)"; comm may hold spaces and parentheses, so parse after the last ')'. */
-static bool read_stat(pid_t pid, pid_t *sid, long long *rss_kb, double *cpu_s) {
+static bool read_stat(pid_t pid, tony_proc_info *out) {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -116,9 +116,8 @@ static bool read_stat(pid_t pid, pid_t *sid, long long *rss_kb, double *cpu_s) {
     static long page_kb = 0, ticks = 0;
     if (!page_kb) page_kb = sysconf(_SC_PAGESIZE) / 1024;
     if (!ticks) ticks = sysconf(_SC_CLK_TCK);
-    *sid = session;
-    *rss_kb = rss * page_kb;
-    *cpu_s = (double)(utime + stime) / (double)ticks;
+    *out = (tony_proc_info){.pid = pid, .ppid = ppid, .pgrp = pgrp, .sid = session, .rss_kb = rss * page_kb,
+                            .cpu_seconds = (double)(utime + stime) / (double)ticks};
     return true;
 }
 
@@ -128,11 +127,8 @@ void tony_proc_scan(tony_proc_visit_fn fn, void *ctx) {
     struct dirent *de;
     while ((de = readdir(d))) {
         if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-        pid_t pid = (pid_t)atoi(de->d_name);
-        pid_t sid;
-        long long rss;
-        double cpu;
-        if (read_stat(pid, &sid, &rss, &cpu)) fn(ctx, pid, sid, rss, cpu);
+        tony_proc_info info;
+        if (read_stat((pid_t)atoi(de->d_name), &info)) fn(ctx, &info);
     }
     closedir(d);
 }
@@ -143,10 +139,9 @@ typedef struct {
     int count;
 } session_visit;
 
-static void kill_visit(void *ctx, pid_t pid, pid_t sid, long long rss, double cpu) {
-    (void)rss, (void)cpu;
+static void kill_visit(void *ctx, const tony_proc_info *p) {
     session_visit *v = ctx;
-    if (sid == v->sid && pid != getpid() && kill(pid, v->sig) == 0) v->count++;
+    if (p->sid == v->sid && p->pid != getpid() && kill(p->pid, v->sig) == 0) v->count++;
 }
 
 int tony_proc_kill_session(pid_t sid, int sig) {

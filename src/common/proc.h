@@ -24,9 +24,17 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
  * YARN's convention). */
 int tony_proc_exit_code(int wait_status);
 
-/* Calls fn for every process whose session id is sid (a container's
- * processes: its executor started it with setsid). */
-typedef void (*tony_proc_visit_fn)(void *ctx, pid_t pid, pid_t sid, long long rss_kb, double cpu_seconds);
+/* One process as /proc/<pid>/stat shows it. */
+typedef struct tony_proc_info {
+    pid_t pid, ppid, pgrp, sid;
+    long long rss_kb;
+    double cpu_seconds; /* utime + stime */
+} tony_proc_info;
+
+/* Calls fn for every live (non-zombie) process: callers pick a container's
+ * processes by session id (its executor started it with setsid), a process
+ * group or parentage. */
+typedef void (*tony_proc_visit_fn)(void *ctx, const tony_proc_info *p);
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
 /* Sends sig to every process of session sid; returns how many got it. */
 int tony_proc_kill_session(pid_t sid, int sig);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
+#include "executor/metrics.h"
 #include "executor/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -40,7 +41,9 @@ typedef struct executor {
     int index;
     int attempt;
     long long heartbeat_ms;
+    long long metrics_ms;
     int max_missed;
+    tony_metrics_sampler *sampler;
     const char *log_dir;
     const char *host;
     int port_fd, tb_fd;
@@ -126,6 +129,18 @@ static json_t *register_task(executor *x, tony_error *err) {
     return NULL;
 }
 
+/* Measures the task and tells the coordinator; a lost sample is not worth
+ * more than a debug line (the next one comes soon). */
+static void send_metrics(const executor *x) {
+    tony_sample s;
+    tony_metrics_sampler_take(x->sampler, &s);
+    long status;
+    tony_error err;
+    json_t *ans = call(x, "metrics", tony_sample_to_json(&s), CALL_TIMEOUT_MS, &status, &err);
+    if (!ans) tony_debug("metrics not sent: %s", err.msg);
+    json_decref(ans);
+}
+
 static void kill_group(pid_t pgid, int sig) {
     if (pgid > 0) kill(-pgid, sig);
 }
@@ -169,8 +184,11 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_error herr;
     json_t *ans = call(x, "started", json_pack("{s:i}", "pid", (int)pid), CALL_TIMEOUT_MS, &status, &herr);
     json_decref(ans);
+    /* A first sample at once, so that even a short task has one. */
+    tony_metrics_sampler_set_group(x->sampler, pid);
+    send_metrics(x);
 
-    long long start = now_ms(), next_hb = start + x->heartbeat_ms, stop_at = 0;
+    long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
     int failed_hb = 0, wait_status = 0, code = -1;
     bool timed_out = false;
     for (;;) {
@@ -211,6 +229,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             }
             json_decref(ans);
         }
+        if (now >= next_metrics && !stop_at) {
+            send_metrics(x);
+            next_metrics = now_ms() + x->metrics_ms;
+        }
         tony_sleep_ms(50);
     }
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
@@ -248,6 +270,10 @@ int tony_executor_main(void) {
     long long v;
     x.heartbeat_ms = tony_parse_ll(getenv("TONY_HEARTBEAT_INTERVAL_MS"), &v) && v > 0 ? v : 1000;
     x.max_missed = tony_parse_ll(getenv("TONY_MAX_MISSED_HEARTBEATS"), &v) && v > 0 ? (int)v : 25;
+    x.metrics_ms = tony_parse_ll(getenv("TONY_METRICS_INTERVAL_MS"), &v) && v > 0 ? v : 5000;
+    /* TONY_GPU_METRICS_SMI is set only for tasks that asked for GPUs with
+     * tony.task.gpu-metrics.enabled. */
+    x.sampler = tony_metrics_sampler_new(getpid(), getenv("CUDA_VISIBLE_DEVICES"), getenv("TONY_GPU_METRICS_SMI"));
     x.host = getenv("NM_HOST") ? getenv("NM_HOST") : "127.0.0.1";
 
     const char *app_id = getenv("JOB_ID");
@@ -261,8 +287,10 @@ int tony_executor_main(void) {
     code = run_user_process(&x, go, &err);
     json_decref(go);
     if (code < 0) goto fail;
+    tony_metrics_sampler_free(x.sampler);
     return code;
 fail:
+    tony_metrics_sampler_free(x.sampler);
     tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);
     if (x.tb_fd >= 0) close(x.tb_fd);

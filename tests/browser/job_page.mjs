@@ -77,10 +77,10 @@ async function full() {
   await waitText(page.locator("#log"), /chief says hello/, "back on stdout");
   // metrics plots
   if (cfg.expect_metrics) {
-    step = "memory and CPU plots with data points";
+    step = "memory and CPU plots with lines of 3 or more samples";
     await page.waitForFunction(() => {
       const f = [...document.querySelectorAll("figure.plot")];
-      return f.length >= 2 && f.every((x) => Number(x.dataset.points) > 0);
+      return f.length >= 2 && f.every((x) => Number(x.dataset.points) >= 3 && x.querySelector("path.p-line"));
     }, null, { timeout: T });
   } else {
     await waitText(page.locator("#plots"), /no metrics yet|samples/, "the plots area");

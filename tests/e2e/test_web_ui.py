@@ -31,7 +31,7 @@ case "$JOB_NAME:$TASK_INDEX" in
   chief:0)
     echo "chief says hello"; echo "chief warns on stderr" >&2
     wait_for release-workers
-    for i in $(seq 1 12); do echo "chief step $i"; sleep 0.5; done
+    for i in $(seq 1 12); do echo "chief step $i"; buf="$buf$(head -c 2000000 /dev/zero | tr '\0' x)"; sleep 0.5; done
     wait_for release-chief; echo "chief done" ;;
   worker:0) echo "worker 0 says hello"; wait_for release-workers; sleep 1; echo "worker 0 done" ;;
   worker:1) echo "worker 1 says hello"; wait_for release-workers; echo "worker 1 fails" >&2; exit 3 ;;
@@ -85,7 +85,8 @@ def get(url, headers=None):
 
 def test_page_follows_a_multi_role_job(tony, scripts, browser_tools):
     r, job, url = start_job(tony, scripts, "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2",
-                            "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false")
+                            "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false",
+                            "--conf", "tony.task.metrics-interval-ms=500")
     metrics = get(url + "/v1/tasks/chief/0/metrics")[0] == 200 or "metrics" in json.dumps(r.status())
     out = run_browser(browser_tools, mode="full", url=url + "/", app_id=job.name, release_dir=str(job / "shared"),
                       expect_metrics=metrics)

@@ -397,11 +397,10 @@ typedef struct {
     long long *rss_kb; /* per container, indexed like b->items */
 } rss_scan;
 
-static void rss_visit(void *ctx, pid_t pid, pid_t sid, long long rss_kb, double cpu) {
-    (void)pid, (void)cpu;
+static void rss_visit(void *ctx, const tony_proc_info *p) {
     rss_scan *s = ctx;
     for (size_t i = 0; i < s->b->len; i++)
-        if (s->b->items[i]->state == C_RUNNING && s->b->items[i]->pid == sid) s->rss_kb[i] += rss_kb;
+        if (s->b->items[i]->state == C_RUNNING && s->b->items[i]->pid == p->sid) s->rss_kb[i] += p->rss_kb;
 }
 
 /* One pass over /proc per tick measures every container's session. */

@@ -1,0 +1,195 @@
+/* Recording what happens to a job: one place turns the coordinator's
+ * moments (an attempt starts, a task registers, a container ends, ...) into
+ * an event log line, TonY's history events and per-task metrics, so that the
+ * loop (am.c) and the API (api.c) only call a hook. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am/am_internal.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "common/strv.h"
+
+static long long wall_now(const tony_am *am) { return am_wall_ms(am, am_now_ms()); }
+
+static char *task_id(const am_task *t) { return tony_sprintf("%s:%d", t->role->name, t->index); }
+
+/* History is best effort: the first failure is logged and history stops. */
+static void history_failed(tony_am *am, const tony_error *err) {
+    tony_warn("job history stops here: %s", err->msg);
+    am_history_free(am->history);
+    am->history = NULL;
+}
+
+static tony_jhist_writer *writer(tony_am *am) { return am->history ? am_history_writer(am->history) : NULL; }
+
+static void metrics_reset(tony_am *am) {
+    for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
+    free(am->metrics);
+    am->nmetrics = am->job.ntasks;
+    am->metrics = tony_xcalloc(am->nmetrics ? am->nmetrics : 1, sizeof *am->metrics);
+    for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(AM_METRICS_MAX_POINTS);
+}
+
+static void app_inited(tony_am *am) {
+    int n = tony_plan_total_instances(&am->plan);
+    am_events_add(am->events, wall_now(am), "APPLICATION_INITED", NULL, am->job.attempt,
+                  "%s: attempt %d of %s with %d task(s), coordinator at %s", am->app_id, am->job.attempt,
+                  am->plan.framework, n, am->url ? am->url : am->host);
+    tony_error err;
+    if (writer(am) &&
+        tony_jhist_application_inited(writer(am), wall_now(am), am->app_id, n, am->host, NULL, &err))
+        history_failed(am, &err);
+}
+
+void am_record_start(tony_am *am) {
+    am->events = am_events_new(AM_EVENTS_KEEP);
+    metrics_reset(am);
+    const char *local_root = tony_conf_get(am->conf, "tony.local.root");
+    char *root = tony_jobs_root(local_root);
+    char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
+    tony_error err;
+    am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am, am->started_ms), &err);
+    if (!am->history) tony_warn("%s", err.msg);
+    else {
+        char *log = tony_path_join(am_history_dir(am->history), "events.jsonl");
+        if (am_events_open_log(am->events, log, &err)) tony_warn("%s", err.msg);
+        free(log);
+        tony_info("history: %s", am_history_file(am->history));
+    }
+    free(conf_path);
+    free(root);
+    if (am->plan.single_node) app_inited(am);
+}
+
+void am_record_attempt(tony_am *am) {
+    if (!am->events) return;
+    metrics_reset(am);
+    app_inited(am);
+}
+
+void am_record_task_requested(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add(am->events, wall_now(am), "TASK_REQUESTED", id, am->job.attempt,
+                  "%s: container requested (%lld MiB, %d vcores, %d GPUs)", id, t->role->memory_mb, t->role->vcores,
+                  t->role->gpus);
+    free(id);
+}
+
+void am_record_task_registered(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add(am->events, wall_now(am), "TASK_REGISTERED", id, am->job.attempt, "%s: registered at %s:%d", id,
+                  t->host, t->port);
+    free(id);
+    /* TonY writes TASK_STARTED when the container launches; the executor's
+     * registration is the first moment we know its host. */
+    tony_error err;
+    if (writer(am) && tony_jhist_task_started(writer(am), wall_now(am), t->role->name, t->index, t->host, NULL, &err))
+        history_failed(am, &err);
+}
+
+void am_record_task_started(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add(am->events, wall_now(am), "TASK_STARTED", id, am->job.attempt, "%s: user process started (pid %d)", id,
+                  t->pid);
+    free(id);
+}
+
+void am_record_task_exit(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t), meaning[160];
+    const char *status = am_task_state_name(t->state);
+    const char *what = tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning);
+    am_metrics *m = am_record_metrics(am, t);
+    char peak[160] = "";
+    if (m && am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) >= 0)
+        snprintf(peak, sizeof peak, "; peak memory %.0f MiB, CPU %.0f%% on average",
+                 am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) / (1024.0 * 1024.0),
+                 am_metrics_value(m, AM_METRIC_AVG_CPU_PERCENT));
+    const char *diag = t->diagnostics && *t->diagnostics ? t->diagnostics : NULL;
+    if (t->state == AM_TASK_SUCCEEDED)
+        am_events_add(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, "%s succeeded%s", id, peak);
+    else
+        am_events_add(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, "%s %s: %s%s%s%s", id,
+                      t->state == AM_TASK_FAILED ? "failed" : "was stopped", what, peak, diag ? ". " : "",
+                      diag ? diag : "");
+    free(id);
+    tony_jhist_metric ms[AM_METRIC_TONY_COUNT];
+    for (int i = 0; i < AM_METRIC_TONY_COUNT; i++)
+        ms[i] = (tony_jhist_metric){am_metric_name(i), m ? am_metrics_value(m, i) : -1};
+    /* TonY: the container's diagnostics on failure, "NA" otherwise */
+    const char *cd = t->state == AM_TASK_SUCCEEDED ? "NA" : diag ? diag : what;
+    tony_error err;
+    if (writer(am) && tony_jhist_task_finished(writer(am), wall_now(am), t->role->name, t->index, status, ms,
+                                               AM_METRIC_TONY_COUNT, cd, &err))
+        history_failed(am, &err);
+}
+
+void am_record_heartbeat_missed(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add(am->events, wall_now(am), "HEARTBEAT_MISSED", id, am->job.attempt, "%s",
+                  t->diagnostics ? t->diagnostics : "missed heartbeats");
+    free(id);
+}
+
+void am_record_restart(tony_am *am) {
+    if (!am->events) return;
+    am_events_add(am->events, wall_now(am), "RESTART", NULL, am->job.attempt,
+                  "attempt %d failed (%s); restarting the job, %d restart(s) left", am->job.attempt,
+                  am->job.attempt_diagnostics ? am->job.attempt_diagnostics : "", am->retries_left);
+}
+
+void am_record_kill(tony_am *am) {
+    if (!am->events) return;
+    am_events_add(am->events, wall_now(am), "KILL", NULL, am->job.attempt, "killed by the user");
+}
+
+void am_record_finish(tony_am *am) {
+    if (!am->events) return;
+    int finished = 0, failed = 0;
+    for (size_t i = 0; i < am->job.ntasks; i++) {
+        const am_task *t = &am->job.tasks[i];
+        finished += am_task_done(t);
+        failed += t->state == AM_TASK_FAILED;
+    }
+    const char *status = am_final_status_name(am->final_status);
+    am_events_add(am->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->job.attempt, "%s %s: %s", am->app_id,
+                  status, am->diagnostics ? am->diagnostics : "");
+    tony_error err;
+    if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
+        history_failed(am, &err);
+    if (am->history && am_history_finish(am->history, am_wall_ms(am, am->finished_ms), status, &err)) history_failed(am, &err);
+    else if (am->history) tony_info("history: %s", am_history_file(am->history));
+}
+
+void am_record_free(tony_am *am) {
+    am_history_free(am->history);
+    am_events_free(am->events);
+    for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
+    free(am->metrics);
+}
+
+am_metrics *am_record_metrics(const tony_am *am, const am_task *t) {
+    if (!am->metrics || t < am->job.tasks || t >= am->job.tasks + am->job.ntasks) return NULL;
+    size_t i = (size_t)(t - am->job.tasks);
+    return i < am->nmetrics ? am->metrics[i] : NULL;
+}
+
+void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env) {
+    tony_env_setf(env, "TONY_METRICS_INTERVAL_MS", "%lld", am->plan.metrics_interval_ms);
+    bool gpu_metrics = true;
+    if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
+    const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
+    if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, "TONY_GPU_METRICS_SMI", smi && *smi ? smi : "nvidia-smi");
+}
+
+json_t *am_record_requested_json(const am_task *t) {
+    return json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)t->role->memory_mb * 1024 * 1024, "vcores",
+                     t->role->vcores, "gpus", t->role->gpus);
+}

@@ -1,0 +1,29 @@
+/* Right-sizing: what a finished job's tasks used against what their roles
+ * asked for, as advice a user can paste back (e.g. "worker: peak memory
+ * 104 MiB of 8 GiB requested (1%); try tony.worker.memory=512m"). Used by
+ * the coordinator (the job's "advice") and by `tony history`. */
+#ifndef TONY_SIZING_H
+#define TONY_SIZING_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Thresholds: a role "ran close to its limit" above 90% of it, and "asked far
+ * more than it used" when a request of twice the suggestion would still be
+ * too much. */
+#define TONY_SIZING_CLOSE 0.9
+#define TONY_SIZING_HEADROOM 1.5
+
+/* tasks: [{"role":..,"requested":{"memory_bytes","vcores","gpus"},
+ * "metrics":{"MAX_MEMORY_BYTES",...}}] (the job JSON's tasks). Returns
+ * [{"role","kind":"memory|cpu|gpu|ok","text",("key","value")}], roles in
+ * the order they first appear; roles never measured get nothing. */
+json_t *tony_sizing_advice(const json_t *tasks);
+
+/* "104 MiB", "8 GiB", "1.5 GiB" into buf. */
+const char *tony_sizing_bytes(double bytes, char *buf, size_t n);
+/* A memory value for tony.<role>.memory with headroom over peak bytes:
+ * multiples of 512m below 1 GiB, whole GiB above ("512m", "5g"). */
+void tony_sizing_memory_value(double peak_bytes, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,307 @@
+/* The executor's sampler: one pass over /proc per sample picks the task's
+ * processes and sums their RSS and CPU time; nvidia-smi, when the task has
+ * GPUs, is run with a deadline so that a wedged driver cannot stall the
+ * executor's loop. */
+#include "executor/metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/proc.h"
+#include "common/strv.h"
+
+#define SMI_TIMEOUT_MS 5000
+#define SMI_MAX_FAILURES 10 /* TonY's MAX_REPEATED_GPU_ERROR_ALLOWED */
+#define SMI_QUERY "--query-gpu=utilization.gpu,memory.used,memory.total"
+
+typedef struct cpu_seen {
+    pid_t pid;
+    double cpu_seconds;
+} cpu_seen;
+
+struct tony_metrics_sampler {
+    pid_t root, pgid;
+    bool root_leads_session;
+    char *gpu_ids; /* validated CUDA_VISIBLE_DEVICES, NULL: no GPU sampling */
+    char *smi;     /* resolved nvidia-smi path */
+    int smi_failures;
+    cpu_seen *prev; /* the last sample's processes, sorted by pid */
+    size_t nprev;
+    long long prev_mono_ms;
+};
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long wall_ms(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* "[N/A]", "N/A", "[Not Supported]": nvidia-smi's ways of saying unknown. */
+static bool smi_number(const char *field, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(field, &end);
+    if (end == field || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+int tony_metrics_parse_smi(const char *csv, tony_sample *s, tony_error *err) {
+    double util_sum = 0, util_max = -1, fb_sum = 0, fb_max = -1;
+    long long mem = 0;
+    int lines = 0, nutil = 0, nfb = 0, nmem = 0;
+    char *copy = tony_strdup(csv ? csv : "");
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!*tony_trim(line)) continue;
+        tony_strv f = {0};
+        char *fs = NULL;
+        for (char *tok = strtok_r(line, ",", &fs); tok; tok = strtok_r(NULL, ",", &fs)) tony_strv_push(&f, tony_trim(tok));
+        if (f.len != 3) {
+            tony_strv_free(&f);
+            tony_err(err, "unexpected nvidia-smi output line '%s': expected utilization.gpu, memory.used, memory.total",
+                     line);
+            free(copy);
+            return -1;
+        }
+        lines++;
+        double util, used, total;
+        if (smi_number(f.items[0], &util)) {
+            util_sum += util;
+            if (util > util_max) util_max = util;
+            nutil++;
+        }
+        bool have_used = smi_number(f.items[1], &used);
+        if (have_used) {
+            mem += (long long)(used * 1024 * 1024); /* MiB with nounits */
+            nmem++;
+        }
+        if (have_used && smi_number(f.items[2], &total) && total > 0) {
+            double pct = used / total * 100.0;
+            fb_sum += pct;
+            if (pct > fb_max) fb_max = pct;
+            nfb++;
+        }
+        tony_strv_free(&f);
+    }
+    free(copy);
+    if (lines == 0) return tony_err(err, "nvidia-smi printed no GPU lines");
+    s->gpus = lines;
+    s->gpu_util_percent = nutil ? util_sum / nutil : -1;
+    s->gpu_util_max_percent = nutil ? util_max : -1;
+    s->gpu_mem_bytes = nmem ? mem : -1;
+    s->gpu_fb_percent = nfb ? fb_sum / nfb : -1;
+    s->gpu_fb_max_percent = nfb ? fb_max : -1;
+    return 0;
+}
+
+/* nvidia-smi on PATH, a path to it, or its directory (tony.gpu-exec-path). */
+static char *find_smi(const char *smi) {
+    if (!smi || !*smi) return NULL;
+    if (strchr(smi, '/')) {
+        char *p = tony_is_dir(smi) ? tony_path_join(smi, "nvidia-smi") : tony_strdup(smi);
+        if (access(p, X_OK) == 0) return p;
+        free(p);
+        return NULL;
+    }
+    const char *path = getenv("PATH");
+    char *copy = tony_strdup(path ? path : "/usr/bin:/bin"), *save = NULL;
+    char *found = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *p = tony_path_join(d, smi);
+        if (access(p, X_OK) == 0) found = p;
+        else free(p);
+    }
+    free(copy);
+    return found;
+}
+
+/* Device ids or GPU UUIDs only: the value becomes an argument. */
+static bool valid_gpu_ids(const char *ids) {
+    if (!ids || !*ids) return false;
+    for (const char *p = ids; *p; p++)
+        if (!(*p == ',' || *p == '-' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return false;
+    return true;
+}
+
+tony_metrics_sampler *tony_metrics_sampler_new(pid_t root, const char *gpu_ids, const char *smi) {
+    tony_metrics_sampler *m = tony_xcalloc(1, sizeof *m);
+    m->root = root;
+    m->root_leads_session = getsid(root) == root;
+    m->prev_mono_ms = mono_ms();
+    if (smi && valid_gpu_ids(gpu_ids)) {
+        m->smi = find_smi(smi);
+        if (m->smi) m->gpu_ids = tony_strdup(gpu_ids);
+        else tony_debug("no %s found: GPU metrics are not collected", smi);
+    }
+    return m;
+}
+
+void tony_metrics_sampler_free(tony_metrics_sampler *m) {
+    if (!m) return;
+    free(m->gpu_ids);
+    free(m->smi);
+    free(m->prev);
+    free(m);
+}
+
+void tony_metrics_sampler_set_group(tony_metrics_sampler *m, pid_t pgid) { m->pgid = pgid; }
+
+bool tony_metrics_sampler_has_gpus(const tony_metrics_sampler *m) { return m->gpu_ids != NULL; }
+
+typedef struct proc_list {
+    tony_proc_info *items;
+    size_t len, cap;
+} proc_list;
+
+static void collect(void *ctx, const tony_proc_info *p) {
+    proc_list *l = ctx;
+    if (l->len == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->items = tony_xrealloc(l->items, l->cap * sizeof *l->items);
+    }
+    l->items[l->len++] = *p;
+}
+
+static int cmp_seen(const void *a, const void *b) {
+    pid_t x = ((const cpu_seen *)a)->pid, y = ((const cpu_seen *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Marks the task's processes: the executor, its session when it leads one
+ * (a container), the user's process group, and every descendant of those. */
+static bool *select_members(const tony_metrics_sampler *m, const proc_list *l) {
+    bool *in = tony_xcalloc(l->len ? l->len : 1, sizeof *in);
+    for (size_t i = 0; i < l->len; i++) {
+        const tony_proc_info *p = &l->items[i];
+        in[i] = p->pid == m->root || (m->root_leads_session && p->sid == m->root) || (m->pgid > 0 && p->pgrp == m->pgid);
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < l->len; i++) {
+            if (in[i]) continue;
+            for (size_t j = 0; j < l->len; j++) {
+                if (in[j] && l->items[j].pid == l->items[i].ppid) {
+                    in[i] = changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    return in;
+}
+
+/* Runs argv with stdout into a buffer; gives up (and kills it) after
+ * timeout_ms. */
+static int run_capture(char *const argv[], long long timeout_ms, tony_buf *out, tony_error *err) {
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]), close(pfd[1]);
+        return tony_err(err, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    long long deadline = mono_ms() + timeout_ms;
+    bool timed_out = false;
+    for (;;) {
+        long long left = deadline - mono_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) continue;
+        char buf[4096];
+        ssize_t r = read(pfd[0], buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        tony_buf_append(out, buf, (size_t)r);
+    }
+    close(pfd[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return tony_err(err, "%s did not answer within %lld ms", argv[0], timeout_ms);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return tony_err(err, "%s failed (exit code %d)", argv[0], tony_proc_exit_code(st));
+    return 0;
+}
+
+static void sample_gpus(tony_metrics_sampler *m, tony_sample *s) {
+    if (!m->gpu_ids || m->smi_failures >= SMI_MAX_FAILURES) return;
+    char ids[256];
+    snprintf(ids, sizeof ids, "%s", m->gpu_ids);
+    char *argv[] = {m->smi, SMI_QUERY, "--format=csv,noheader,nounits", "-i", ids, NULL};
+    tony_buf out = {0};
+    tony_buf_puts(&out, "");
+    tony_error err;
+    if (run_capture(argv, SMI_TIMEOUT_MS, &out, &err) == 0 && tony_metrics_parse_smi(out.data, s, &err) == 0) {
+        m->smi_failures = 0;
+    } else if (++m->smi_failures >= SMI_MAX_FAILURES) {
+        tony_warn("GPU metrics stop after %d failures in a row: %s", m->smi_failures, err.msg);
+    } else {
+        tony_debug("GPU metrics: %s", err.msg);
+    }
+    tony_buf_free(&out);
+}
+
+void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
+    *out = tony_sample_empty();
+    out->t_ms = wall_ms();
+    proc_list l = {0};
+    tony_proc_scan(collect, &l);
+    bool *in = select_members(m, &l);
+    cpu_seen *now = tony_xcalloc(l.len ? l.len : 1, sizeof *now);
+    size_t nnow = 0;
+    double cpu_delta = 0;
+    for (size_t i = 0; i < l.len; i++) {
+        if (!in[i]) continue;
+        const tony_proc_info *p = &l.items[i];
+        out->rss_bytes += p->rss_kb * 1024;
+        now[nnow++] = (cpu_seen){p->pid, p->cpu_seconds};
+        /* A process new since the last sample used all its CPU time in
+         * between (the executor's own start-up aside, which is tiny). */
+        cpu_seen key = {p->pid, 0};
+        cpu_seen *was = m->nprev ? bsearch(&key, m->prev, m->nprev, sizeof key, cmp_seen) : NULL;
+        double d = was ? p->cpu_seconds - was->cpu_seconds : p->cpu_seconds;
+        if (d > 0) cpu_delta += d;
+    }
+    qsort(now, nnow, sizeof *now, cmp_seen);
+    free(m->prev);
+    m->prev = now;
+    m->nprev = nnow;
+    long long t = mono_ms();
+    long long wall = t - m->prev_mono_ms;
+    m->prev_mono_ms = t;
+    out->cpu_percent = wall > 0 ? cpu_delta * 1000.0 / (double)wall * 100.0 : 0;
+    free(in);
+    free(l.items);
+    sample_gpus(m, out);
+}

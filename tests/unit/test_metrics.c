@@ -1,0 +1,320 @@
+/* Task metrics: the coordinator's aggregates (TonY's names, -1 when never
+ * measured) and the bounded series that halves its resolution; nvidia-smi
+ * output as captured from real GPUs (with [N/A] fields); the executor's
+ * sampler measuring a real child process through /proc; the sample's wire
+ * form. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "am/metrics.h"
+#include "common/sample.h"
+#include "executor/metrics.h"
+
+static tony_sample cpu_mem(long long t, long long rss, double cpu) {
+    tony_sample s = tony_sample_empty();
+    s.t_ms = t;
+    s.rss_bytes = rss;
+    s.cpu_percent = cpu;
+    return s;
+}
+
+static void test_aggregates_without_gpus(void **state) {
+    (void)state;
+    am_metrics *m = am_metrics_new(720);
+    json_t *empty = am_metrics_aggregates_json(m);
+    assert_int_equal(json_object_size(empty), AM_METRIC_COUNT);
+    assert_int_equal(json_integer_value(json_object_get(empty, "MAX_MEMORY_BYTES")), -1);
+    assert_true(json_is_null(am_metrics_last_json(m)));
+    json_decref(empty);
+
+    tony_sample a = cpu_mem(1000, 100, 50), b = cpu_mem(2000, 300, 150), c = cpu_mem(3000, 200, 100);
+    am_metrics_add(m, &a);
+    am_metrics_add(m, &b);
+    am_metrics_add(m, &c);
+    assert_int_equal(am_metrics_samples(m), 3);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES), 300, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_AVG_MEMORY_BYTES), 200, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_CPU_PERCENT), 150, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_AVG_CPU_PERCENT), 100, 1e-9);
+    for (int i = AM_METRIC_MAX_GPU_UTILIZATION; i <= AM_METRIC_AVG_GPU_MAIN_MEMORY_USAGE; i++)
+        assert_float_equal(am_metrics_value(m, i), -1, 1e-9);
+    json_t *j = am_metrics_aggregates_json(m);
+    const char *names[] = {"MAX_MEMORY_BYTES",        "AVG_MEMORY_BYTES",        "MAX_GPU_UTILIZATION",
+                           "AVG_GPU_UTILIZATION",     "MAX_GPU_FB_MEMORY_USAGE", "AVG_GPU_FB_MEMORY_USAGE",
+                           "MAX_GPU_MAIN_MEMORY_USAGE", "AVG_GPU_MAIN_MEMORY_USAGE", "MAX_CPU_PERCENT",
+                           "AVG_CPU_PERCENT"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        assert_non_null(json_object_get(j, names[i]));
+        assert_string_equal(am_metric_name((int)i), names[i]);
+    }
+    assert_int_equal(json_integer_value(json_object_get(j, "MAX_MEMORY_BYTES")), 300);
+    assert_int_equal(json_integer_value(json_object_get(j, "MAX_GPU_UTILIZATION")), -1);
+    json_decref(j);
+    json_t *last = am_metrics_last_json(m);
+    assert_int_equal(json_integer_value(json_object_get(last, "t_ms")), 3000);
+    assert_int_equal(json_integer_value(json_object_get(last, "rss_bytes")), 200);
+    assert_true(json_is_null(json_object_get(last, "gpu_util_percent")));
+    assert_true(json_is_null(json_object_get(last, "gpu_mem_bytes")));
+    json_decref(last);
+    am_metrics_free(m);
+}
+
+static void test_gpu_aggregates(void **state) {
+    (void)state;
+    am_metrics *m = am_metrics_new(720);
+    tony_sample a = cpu_mem(1, 10, 0), b = cpu_mem(2, 10, 0), c = cpu_mem(3, 10, 0);
+    a.gpus = b.gpus = 2;
+    a.gpu_util_percent = 40, a.gpu_util_max_percent = 70; /* GPUs at 10% and 70% */
+    a.gpu_fb_percent = 20, a.gpu_fb_max_percent = 30;
+    a.gpu_mem_bytes = 1 << 30;
+    b.gpu_util_percent = 60, b.gpu_util_max_percent = 60;
+    b.gpu_fb_percent = 40, b.gpu_fb_max_percent = 50;
+    b.gpu_mem_bytes = 2 << 20;
+    /* c: nvidia-smi failed this time: does not pull the averages down */
+    am_metrics_add(m, &a);
+    am_metrics_add(m, &b);
+    am_metrics_add(m, &c);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_GPU_UTILIZATION), 70, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_AVG_GPU_UTILIZATION), 50, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_GPU_FB_MEMORY_USAGE), 50, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_AVG_GPU_FB_MEMORY_USAGE), 30, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_GPU_MAIN_MEMORY_USAGE), -1, 1e-9);
+    json_t *s = am_metrics_series_json(m);
+    json_t *gu = json_object_get(s, "gpu_util_percent"), *gm = json_object_get(s, "gpu_mem_bytes");
+    assert_int_equal(json_array_size(gu), 3);
+    assert_float_equal(json_real_value(json_array_get(gu, 0)), 40, 1e-9);
+    assert_true(json_is_null(json_array_get(gu, 2)));
+    assert_int_equal(json_integer_value(json_array_get(gm, 0)), 1 << 30);
+    assert_true(json_is_null(json_array_get(gm, 2)));
+    json_decref(s);
+    am_metrics_free(m);
+}
+
+static void test_series_halves_when_full(void **state) {
+    (void)state;
+    am_metrics *m = am_metrics_new(8);
+    double cpu_total = 0;
+    for (int i = 1; i <= 100; i++) {
+        tony_sample s = cpu_mem(i * 1000, i == 37 ? 999999 : 1000 + i, (double)(i % 7));
+        cpu_total += i % 7;
+        am_metrics_add(m, &s);
+    }
+    json_t *j = am_metrics_series_json(m);
+    size_t n = json_array_size(json_object_get(j, "t_ms"));
+    assert_true(n >= 2 && n <= 9); /* the bound, plus the point still filling */
+    const char *keys[] = {"rss_bytes", "cpu_percent", "gpu_util_percent", "gpu_mem_bytes"};
+    for (size_t k = 0; k < 4; k++) assert_int_equal(json_array_size(json_object_get(j, keys[k])), n);
+    long long prev = 0, peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        long long t = json_integer_value(json_array_get(json_object_get(j, "t_ms"), i));
+        assert_true(t > prev);
+        prev = t;
+        long long r = json_integer_value(json_array_get(json_object_get(j, "rss_bytes"), i));
+        if (r > peak) peak = r;
+    }
+    assert_int_equal(prev, 100000); /* the newest sample is always there */
+    assert_int_equal(peak, 999999); /* a spike survives every halving */
+    /* aggregates see every raw sample */
+    assert_float_equal(am_metrics_value(m, AM_METRIC_AVG_CPU_PERCENT), cpu_total / 100, 1e-9);
+    assert_float_equal(am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES), 999999, 1e-9);
+    json_decref(j);
+    /* hours of samples stay within the bound */
+    for (int i = 101; i <= 100000; i++) {
+        tony_sample s = cpu_mem(i * 1000, 5, 1);
+        am_metrics_add(m, &s);
+    }
+    j = am_metrics_series_json(m);
+    assert_true(json_array_size(json_object_get(j, "t_ms")) <= 9);
+    json_decref(j);
+    am_metrics_free(m);
+}
+
+/* Captured from `nvidia-smi --query-gpu=utilization.gpu,memory.used,
+ * memory.total --format=csv,noheader,nounits -i 0,1` on two A100s. */
+static const char smi_two[] = "87, 30125, 81920\n12, 1024, 81920\n";
+/* A GPU in MIG mode or a driver that cannot say */
+static const char smi_na[] = "[N/A], 4096, 40960\n[Not Supported], [N/A], [N/A]\n";
+
+static void test_parse_nvidia_smi(void **state) {
+    (void)state;
+    tony_sample s = tony_sample_empty();
+    tony_error err;
+    assert_int_equal(tony_metrics_parse_smi(smi_two, &s, &err), 0);
+    assert_int_equal(s.gpus, 2);
+    assert_float_equal(s.gpu_util_percent, 49.5, 1e-9);
+    assert_float_equal(s.gpu_util_max_percent, 87, 1e-9);
+    assert_int_equal(s.gpu_mem_bytes, (30125LL + 1024) * 1024 * 1024);
+    assert_float_equal(s.gpu_fb_max_percent, 30125.0 / 81920 * 100, 1e-9);
+    assert_float_equal(s.gpu_fb_percent, (30125.0 + 1024) / 81920 * 50, 1e-9);
+
+    s = tony_sample_empty();
+    assert_int_equal(tony_metrics_parse_smi(smi_na, &s, &err), 0);
+    assert_int_equal(s.gpus, 2);
+    assert_float_equal(s.gpu_util_percent, -1, 1e-9);
+    assert_int_equal(s.gpu_mem_bytes, 4096LL * 1024 * 1024);
+    assert_float_equal(s.gpu_fb_percent, 10, 1e-9);
+
+    s = tony_sample_empty();
+    assert_int_equal(tony_metrics_parse_smi("[N/A], [N/A], [N/A]\n", &s, &err), 0);
+    assert_int_equal(s.gpus, 1);
+    assert_int_equal(s.gpu_mem_bytes, -1);
+    assert_float_equal(s.gpu_fb_percent, -1, 1e-9);
+
+    assert_int_equal(tony_metrics_parse_smi("", &s, &err), -1);
+    assert_non_null(strstr(err.msg, "no GPU"));
+    assert_int_equal(tony_metrics_parse_smi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                            "driver.\n",
+                                            &s, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "NVIDIA-SMI has failed"));
+    assert_int_equal(tony_metrics_parse_smi("1, 2\n", &s, &err), -1);
+}
+
+/* A child that touches 64 MiB and spins: the sampler must see both. */
+static void test_sampler_measures_a_real_child(void **state) {
+    (void)state;
+    tony_metrics_sampler *m = tony_metrics_sampler_new(getpid(), NULL, NULL);
+    assert_false(tony_metrics_sampler_has_gpus(m));
+    tony_sample base;
+    tony_metrics_sampler_take(m, &base);
+    assert_true(base.rss_bytes > 0);
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        setpgid(0, 0);
+        size_t n = 64u << 20;
+        volatile char *p = malloc(n);
+        for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+        if (write(pfd[1], "x", 1) != 1) _exit(1);
+        for (;;) p[0]++;
+    }
+    close(pfd[1]);
+    char c;
+    assert_int_equal(read(pfd[0], &c, 1), 1);
+    close(pfd[0]);
+    tony_metrics_sampler_set_group(m, pid);
+    tony_metrics_sampler_take(m, &base); /* starts the CPU window */
+    usleep(400 * 1000);
+    tony_sample s;
+    tony_metrics_sampler_take(m, &s);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_true(s.rss_bytes >= 64LL << 20);
+    assert_true(s.cpu_percent > 40); /* one core spinning, on a busy machine */
+    assert_true(s.t_ms > 0);
+    assert_int_equal(s.gpus, 0);
+    assert_int_equal(s.gpu_mem_bytes, -1);
+    tony_sample after;
+    tony_metrics_sampler_take(m, &after);
+    assert_true(after.rss_bytes < s.rss_bytes - (32LL << 20)); /* gone */
+    tony_metrics_sampler_free(m);
+}
+
+static void test_sampler_without_nvidia_smi(void **state) {
+    (void)state;
+    /* GPUs asked for, but no such binary: skipped quietly */
+    tony_metrics_sampler *m = tony_metrics_sampler_new(getpid(), "0,1", "/nonexistent/nvidia-smi");
+    assert_false(tony_metrics_sampler_has_gpus(m));
+    tony_sample s;
+    tony_metrics_sampler_take(m, &s);
+    assert_int_equal(s.gpus, 0);
+    tony_metrics_sampler_free(m);
+    /* ids that could smuggle arguments are refused */
+    m = tony_metrics_sampler_new(getpid(), "0 --help", "/bin/true");
+    assert_false(tony_metrics_sampler_has_gpus(m));
+    tony_metrics_sampler_free(m);
+}
+
+/* A stand-in for nvidia-smi (no GPU on this machine): a script that checks
+ * it was asked the right question and prints the captured answer. */
+static char *fake_smi(const char *dir, const char *body) {
+    char *path = malloc(strlen(dir) + 32);
+    sprintf(path, "%s/nvidia-smi", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    fclose(f);
+    chmod(path, 0755);
+    return path;
+}
+
+static void test_sampler_runs_nvidia_smi(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tony-smi-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *smi = fake_smi(dir, "[ \"$1 $2 $3 $4\" = \"--query-gpu=utilization.gpu,memory.used,memory.total "
+                              "--format=csv,noheader,nounits -i 0,1\" ] || exit 3\nprintf '87, 30125, 81920\\n12, 1024, 81920\\n'");
+    tony_metrics_sampler *m = tony_metrics_sampler_new(getpid(), "0,1", dir); /* its directory works too */
+    assert_true(tony_metrics_sampler_has_gpus(m));
+    tony_sample s;
+    tony_metrics_sampler_take(m, &s);
+    assert_int_equal(s.gpus, 2);
+    assert_float_equal(s.gpu_util_max_percent, 87, 1e-9);
+    assert_int_equal(s.gpu_mem_bytes, (30125LL + 1024) * 1024 * 1024);
+    tony_metrics_sampler_free(m);
+    free(smi);
+    /* a broken nvidia-smi: no GPU data, and after 10 failures no more tries */
+    smi = fake_smi(dir, "echo x >> \"$(dirname \"$0\")/calls\"; exit 9");
+    m = tony_metrics_sampler_new(getpid(), "0", smi);
+    for (int i = 0; i < 12; i++) {
+        tony_metrics_sampler_take(m, &s);
+        assert_int_equal(s.gpus, 0);
+    }
+    tony_metrics_sampler_free(m);
+    char calls[256];
+    snprintf(calls, sizeof calls, "%s/calls", dir);
+    FILE *f = fopen(calls, "r");
+    int n = 0;
+    for (int ch; (ch = fgetc(f)) != EOF;) n += ch == '\n';
+    fclose(f);
+    assert_int_equal(n, 10);
+    unlink(calls);
+    unlink(smi);
+    rmdir(dir);
+    free(smi);
+}
+
+static void test_sample_wire_form(void **state) {
+    (void)state;
+    tony_sample s = cpu_mem(123, 456, 78.5), back;
+    tony_error err;
+    json_t *j = tony_sample_to_json(&s);
+    assert_int_equal(tony_sample_from_json(j, &back, &err), 0);
+    assert_int_equal(back.t_ms, 123);
+    assert_int_equal(back.rss_bytes, 456);
+    assert_float_equal(back.cpu_percent, 78.5, 1e-9);
+    assert_int_equal(back.gpu_mem_bytes, -1);
+    json_decref(j);
+    const char *bad[] = {"{}", "{\"t_ms\":1,\"rss_bytes\":-5,\"cpu_percent\":1}",
+                         "{\"t_ms\":1,\"rss_bytes\":5,\"cpu_percent\":\"x\"}",
+                         "{\"t_ms\":1,\"rss_bytes\":5,\"cpu_percent\":1,\"gpu_util_percent\":\"hi\"}"};
+    const char *field[] = {"t_ms", "rss_bytes", "cpu_percent", "gpu_util_percent"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *o = json_loads(bad[i], 0, NULL);
+        assert_int_equal(tony_sample_from_json(o, &back, &err), -1);
+        assert_non_null(strstr(err.msg, field[i]));
+        json_decref(o);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_aggregates_without_gpus), cmocka_unit_test(test_gpu_aggregates),
+        cmocka_unit_test(test_series_halves_when_full), cmocka_unit_test(test_parse_nvidia_smi),
+        cmocka_unit_test(test_sampler_measures_a_real_child), cmocka_unit_test(test_sampler_without_nvidia_smi),
+        cmocka_unit_test(test_sampler_runs_nvidia_smi),
+        cmocka_unit_test(test_sample_wire_form),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
