@@ -161,6 +161,8 @@ function renderJob(job) {
   }
   renderAdvice(job.advice);
   renderTasks(job.tasks || []);
+  // After a restart the open task's log is the new attempt's.
+  if (ui.log && job.attempt !== (prev && prev.attempt) && prev) openLog(ui.log.stream);
   if (ui.serverEvents !== true) noteTransitions(prev, job);
   tick();
 }
