@@ -40,6 +40,7 @@ static const verb verbs[] = {
     {"kill", tony_cmd_kill, "kill a running job"},
     {"logs", tony_cmd_logs, "print the tasks' stdout and stderr"},
     {"list", tony_cmd_list, "list jobs"},
+    {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},
     {"am", run_am, NULL},
     {"executor", run_executor, NULL},
 };

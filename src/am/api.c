@@ -508,8 +508,9 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         }
         am_metrics *m = am_record_metrics(am, t);
         if (m) am_metrics_add(m, &sample);
-        t->last_heartbeat_ms = now; /* a sample is a sign of life too */
-        am->status_dirty = true;
+        /* A sample is a sign of life too. status.json is not rewritten for
+         * it (live readers ask /v1/job); the final one carries the totals. */
+        t->last_heartbeat_ms = now;
     } else if (strcmp(verb, "finished") == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
          * exit status, as in TonY. A timeout is worth saying in words. */

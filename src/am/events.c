@@ -29,6 +29,7 @@ static void event_clear(am_event *ev) {
     free(ev->type);
     free(ev->task);
     free(ev->text);
+    json_decref(ev->data);
 }
 
 void am_events_free(am_events *e) {
@@ -51,12 +52,14 @@ int am_events_open_log(am_events *e, const char *path, tony_error *err) {
 }
 
 json_t *am_event_json(const am_event *ev) {
-    return json_pack("{s:I,s:I,s:s,s:s?,s:i,s:s}", "seq", (json_int_t)ev->seq, "t_ms", (json_int_t)ev->t_ms, "type",
-                     ev->type, "task", ev->task, "attempt", ev->attempt, "text", ev->text);
+    json_t *o = json_pack("{s:I,s:I,s:s,s:s?,s:i,s:s}", "seq", (json_int_t)ev->seq, "t_ms", (json_int_t)ev->t_ms,
+                          "type", ev->type, "task", ev->task, "attempt", ev->attempt, "text", ev->text);
+    if (ev->data) json_object_update_missing(o, ev->data);
+    return o;
 }
 
-const am_event *am_events_add(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
-                              const char *fmt, ...) {
+static const am_event *vadd(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
+                            json_t *data, const char *fmt, va_list ap) {
     am_event *ev;
     if (e->len == e->cap) {
         ev = &e->ring[e->head];
@@ -65,12 +68,9 @@ const am_event *am_events_add(am_events *e, long long t_ms, const char *type, co
     } else {
         ev = &e->ring[(e->head + e->len++) % e->cap];
     }
-    va_list ap;
-    va_start(ap, fmt);
     char *text;
     if (vasprintf(&text, fmt, ap) < 0) text = tony_strdup("");
-    va_end(ap);
-    *ev = (am_event){e->next_seq++, t_ms, tony_strdup(type), tony_strdup(task), attempt, text};
+    *ev = (am_event){e->next_seq++, t_ms, tony_strdup(type), tony_strdup(task), attempt, text, data};
     if (e->log) {
         json_t *j = am_event_json(ev);
         if (json_dumpf(j, e->log, JSON_COMPACT) || fputc('\n', e->log) == EOF || fflush(e->log)) {
@@ -80,6 +80,24 @@ const am_event *am_events_add(am_events *e, long long t_ms, const char *type, co
         }
         json_decref(j);
     }
+    return ev;
+}
+
+const am_event *am_events_add(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
+                              const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const am_event *ev = vadd(e, t_ms, type, task, attempt, NULL, fmt, ap);
+    va_end(ap);
+    return ev;
+}
+
+const am_event *am_events_add_data(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
+                                   json_t *data, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const am_event *ev = vadd(e, t_ms, type, task, attempt, data, fmt, ap);
+    va_end(ap);
     return ev;
 }
 

@@ -21,6 +21,7 @@ typedef struct am_event {
     char *task;    /* "worker:1", or NULL for the job */
     int attempt;
     char *text;
+    json_t *data; /* more fields for the event's JSON (host, status, metrics, ...), or NULL */
 } am_event;
 
 typedef struct am_events am_events;
@@ -31,6 +32,10 @@ void am_events_free(am_events *e);
 int am_events_open_log(am_events *e, const char *path, tony_error *err);
 const am_event *am_events_add(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
                               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same with more fields: data (stolen; may be NULL) is merged into the
+ * event's JSON, e.g. {"status":..,"exit_status":..,"metrics":{..}}. */
+const am_event *am_events_add_data(am_events *e, long long t_ms, const char *type, const char *task, int attempt,
+                                   json_t *data, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 json_t *am_event_json(const am_event *ev);
 /* {"events":[events with seq > since, oldest first, at most limit],
  *  "next": the seq to pass as since next time}. */

@@ -82,8 +82,9 @@ void am_record_task_requested(tony_am *am, const am_task *t) {
 void am_record_task_registered(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(am), "TASK_REGISTERED", id, am->job.attempt, "%s: registered at %s:%d", id,
-                  t->host, t->port);
+    am_events_add_data(am->events, wall_now(am), "TASK_REGISTERED", id, am->job.attempt,
+                       json_pack("{s:s,s:i}", "host", t->host, "port", t->port), "%s: registered at %s:%d", id, t->host,
+                       t->port);
     free(id);
     /* TonY writes TASK_STARTED when the container launches; the executor's
      * registration is the first moment we know its host. */
@@ -112,12 +113,16 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
                  am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) / (1024.0 * 1024.0),
                  am_metrics_value(m, AM_METRIC_AVG_CPU_PERCENT));
     const char *diag = t->diagnostics && *t->diagnostics ? t->diagnostics : NULL;
+    json_t *data = json_pack("{s:s,s:i,s:s,s:s?,s:o}", "status", status, "exit_status", t->exit_status, "exit_meaning",
+                             what, "diagnostics", diag, "metrics",
+                             m ? am_metrics_aggregates_json(m) : json_object());
     if (t->state == AM_TASK_SUCCEEDED)
-        am_events_add(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, "%s succeeded%s", id, peak);
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s succeeded%s", id,
+                           peak);
     else
-        am_events_add(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, "%s %s: %s%s%s%s", id,
-                      t->state == AM_TASK_FAILED ? "failed" : "was stopped", what, peak, diag ? ". " : "",
-                      diag ? diag : "");
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s %s: %s%s%s%s", id,
+                           t->state == AM_TASK_FAILED ? "failed" : "was stopped", what, peak, diag ? ". " : "",
+                           diag ? diag : "");
     free(id);
     tony_jhist_metric ms[AM_METRIC_TONY_COUNT];
     for (int i = 0; i < AM_METRIC_TONY_COUNT; i++)

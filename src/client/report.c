@@ -59,3 +59,12 @@ void tony_report_final(FILE *out, const json_t *job) {
     fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
 }
+
+void tony_report_advice(FILE *out, const json_t *job) {
+    json_t *advice = json_object_get(job, "advice");
+    if (!json_array_size(advice)) return;
+    fprintf(out, "tony: right-sizing (peak use against the request):\n");
+    size_t i;
+    json_t *a;
+    json_array_foreach(advice, i, a) fprintf(out, "tony:   %s\n", json_string_value(json_object_get(a, "text")));
+}

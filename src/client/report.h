@@ -12,5 +12,7 @@
 char *tony_report_grouped(const json_t *job);
 void tony_report_tasks(FILE *out, const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
+/* The job's right-sizing advice ("advice" of the job JSON), when it has any. */
+void tony_report_advice(FILE *out, const json_t *job);
 
 #endif

@@ -352,6 +352,7 @@ int tony_cmd_submit(int argc, char **argv) {
         goto out;
     }
     tony_report_tasks(stdout, job);
+    tony_report_advice(stdout, job);
     tony_report_final(stdout, job);
     code = strcmp(json_string_value(json_object_get(job, "final_status")), "SUCCEEDED") == 0 ? TONY_EXIT_OK
                                                                                            : TONY_EXIT_JOB_FAILED;

@@ -329,6 +329,14 @@ static json_t *to_json(avro_value_t *v) {
 
 int tony_jhist_read(const char *path, json_t **events, tony_error *err) {
     *events = NULL;
+    /* avro-c leaks on files that are not Avro at all: check the magic first */
+    char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return tony_err(err, "cannot read the history file %s: %s", path, strerror(errno));
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    if (n != sizeof magic || memcmp(magic, "Obj\x01", 4) != 0)
+        return tony_err(err, "%s is not an Avro data file (a .jhist file starts with \"Obj\" and version 1)", path);
     avro_file_reader_t r;
     if (avro_file_reader(path, &r)) return avro_fail(err, "cannot read the history file", path);
     avro_schema_t schema = avro_file_reader_get_writer_schema(r);

@@ -37,16 +37,26 @@ static void test_events_ring_and_paging(void **state) {
     assert_int_equal(json_integer_value(json_object_get(json_array_get(evs, 3), "t_ms")), 1010);
     assert_int_equal(json_integer_value(json_object_get(j, "next")), 10);
     json_decref(j);
+    /* extra fields ride along, without overriding the event's own */
+    am_events_add_data(e, 2000, "TASK_REGISTERED", "ps:0", 1, json_pack("{s:s,s:i,s:s}", "host", "h1", "port", 80, "type", "X"),
+                       "ps:0 registered");
+    j = am_events_since_json(e, 10, 100);
+    json_t *reg = json_array_get(json_object_get(j, "events"), 0);
+    assert_string_equal(json_string_value(json_object_get(reg, "host")), "h1");
+    assert_int_equal(json_integer_value(json_object_get(reg, "port")), 80);
+    assert_string_equal(json_string_value(json_object_get(reg, "type")), "TASK_REGISTERED");
+    assert_int_equal(json_integer_value(json_object_get(j, "next")), 11);
+    json_decref(j);
     j = am_events_since_json(e, 8, 1); /* paging: one at a time */
     assert_int_equal(json_array_size(json_object_get(j, "events")), 1);
     assert_int_equal(json_integer_value(json_object_get(j, "next")), 9);
     json_decref(j);
-    j = am_events_since_json(e, 10, 100);
+    j = am_events_since_json(e, 11, 100);
     assert_int_equal(json_array_size(json_object_get(j, "events")), 0);
-    assert_int_equal(json_integer_value(json_object_get(j, "next")), 10);
+    assert_int_equal(json_integer_value(json_object_get(j, "next")), 11);
     json_decref(j);
     j = am_events_since_json(e, 500, 100); /* from a coordinator before a restart */
-    assert_int_equal(json_integer_value(json_object_get(j, "next")), 10);
+    assert_int_equal(json_integer_value(json_object_get(j, "next")), 11);
     json_decref(j);
     am_events_free(e);
 }
