@@ -6,23 +6,12 @@ import json
 import signal
 
 import pytest
-import urllib.error
-import urllib.request
 
-from conftest import REPO, wait_for
+from conftest import REPO, call, http_get, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
 
-def call(url, method="GET", body=None, secret=None):
-    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
-    if secret:
-        req.add_header("X-Tony-Secret", secret)
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 def running_job(tony):
@@ -77,15 +66,6 @@ def test_ctrl_c_kills_the_job(tony):
     out, err = p.communicate(timeout=60)
     assert p.returncode != 0
     assert "KILLED" in out, out + err
-
-
-def get_raw(url, headers=None, method="GET"):
-    req = urllib.request.Request(url, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
 
 
 # worker:0 writes a known stdout: a line, 100000 'a's, bytes that are not
@@ -185,24 +165,24 @@ def test_single_node_log_and_tensorboard_url(tony, log_job):
 
 def test_web_ui_files_and_job_etag(tony):
     job, url, secret = running_job(tony)
-    st, h, page = get_raw(url + "/")
+    st, h, page = http_get(url + "/")
     assert st == 200 and h["Content-Type"].startswith("text/html") and b'src="ui/app.js"' in page
     assert b'href="/' not in page and b'src="/' not in page  # relative links only
     for name, ctype in [("app.js", "text/javascript"), ("style.css", "text/css"), ("index.html", "text/html")]:
-        st, h, body = get_raw(url + "/ui/" + name)
+        st, h, body = http_get(url + "/ui/" + name)
         assert st == 200 and h["Content-Type"].startswith(ctype) and body, name
         assert h["ETag"] and h["Cache-Control"] == "no-cache"
-        assert get_raw(url + "/ui/" + name, {"If-None-Match": h["ETag"]})[0] == 304
-    assert (REPO / "web" / "app.js").read_bytes() == get_raw(url + "/ui/app.js")[2]
+        assert http_get(url + "/ui/" + name, {"If-None-Match": h["ETag"]})[0] == 304
+    assert (REPO / "web" / "app.js").read_bytes() == http_get(url + "/ui/app.js")[2]
     for path in ["/ui/", "/ui/nope.js", "/ui/../secret", "/ui/%2e%2e/secret", "/secret", "/index.html", "/ui"]:
-        assert get_raw(url + path)[0] == 404, path
-    assert get_raw(url + "/", method="POST")[0] == 405
+        assert http_get(url + path)[0] == 404, path
+    assert http_get(url + "/", method="POST")[0] == 405
     # /v1/job: an ETag over the body; unchanged job -> 304 without a body
-    st, h, body = get_raw(url + "/v1/job")
+    st, h, body = http_get(url + "/v1/job")
     etag = h["ETag"]
-    st, h2, body2 = get_raw(url + "/v1/job", {"If-None-Match": etag})
+    st, h2, body2 = http_get(url + "/v1/job", {"If-None-Match": etag})
     assert st == 304 and body2 == b"" and h2["ETag"] == etag
-    assert get_raw(url + "/v1/job", {"If-None-Match": '"0000000000000000"'})[0] == 200
+    assert http_get(url + "/v1/job", {"If-None-Match": '"0000000000000000"'})[0] == 200
     # a change in the job changes the tag
     call(url + "/v1/job/kill", "POST", "{}", secret=secret)
-    wait_for(lambda: get_raw(url + "/v1/job", {"If-None-Match": etag})[0] != 304, 30, what="a new ETag")
+    wait_for(lambda: http_get(url + "/v1/job", {"If-None-Match": etag})[0] != 304, 30, what="a new ETag")

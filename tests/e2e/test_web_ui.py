@@ -9,13 +9,10 @@ import os
 import shutil
 import subprocess
 import threading
-import urllib.error
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, wait_for
+from conftest import REPO, http_get, wait_for
 
 BROWSER_DIR = REPO / "tests" / "browser"
 ARTIFACTS = REPO / "tests" / "e2e" / "artifacts"
@@ -74,20 +71,11 @@ def start_job(tony, scripts, *extra):
     return r, job, url
 
 
-def get(url, headers=None):
-    req = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status, dict(resp.headers), resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
-
-
 def test_page_follows_a_multi_role_job(tony, scripts, browser_tools):
     r, job, url = start_job(tony, scripts, "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2",
                             "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false",
                             "--conf", "tony.task.metrics-interval-ms=500")
-    metrics = get(url + "/v1/tasks/chief/0/metrics")[0] == 200 or "metrics" in json.dumps(r.status())
+    metrics = http_get(url + "/v1/tasks/chief/0/metrics")[0] == 200 or "metrics" in json.dumps(r.status())
     out = run_browser(browser_tools, mode="full", url=url + "/", app_id=job.name, release_dir=str(job / "shared"),
                       expect_metrics=metrics)
     # what the page said at the end agrees with what the job decided
@@ -115,7 +103,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             return
         rest = self.path[len(self.server.prefix):]
         fwd = {k: v for k, v in self.headers.items() if k.lower() in ("if-none-match", "x-tony-ui", "accept")}
-        code, headers, body = get(self.server.target + "/" + rest, fwd)
+        code, headers, body = http_get(self.server.target + "/" + rest, fwd)
         self.send_response(code)
         for k, v in headers.items():
             if k.lower() in ("content-type", "etag", "cache-control"):
@@ -138,7 +126,7 @@ def test_page_works_under_a_path_prefix(tony, scripts, browser_tools):
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{proxy.server_address[1]}{prefix}"
-        assert get(base)[0] == 200 and get(base + "ui/app.js")[0] == 200
+        assert http_get(base)[0] == 200 and http_get(base + "ui/app.js")[0] == 200
         run_browser(browser_tools, mode="proxy", url=base, app_id=job.name)
     finally:
         proxy.shutdown()
