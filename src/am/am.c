@@ -24,6 +24,8 @@
 
 #define TICK_MS 250
 #define STOP_TIMEOUT_MS 15000
+#define UI_LINGER_S 4       /* a watched job's coordinator stays this long after the end */
+#define UI_RECENT_MS 10000  /* "watched": the web UI polled within this */
 
 static void write_status(tony_am *am) {
     json_t *j = am_job_json(am);
@@ -135,6 +137,22 @@ static void schedule_exit(tony_am *am, int seconds) {
     evtimer_add(am->exit_timer, &tv);
 }
 
+/* How long the coordinator stays up once the job is decided. */
+static int exit_delay_s(const tony_am *am, bool client_done) {
+    /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
+     * client to read the final task infos over RPC. Here status.json already
+     * holds all of it and clients fall back to it, so on this machine there
+     * is nothing to wait for... */
+    long long wait_s = 0;
+    if (!client_done && am->backend && strcmp(am->backend->ops->name, "local") != 0 &&
+        tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
+        wait_s = 15;
+    /* ...but a browser showing the job polls about once a second: it gets a
+     * few seconds to show the final state rather than a vanished server. */
+    if (wait_s < UI_LINGER_S && am->ui_seen_ms && am_now_ms() - am->ui_seen_ms < UI_RECENT_MS) wait_s = UI_LINGER_S;
+    return (int)(wait_s < 0 ? 0 : wait_s);
+}
+
 static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     if (am->done) return;
     am->done = true;
@@ -146,15 +164,7 @@ static void finish_job(tony_am *am, am_final_status status, const char *diag) {
     am_record_finish(am);
     am_api_release_waiters(am, true);
     write_status(am);
-    /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
-     * client to read the final task infos over RPC. Here status.json already
-     * holds all of it and clients fall back to it, so on this machine there
-     * is nothing to wait for. */
-    long long wait_s = 0;
-    if (am->backend && strcmp(am->backend->ops->name, "local") != 0 &&
-        tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
-        wait_s = 15;
-    schedule_exit(am, (int)(wait_s < 0 ? 0 : wait_s));
+    schedule_exit(am, exit_delay_s(am, false));
 }
 
 static void stop_running_tasks(tony_am *am) {
@@ -219,7 +229,7 @@ void am_on_kill_request(tony_am *am) {
 }
 
 void am_on_client_finished(tony_am *am) {
-    if (am->done) schedule_exit(am, 0);
+    if (am->done) schedule_exit(am, exit_delay_s(am, true));
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg) {
@@ -347,6 +357,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
     am->self_exe = self_exe();
     am->started_ms = am_now_ms();
+    am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
     am->conf = tony_conf_new();
     char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
     int rc = tony_conf_load_file(am->conf, conf_path, err);

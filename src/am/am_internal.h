@@ -20,6 +20,8 @@
 
 /* The longest an executor's registration poll is held before "wait". */
 #define AM_REGISTER_POLL_MS 15000
+/* The most bytes of a task's log one GET .../log answers with. */
+#define AM_LOG_CHUNK (64 * 1024)
 
 typedef struct am_waiter {
     struct evhttp_request *req;
@@ -45,6 +47,8 @@ typedef struct tony_am {
     int port;
     char *url;
     long long started_ms, finished_ms;
+    long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
+    long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
     int retries_left;
     bool killed;          /* by the user: no restart */
     bool timed_out;       /* tony.application.timeout: no restart */
@@ -72,7 +76,10 @@ typedef struct tony_am {
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
  * turns one of its readings into wall-clock ms for people. */
 long long am_now_ms(void);
-long long am_wall_ms(long long mono_ms);
+long long am_wall_clock_ms(void);
+/* One offset, taken at start, so that a time reads the same in every answer
+ * (the job's ETag depends on it). */
+long long am_wall_ms(const tony_am *am, long long mono_ms);
 /* The job as JSON: what GET /v1/job returns and status.json holds. */
 json_t *am_job_json(const tony_am *am);
 /* Listens on bind_host, any free port; am->url names am->host. */

@@ -4,13 +4,17 @@
  * poll: the answer comes the moment the gang is complete. */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
-#include <sys/queue.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/time.h>
 #include <time.h>
 
 #include "am/am_internal.h"
+#include "am/webui.h"
+#include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
@@ -23,23 +27,44 @@ long long am_now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-long long am_wall_ms(long long mono_ms) {
+long long am_wall_clock_ms(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000 - (am_now_ms() - mono_ms);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+long long am_wall_ms(const tony_am *am, long long mono_ms) {
+    return mono_ms + am->wall_offset_ms;
+}
+
+static const char *reason_phrase(int code) {
+    switch (code) {
+    case 200: return "OK";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    default: return "Error";
+    }
+}
+
+static void send_json_text(struct evhttp_request *req, int code, const char *s) {
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add(buf, s, strlen(s));
+    evbuffer_add(buf, "\n", 1);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason_phrase(code), buf);
+    evbuffer_free(buf);
 }
 
 static void reply_json(struct evhttp_request *req, int code, json_t *body) {
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add(buf, s, strlen(s));
-    evbuffer_add(buf, "\n", 1);
+    send_json_text(req, code, s);
     free(s);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-    evhttp_send_reply(req, code, code == 200 ? "OK" : "Error", buf);
-    evbuffer_free(buf);
 }
 
 static void reply_error(struct evhttp_request *req, int code, const char *msg) {
@@ -78,9 +103,9 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     json_object_set_new(o, "stdout", json_string(out));
     json_object_set_new(o, "stderr", json_string(err));
     free(dir), free(out), free(err);
-    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(t->registered_ms)));
-    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(t->started_ms)));
-    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(t->finished_ms)));
+    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(am, t->registered_ms)));
+    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
+    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
     json_object_set_new(o, "requested", am_record_requested_json(t));
     am_metrics *m = am_record_metrics(am, t);
     if (m) {
@@ -99,11 +124,11 @@ json_t *am_job_json(const tony_am *am) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
                           am_final_status_name(am->final_status), "attempt", am->job.attempt, "backend",
                           am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
-                          am->job_dir, "started_ms", am_wall_ms(am->started_ms));
+                          am->job_dir, "started_ms", am_wall_ms(am, am->started_ms));
     json_object_set_new(o, "retries_left", json_integer(am->retries_left));
     json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
     if (am->url) json_object_set_new(o, "url", json_string(am->url));
-    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am->finished_ms)));
+    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->finished_ms)));
     const char *diag = am->diagnostics ? am->diagnostics : am->job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     json_t *tasks = json_array();
@@ -118,6 +143,16 @@ json_t *am_job_json(const tony_am *am) {
         json_array_append_new(tasks, t);
     }
     json_object_set_new(o, "tasks", tasks);
+    /* As TonY's registerTensorBoardUrl: the task that reserved TB_PORT
+     * (the sidecar, else the chief) serves TensorBoard while it runs. */
+    for (size_t i = 0; i < am->job.ntasks; i++) {
+        const am_task *t = &am->job.tasks[i];
+        if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING) {
+            json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", t->host, t->tb_port));
+            json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", t->role->name, t->index));
+            break;
+        }
+    }
     /* Right-sizing once the job is over; the numbers are final then. */
     json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
     if (am->history) {
@@ -125,6 +160,27 @@ json_t *am_job_json(const tony_am *am) {
         json_object_set_new(o, "history_file", json_string(am_history_file(am->history)));
     }
     return o;
+}
+
+/* GET /v1/job, with an ETag over the body: a browser polling every second
+ * gets a bodiless 304 while nothing changed, however many tasks the job has. */
+static void reply_job(tony_am *am, struct evhttp_request *req) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    if (evhttp_find_header(in, "X-Tony-UI")) am->ui_seen_ms = am_now_ms();
+    json_t *job = am_job_json(am);
+    char *s = json_dumps(job, JSON_COMPACT);
+    json_decref(job);
+    char etag[24];
+    snprintf(etag, sizeof etag, "\"%016llx\"", (unsigned long long)tony_hash64(s, strlen(s)));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "ETag", etag);
+    const char *inm = evhttp_find_header(in, "If-None-Match");
+    if (inm && strcmp(inm, etag) == 0) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+        evhttp_send_reply(req, 304, "Not Modified", NULL);
+    } else {
+        send_json_text(req, 200, s);
+    }
+    free(s);
 }
 
 static json_t *cluster_spec(const tony_am *am) {
@@ -252,13 +308,108 @@ static bool secret_ok(tony_am *am, struct evhttp_request *req) {
     return diff == 0;
 }
 
+/* A task's log dir for attempt, or NULL when the job has no such task: the
+ * path is built from validated numbers and a role of the plan, never from
+ * the request's text. */
+static char *task_log_dir(const tony_am *am, const char *role, int index, int attempt) {
+    if (am->plan.single_node) {
+        if (strcmp(role, "am") != 0 || index != 0 || !am->single_dir) return NULL;
+        return tony_strdup(am->single_dir);
+    }
+    if (!am_job_task((am_job *)&am->job, role, index)) return NULL;
+    return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
+}
+
+/* Parses a query value as a non-negative integer no larger than max. */
+static bool query_uint(const char *v, long long max, long long *out) {
+    if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 18) return false;
+    if (!tony_parse_ll(v, out)) return false;
+    return *out <= max;
+}
+
+/* GET /v1/tasks/<role>/<index>/log?stream=stdout|stderr&offset=N&attempt=A:
+ * up to AM_LOG_CHUNK bytes of the task's output from offset, as text, and
+ * the offset to ask for next. The web UI tails a task with it. */
+static void handle_log(tony_am *am, struct evhttp_request *req, const char *role, int index) {
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    /* A %00 would be decoded into the C string and cut it short unseen. */
+    if ((query && strstr(query, "%00")) || evhttp_parse_query_str(query ? query : "", &q) != 0) {
+        reply_error(req, 400, "malformed query string");
+        return;
+    }
+    const char *stream = "stdout", *bad = NULL;
+    long long offset = 0, attempt = am->job.attempt;
+    for (struct evkeyval *kv = q.tqh_first; kv && !bad; kv = kv->next.tqe_next) {
+        if (strcmp(kv->key, "stream") == 0) {
+            if (strcmp(kv->value, "stdout") != 0 && strcmp(kv->value, "stderr") != 0)
+                bad = "stream must be stdout or stderr";
+            else stream = kv->value[3] == 'o' ? "stdout" : "stderr";
+        } else if (strcmp(kv->key, "offset") == 0) {
+            if (!query_uint(kv->value, LLONG_MAX / 2, &offset)) bad = "offset must be a byte offset (0 or more)";
+        } else if (strcmp(kv->key, "attempt") == 0) {
+            if (!query_uint(kv->value, am->job.attempt, &attempt))
+                bad = "attempt must be a number from 0 to the job's current attempt";
+        } else {
+            bad = "unknown parameter; use stream, offset and attempt";
+        }
+    }
+    char *dir = bad ? NULL : task_log_dir(am, role, index, (int)attempt);
+    if (bad || !dir) {
+        reply_error(req, bad ? 400 : 404, bad ? bad : "no such task in this job");
+        evhttp_clear_headers(&q);
+        return;
+    }
+    char *path = tony_path_join(dir, stream);
+    tony_buf data = {0};
+    long long size = 0;
+    tony_error err;
+    int rc = tony_read_range(path, offset, AM_LOG_CHUNK, &data, &size, &err);
+    if (rc == 0 && offset > size) {
+        reply_error(req, 400, "offset is past the end of the log");
+    } else if (rc == 0) {
+        /* Output cut mid-character waits for its next bytes; what is not
+         * UTF-8 at all is shown as U+FFFD rather than refused. */
+        size_t used;
+        char *text = tony_utf8_sanitize(data.data, data.len, &used);
+        json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:s}", "role", role, "index", index, "attempt",
+                              (int)attempt, "stream", stream, "offset", offset, "next", offset + (long long)used,
+                              "size", size, "data", text);
+        json_object_set_new(o, "exists", json_boolean(tony_file_exists(path)));
+        free(text);
+        reply_json(req, 200, o);
+    } else {
+        reply_error(req, 500, err.msg);
+    }
+    tony_buf_free(&data);
+    free(path);
+    free(dir);
+    evhttp_clear_headers(&q);
+}
+
+static bool known_verb(const char *verb) {
+    static const char *const verbs[] = {"log", "metrics", "register", "heartbeat", "started", "finished"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (strcmp(verb, verbs[i]) == 0) return true;
+    return false;
+}
+
 /* /v1/tasks/<role>/<index>/<verb> */
 static void handle_task(tony_am *am, struct evhttp_request *req, const char *rest) {
     char role[64], verb[32];
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
         reply_error(req, 404,
-                    "unknown path; expected /v1/tasks/<role>/<index>/<register|heartbeat|started|finished|metrics>");
+                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished>");
+        return;
+    }
+    if (!known_verb(verb)) {
+        reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
+        return;
+    }
+    if (strcmp(verb, "log") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else handle_log(am, req, role, index);
         return;
     }
     if (strcmp(verb, "metrics") == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
@@ -308,9 +459,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     if (strcmp(verb, "register") == 0) {
         const char *host = json_string_value(json_object_get(body, "host"));
         json_int_t port = json_integer_value(json_object_get(body, "port"));
-        if (!host || !*host || port <= 0 || port > 65535) {
+        json_t *tb = json_object_get(body, "tb_port");
+        json_int_t tb_port = json_integer_value(tb);
+        if (!host || !*host || port <= 0 || port > 65535 || (tb && (!json_is_integer(tb) || tb_port <= 0 || tb_port > 65535))) {
             json_decref(body);
-            reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535)");
+            reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
             return;
         }
         if (am->job.attempt_over) {
@@ -321,6 +474,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         if (!t->host) {
             t->host = tony_strdup(host);
             t->port = (int)port;
+            t->tb_port = (int)tb_port;
             t->registered_ms = now;
             t->state = AM_TASK_REGISTERED;
             am->status_dirty = true;
@@ -408,7 +562,12 @@ static void handle(struct evhttp_request *req, void *arg) {
         else serve_events(am, req, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/v1/job") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
-        else reply_json(req, 200, am_job_json(am));
+        else reply_job(am, req);
+    } else if (strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0) {
+        const am_webui_file *f = am_webui_find(path[1] ? path + 4 : "index.html");
+        if (!f) reply_error(req, 404, "no such file in the web UI");
+        else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else am_webui_reply(req, f);
     } else if (strcmp(path, "/v1/job/kill") == 0 || strcmp(path, "/v1/job/finish") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) reply_error(req, 405, "use POST");
         else if (!secret_ok(am, req)) reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);

@@ -27,6 +27,7 @@ typedef struct am_task {
     am_task_state state;
     char *host;
     int port;
+    int tb_port;          /* TensorBoard's port when this task reserved one (TB_PORT) */
     int pid;
     int exit_status;
     bool exited;          /* its container ended */

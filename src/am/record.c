@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/strv.h"
 
-static long long wall_now(void) { return am_wall_ms(am_now_ms()); }
+static long long wall_now(const tony_am *am) { return am_wall_ms(am, am_now_ms()); }
 
 static char *task_id(const am_task *t) { return tony_sprintf("%s:%d", t->role->name, t->index); }
 
@@ -35,12 +35,12 @@ static void metrics_reset(tony_am *am) {
 
 static void app_inited(tony_am *am) {
     int n = tony_plan_total_instances(&am->plan);
-    am_events_add(am->events, wall_now(), "APPLICATION_INITED", NULL, am->job.attempt,
+    am_events_add(am->events, wall_now(am), "APPLICATION_INITED", NULL, am->job.attempt,
                   "%s: attempt %d of %s with %d task(s), coordinator at %s", am->app_id, am->job.attempt,
                   am->plan.framework, n, am->url ? am->url : am->host);
     tony_error err;
     if (writer(am) &&
-        tony_jhist_application_inited(writer(am), wall_now(), am->app_id, n, am->host, NULL, &err))
+        tony_jhist_application_inited(writer(am), wall_now(am), am->app_id, n, am->host, NULL, &err))
         history_failed(am, &err);
 }
 
@@ -51,7 +51,7 @@ void am_record_start(tony_am *am) {
     char *root = tony_jobs_root(local_root);
     char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
     tony_error err;
-    am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am->started_ms), &err);
+    am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am, am->started_ms), &err);
     if (!am->history) tony_warn("%s", err.msg);
     else {
         char *log = tony_path_join(am_history_dir(am->history), "events.jsonl");
@@ -73,7 +73,7 @@ void am_record_attempt(tony_am *am) {
 void am_record_task_requested(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(), "TASK_REQUESTED", id, am->job.attempt,
+    am_events_add(am->events, wall_now(am), "TASK_REQUESTED", id, am->job.attempt,
                   "%s: container requested (%lld MiB, %d vcores, %d GPUs)", id, t->role->memory_mb, t->role->vcores,
                   t->role->gpus);
     free(id);
@@ -82,21 +82,21 @@ void am_record_task_requested(tony_am *am, const am_task *t) {
 void am_record_task_registered(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add_data(am->events, wall_now(), "TASK_REGISTERED", id, am->job.attempt,
+    am_events_add_data(am->events, wall_now(am), "TASK_REGISTERED", id, am->job.attempt,
                        json_pack("{s:s,s:i}", "host", t->host, "port", t->port), "%s: registered at %s:%d", id, t->host,
                        t->port);
     free(id);
     /* TonY writes TASK_STARTED when the container launches; the executor's
      * registration is the first moment we know its host. */
     tony_error err;
-    if (writer(am) && tony_jhist_task_started(writer(am), wall_now(), t->role->name, t->index, t->host, NULL, &err))
+    if (writer(am) && tony_jhist_task_started(writer(am), wall_now(am), t->role->name, t->index, t->host, NULL, &err))
         history_failed(am, &err);
 }
 
 void am_record_task_started(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(), "TASK_STARTED", id, am->job.attempt, "%s: user process started (pid %d)", id,
+    am_events_add(am->events, wall_now(am), "TASK_STARTED", id, am->job.attempt, "%s: user process started (pid %d)", id,
                   t->pid);
     free(id);
 }
@@ -117,10 +117,10 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
                              what, "diagnostics", diag, "metrics",
                              m ? am_metrics_aggregates_json(m) : json_object());
     if (t->state == AM_TASK_SUCCEEDED)
-        am_events_add_data(am->events, wall_now(), "TASK_FINISHED", id, am->job.attempt, data, "%s succeeded%s", id,
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s succeeded%s", id,
                            peak);
     else
-        am_events_add_data(am->events, wall_now(), "TASK_FINISHED", id, am->job.attempt, data, "%s %s: %s%s%s%s", id,
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s %s: %s%s%s%s", id,
                            t->state == AM_TASK_FAILED ? "failed" : "was stopped", what, peak, diag ? ". " : "",
                            diag ? diag : "");
     free(id);
@@ -130,7 +130,7 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
     /* TonY: the container's diagnostics on failure, "NA" otherwise */
     const char *cd = t->state == AM_TASK_SUCCEEDED ? "NA" : diag ? diag : what;
     tony_error err;
-    if (writer(am) && tony_jhist_task_finished(writer(am), wall_now(), t->role->name, t->index, status, ms,
+    if (writer(am) && tony_jhist_task_finished(writer(am), wall_now(am), t->role->name, t->index, status, ms,
                                                AM_METRIC_TONY_COUNT, cd, &err))
         history_failed(am, &err);
 }
@@ -138,21 +138,21 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
 void am_record_heartbeat_missed(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(), "HEARTBEAT_MISSED", id, am->job.attempt, "%s",
+    am_events_add(am->events, wall_now(am), "HEARTBEAT_MISSED", id, am->job.attempt, "%s",
                   t->diagnostics ? t->diagnostics : "missed heartbeats");
     free(id);
 }
 
 void am_record_restart(tony_am *am) {
     if (!am->events) return;
-    am_events_add(am->events, wall_now(), "RESTART", NULL, am->job.attempt,
+    am_events_add(am->events, wall_now(am), "RESTART", NULL, am->job.attempt,
                   "attempt %d failed (%s); restarting the job, %d restart(s) left", am->job.attempt,
                   am->job.attempt_diagnostics ? am->job.attempt_diagnostics : "", am->retries_left);
 }
 
 void am_record_kill(tony_am *am) {
     if (!am->events) return;
-    am_events_add(am->events, wall_now(), "KILL", NULL, am->job.attempt, "killed by the user");
+    am_events_add(am->events, wall_now(am), "KILL", NULL, am->job.attempt, "killed by the user");
 }
 
 void am_record_finish(tony_am *am) {
@@ -164,12 +164,12 @@ void am_record_finish(tony_am *am) {
         failed += t->state == AM_TASK_FAILED;
     }
     const char *status = am_final_status_name(am->final_status);
-    am_events_add(am->events, wall_now(), "APPLICATION_FINISHED", NULL, am->job.attempt, "%s %s: %s", am->app_id,
+    am_events_add(am->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->job.attempt, "%s %s: %s", am->app_id,
                   status, am->diagnostics ? am->diagnostics : "");
     tony_error err;
-    if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(), am->app_id, finished, failed, &err))
+    if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
         history_failed(am, &err);
-    if (am->history && am_history_finish(am->history, am_wall_ms(am->finished_ms), status, &err)) history_failed(am, &err);
+    if (am->history && am_history_finish(am->history, am_wall_ms(am, am->finished_ms), status, &err)) history_failed(am, &err);
     else if (am->history) tony_info("history: %s", am_history_file(am->history));
 }
 

@@ -69,6 +69,8 @@ int tony_cmd_status(int argc, char **argv) {
         printf("job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, "app_id")), state,
                live ? "" : (strcmp(state, "FINISHED") ? " (coordinator not running)" : ""),
                (long long)json_integer_value(json_object_get(job, "attempt")));
+        const char *url = json_string_value(json_object_get(job, "url"));
+        if (live && url) printf("web page: %s/\n", url);
         char *g = tony_report_grouped(job);
         if (*g) printf("%s\n", g);
         free(g);

@@ -203,6 +203,11 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
     return 0;
 }
 
+static void say_web_ui(const char *url) {
+    printf("tony: watch it at %s/ (the coordinator's web page)\n", url);
+    fflush(stdout);
+}
+
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
@@ -213,7 +218,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
     for (;;) {
         int status;
         bool am_alive = waitpid(am_pid, &status, WNOHANG) == 0;
-        if (!url) tony_jobdir_am_url(job_dir, &url, NULL, NULL);
+        if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(url);
         if (interrupted && url && !kill_sent) {
             fprintf(stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
             tony_jobdir_post(url, job_dir, "kill");
@@ -323,6 +328,7 @@ int tony_cmd_submit(int argc, char **argv) {
             code = TONY_EXIT_UNAVAILABLE;
             goto fail_code;
         }
+        say_web_ui(url);
         free(url);
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
         code = TONY_EXIT_OK;

@@ -81,6 +81,35 @@ int tony_read_file(const char *path, char **out, size_t *len, tony_error *err) {
     return 0;
 }
 
+int tony_read_range(const char *path, long long offset, size_t max, tony_buf *out, long long *size,
+                    tony_error *err) {
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : tony_err(err, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    }
+    *size = (long long)st.st_size;
+    char buf[16384];
+    size_t got = 0;
+    while (got < max && offset + (long long)got < *size) {
+        size_t want = max - got < sizeof buf ? max - got : sizeof buf;
+        ssize_t n = pread(fd, buf, want, (off_t)(offset + (long long)got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            close(fd);
+            return tony_err(err, "cannot read %s: %s", path, strerror(errno));
+        }
+        if (n == 0) break;
+        tony_buf_append(out, buf, (size_t)n);
+        got += (size_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err) {
     char *tmp = tony_sprintf("%s.tmp.%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);

@@ -7,6 +7,8 @@
 
 #include "common/error.h"
 
+struct tony_buf;
+
 int tony_mkdir_p(const char *path, int mode, tony_error *err);
 /* Removes a file or a whole tree; a missing path is not an error. */
 int tony_rm_rf(const char *path, tony_error *err);
@@ -15,6 +17,10 @@ bool tony_file_exists(const char *path);
 /* Reads a whole file into a NUL-terminated malloc'ed buffer. */
 int tony_read_file(const char *path, char **out, size_t *len, tony_error *err);
 /* Writes atomically (temp file + rename) with the given mode. */
+/* Reads up to max bytes of path from offset into out (appended) and sets
+ * *size to the file's size; a file that does not exist yet reads as empty. */
+int tony_read_range(const char *path, long long offset, size_t max, struct tony_buf *out, long long *size,
+                    tony_error *err);
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err);
 int tony_copy_file(const char *src, const char *dst, tony_error *err);
 /* Copies a directory tree (files and dirs; symlinks kept as links). */

@@ -217,3 +217,58 @@ char *tony_base64_encode(const void *data, size_t len, bool url_safe) {
     out[o] = '\0';
     return out;
 }
+
+/* Length of the UTF-8 sequence at s (n bytes available): >0 when valid,
+ * 0 when it is a valid start cut short by n, -1 when it is not UTF-8. */
+static int utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    int len;
+    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c > 0 && c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;       /* overlong */
+        if (c == 0xED) hi = 0x9F;       /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;       /* overlong */
+        if (c == 0xF4) hi = 0x8F;       /* past U+10FFFF */
+    } else return -1;
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n) return 0;
+        unsigned char min = i == 1 ? lo : 0x80, max = i == 1 ? hi : 0xBF;
+        if (s[i] < min || s[i] > max) return -1;
+    }
+    return len;
+}
+
+char *tony_utf8_sanitize(const char *s, size_t n, size_t *used) {
+    const unsigned char *u = (const unsigned char *)s;
+    tony_buf out = {0};
+    tony_buf_append(&out, "", 0);
+    size_t i = 0;
+    while (i < n) {
+        int len = utf8_seq(u + i, n - i);
+        if (len == 0) break;
+        if (len < 0) {
+            tony_buf_puts(&out, "\xEF\xBF\xBD");
+            i++;
+        } else {
+            tony_buf_append(&out, s + i, (size_t)len);
+            i += (size_t)len;
+        }
+    }
+    *used = i;
+    return out.data;
+}
+
+unsigned long long tony_hash64(const void *data, size_t n) {
+    const unsigned char *p = data;
+    unsigned long long h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}

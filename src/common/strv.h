@@ -57,4 +57,13 @@ void tony_buf_puts(tony_buf *b, const char *s);
 void tony_buf_printf(tony_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tony_buf_free(tony_buf *b);
 
+/* A copy of the n bytes at s as valid UTF-8 (malloc'ed, NUL-terminated):
+ * bytes that are not UTF-8, and NULs, become U+FFFD. A sequence cut short
+ * by the end of the bytes is left out, for a later read to complete, so
+ * *used (how many input bytes the copy stands for) may be up to 3 less
+ * than n. */
+char *tony_utf8_sanitize(const char *s, size_t n, size_t *used);
+/* FNV-1a, 64 bits: a cheap fingerprint (ETags), not for security. */
+unsigned long long tony_hash64(const void *data, size_t n);
+
 #endif

@@ -102,8 +102,10 @@ static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
     while (!stop_signal) {
         long status;
-        json_t *ans = call(x, "register", json_pack("{s:s,s:i}", "host", x->host, "port", x->port),
-                           REGISTER_TIMEOUT_MS, &status, err);
+        json_t *body = json_pack("{s:s,s:i}", "host", x->host, "port", x->port);
+        /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
+        if (x->tb_port > 0) json_object_set_new(body, "tb_port", json_integer(x->tb_port));
+        json_t *ans = call(x, "register", body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -139,6 +141,28 @@ def job_processes(home):
         if needle in environ or cwd.startswith(needle):
             found.append(int(pid))
     return found
+
+
+def call(url, method="GET", body=None, secret=None):
+    """One coordinator API call: (HTTP status, the JSON answer)."""
+    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
+    if secret:
+        req.add_header("X-Tony-Secret", secret)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def http_get(url, headers=None, method="GET"):
+    """(status, headers, body bytes) of a request, whatever the status."""
+    req = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
 
 
 def wait_for(pred, timeout=60, interval=0.2, what="condition"):

@@ -4,23 +4,14 @@ clear 4xx, and none of it disturbs the running job. Also Ctrl-C on the
 client kills the job, as in TonY."""
 import json
 import signal
-import urllib.error
-import urllib.request
 
-from conftest import wait_for
+import pytest
+
+from conftest import REPO, call, http_get, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
 
-def call(url, method="GET", body=None, secret=None):
-    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
-    if secret:
-        req.add_header("X-Tony-Secret", secret)
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 def running_job(tony):
@@ -75,3 +66,123 @@ def test_ctrl_c_kills_the_job(tony):
     out, err = p.communicate(timeout=60)
     assert p.returncode != 0
     assert "KILLED" in out, out + err
+
+
+# worker:0 writes a known stdout: a line, 100000 'a's, bytes that are not
+# UTF-8, an é (two bytes), then waits; stderr gets one line.
+LOG_CMD = ("printf 'hello\\n'; head -c 100000 /dev/zero | tr '\\0' a; printf '\\377\\376 mid \\303\\251 end\\n'; "
+           "echo oops >&2; echo tb=$TB_PORT; sleep 300")
+LOG_TAIL = b"\xff\xfe mid \xc3\xa9 end\n"
+
+
+@pytest.fixture
+def log_job(tony):
+    jobs = []
+    yield lambda: start_log_job(tony, jobs)
+    for job in jobs:
+        tony.run("kill", job.name)
+
+
+def start_log_job(tony, jobs):
+    r = tony.submit("--detach", "--executes", LOG_CMD, "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    jobs.append(job)
+    out = job / "attempts/0/worker-0/stdout"
+    wait_for(lambda: out.exists() and out.read_bytes().count(b"\n") >= 3, 60, what="worker output")
+    return job, json.loads((job / "am.json").read_text())["url"], out.read_bytes()
+
+
+def test_log_endpoint_offsets_and_text(log_job):
+    job, url, raw = log_job()
+    base = url + "/v1/tasks/worker/0/log"
+    # from 0: capped at 64 KiB, and the offset to ask next
+    st, body = call(base + "?stream=stdout&offset=0&attempt=0")
+    assert st == 200, body
+    assert body["next"] == 65536 and body["size"] == len(raw) and body["exists"] is True
+    assert body["data"] == "hello\n" + "a" * 65530
+    # following next reaches the end: bytes that are not UTF-8 show as U+FFFD
+    got, off = "", 0
+    while off < len(raw):
+        st, body = call(f"{base}?offset={off}")
+        assert st == 200 and body["next"] > off, body
+        got += body["data"]
+        off = body["next"]
+    assert off == len(raw)
+    assert got == raw.decode("utf-8", errors="replace")
+    assert "\ufffd\ufffd mid é end\n" in got
+    # at the end: nothing more, the same offset again; past it: an error
+    st, body = call(f"{base}?offset={len(raw)}")
+    assert st == 200 and body["data"] == "" and body["next"] == len(raw)
+    assert call(f"{base}?offset={len(raw) + 1}")[0] == 400
+    # a chunk that ends inside é stops before it, for the next call to finish
+    e_at = raw.index(b"\xc3\xa9")
+    st, body = call(f"{base}?offset={e_at + 1 - 65536}")
+    assert body["next"] == e_at and not body["data"].endswith("\ufffd"), body
+    st, body = call(f"{base}?offset={e_at}")
+    assert body["data"].startswith("é end")
+    # stderr
+    st, body = call(base + "?stream=stderr")
+    assert st == 200 and body["data"] == "oops\n" and body["stream"] == "stderr"
+
+
+def test_log_endpoint_rejects_bad_parameters(log_job):
+    job, url, raw = log_job()
+    base = url + "/v1/tasks/worker/0/log"
+    for q in ["stream=stdin", "stream=../../secret", "stream=", "offset=-1", "offset=abc", "offset=1e3", "offset=0x10",
+              "offset=", "offset=+5", "offset=99999999999999999999", "attempt=1", "attempt=-1", "attempt=x",
+              "follow=1", "offset=0&nope=1", "stream=stdout%00"]:
+        st, body = call(f"{base}?{q}")
+        assert st == 400 and body["error"], (q, st, body)
+    st, body = call(base + "?stream=stdin")
+    assert "stdout or stderr" in body["error"]
+    assert call(f"{base}?stream=stdout")[0] == 200
+    # unknown tasks, and paths that try to leave the job dir
+    for path in ["/v1/tasks/worker/1/log", "/v1/tasks/nope/0/log", "/v1/tasks/am/0/log", "/v1/tasks/worker/-1/log",
+                 "/v1/tasks/worker/0/log/../../secret", "/v1/tasks/%2e%2e/0/log", "/v1/tasks/worker/0/logs",
+                 "/v1/tasks/..%2f..%2fsecret/0/log"]:
+        assert call(url + path)[0] == 404, path
+    assert call(base, "POST", "{}")[0] == 405
+    # the job is untouched, and the secret was never served
+    st, body = call(url + "/v1/job")
+    assert body["state"] == "RUNNING"
+
+
+def test_single_node_log_and_tensorboard_url(tony, log_job):
+    r = tony.submit("--detach", "--executes", "echo single says hi; sleep 300")
+    job = r.job_dir()
+    url = json.loads((job / "am.json").read_text())["url"]
+    wait_for(lambda: call(url + "/v1/tasks/am/0/log")[1].get("data") == "single says hi\n", 30, what="am log")
+    assert call(url + "/v1/tasks/worker/0/log")[0] == 404
+    tony.run("kill", job.name)
+    # a distributed job: the chief (worker:0) reserved TB_PORT and the job
+    # names it while the task runs, as TonY's registerTensorBoardUrl does
+    job, url, raw = log_job()
+    tb_port = int(raw.rsplit(b"tb=", 1)[1].split()[0])
+    st, body = call(url + "/v1/job")
+    assert body["tensorboard_url"] == f"http://127.0.0.1:{tb_port}/" and body["tensorboard_task"] == "worker:0"
+
+
+def test_web_ui_files_and_job_etag(tony):
+    job, url, secret = running_job(tony)
+    st, h, page = http_get(url + "/")
+    assert st == 200 and h["Content-Type"].startswith("text/html") and b'src="ui/app.js"' in page
+    assert b'href="/' not in page and b'src="/' not in page  # relative links only
+    for name, ctype in [("app.js", "text/javascript"), ("style.css", "text/css"), ("index.html", "text/html")]:
+        st, h, body = http_get(url + "/ui/" + name)
+        assert st == 200 and h["Content-Type"].startswith(ctype) and body, name
+        assert h["ETag"] and h["Cache-Control"] == "no-cache"
+        assert http_get(url + "/ui/" + name, {"If-None-Match": h["ETag"]})[0] == 304
+    assert (REPO / "web" / "app.js").read_bytes() == http_get(url + "/ui/app.js")[2]
+    for path in ["/ui/", "/ui/nope.js", "/ui/../secret", "/ui/%2e%2e/secret", "/secret", "/index.html", "/ui"]:
+        assert http_get(url + path)[0] == 404, path
+    assert http_get(url + "/", method="POST")[0] == 405
+    # /v1/job: an ETag over the body; unchanged job -> 304 without a body
+    st, h, body = http_get(url + "/v1/job")
+    etag = h["ETag"]
+    st, h2, body2 = http_get(url + "/v1/job", {"If-None-Match": etag})
+    assert st == 304 and body2 == b"" and h2["ETag"] == etag
+    assert http_get(url + "/v1/job", {"If-None-Match": '"0000000000000000"'})[0] == 200
+    # a change in the job changes the tag
+    call(url + "/v1/job/kill", "POST", "{}", secret=secret)
+    wait_for(lambda: http_get(url + "/v1/job", {"If-None-Match": etag})[0] != 304, 30, what="a new ETag")

@@ -6,13 +6,11 @@ endpoints answer while a job runs."""
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import fastavro
 
-from conftest import wait_for
+from conftest import call, wait_for
 
 FAST = ["--conf", "tony.task.metrics-interval-ms=200", "--conf", "tony.worker.instances=1"]
 TONY_METRICS = ["MAX_MEMORY_BYTES", "AVG_MEMORY_BYTES", "MAX_GPU_UTILIZATION", "AVG_GPU_UTILIZATION",
@@ -21,15 +19,6 @@ TONY_METRICS = ["MAX_MEMORY_BYTES", "AVG_MEMORY_BYTES", "MAX_GPU_UTILIZATION", "
 MB = 1024 * 1024
 
 
-def call(url, method="GET", body=None, secret=None):
-    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
-    if secret:
-        req.add_header("X-Tony-Secret", secret)
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 def alloc_script(scripts, mb, hold_s):

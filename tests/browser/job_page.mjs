@@ -1,0 +1,137 @@
+// Drives Debian's Chromium (playwright-core, no browser download) through a
+// live tony job's page and checks what a person reads there. Run by
+// tests/e2e/test_web_ui.py, which starts the job:
+//   node job_page.mjs '<json>'   json: {url, app_id, artifacts, mode, expect_metrics, chromium,
+//                                      release_dir: where tasks wait for release-* files}
+// mode "full" follows the whole job (states, exit code, log tail, plots,
+// timeline, the end); mode "proxy" loads the page under a path prefix and
+// checks that everything it fetched stayed under it. Exits 1 with the reason.
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import path from "node:path";
+
+const cfg = JSON.parse(process.argv[2] || "{}");
+const T = cfg.timeout_ms || 60000;
+fs.mkdirSync(cfg.artifacts, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+const requests = [];
+const pageErrors = [];
+page.on("request", (r) => requests.push(r.url()));
+page.on("pageerror", (e) => pageErrors.push(String(e)));
+// A 404 from an optional endpoint or a refused connection after the end is
+// logged by Chromium as "Failed to load resource": the page handles those.
+page.on("console", (m) => {
+  if (m.type() === "error" && !/Failed to load resource/.test(m.text())) pageErrors.push("console: " + m.text());
+});
+const release = (name) => fs.writeFileSync(path.join(cfg.release_dir, name), "");
+
+let step = "start";
+async function shot(name) {
+  await page.screenshot({ path: path.join(cfg.artifacts, `${cfg.mode}-${name}.png`), fullPage: true });
+}
+function check(cond, msg) { if (!cond) throw new Error(msg); }
+const row = (task) => page.locator(`tr.task[data-task="${task}"]`);
+const cell = (task, col) => row(task).locator(`td.c-${col}`);
+
+async function waitText(locator, re, what) {
+  step = what;
+  await locator.filter({ hasText: re }).first().waitFor({ timeout: T });
+}
+
+async function full() {
+  step = "open the page";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(page.locator("#app-id"), new RegExp(cfg.app_id), "the app id in the header");
+  await waitText(page.locator("#job-state"), /RUNNING/, "job state RUNNING");
+  for (const k of ["backend", "framework", "elapsed"]) check((await page.locator("#" + k).textContent()) !== "–", `${k} is empty`);
+  const e1 = await page.locator("#elapsed").textContent();
+  // the tasks, grouped by role with counts
+  await waitText(cell("chief:0", "state"), /RUNNING/, "chief:0 RUNNING");
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING");
+  const heads = await page.locator("tr.role-head th").allTextContents();
+  check(heads.some((h) => /^worker — 2 tasks/.test(h)), `no worker group header with a count: ${heads}`);
+  check(heads.some((h) => /^ps — 1 task/.test(h)), `no ps group header: ${heads}`);
+  check(/127\.0\.0\.1:\d+/.test(await cell("chief:0", "addr").textContent()), "chief has no host:port");
+  await waitText(cell("worker:1", "state"), /RUNNING/, "worker:1 RUNNING");
+  await shot("running");
+  release("release-workers");
+  // the failed worker, in words
+  await waitText(cell("worker:1", "state"), /FAILED/, "worker:1 FAILED");
+  await waitText(cell("worker:1", "exit"), /exit code 3/, "worker:1 shows exit code 3");
+  await waitText(cell("worker:0", "state"), /SUCCEEDED/, "worker:0 RUNNING -> SUCCEEDED");
+  check((await page.locator("#elapsed").textContent()) !== e1, "the elapsed time does not tick");
+  // the log tail of a task, both streams
+  step = "open chief:0";
+  await row("chief:0").click();
+  await waitText(page.locator("#panel-title"), /chief:0/, "the task panel");
+  await waitText(page.locator("#log"), /chief says hello/, "chief:0's stdout line in the log tail");
+  await waitText(page.locator("#log"), /chief step 3/, "the log tail grows while the task runs");
+  await page.locator('.tabs button[data-stream="stderr"]').click();
+  await waitText(page.locator("#log"), /chief warns on stderr/, "chief:0's stderr line");
+  await page.locator('.tabs button[data-stream="stdout"]').click();
+  await waitText(page.locator("#log"), /chief says hello/, "back on stdout");
+  // metrics plots
+  if (cfg.expect_metrics) {
+    step = "memory and CPU plots with lines of 3 or more samples";
+    await page.waitForFunction(() => {
+      const f = [...document.querySelectorAll("figure.plot")];
+      return f.length >= 2 && f.every((x) => Number(x.dataset.points) >= 3 && x.querySelector("path.p-line"));
+    }, null, { timeout: T });
+  } else {
+    await waitText(page.locator("#plots"), /no metrics yet|samples/, "the plots area");
+  }
+  // the timeline
+  step = "timeline entries";
+  await page.waitForFunction(() => document.querySelectorAll("#events li").length >= 3, null, { timeout: T });
+  const evs = await page.locator("#events li").allTextContents();
+  check(evs.some((e) => /worker:1/.test(e)), `no timeline entry for worker:1: ${evs.join(" | ")}`);
+  await shot("task-panel");
+  release("release-chief");
+  // the end: the page says so and keeps what it showed
+  await waitText(page.locator("#job-state, #conn"), /FINISHED|finished|gone/, "the job's end on the page");
+  await waitText(page.locator("#conn"), /finished|gone/i, "the coordinator-gone banner after the end");
+  const banner = await page.locator("#conn").textContent();
+  check((await row("chief:0").count()) === 1, "the task table vanished after the end");
+  check(/chief says hello/.test(await page.locator("#log").textContent()), "the log tail was lost after the end");
+  await shot("finished");
+  return { banner, final: await page.locator("#final-status").textContent(), events: evs.length };
+}
+
+async function proxy() {
+  step = "open the page under the prefix";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(page.locator("#app-id"), new RegExp(cfg.app_id), "the app id through the proxy");
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING through the proxy");
+  await row("worker:0").click();
+  await waitText(page.locator("#log"), /worker 0 says hello/, "the log tail through the proxy");
+  await page.waitForTimeout(2500); // let events and metrics polls run too
+  const prefix = new URL(cfg.url);
+  const outside = requests.filter((u) => !new URL(u).pathname.startsWith(prefix.pathname) || new URL(u).host !== prefix.host);
+  check(outside.length === 0, `the page fetched outside ${prefix.pathname}: ${outside.join(", ")}`);
+  for (const want of ["ui/app.js", "ui/style.css", "v1/job", "/log?"])
+    check(requests.some((u) => u.includes(want)), `no request for ${want} under the prefix`);
+  await shot("proxied");
+  return { requests: requests.length };
+}
+
+let code = 0;
+try {
+  const result = cfg.mode === "proxy" ? await proxy() : await full();
+  check(pageErrors.length === 0, `errors on the page: ${pageErrors.join("; ")}`);
+  console.log(JSON.stringify({ ok: true, ...result }));
+} catch (e) {
+  code = 1;
+  console.error(`FAILED at "${step}": ${e.message}`);
+  if (pageErrors.length) console.error(`page errors: ${pageErrors.join("; ")}`);
+  try {
+    await shot("failure");
+    console.error(`page text:\n${(await page.locator("body").innerText()).slice(0, 4000)}`);
+  } catch (e2) { /* the browser itself went */ }
+}
+await browser.close();
+process.exit(code);

@@ -1,0 +1,135 @@
+"""The coordinator's web page in a real browser: Debian's Chromium driven by
+playwright-core (tests/browser/job_page.mjs) against a live multi-role job on
+the local backend, directly and through a YARN-style path prefix. Chromium,
+node and playwright-core come from scripts/install-deps; when one is missing
+the test fails and says how to get it. Screenshots: tests/e2e/artifacts/."""
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from conftest import REPO, http_get, wait_for
+
+BROWSER_DIR = REPO / "tests" / "browser"
+ARTIFACTS = REPO / "tests" / "e2e" / "artifacts"
+CHROMIUM = os.environ.get("TONY_CHROMIUM", "/usr/bin/chromium")
+SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m", "--conf", "tony.chief.memory=256m"]
+
+# Each task prints, then waits for the browser script to release it (a file
+# in the job's shared dir), so every state is on screen long enough to be
+# seen however slowly Chromium starts on a loaded machine.
+TASK_SH = r"""
+wait_for() { for i in $(seq 1 600); do [ -e "$TONY_JOB_DIR/$1" ] && return; sleep 0.2; done; echo "never released" >&2; exit 9; }
+case "$JOB_NAME:$TASK_INDEX" in
+  chief:0)
+    echo "chief says hello"; echo "chief warns on stderr" >&2
+    wait_for release-workers
+    for i in $(seq 1 12); do echo "chief step $i"; buf="$buf$(head -c 2000000 /dev/zero | tr '\0' x)"; sleep 0.5; done
+    wait_for release-chief; echo "chief done" ;;
+  worker:0) echo "worker 0 says hello"; wait_for release-workers; sleep 1; echo "worker 0 done" ;;
+  worker:1) echo "worker 1 says hello"; wait_for release-workers; echo "worker 1 fails" >&2; exit 3 ;;
+  ps:*) echo "ps up"; exec sleep 300 ;;
+esac
+"""
+
+
+@pytest.fixture(scope="module")
+def browser_tools():
+    node = shutil.which("node")
+    missing = []
+    if not node:
+        missing.append("node (apt-get install nodejs)")
+    if not os.access(CHROMIUM, os.X_OK):
+        missing.append(f"Chromium at {CHROMIUM} (apt-get install chromium, or set TONY_CHROMIUM)")
+    if not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
+        missing.append(f"playwright-core in {BROWSER_DIR}/node_modules (npm ci there)")
+    if missing:
+        pytest.fail("the browser tests need " + "; ".join(missing) + " -- scripts/install-deps python installs them",
+                    pytrace=False)
+    return node
+
+
+def run_browser(node, **cfg):
+    cfg.setdefault("chromium", CHROMIUM)
+    cfg.setdefault("artifacts", str(ARTIFACTS))
+    p = subprocess.run([node, str(BROWSER_DIR / "job_page.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def start_job(tony, scripts, *extra):
+    (scripts / "task.sh").write_text(TASK_SH)
+    r = tony.submit("--detach", "--src_dir", str(scripts), "--executes", "bash task.sh", *extra, *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    url = json.loads((job / "am.json").read_text())["url"]
+    return r, job, url
+
+
+def test_page_follows_a_multi_role_job(tony, scripts, browser_tools):
+    r, job, url = start_job(tony, scripts, "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2",
+                            "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false",
+                            "--conf", "tony.task.metrics-interval-ms=500")
+    metrics = http_get(url + "/v1/tasks/chief/0/metrics")[0] == 200 or "metrics" in json.dumps(r.status())
+    out = run_browser(browser_tools, mode="full", url=url + "/", app_id=job.name, release_dir=str(job / "shared"),
+                      expect_metrics=metrics)
+    # what the page said at the end agrees with what the job decided
+    st = json.loads((job / "status.json").read_text())
+    assert st["state"] == "FINISHED"
+    assert st["final_status"] in out["banner"] or st["final_status"] in out["final"], out
+    assert {(t["role"], t["index"]): t["state"] for t in st["tasks"]}[("worker", 1)] == "FAILED"
+    for name in ("full-running.png", "full-task-panel.png", "full-finished.png"):
+        assert (ARTIFACTS / name).stat().st_size > 1000, name
+
+
+class PrefixProxy(http.server.ThreadingHTTPServer):
+    """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
+    YARN's web proxy does; anything else is a 404."""
+
+    def __init__(self, prefix, target):
+        self.prefix, self.target = prefix, target
+        super().__init__(("127.0.0.1", 0), ProxyHandler)
+
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if not self.path.startswith(self.server.prefix):
+            self.send_error(404, "not under the proxy prefix")
+            return
+        rest = self.path[len(self.server.prefix):]
+        fwd = {k: v for k, v in self.headers.items() if k.lower() in ("if-none-match", "x-tony-ui", "accept")}
+        code, headers, body = http_get(self.server.target + "/" + rest, fwd)
+        self.send_response(code)
+        for k, v in headers.items():
+            if k.lower() in ("content-type", "etag", "cache-control"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_page_works_under_a_path_prefix(tony, scripts, browser_tools):
+    r, job, url = start_job(tony, scripts, "--conf", "tony.worker.instances=1")
+    # the page's address, as submit and status print it
+    assert f"watch it at {url}/" in r.out, r
+    assert f"web page: {url}/" in tony.run("status", job.name, check_rc=0).out
+    prefix = f"/proxy/{job.name}/"
+    proxy = PrefixProxy(prefix, url)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{proxy.server_address[1]}{prefix}"
+        assert http_get(base)[0] == 200 and http_get(base + "ui/app.js")[0] == 200
+        run_browser(browser_tools, mode="proxy", url=base, app_id=job.name)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        tony.run("kill", job.name)
+    wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 30, what="job killed")

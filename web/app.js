@@ -1,0 +1,625 @@
+// tony's live job page: polls the coordinator's JSON API (GET v1/job with an
+// ETag, v1/events, a task's log and metrics) and redraws only what changed.
+// Plain JS, no dependencies; every URL is relative to the page so it works
+// behind YARN's web proxy.
+"use strict";
+
+const POLL_MS = 1000;          // job summary and task table
+const SLOW_POLL_MS = 2000;     // events and the open task's metrics
+const GONE_RETRY_MS = 5000;    // while the coordinator does not answer
+const LOG_KEEP_CHARS = 512 * 1024; // the log panel keeps the newest output only
+const LOG_CHUNK = 64 * 1024;   // what one log call answers at most (AM_LOG_CHUNK)
+
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  job: null,          // the last /v1/job answer
+  etag: null,
+  rows: new Map(),    // "role:index" -> {tr, sig, task}
+  groups: new Map(),  // role -> {tbody, head}
+  lastOk: 0,          // Date.now() of the last answer
+  failures: 0,
+  gone: false,
+  selected: null,     // {role, index} of the open panel
+  log: null,          // {key, stream, attempt, next, busy, decoder}
+  eventsSince: 0,
+  serverEvents: null, // true once v1/events answered, false once it 404ed
+  localSeq: 0,
+  seenStates: new Map(),
+  metricsBusy: false,
+};
+
+// ---------- formatting ----------
+
+function fmtTime(ms) {
+  if (!ms) return "–";
+  const d = new Date(ms);
+  return d.toLocaleTimeString([], { hour12: false });
+}
+
+function fmtDuration(ms) {
+  if (ms == null || ms < 0) return "–";
+  let s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  if (h) return `${h}h ${String(m).padStart(2, "0")}m ${String(s).padStart(2, "0")}s`;
+  if (m) return `${m}m ${String(s).padStart(2, "0")}s`;
+  return `${s}s`;
+}
+
+function fmtBytes(n) {
+  if (n == null || n < 0) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${n >= 10 || i === 0 ? n.toFixed(0) : n.toFixed(1)} ${units[i]}`;
+}
+
+function fmtPercent(p) {
+  return p == null || p < 0 ? "–" : `${Math.round(p)}%`;
+}
+
+function taskKey(t) { return `${t.role}:${t.index}`; }
+
+function stateClass(s) { return "st-" + String(s || "unknown").toLowerCase(); }
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+// ---------- the job ----------
+
+async function pollJob() {
+  let next = POLL_MS;
+  try {
+    const headers = { "X-Tony-UI": "1" };
+    if (ui.etag) headers["If-None-Match"] = ui.etag;
+    const r = await fetch("v1/job", { headers, cache: "no-store" });
+    if (r.status === 304) {
+      markAlive();
+    } else if (r.ok) {
+      ui.etag = r.headers.get("ETag");
+      const job = await r.json();
+      markAlive();
+      renderJob(job);
+    } else {
+      throw new Error(`HTTP ${r.status}`);
+    }
+  } catch (e) {
+    markGone(e);
+    next = ui.job && ui.job.state === "FINISHED" ? GONE_RETRY_MS * 2 : GONE_RETRY_MS;
+  }
+  setTimeout(pollJob, next);
+}
+
+function markAlive() {
+  ui.lastOk = Date.now();
+  ui.failures = 0;
+  if (ui.gone) {
+    ui.gone = false;
+    $("conn").hidden = true;
+    document.body.classList.remove("gone");
+  }
+}
+
+function markGone(err) {
+  ui.failures++;
+  // One missed poll is noise (a busy coordinator); two is a state worth saying.
+  if (ui.failures < 2 && ui.job && ui.job.state !== "FINISHED") return;
+  ui.gone = true;
+  document.body.classList.add("gone");
+  const c = $("conn");
+  const j = ui.job;
+  const since = ui.lastOk ? ` since ${fmtTime(ui.lastOk)}` : "";
+  let msg;
+  if (j && j.state === "FINISHED") {
+    msg = `Job finished: ${j.final_status}. The coordinator has exited; this is its final state.`;
+    c.className = "conn finished";
+  } else if (j) {
+    msg = `The coordinator is gone${since} (${err.message || err}). The job has most likely ended; ` +
+          `\`tony status ${j.app_id}\` shows its final state. Retrying…`;
+    c.className = "conn lost";
+  } else {
+    msg = `Cannot reach the coordinator (${err.message || err}). Retrying…`;
+    c.className = "conn lost";
+  }
+  setText(c, msg);
+  c.hidden = false;
+}
+
+function renderJob(job) {
+  const prev = ui.job;
+  ui.job = job;
+  setText($("app-id"), job.app_id || "?");
+  document.title = `${job.app_id} – ${job.state} – tony`;
+  const st = $("job-state");
+  setText(st, job.state);
+  st.className = "badge " + stateClass(job.state);
+  const fs = $("final-status");
+  const showFinal = job.final_status && job.final_status !== "UNDEFINED";
+  setText(fs, showFinal ? job.final_status : "");
+  fs.hidden = !showFinal;
+  fs.className = "badge " + stateClass(job.final_status);
+  const restarts = job.attempt > 0 ? ` (${job.attempt} restart${job.attempt > 1 ? "s" : ""})` : "";
+  setText($("attempt"), `${job.attempt}${restarts}` + (job.retries_left != null ? `, ${job.retries_left} left` : ""));
+  setText($("started"), fmtTime(job.started_ms));
+  setText($("backend"), job.backend || "–");
+  setText($("framework"), job.framework || "–");
+  const diag = $("diagnostics");
+  setText(diag, job.diagnostics || "");
+  diag.hidden = !job.diagnostics;
+  const tb = $("tb-link");
+  if (job.tensorboard_url) {
+    if (tb.getAttribute("href") !== job.tensorboard_url) tb.href = job.tensorboard_url;
+    setText(tb, job.tensorboard_task ? `TensorBoard (${job.tensorboard_task})` : "TensorBoard");
+    tb.title = "served on the task's TB_PORT once the job starts TensorBoard there";
+    tb.hidden = false;
+  } else {
+    tb.hidden = true;
+  }
+  renderAdvice(job.advice);
+  renderTasks(job.tasks || []);
+  // After a restart the open task's log is the new attempt's.
+  if (ui.log && job.attempt !== (prev && prev.attempt) && prev) openLog(ui.log.stream);
+  if (ui.serverEvents !== true) noteTransitions(prev, job);
+  tick();
+}
+
+function renderAdvice(advice) {
+  const ul = $("advice");
+  const items = Array.isArray(advice) ? advice : [];
+  const sig = JSON.stringify(items);
+  if (ul.dataset.sig === sig) return;
+  ul.dataset.sig = sig;
+  ul.replaceChildren(...items.map((a) => {
+    const li = document.createElement("li");
+    const b = document.createElement("b");
+    const text = a.text || "";
+    // the advice may already start with its role's name
+    b.textContent = a.role && !text.startsWith(`${a.role}:`) ? `${a.role}: ` : "";
+    li.append(b, document.createTextNode(text));
+    return li;
+  }));
+  ul.hidden = items.length === 0;
+}
+
+// ---------- the task table: one tbody per role, rows redrawn only on change ----------
+
+const COLS = ["task", "addr", "state", "exit", "attempt", "start", "end", "duration", "mem", "cpu"];
+
+function taskCells(t, job) {
+  const m = t.metrics || {};
+  const s = t.last_sample || null;
+  const req = t.requested || {};
+  let mem = s && s.rss_bytes != null ? fmtBytes(s.rss_bytes) : fmtBytes(m.MAX_MEMORY_BYTES);
+  if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
+  const cpu = s && s.cpu_percent != null ? fmtPercent(s.cpu_percent) : fmtPercent(m.AVG_CPU_PERCENT);
+  const exit = t.exit_status != null ? t.exit_meaning || `exit status ${t.exit_status}` : "";
+  return {
+    task: `${t.role}:${t.index}` + (t.chief ? " (chief)" : ""),
+    addr: t.host ? `${t.host}:${t.port}` : "–",
+    state: t.state || "?",
+    exit: exit || "–",
+    diag: t.diagnostics || "",
+    attempt: String(t.attempt != null ? t.attempt : job.attempt),
+    start: fmtTime(t.started_ms),
+    end: fmtTime(t.finished_ms),
+    mem,
+    cpu,
+  };
+}
+
+function taskDuration(t) {
+  if (!t.started_ms) return null;
+  const end = t.finished_ms || (ui.job && ui.job.finished_ms) || (ui.gone ? ui.lastOk : Date.now());
+  return end - t.started_ms;
+}
+
+function groupFor(role) {
+  let g = ui.groups.get(role);
+  if (g) return g;
+  const tbody = document.createElement("tbody");
+  tbody.className = "role-group";
+  tbody.dataset.role = role;
+  const head = document.createElement("tr");
+  head.className = "role-head";
+  const th = document.createElement("th");
+  th.colSpan = COLS.length;
+  head.append(th);
+  tbody.append(head);
+  $("tasks").append(tbody);
+  g = { tbody, head: th };
+  ui.groups.set(role, g);
+  return g;
+}
+
+function newRow(t) {
+  const tr = document.createElement("tr");
+  tr.className = "task";
+  tr.tabIndex = 0;
+  tr.dataset.task = taskKey(t);
+  for (const c of COLS) {
+    const td = document.createElement("td");
+    td.className = "c-" + c;
+    tr.append(td);
+  }
+  const open = () => selectTask(t.role, t.index);
+  tr.addEventListener("click", open);
+  tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+  return tr;
+}
+
+function renderTasks(tasks) {
+  const byRole = new Map();
+  const seen = new Set();
+  for (const t of tasks) {
+    if (!byRole.has(t.role)) byRole.set(t.role, []);
+    byRole.get(t.role).push(t);
+  }
+  for (const [role, list] of byRole) {
+    const g = groupFor(role);
+    const counts = {};
+    for (const t of list) counts[t.state] = (counts[t.state] || 0) + 1;
+    const summary = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ");
+    setText(g.head, `${role} — ${list.length} task${list.length > 1 ? "s" : ""}: ${summary}`);
+    for (const t of list) {
+      const key = taskKey(t);
+      seen.add(key);
+      let row = ui.rows.get(key);
+      if (!row) {
+        row = { tr: newRow(t), sig: "" };
+        g.tbody.append(row.tr);
+        ui.rows.set(key, row);
+      }
+      row.task = t;
+      const cells = taskCells(t, ui.job);
+      const sig = JSON.stringify(cells);
+      if (sig === row.sig) continue; // unchanged: leave the DOM alone
+      row.sig = sig;
+      const tds = row.tr.children;
+      COLS.forEach((c, i) => { if (c in cells && c !== "exit") setText(tds[i], cells[c]); });
+      renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
+      row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
+      row.tr.dataset.state = t.state;
+    }
+  }
+  for (const [key, row] of ui.rows) {
+    if (!seen.has(key)) { row.tr.remove(); ui.rows.delete(key); }
+  }
+  for (const [role, g] of ui.groups) {
+    if (!byRole.has(role)) { g.tbody.remove(); ui.groups.delete(role); }
+  }
+  const total = {};
+  for (const t of tasks) total[t.state] = (total[t.state] || 0) + 1;
+  setText($("task-counts"), `${tasks.length}: ` + Object.entries(total).map(([s, n]) => `${n} ${s}`).join(", "));
+}
+
+// The exit status in words, then the backend's diagnostics (often long:
+// paths, stack traces) on a clamped line whose full text is the tooltip.
+function renderExit(td, meaning, diag) {
+  const main = document.createElement("span");
+  main.textContent = meaning;
+  if (!diag) {
+    td.replaceChildren(main);
+    return;
+  }
+  const d = document.createElement("div");
+  d.className = "diag-line";
+  d.textContent = diag;
+  d.title = diag;
+  td.replaceChildren(main, d);
+}
+
+function isSelected(t) {
+  return ui.selected && ui.selected.role === t.role && ui.selected.index === t.index;
+}
+
+// What ticks without new data: the job's elapsed time, running tasks' durations.
+function tick() {
+  const j = ui.job;
+  if (!j) return;
+  const end = j.finished_ms || (ui.gone ? ui.lastOk : Date.now());
+  setText($("elapsed"), fmtDuration(end - j.started_ms));
+  for (const row of ui.rows.values()) {
+    setText(row.tr.children[COLS.indexOf("duration")], fmtDuration(taskDuration(row.task)));
+  }
+}
+
+// ---------- the task panel: log tail and metrics ----------
+
+function selectTask(role, index) {
+  ui.selected = { role, index };
+  for (const row of ui.rows.values()) row.tr.classList.toggle("selected", isSelected(row.task));
+  const panel = $("task-panel");
+  const wasHidden = panel.hidden;
+  panel.hidden = false;
+  setText($("panel-title"), `${role}:${index}`);
+  // Beside the table on wide screens; below it otherwise, so bring it in view.
+  if (wasHidden && panel.getBoundingClientRect().top > window.innerHeight) panel.scrollIntoView({ block: "start" });
+  openLog(currentStream());
+  $("plots").replaceChildren(note("loading metrics…"));
+  pollMetrics();
+}
+
+function currentStream() {
+  const b = document.querySelector(".tabs button.active");
+  return b ? b.dataset.stream : "stdout";
+}
+
+function openLog(stream) {
+  const { role, index } = ui.selected;
+  const t = ui.rows.get(`${role}:${index}`);
+  const attempt = t && t.task.attempt != null ? t.task.attempt : ui.job ? ui.job.attempt : 0;
+  ui.log = { key: `${role}:${index}`, role, index, stream, attempt, next: 0, busy: false, first: true,
+             decoder: null };
+  $("log").textContent = "";
+  setText($("panel-info"), `${stream} of attempt ${attempt}`);
+  pollLog();
+}
+
+async function pollLog() {
+  const L = ui.log;
+  if (!L || L.busy) return;
+  L.busy = true;
+  try {
+    // Several rounds when the task wrote more than one call answers.
+    for (let round = 0; round < 8 && ui.log === L; round++) {
+      const q = `stream=${L.stream}&offset=${L.next}&attempt=${L.attempt}`;
+      const r = await fetch(`v1/tasks/${encodeURIComponent(L.role)}/${L.index}/log?${q}`, { cache: "no-store" });
+      if (ui.log !== L) return;
+      if (!r.ok) {
+        let msg = `HTTP ${r.status}`;
+        try { msg = (await r.json()).error || msg; } catch (e) { /* keep the status */ }
+        setText($("panel-info"), `${L.stream} of attempt ${L.attempt}: ${msg}`);
+        return;
+      }
+      const d = await r.json();
+      if (ui.log !== L) return;
+      if (L.first && d.size - d.next > 2 * LOG_CHUNK) {
+        // A long log: start near its end rather than page through all of it.
+        L.first = false;
+        L.next = Math.max(0, d.size - LOG_CHUNK);
+        appendLog(`… ${fmtBytes(L.next)} earlier output not shown …\n`);
+        continue;
+      }
+      L.first = false;
+      if (d.data) appendLog(d.data);
+      const moved = d.next !== L.next;
+      L.next = d.next;
+      const where = d.exists === false ? "no output yet" : `${fmtBytes(d.size)}`;
+      setText($("panel-info"), `${L.stream} of attempt ${L.attempt} — ${where}`);
+      if (!moved || d.next >= d.size) break;
+    }
+  } catch (e) {
+    // The coordinator is gone: the job poll says so; the log keeps what it has.
+  } finally {
+    L.busy = false;
+  }
+}
+
+function appendLog(text) {
+  const pre = $("log");
+  const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.append(document.createTextNode(text));
+  if (pre.textContent.length > LOG_KEEP_CHARS) {
+    pre.textContent = pre.textContent.slice(-LOG_KEEP_CHARS);
+  }
+  if ($("follow").checked || atBottom) pre.scrollTop = pre.scrollHeight;
+}
+
+async function pollMetrics() {
+  const sel = ui.selected;
+  if (!sel || ui.metricsBusy) return;
+  ui.metricsBusy = true;
+  try {
+    const r = await fetch(`v1/tasks/${encodeURIComponent(sel.role)}/${sel.index}/metrics`, { cache: "no-store" });
+    if (ui.selected !== sel) return;
+    if (r.status === 404 || r.status === 405) {
+      $("plots").replaceChildren(note("no metrics yet"));
+      return;
+    }
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const m = await r.json();
+    if (ui.selected === sel) renderPlots(m, ui.rows.get(`${sel.role}:${sel.index}`));
+  } catch (e) {
+    if (ui.selected === sel && !$("plots").querySelector("svg")) $("plots").replaceChildren(note("no metrics yet"));
+  } finally {
+    ui.metricsBusy = false;
+  }
+}
+
+function note(text) {
+  const p = document.createElement("p");
+  p.className = "muted";
+  p.textContent = text;
+  return p;
+}
+
+function renderPlots(m, row) {
+  const t = Array.isArray(m.t_ms) ? m.t_ms : [];
+  const plots = $("plots");
+  if (t.length === 0) {
+    plots.replaceChildren(note("no metrics yet"));
+    return;
+  }
+  const req = (row && row.task && row.task.requested) || {};
+  const charts = [];
+  charts.push(lineChart("Memory (RSS)", t, [{ name: "rss", values: m.rss_bytes, cls: "s-mem" }],
+                        fmtBytes, req.memory_bytes > 0 ? { value: req.memory_bytes, label: "requested" } : null));
+  charts.push(lineChart("CPU", t, [{ name: "cpu", values: m.cpu_percent, cls: "s-cpu" }], fmtPercent,
+                        req.vcores > 0 ? { value: req.vcores * 100, label: `${req.vcores} vcores` } : null));
+  const hasGpu = (a) => Array.isArray(a) && a.some((v) => v != null);
+  if (hasGpu(m.gpu_util_percent)) {
+    charts.push(lineChart("GPU utilization", t, [{ name: "gpu", values: m.gpu_util_percent, cls: "s-gpu" }],
+                          fmtPercent, { value: 100, label: "100%" }));
+  }
+  if (hasGpu(m.gpu_mem_bytes)) {
+    charts.push(lineChart("GPU memory", t, [{ name: "gpumem", values: m.gpu_mem_bytes, cls: "s-gpumem" }],
+                          fmtBytes, null));
+  }
+  plots.replaceChildren(...charts);
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svgEl(name, attrs, text) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+// A small line chart: x is time since the first sample, y starts at 0 and
+// reaches the larger of the data and the reference line (what was asked for).
+function lineChart(title, t, series, fmt, ref) {
+  const W = 360, H = 150, L = 64, R = 8, T = 22, B = 22;
+  const fig = document.createElement("figure");
+  fig.className = "plot";
+  fig.dataset.title = title;
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
+  let ymax = ref ? ref.value : 0;
+  let points = 0;
+  for (const s of series) for (const v of s.values || []) if (v != null && v >= 0) ymax = Math.max(ymax, v);
+  if (ymax <= 0) ymax = 1;
+  ymax *= 1.08;
+  const t0 = t[0], t1 = Math.max(t[t.length - 1], t0 + 1);
+  const x = (v) => L + ((v - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / ymax) * (H - T - B);
+  svg.append(svgEl("text", { x: 4, y: 14, class: "p-title" }, title));
+  for (const frac of [0, 0.5, 1]) {
+    const v = (ymax / 1.08) * frac;
+    svg.append(svgEl("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "p-grid" }));
+    svg.append(svgEl("text", { x: L - 4, y: y(v) + 4, class: "p-axis", "text-anchor": "end" }, fmt(v)));
+  }
+  svg.append(svgEl("text", { x: L, y: H - 6, class: "p-axis" }, "0s"));
+  svg.append(svgEl("text", { x: W - R, y: H - 6, class: "p-axis", "text-anchor": "end" },
+                   fmtDuration(t1 - t0)));
+  if (ref) {
+    svg.append(svgEl("line", { x1: L, x2: W - R, y1: y(ref.value), y2: y(ref.value), class: "p-ref" }));
+    svg.append(svgEl("text", { x: W - R - 2, y: y(ref.value) - 3, class: "p-axis", "text-anchor": "end" },
+                     ref.label));
+  }
+  for (const s of series) {
+    let d = "";
+    let pen = false;
+    (s.values || []).forEach((v, i) => {
+      if (v == null || v < 0 || i >= t.length) { pen = false; return; }
+      d += `${pen ? "L" : "M"}${x(t[i]).toFixed(1)},${y(v).toFixed(1)}`;
+      pen = true;
+      points++;
+    });
+    if (d) svg.append(svgEl("path", { d, class: "p-line " + s.cls }));
+    // the latest sample as a dot: visible even when it is the only one
+    const vals = s.values || [];
+    for (let i = Math.min(vals.length, t.length) - 1; i >= 0; i--) {
+      if (vals[i] == null || vals[i] < 0) continue;
+      svg.append(svgEl("circle", { cx: x(t[i]).toFixed(1), cy: y(vals[i]).toFixed(1), r: 2.5, class: "p-dot " + s.cls }));
+      break;
+    }
+  }
+  fig.dataset.points = String(points);
+  const cap = document.createElement("figcaption");
+  const vals = series[0].values || [];
+  const last = [...vals].reverse().find((v) => v != null && v >= 0);
+  cap.textContent = points ? `now ${fmt(last)}, ${points} samples` : "no samples";
+  fig.append(svg, cap);
+  return fig;
+}
+
+// ---------- the timeline ----------
+
+async function pollEvents() {
+  if (ui.serverEvents === false || ui.gone) return;
+  try {
+    const r = await fetch(`v1/events?since=${ui.eventsSince}`, { cache: "no-store" });
+    if (r.status === 404) {
+      ui.serverEvents = false;
+      const n = $("events-note");
+      n.textContent = "This coordinator keeps no event log; the timeline shows the changes this page has seen.";
+      n.hidden = false;
+      return;
+    }
+    if (!r.ok) return;
+    const d = await r.json();
+    if (ui.serverEvents !== true) {
+      ui.serverEvents = true;
+      $("events").replaceChildren(); // the server's log replaces what the page noted
+    }
+    for (const e of d.events || []) addEvent(e);
+    if (typeof d.next === "number") ui.eventsSince = d.next;
+  } catch (e) {
+    // gone: the job poll reports it
+  }
+}
+
+// Without the server's events: what this page saw change between polls.
+function noteTransitions(prev, job) {
+  if (!prev) {
+    addEvent({ t_ms: Date.now(), type: "JOB", text: `page opened: job ${job.state}` });
+  } else if (prev.state !== job.state) {
+    addEvent({ t_ms: Date.now(), type: "JOB", text: `job ${prev.state} → ${job.state}` +
+               (job.final_status !== "UNDEFINED" ? ` (${job.final_status})` : "") });
+  }
+  for (const t of job.tasks || []) {
+    const key = `${taskKey(t)}@${t.attempt != null ? t.attempt : job.attempt}`;
+    const was = ui.seenStates.get(key);
+    if (was !== t.state) {
+      ui.seenStates.set(key, t.state);
+      if (prev) {
+        const extra = t.exit_status != null && t.state !== "RUNNING" ? `: ${t.exit_meaning || t.exit_status}` : "";
+        addEvent({ t_ms: t.finished_ms || Date.now(), type: "TASK", task: taskKey(t), text: `${t.state}${extra}` });
+      }
+    }
+  }
+}
+
+function addEvent(e) {
+  const ol = $("events");
+  const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
+  const li = document.createElement("li");
+  li.className = "ev " + stateClass(e.type);
+  const time = document.createElement("time");
+  time.textContent = fmtTime(e.t_ms);
+  const type = document.createElement("span");
+  type.className = "ev-type";
+  type.textContent = e.type || "";
+  const task = document.createElement("span");
+  task.className = "ev-task";
+  task.textContent = e.task ? e.task + (e.attempt != null ? ` #${e.attempt}` : "") : "";
+  const text = document.createElement("span");
+  text.className = "ev-text";
+  text.textContent = e.text || "";
+  li.append(time, type, task, text);
+  ol.append(li);
+  while (ol.children.length > 2000) ol.firstElementChild.remove();
+  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
+}
+
+// ---------- wiring ----------
+
+function slowPoll() {
+  pollEvents();
+  if (ui.selected && !ui.gone) pollMetrics();
+}
+
+function start() {
+  document.querySelectorAll(".tabs button").forEach((b) => b.addEventListener("click", () => {
+    document.querySelectorAll(".tabs button").forEach((o) => o.classList.toggle("active", o === b));
+    if (ui.selected) openLog(b.dataset.stream);
+  }));
+  $("panel-close").addEventListener("click", () => {
+    ui.selected = null;
+    ui.log = null;
+    $("task-panel").hidden = true;
+    for (const row of ui.rows.values()) row.tr.classList.remove("selected");
+  });
+  pollJob();
+  setInterval(tick, 1000);
+  setInterval(() => { if (!ui.gone) pollLog(); }, POLL_MS);
+  setInterval(slowPoll, SLOW_POLL_MS);
+  slowPoll();
+}
+
+start();
