@@ -267,13 +267,13 @@ static void test_token_writable_and_base64(void **state) {
     yarn_token_write(t, &b);
     assert_int_equal(b.len, 1 + 2 + 1 + 1 + 1 + 1 + 1 + 3);
     assert_memory_equal(b.data, "\x02\xfb\xff\x01\x3e\x01K\x03svc", b.len);
-    char *u = yarn_base64url(b.data, b.len);
-    char *s = yarn_base64(b.data, b.len);
+    char *u = tony_base64_encode(b.data, b.len, true);
+    char *s = tony_base64_encode(b.data, b.len, false);
     assert_string_equal(s, "Avv/AT4BSwNzdmM=");
     assert_string_equal(u, "Avv_AT4BSwNzdmM");
     free(u);
     free(s);
-    s = yarn_base64("", 0);
+    s = tony_base64_encode("", 0, false);
     assert_string_equal(s, "");
     free(s);
     tony_buf_free(&b);

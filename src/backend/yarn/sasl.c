@@ -126,14 +126,14 @@ int yarn_sasl_digest_response(const yarn_digest_challenge *ch, const yarn_token 
     if (!cnonce) {
         unsigned char rnd[12];
         if (RAND_bytes(rnd, sizeof rnd) != 1) return tony_err(err, "OpenSSL could not produce random bytes");
-        char *b = yarn_base64(rnd, sizeof rnd);
+        char *b = tony_base64_encode(rnd, sizeof rnd, false);
         snprintf(own_cnonce, sizeof own_cnonce, "%s", b);
         free(b);
         cnonce = own_cnonce;
     }
     const char *realm = ch->realm ? ch->realm : "";
-    char *user = yarn_base64(t->identifier, t->identifier_len);
-    char *pass = yarn_base64(t->password, t->password_len);
+    char *user = tony_base64_encode(t->identifier, t->identifier_len, false);
+    char *pass = tony_base64_encode(t->password, t->password_len, false);
 
     /* A1 = H(user:realm:pass) as 16 raw bytes, then ":nonce:cnonce". */
     unsigned char inner[16];

@@ -304,19 +304,3 @@ void yarn_credentials_write(const yarn_credentials *c, tony_buf *out) {
         write_bytes(out, c->secrets[i].data, c->secrets[i].len);
     }
 }
-
-char *yarn_base64(const void *data, size_t len) {
-    char *out = tony_xmalloc(4 * ((len + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-    return out;
-}
-
-char *yarn_base64url(const void *data, size_t len) {
-    char *s = yarn_base64(data, len);
-    for (char *p = s; *p; p++) {
-        if (*p == '+') *p = '-';
-        else if (*p == '/') *p = '_';
-        else if (*p == '=') { *p = '\0'; break; }
-    }
-    return s;
-}

@@ -73,9 +73,6 @@ int yarn_vlong_read(const unsigned char *buf, size_t len, size_t *pos, int64_t *
 /* A VInt: a VLong that must fit in int32. */
 int yarn_vint_read(const unsigned char *buf, size_t len, size_t *pos, int32_t *out);
 
-/* Base64, malloc'ed: standard alphabet with padding (SASL), and URL-safe
- * without padding (the RM REST `credentials` values). */
-char *yarn_base64(const void *data, size_t len);
-char *yarn_base64url(const void *data, size_t len);
+/* Base64 lives in common/strv.h (tony_base64_encode). */
 
 #endif
