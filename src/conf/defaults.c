@@ -8,6 +8,9 @@
 static const tony_conf_default defaults[] = {
     /* Application */
     {"tony.yarn.queue", "default", "Scheduler queue the job is submitted to."},
+    {"tony.application.shared-dir", NULL,
+     "A directory every task can reach (ours), given to tasks as TONY_JOB_DIR for checkpoints. The local "
+     "backend defaults it to the job dir's shared/; on YARN it is unset unless named (e.g. an NFS mount)."},
     {"tony.yarn.max-app-attempts", "2",
      "YARN attempts of the coordinator (ours): when its container is lost, the next attempt reruns the job. "
      "The RM caps it at yarn.resourcemanager.am.max-attempts."},

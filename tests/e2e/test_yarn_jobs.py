@@ -52,9 +52,22 @@ class Yarn:
         raise AssertionError(f"no container log of {role}:{index} in {app_id}: "
                              f"{[str(d) for d in self.cluster.container_logs(app_id)]}")
 
+    def app_ids(self):
+        jobs = self.tony.home / "jobs"
+        return [d.name for d in jobs.iterdir()] if jobs.exists() else []
+
     def wait_no_containers(self, timeout=60):
-        wait_for(lambda: self.cluster.running_containers() == 0, timeout=timeout,
-                 what="the NodeManagers to run no container")
+        """Every application this test submitted has ended and none of its
+        container processes is left on the machine (other tests' or tools'
+        applications on the shared cluster do not count)."""
+        def clean():
+            for app_id in self.app_ids():
+                if self.cluster.app(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
+                    return False
+                if container_pids(prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_"):
+                    return False
+            return True
+        wait_for(clean, timeout=timeout, what="this test's applications to end with no container left")
 
 
 @pytest.fixture
@@ -141,8 +154,8 @@ def test_queue_and_node_label_and_gpus(yarn):
         node, gpus = wait_for(gpu_node_busy, timeout=90, what="a container holding GPUs")
         assert gpus == 2
         assert "gpu" in (node.get("nodeLabels") or [])
-        apps = [a for a in yarn.cluster.apps(["RUNNING"]) if a["queue"] in ("ml", "root.ml")]
-        assert apps, yarn.cluster.apps(["RUNNING"])
+        app = yarn.cluster.app(yarn.app_ids()[0])
+        assert app["queue"] in ("ml", "root.ml"), app
     finally:
         out, err = p.communicate(timeout=120)
     assert p.returncode == 0, out + err
@@ -159,9 +172,9 @@ def test_more_gpus_than_any_node_is_refused(yarn):
 def test_kill_leaves_nothing_running(yarn):
     p = yarn.popen_submit("--executes", "sleep 300", "--conf", "tony.worker.instances=2")
     try:
-        app_id = wait_for(lambda: next((a["id"] for a in yarn.cluster.apps(["RUNNING"])), None), timeout=90,
-                          what="the application to run")
-        wait_for(lambda: yarn.cluster.running_containers() >= 3, timeout=90, what="the task containers")
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application to be submitted")
+        wait_for(lambda: len(container_pids("TONY_TASK_ID=worker:1", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")) > 0,
+                 timeout=90, what="the task containers")
         k = yarn.tony.run("kill", app_id)
         assert k.rc == 0, k
         app = yarn.cluster.wait_app(app_id, timeout=60)
@@ -172,16 +185,17 @@ def test_kill_leaves_nothing_running(yarn):
     yarn.wait_no_containers()
 
 
-def container_pids(*markers):
-    """Pids of processes running in YARN containers whose environment holds
-    every marker (e.g. "TONY_TASK_ID=worker:1")."""
+def container_pids(*markers, prefix="CONTAINER_ID="):
+    """Pids of processes running in YARN containers (an env entry starting
+    with prefix) whose environment holds every marker (e.g.
+    "TONY_TASK_ID=worker:1")."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
         except OSError:
             continue
-        if not any(e.startswith(b"CONTAINER_ID=") for e in env):
+        if not any(e.startswith(prefix.encode()) for e in env):
             continue
         if all(m.encode() in env for m in markers):
             found.append(int(pid))
@@ -214,11 +228,12 @@ def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
     p = yarn.popen_submit("--executes", f"if [ ! -e {flag} ]; then sleep 300; fi",
                           "--conf", "tony.worker.instances=1", "--conf", "tony.am.retry-count=0")
     try:
-        app_id = wait_for(lambda: next((a["id"] for a in yarn.cluster.apps(["RUNNING"])), None), timeout=90,
-                          what="the application to run")
-        wait_for(lambda: yarn.cluster.running_containers() >= 2, timeout=90, what="the task container")
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application to be submitted")
+        wait_for(lambda: len(container_pids("TONY_TASK_ID=worker:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")) > 0,
+                 timeout=90, what="the task container")
         flag.touch()
-        am = [pid for pid in container_pids() if b"am\0--yarn" in open(f"/proc/{pid}/cmdline", "rb").read()]
+        am = [pid for pid in container_pids(prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")
+              if b"am\0--yarn" in open(f"/proc/{pid}/cmdline", "rb").read()]
         assert am, "no coordinator process found"
         for pid in am:
             os.kill(pid, signal.SIGKILL)
