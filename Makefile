@@ -41,10 +41,12 @@ test-e2e: build
 # The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
 # it, check it, run every test marked `hadoop` against it, stop it.
 HTC := $(CURDIR)/build/hadoop-test
-test-hadoop: build
+test-hadoop: build asan
 	@scripts/hadoop-test-cluster start $(HTC)
 	@scripts/hadoop-test-cluster selftest $(HTC) && \
-	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m hadoop tests/e2e; rc=$$?; \
+	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m hadoop tests/e2e && \
+	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
+	   $(PY) -m pytest -q -m "hadoop and not ml" tests/e2e; rc=$$?; \
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
 test: deps

@@ -63,6 +63,7 @@ typedef struct tony_am {
     int single_pid;       /* single-node mode: the user's process in the coordinator */
     char *single_dir;
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
+    bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
     /* What the job did, for people (record.c): the event log, the history
      * files, and each task's metrics in this attempt (indexed like

@@ -97,8 +97,12 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
     json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
-    char *dir = tony_jobdir_task_dir(am->job_dir, am->job.attempt, t->role->name, t->index);
+    /* The executor says where its logs are (a container's log dir on its
+     * node); before it registers, the local layout is the best guess. */
+    char *dir = t->log_dir ? tony_strdup(t->log_dir)
+                           : tony_jobdir_task_dir(am->job_dir, am->job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
+    if (t->container) json_object_set_new(o, "container", json_string(t->container));
     json_object_set_new(o, "log_dir", json_string(dir));
     json_object_set_new(o, "stdout", json_string(out));
     json_object_set_new(o, "stderr", json_string(err));
@@ -475,6 +479,10 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             t->host = tony_strdup(host);
             t->port = (int)port;
             t->tb_port = (int)tb_port;
+            const char *log_dir = json_string_value(json_object_get(body, "log_dir"));
+            const char *container = json_string_value(json_object_get(body, "container"));
+            if (log_dir && *log_dir) t->log_dir = tony_strdup(log_dir);
+            if (container && *container) t->container = tony_strdup(container);
             t->registered_ms = now;
             t->state = AM_TASK_REGISTERED;
             am->status_dirty = true;

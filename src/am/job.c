@@ -19,6 +19,8 @@ void am_job_init(am_job *j, const tony_plan *plan) {
 
 static void task_clear(am_task *t) {
     free(t->host);
+    free(t->log_dir);
+    free(t->container);
     free(t->diagnostics);
 }
 

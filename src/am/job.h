@@ -26,6 +26,8 @@ typedef struct am_task {
     int index;
     am_task_state state;
     char *host;
+    char *log_dir;        /* where its stdout/stderr are, as its executor reported (on its node) */
+    char *container;      /* the cluster's container id, when there is one */
     int port;
     int tb_port;          /* TensorBoard's port when this task reserved one (TB_PORT) */
     int pid;

@@ -49,6 +49,13 @@ void am_record_start(tony_am *am) {
     metrics_reset(am);
     const char *local_root = tony_conf_get(am->conf, "tony.local.root");
     char *root = tony_jobs_root(local_root);
+    const char *location = tony_conf_get(am->conf, "tony.history.location");
+    if (am->on_cluster && !(location && *location)) {
+        /* A node's local disk is no place for a cluster job's history. */
+        tony_info("history: not written; set tony.history.location to a directory the coordinator's nodes share");
+        free(root);
+        return;
+    }
     char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
     tony_error err;
     am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am, am->started_ms), &err);

@@ -46,7 +46,7 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
         close(pfd[0]);
         if (s->new_session) {
             if (setsid() < 0) child_fail(pfd[1], "setsid");
-        } else if (setpgid(0, 0) < 0) {
+        } else if (!s->keep_group && setpgid(0, 0) < 0) {
             child_fail(pfd[1], "setpgid");
         }
         /* Only stdin/out/err cross into a container or a user process: a
@@ -134,19 +134,28 @@ void tony_proc_scan(tony_proc_visit_fn fn, void *ctx) {
 }
 
 typedef struct {
-    pid_t sid;
+    pid_t id;
+    bool by_group; /* id is a process group, else a session */
     int sig;
     int count;
-} session_visit;
+} kill_target;
 
 static void kill_visit(void *ctx, const tony_proc_info *p) {
-    session_visit *v = ctx;
-    if (p->sid == v->sid && p->pid != getpid() && kill(p->pid, v->sig) == 0) v->count++;
+    kill_target *v = ctx;
+    pid_t of = v->by_group ? p->pgrp : p->sid;
+    if (of == v->id && p->pid != getpid() && kill(p->pid, v->sig) == 0) v->count++;
 }
 
 int tony_proc_kill_session(pid_t sid, int sig) {
     if (sid <= 1) return 0;
-    session_visit v = {sid, sig, 0};
+    kill_target v = {sid, false, sig, 0};
+    tony_proc_scan(kill_visit, &v);
+    return v.count;
+}
+
+int tony_proc_kill_group_but_me(pid_t pgrp, int sig) {
+    if (pgrp <= 1) return 0;
+    kill_target v = {pgrp, true, sig, 0};
     tony_proc_scan(kill_visit, &v);
     return v.count;
 }

@@ -15,7 +15,8 @@ typedef struct tony_spawn {
     const char *cwd;        /* NULL: inherit */
     const char *stdout_path; /* appended; NULL: inherit */
     const char *stderr_path; /* appended; NULL: inherit */
-    bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) */
+    bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) ... */
+    bool keep_group;        /* ... unless this: stay in the caller's process group */
 } tony_spawn;
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
@@ -36,8 +37,10 @@ typedef struct tony_proc_info {
  * group or parentage. */
 typedef void (*tony_proc_visit_fn)(void *ctx, const tony_proc_info *p);
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
-/* Sends sig to every process of session sid; returns how many got it. */
+/* Sends sig to every process of session sid (or of process group pgrp),
+ * the caller excepted; returns how many got it. */
 int tony_proc_kill_session(pid_t sid, int sig);
+int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
 bool tony_proc_alive(pid_t pid);
 
 #endif

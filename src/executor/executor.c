@@ -105,6 +105,9 @@ static json_t *register_task(executor *x, tony_error *err) {
         json_t *body = json_pack("{s:s,s:i}", "host", x->host, "port", x->port);
         /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
         if (x->tb_port > 0) json_object_set_new(body, "tb_port", json_integer(x->tb_port));
+        json_object_set_new(body, "log_dir", json_string(x->log_dir));
+        const char *container = getenv("CONTAINER_ID");
+        if (container && *container) json_object_set_new(body, "container", json_string(container));
         json_t *ans = call(x, "register", body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {
@@ -141,8 +144,15 @@ static void send_metrics(const executor *x) {
     json_decref(ans);
 }
 
+/* The user's processes: their own group on this machine; in a YARN
+ * container they stay in the container's group, because the NodeManager
+ * kills a container by signalling that group only, and a process that
+ * left it would outlive its container. */
+static bool in_cluster_container(void) { return getenv("CONTAINER_ID") != NULL; }
+
 static void kill_group(pid_t pgid, int sig) {
-    if (pgid > 0) kill(-pgid, sig);
+    if (in_cluster_container()) tony_proc_kill_group_but_me(getpgrp(), sig);
+    else if (pgid > 0) kill(-pgid, sig);
 }
 
 /* Runs the user's command and watches it; returns its exit code. */
@@ -166,7 +176,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};
-    tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp};
+    tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
+                    .keep_group = in_cluster_container()};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     /* The child has its copies until exec closes them; the ports are free

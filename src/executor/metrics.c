@@ -37,6 +37,7 @@ struct tony_metrics_sampler {
     char *smi;     /* resolved nvidia-smi path */
     int smi_failures;
     cpu_seen *prev; /* the last sample's processes, sorted by pid */
+    bool primed;    /* a first sample was taken */
     size_t nprev;
     long long prev_mono_ms;
 };
@@ -300,7 +301,11 @@ void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
     long long t = mono_ms();
     long long wall = t - m->prev_mono_ms;
     m->prev_mono_ms = t;
-    out->cpu_percent = wall > 0 ? cpu_delta * 1000.0 / (double)wall * 100.0 : 0;
+    /* The first sample only sets the baseline: CPU spent before it (the
+     * executor unpacking the job's archives) is not the task's, and a few
+     * clock ticks over a few milliseconds would read as several cores. */
+    out->cpu_percent = wall > 0 && m->primed ? cpu_delta * 1000.0 / (double)wall * 100.0 : 0;
+    m->primed = true;
     free(in);
     free(l.items);
     sample_gpus(m, out);

@@ -75,6 +75,14 @@ def yarn(tony, hadoop):
     y = Yarn(tony, hadoop)
     yield y
     y.wait_no_containers()
+    # Under ASan/UBSan the coordinator's and executors' reports land in their
+    # container logs: fail on any.
+    for app_id in y.app_ids():
+        for d in hadoop.container_logs(app_id):
+            for log in list(d.glob("am.std*")) + list(d.glob("executor.*")):
+                text = log.read_text(errors="replace")
+                for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+                    assert marker not in text, f"{marker} in {log}:\n{text[-3000:]}"
 
 
 def test_ps_worker_pass(yarn):
@@ -271,3 +279,67 @@ def test_pytorch_ddp(yarn):
                     "--conf", "tony.worker.memory=1g", timeout=600)
     assert r.rc == 0, r
     assert accuracy(yarn.task_log(yarn.app_id(r), "worker", 0)) >= 0.85
+
+
+def test_venv_and_resources_localized(yarn, tmp_path, scripts):
+    # The same shipment as the local backend's test: a real virtualenv zip,
+    # files, a renamed file, a directory and an archive, all staged to HDFS
+    # and localized by the NodeManagers.
+    import subprocess
+    import zipfile
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
+    venv_zip = tmp_path / "venv.zip"
+    with zipfile.ZipFile(venv_zip, "w") as z:
+        for p in venv.rglob("*"):
+            if p.is_file():
+                z.write(p, p.relative_to(venv))
+    (tmp_path / "data.txt").write_text("payload\n")
+    resdir = tmp_path / "resdir"
+    resdir.mkdir()
+    (resdir / "inner.txt").write_text("inner\n")
+    arch = tmp_path / "arch.zip"
+    with zipfile.ZipFile(arch, "w") as z:
+        z.writestr("a/b.txt", "from-archive\n")
+    (scripts / "check.py").write_text(
+        "import sys, os\n"
+        "print(sys.prefix.endswith('/venv'))\n"
+        "print(open('data.txt').read().strip(), open('renamed.txt').read().strip())\n"
+        "print(open('resdir/inner.txt').read().strip(), open('unpacked/a/b.txt').read().strip())\n")
+    r = yarn.submit("--src_dir", str(scripts), "--python_venv", str(venv_zip),
+                    "--python_binary_path", "bin/python3", "--executes", "check.py",
+                    "--conf", f"tony.containers.resources={tmp_path/'data.txt'},{tmp_path/'data.txt'}::renamed.txt,,{resdir}",
+                    "--conf", f"tony.worker.resources={arch}::unpacked#archive",
+                    "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    out = yarn.task_log(yarn.app_id(r), "worker", 0)
+    assert out.split("\n")[:3] == ["True", "payload payload", "inner from-archive"], out
+
+
+def test_frozen_executor_detected_by_missed_heartbeats(yarn):
+    p = yarn.popen_submit("--executes", "sleep 300", "--conf", "tony.worker.instances=2",
+                          "--conf", "tony.task.heartbeat-interval-ms=200", "--conf", "tony.task.max-missed-heartbeats=5")
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application to be submitted")
+        prefix = f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_"
+
+        def executor():
+            for pid in container_pids("TONY_TASK_ID=worker:1", prefix=prefix):
+                try:
+                    if open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"executor"]:
+                        return pid
+                except OSError:
+                    pass
+            return None
+        pid = wait_for(executor, timeout=90, what="worker:1's executor")
+        time.sleep(2)
+        t0 = time.time()
+        os.kill(pid, signal.SIGSTOP)
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 1, out + err
+    assert time.time() - t0 < 30
+    assert "missed [5] heartbeats" in out + err

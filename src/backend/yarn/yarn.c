@@ -130,8 +130,10 @@ static yarn_local_resource *build_resources(const yarn_backend *b, const char *r
     tony_split_csv(resources, &names);
     for (size_t i = 0; i < names.len; i++) {
         char *uri = tony_strdup(names.items[i]);
-        char *hash = strchr(uri, '#');
-        if (hash) *hash = '\0';
+        /* TonY's `uri[::name][#archive]`: the manifest knows the name and type */
+        char *cut = strchr(uri, '#');
+        if (cut) *cut = '\0';
+        if ((cut = strstr(uri, "::"))) *cut = '\0';
         const manifest_file *f = manifest_find(b, uri);
         if (f) add_resource(list, n, f);
         else if (strstr(uri, "://")) tony_warn("resource %s is not in %s; not localized", uri, TONY_YARN_MANIFEST);
