@@ -181,3 +181,37 @@ def scripts(tmp_path):
     d = tmp_path / "src"
     d.mkdir()
     return d
+
+
+# What check.py of shipment() prints when everything arrived.
+SHIPMENT_SEEN = ["True", "payload payload", "inner from-archive"]
+
+
+def shipment(tmp_path, scripts):
+    """Submit arguments shipping a real virtualenv zip (copies, no pip), a
+    file, the same file renamed, a directory and an archive unpacked under
+    a name, with a check.py that reads them all."""
+    import zipfile
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
+    venv_zip = tmp_path / "venv.zip"
+    with zipfile.ZipFile(venv_zip, "w") as z:
+        for p in venv.rglob("*"):
+            if p.is_file():
+                z.write(p, p.relative_to(venv))
+    (tmp_path / "data.txt").write_text("payload\n")
+    resdir = tmp_path / "resdir"
+    resdir.mkdir()
+    (resdir / "inner.txt").write_text("inner\n")
+    arch = tmp_path / "arch.zip"
+    with zipfile.ZipFile(arch, "w") as z:
+        z.writestr("a/b.txt", "from-archive\n")
+    (scripts / "check.py").write_text(
+        "import sys, os\n"
+        "print(sys.prefix.endswith('/venv'))\n"
+        "print(open('data.txt').read().strip(), open('renamed.txt').read().strip())\n"
+        "print(open('resdir/inner.txt').read().strip(), open('unpacked/a/b.txt').read().strip())\n")
+    return ["--src_dir", str(scripts), "--python_venv", str(venv_zip), "--python_binary_path", "bin/python3",
+            "--executes", "check.py",
+            "--conf", f"tony.containers.resources={tmp_path/'data.txt'},{tmp_path/'data.txt'}::renamed.txt,,{resdir}",
+            "--conf", f"tony.worker.resources={arch}::unpacked#archive"]

@@ -3,11 +3,10 @@ status / kill / logs / list on live and finished jobs, and clear errors for
 bad input (naming the key, file or flag) with a non-zero exit."""
 import json
 import time
-import zipfile
 
 import pytest
 
-from conftest import wait_for
+from conftest import SHIPMENT_SEEN, shipment, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
 
@@ -98,34 +97,9 @@ def test_logs_unknown_task_and_job(tony):
 
 
 def test_venv_and_resources_localized(tony, tmp_path, scripts):
-    # A real virtualenv (copies, no pip), zipped the way users ship one.
-    import subprocess
-    venv = tmp_path / "venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
-    venv_zip = tmp_path / "venv.zip"
-    with zipfile.ZipFile(venv_zip, "w") as z:
-        for p in venv.rglob("*"):
-            if p.is_file():
-                z.write(p, p.relative_to(venv))
-    (tmp_path / "data.txt").write_text("payload\n")
-    resdir = tmp_path / "resdir"
-    resdir.mkdir()
-    (resdir / "inner.txt").write_text("inner\n")
-    arch = tmp_path / "arch.zip"
-    with zipfile.ZipFile(arch, "w") as z:
-        z.writestr("a/b.txt", "from-archive\n")
-    (scripts / "check.py").write_text(
-        "import sys, os\n"
-        "print(sys.prefix.endswith('/venv'))\n"
-        "print(open('data.txt').read().strip(), open('renamed.txt').read().strip())\n"
-        "print(open('resdir/inner.txt').read().strip(), open('unpacked/a/b.txt').read().strip())\n")
-    r = tony.submit("--src_dir", str(scripts), "--python_venv", str(venv_zip),
-                    "--python_binary_path", "bin/python3", "--executes", "check.py",
-                    "--conf", f"tony.containers.resources={tmp_path/'data.txt'},{tmp_path/'data.txt'}::renamed.txt,,{resdir}",
-                    "--conf", f"tony.worker.resources={arch}::unpacked#archive",
-                    "--conf", "tony.worker.instances=1", *SMALL)
+    r = tony.submit(*shipment(tmp_path, scripts), "--conf", "tony.worker.instances=1", *SMALL)
     assert r.rc == 0, r
-    assert r.log("worker", 0).split("\n")[:3] == ["True", "payload payload", "inner from-archive"]
+    assert r.log("worker", 0).split("\n")[:3] == SHIPMENT_SEEN
 
 
 @pytest.mark.parametrize("args,expect", [

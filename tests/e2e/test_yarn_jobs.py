@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, REPO, wait_for
+from conftest import PYTHON, REPO, SHIPMENT_SEEN, shipment, wait_for
 
 pytestmark = pytest.mark.hadoop
 
@@ -282,38 +282,11 @@ def test_pytorch_ddp(yarn):
 
 
 def test_venv_and_resources_localized(yarn, tmp_path, scripts):
-    # The same shipment as the local backend's test: a real virtualenv zip,
-    # files, a renamed file, a directory and an archive, all staged to HDFS
-    # and localized by the NodeManagers.
-    import subprocess
-    import zipfile
-    venv = tmp_path / "venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
-    venv_zip = tmp_path / "venv.zip"
-    with zipfile.ZipFile(venv_zip, "w") as z:
-        for p in venv.rglob("*"):
-            if p.is_file():
-                z.write(p, p.relative_to(venv))
-    (tmp_path / "data.txt").write_text("payload\n")
-    resdir = tmp_path / "resdir"
-    resdir.mkdir()
-    (resdir / "inner.txt").write_text("inner\n")
-    arch = tmp_path / "arch.zip"
-    with zipfile.ZipFile(arch, "w") as z:
-        z.writestr("a/b.txt", "from-archive\n")
-    (scripts / "check.py").write_text(
-        "import sys, os\n"
-        "print(sys.prefix.endswith('/venv'))\n"
-        "print(open('data.txt').read().strip(), open('renamed.txt').read().strip())\n"
-        "print(open('resdir/inner.txt').read().strip(), open('unpacked/a/b.txt').read().strip())\n")
-    r = yarn.submit("--src_dir", str(scripts), "--python_venv", str(venv_zip),
-                    "--python_binary_path", "bin/python3", "--executes", "check.py",
-                    "--conf", f"tony.containers.resources={tmp_path/'data.txt'},{tmp_path/'data.txt'}::renamed.txt,,{resdir}",
-                    "--conf", f"tony.worker.resources={arch}::unpacked#archive",
-                    "--conf", "tony.worker.instances=1")
+    # The local backend's shipment, staged to HDFS and localized by the NMs.
+    r = yarn.submit(*shipment(tmp_path, scripts), "--conf", "tony.worker.instances=1")
     assert r.rc == 0, r
     out = yarn.task_log(yarn.app_id(r), "worker", 0)
-    assert out.split("\n")[:3] == ["True", "payload payload", "inner from-archive"], out
+    assert out.split("\n")[:3] == SHIPMENT_SEEN, out
 
 
 def test_frozen_executor_detected_by_missed_heartbeats(yarn):
