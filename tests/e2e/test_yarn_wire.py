@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
+
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(os.environ.get("TONY_BUILD_DIR", REPO / "build")) / "tests" / "yarn_am_probe"
 
@@ -84,6 +86,9 @@ def test_probe_am_speaks_yarn_wire(hadoop):
         f"{app_id}: {app['state']}/{app['finalStatus']}: {app.get('diagnostics')}\n{logs}"
     assert "all probe checks passed" in app.get("diagnostics", ""), app.get("diagnostics")
     am_out = next(d for d in cluster.container_logs(app_id) if d.name.endswith("_000001")) / "stdout"
+    # The RM says FINISHED once the probe unregistered; its last lines reach
+    # the file when the process exits, a moment later.
+    wait_for(lambda: "PROBE " in am_out.read_text(), timeout=60, what="the probe's last lines")
     text = am_out.read_text()
     assert "PROBE PASSED" in text and "CHECK FAIL" not in text, text
     # the plain task container ran our command with our env and localized file
