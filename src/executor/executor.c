@@ -144,14 +144,13 @@ static void send_metrics(const executor *x) {
     json_decref(ans);
 }
 
-/* The user's processes: their own group on this machine; in a YARN
- * container they stay in the container's group, because the NodeManager
- * kills a container by signalling that group only, and a process that
- * left it would outlive its container. */
-static bool in_cluster_container(void) { return getenv("CONTAINER_ID") != NULL; }
+/* The user's processes get their own group, unless the backend says its
+ * container is killed through the container's group (YARN's NodeManager
+ * signals that group only): a process that left it would outlive it. */
+static bool share_container_group(void) { return getenv("TONY_SHARE_PROCESS_GROUP") != NULL; }
 
 static void kill_group(pid_t pgid, int sig) {
-    if (in_cluster_container()) tony_proc_kill_group_but_me(getpgrp(), sig);
+    if (share_container_group()) tony_proc_kill_group_but_me(getpgrp(), sig);
     else if (pgid > 0) kill(-pgid, sig);
 }
 
@@ -177,7 +176,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};
     tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
-                    .keep_group = in_cluster_container()};
+                    .keep_group = share_container_group()};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     /* The child has its copies until exec closes them; the ports are free

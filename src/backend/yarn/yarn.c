@@ -367,6 +367,8 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     r->label = l->node_label && *l->node_label ? tony_strdup(l->node_label) : NULL;
     r->resources = tony_strdup(l->resources ? l->resources : "");
     tony_env_merge(&r->env, l->env);
+    /* The NodeManager kills a container by signalling its process group. */
+    tony_env_set(&r->env, "TONY_SHARE_PROCESS_GROUP", "1");
     if (b->nreqs == b->capreqs) {
         b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
         b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
