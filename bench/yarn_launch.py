@@ -34,6 +34,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from report import replace_section
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -340,14 +341,7 @@ def main():
                      f"{mib(t['am'])} | {mib(t['task'])} | {mib(t['client'])} | {d['started']:.2f} s | "
                      f"{d['wall']:.2f} s | {mib(d['am'])} | {mib(d['client'])} |")
     text = "\n".join(lines) + "\n"
-    out = Path(a.out)
-    old = out.read_text() if out.exists() else ""
-    # Keep what other benchmarks wrote; replace only this section.
-    cut = old.find("\n# YARN: tony vs DistributedShell")
-    old = old if cut < 0 else old[:cut + 1]
-    if old and not old.endswith("\n\n"):
-        old = old.rstrip("\n") + "\n\n"
-    out.write_text(old + text + NOTES)
+    replace_section(a.out, "YARN: tony vs DistributedShell", text + NOTES)
     print(text + NOTES)
 
 
