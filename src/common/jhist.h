@@ -13,6 +13,11 @@
 
 #define TONY_JHIST_SUFFIX ".jhist"
 #define TONY_JHIST_INPROGRESS_SUFFIX ".jhist.inprogress"
+/* Beside the .jhist in a job's history dir: our event log (JSON lines, as
+ * events happen) and, written as each attempt ends, every task's final state
+ * and metric series ({"app_id","attempts":[{"attempt","tasks":[..]}]}). */
+#define TONY_JHIST_EVENTS_LOG "events.jsonl"
+#define TONY_JHIST_METRICS "metrics.json"
 
 /* The Event schema as JSON. */
 const char *tony_jhist_schema(void);
