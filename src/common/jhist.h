@@ -77,8 +77,10 @@ void tony_jhist_writer_free(tony_jhist_writer *w); /* closes the file */
 
 /* Reads every Event of a history file as
  * [{"type":"TASK_FINISHED","timestamp":ms,"event":{<the record's fields>}}],
- * unions unwrapped (null or the value). An in-progress file's cut-off last
- * block is not an error. */
+ * unions unwrapped (null or the value), with a careful decoder of its own
+ * (avroread.h). An in-progress file's cut-off last block is not an error.
+ * A damaged file: -1, err naming it and the byte, and *events the events
+ * before the damage (the caller frees them), NULL when there are none. */
 int tony_jhist_read(const char *path, json_t **events, tony_error *err);
 
 #endif
