@@ -17,11 +17,9 @@ import time
 import fastavro
 import pytest
 
-from conftest import REPO, TONY, Tony, call, http_get, job_processes
+from conftest import TONY, Tony, call, http_get, job_processes
+from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
-BROWSER_DIR = REPO / "tests" / "browser"
-ARTIFACTS = REPO / "tests" / "e2e" / "artifacts"
-CHROMIUM = os.environ.get("TONY_CHROMIUM", "/usr/bin/chromium")
 MB = 1024 * 1024
 
 TASK_SH = r"""
@@ -324,26 +322,10 @@ def test_bad_flags(hist, tmp_path):
         assert p.stop()[0] == 0
 
 
-@pytest.fixture(scope="module")
-def node():
-    node = shutil.which("node")
-    missing = []
-    if not node:
-        missing.append("node (apt-get install nodejs)")
-    if not os.access(CHROMIUM, os.X_OK):
-        missing.append(f"Chromium at {CHROMIUM} (apt-get install chromium, or set TONY_CHROMIUM)")
-    if not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        missing.append(f"playwright-core in {BROWSER_DIR}/node_modules (npm ci there)")
-    if missing:
-        pytest.fail("the browser test needs " + "; ".join(missing) + " -- scripts/install-deps python installs them",
-                    pytrace=False)
-    return node
-
-
-def test_portal_in_a_browser(hist, node):
+def test_portal_in_a_browser(hist, browser_tools):
     cfg = {"url": hist["url"], "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
            "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
-    p = subprocess.run([node, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+    p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
     out = json.loads(p.stdout.strip().splitlines()[-1])
