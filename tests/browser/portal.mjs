@@ -69,8 +69,9 @@ async function run() {
   await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 1, null, { timeout: T });
   check((await ids())[0] === cfg.mem, "searching by framework kept the wrong job");
   await page.fill("#search", "succeeded portal");
-  await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 2, null, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 3, null, { timeout: T });
   check((await colText("status")).every((s) => s === "SUCCEEDED"), "a search for succeeded shows others");
+  check(!(await ids()).includes(cfg.fail), "a search for succeeded shows the failed job");
   await shot("search");
   await page.fill("#search", "no-such-job-anywhere");
   await waitText(page.locator("#empty"), /No job matches/, "the no-match message");

@@ -26,6 +26,7 @@ TASK_SH = r"""
 echo "$JOB_NAME $TASK_INDEX says hello"
 case "$MODE:$JOB_NAME:$TASK_INDEX" in
   fail:worker:1) sleep 0.3; echo "worker 1 fails on purpose" >&2; exit 3 ;;
+  retry:worker:*) sleep 0.6; if [ "$SESSION_ID" = 0 ]; then echo "attempt 0 fails" >&2; exit 5; fi ;;
   mem:*) exec /usr/bin/python3 -c 'import time
 b = bytearray(200 * 1024 * 1024)
 for i in range(0, len(b), 4096): b[i] = 1
@@ -116,11 +117,13 @@ def hist(tmp_path_factory):
     assert fail.rc == 1, fail
     mem, mem_id = submit(tony, scripts, "mem", "portal-mem", "--conf", "tony.application.framework=pytorch")
     assert mem.rc == 0, mem
+    retry, retry_id = submit(tony, scripts, "retry", "portal-retry", "--conf", "tony.am.retry-count=1")
+    assert retry.rc == 0, retry
     h = home / "history"
     place_broken_entries(h, jhist_schema(next(h.glob(f"finished/*/*/*/{ok_id}/*.jhist"))))
     portal = Portal(tony)
     yield {"tony": tony, "home": home, "history": h, "portal": portal, "url": portal.url,
-           "ok": ok_id, "fail": fail_id, "mem": mem_id}
+           "ok": ok_id, "fail": fail_id, "mem": mem_id, "retry": retry_id}
     rc, err = portal.stop()
     # it stops on SIGTERM, cleanly (under ASan: nothing leaked, nothing bad)
     assert rc == 0, err
@@ -154,7 +157,7 @@ def test_job_list(hist):
         assert j["user"] and j["in_progress"] is False
         assert 0 < j["duration_ms"] == j["finished_ms"] - j["started_ms"]
     # newest first
-    assert [j["app_id"] for j in d["jobs"]][:3] == [hist["mem"], hist["fail"], hist["ok"]]
+    assert [j["app_id"] for j in d["jobs"]][:4] == [hist["retry"], hist["mem"], hist["fail"], hist["ok"]]
     bad = jobs["application_1_0001"]
     assert bad["status"] == "SUCCEEDED" and any("tony-final.xml" in p for p in bad["problems"]), bad
     half = jobs["application_1_0002"]
@@ -221,6 +224,26 @@ def test_memory_series_and_advice(hist):
         assert job["started_ms"] <= s["t_ms"][0] and s["t_ms"][-1] <= job["finished_ms"]
         assert s["attempt"] == 0 and s["role"] == "worker"
     assert any(a["kind"] == "memory" and a["key"] == "tony.worker.memory" for a in job["advice"]), job["advice"]
+
+
+def test_restarted_job_keeps_each_attempt(hist):
+    p, app = hist["portal"], hist["retry"]
+    code, job = p.get(f"v1/jobs/{app}")
+    assert code == 200 and job["status"] == "SUCCEEDED", job
+    files = list(hist["history"].glob(f"finished/*/*/*/{app}/metrics.json"))
+    assert [a["attempt"] for a in json.loads(files[0].read_text())["attempts"]] == [0, 1]
+    w = task(job, "worker:1")
+    assert w["status"] == "SUCCEEDED" and w["attempt"] == 1 and w["exit_status"] == 0, w
+    assert w["series_attempts"] == [0, 1]
+    assert {(l["stream"], l["attempt"]) for l in w["logs"]} == {(s, a) for s in ("stdout", "stderr") for a in (0, 1)}
+    err0 = next(l for l in w["logs"] if (l["stream"], l["attempt"]) == ("stderr", 0))
+    assert b"attempt 0 fails" in http_get(p.url + err0["url"])[2]
+    for attempt in (0, 1):
+        code, s = p.get(f"v1/jobs/{app}/tasks/worker/1/metrics?attempt={attempt}")
+        assert code == 200 and s["attempt"] == attempt and s["t_ms"], s
+    a0, a1 = (p.get(f"v1/jobs/{app}/tasks/worker/1/metrics?attempt={a}")[1]["t_ms"] for a in (0, 1))
+    assert a0[-1] < a1[0]  # two runs, one after the other
+    assert [e["type"] for e in job["log"]].count("RESTART") == 1
 
 
 def test_damaged_and_foreign_history(hist):
