@@ -159,9 +159,13 @@ static void write_metrics(tony_am *am) {
     if (!am->history) return;
     char *path = tony_path_join(am_history_dir(am->history), TONY_JHIST_METRICS);
     json_t *root = tony_file_exists(path) ? json_load_file(path, 0, NULL) : NULL;
-    if (!json_is_array(json_object_get(root, "attempts"))) {
+    json_int_t started = am_wall_ms(am, am->started_ms);
+    /* A file of an earlier coordinator of the job (a YARN AM retry, which
+     * counts attempts from 0 again) gives way, as its .jhist does. */
+    if (!json_is_array(json_object_get(root, "attempts")) ||
+        json_integer_value(json_object_get(root, "coordinator_started_ms")) != started) {
         json_decref(root);
-        root = json_pack("{s:s,s:[]}", "app_id", am->app_id, "attempts");
+        root = json_pack("{s:s,s:I,s:[]}", "app_id", am->app_id, "coordinator_started_ms", started, "attempts");
     }
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->job.ntasks; i++) {

@@ -15,7 +15,8 @@
 #define TONY_JHIST_INPROGRESS_SUFFIX ".jhist.inprogress"
 /* Beside the .jhist in a job's history dir: our event log (JSON lines, as
  * events happen) and, written as each attempt ends, every task's final state
- * and metric series ({"app_id","attempts":[{"attempt","tasks":[..]}]}). */
+ * and metric series ({"app_id","coordinator_started_ms","attempts":
+ * [{"attempt","interval_ms","tasks":[..]}]}). */
 #define TONY_JHIST_EVENTS_LOG "events.jsonl"
 #define TONY_JHIST_METRICS "metrics.json"
 
