@@ -44,6 +44,7 @@ static const verb verbs[] = {
     {"logs", tony_cmd_logs, "print the tasks' stdout and stderr"},
     {"list", tony_cmd_list, "list jobs"},
     {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},
+    {"portal", tony_cmd_portal, "serve a web UI over the job history (TonY's history portal)"},
     {"am", run_am, NULL},
     {"executor", run_executor, NULL},
 };

@@ -83,6 +83,8 @@ long long am_wall_clock_ms(void);
 long long am_wall_ms(const tony_am *am, long long mono_ms);
 /* The job as JSON: what GET /v1/job returns and status.json holds. */
 json_t *am_job_json(const tony_am *am);
+/* One task of it (the job JSON's "tasks" entries). */
+json_t *am_task_json(const tony_am *am, const am_task *t);
 /* Listens on bind_host, any free port; am->url names am->host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
 /* Answers every waiting executor whose gang is ready (or whose attempt ended). */

@@ -80,7 +80,7 @@ const char *am_final_status_name(am_final_status s) {
     }
 }
 
-static json_t *task_json(const tony_am *am, const am_task *t) {
+json_t *am_task_json(const tony_am *am, const am_task *t) {
     char meaning[160];
     json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
                           am_task_state_name(t->state), "attempt", am->job.attempt);
@@ -136,7 +136,7 @@ json_t *am_job_json(const tony_am *am) {
     const char *diag = am->diagnostics ? am->diagnostics : am->job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     json_t *tasks = json_array();
-    for (size_t i = 0; i < am->job.ntasks; i++) json_array_append_new(tasks, task_json(am, &am->job.tasks[i]));
+    for (size_t i = 0; i < am->job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->job.tasks[i]));
     if (am->plan.single_node && am->single_dir) {
         json_t *t = json_pack("{s:s,s:i,s:s}", "role", "am", "index", 0, "state",
                               am->done ? am_final_status_name(am->final_status) : "RUNNING");

@@ -109,14 +109,19 @@ int am_history_finish(am_history *h, long long end_ms, const char *status, tony_
         char *dst = tony_path_join(target, tony_basename(h->file));
         rc = move(h->file, dst, err);
         free(dst);
-        char *events = tony_path_join(h->dir, "events.jsonl");
-        if (rc == 0 && tony_file_exists(events)) {
-            char *edst = tony_path_join(target, "events.jsonl");
+        /* The event log keeps the first coordinator's; the metrics are
+         * this one's, as its .jhist is the one readers pick (the newest). */
+        static const struct {
+            const char *name;
+            bool replace;
+        } side[] = {{TONY_JHIST_EVENTS_LOG, false}, {TONY_JHIST_METRICS, true}};
+        for (size_t i = 0; rc == 0 && i < sizeof side / sizeof *side; i++) {
+            char *src = tony_path_join(h->dir, side[i].name), *dst = tony_path_join(target, side[i].name);
             tony_error ignored;
-            if (!tony_file_exists(edst)) move(events, edst, &ignored);
-            free(edst);
+            if (tony_file_exists(src) && (side[i].replace || !tony_file_exists(dst))) move(src, dst, &ignored);
+            free(src);
+            free(dst);
         }
-        free(events);
         if (rc == 0) tony_rm_rf(h->dir, NULL);
     } else if (rc == 0) {
         rc = move(h->dir, target, err);

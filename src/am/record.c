@@ -61,7 +61,7 @@ void am_record_start(tony_am *am) {
     am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am, am->started_ms), &err);
     if (!am->history) tony_warn("%s", err.msg);
     else {
-        char *log = tony_path_join(am_history_dir(am->history), "events.jsonl");
+        char *log = tony_path_join(am_history_dir(am->history), TONY_JHIST_EVENTS_LOG);
         if (am_events_open_log(am->events, log, &err)) tony_warn("%s", err.msg);
         free(log);
         tony_info("history: %s", am_history_file(am->history));
@@ -150,8 +150,45 @@ void am_record_heartbeat_missed(tony_am *am, const am_task *t) {
     free(id);
 }
 
+/* metrics.json beside the .jhist: this attempt's tasks (final state, where
+ * their logs are, the metric series the coordinator holds) appended to the
+ * attempts already there, so a job's plots outlive its coordinator. Written
+ * as each attempt ends: the file is rewritten whole, which is rare and
+ * small (AM_METRICS_MAX_POINTS points per task at most). */
+static void write_metrics(tony_am *am) {
+    if (!am->history) return;
+    char *path = tony_path_join(am_history_dir(am->history), TONY_JHIST_METRICS);
+    json_t *root = tony_file_exists(path) ? json_load_file(path, 0, NULL) : NULL;
+    json_int_t started = am_wall_ms(am, am->started_ms);
+    /* A file of an earlier coordinator of the job (a YARN AM retry, which
+     * counts attempts from 0 again) gives way, as its .jhist does. */
+    if (!json_is_array(json_object_get(root, "attempts")) ||
+        json_integer_value(json_object_get(root, "coordinator_started_ms")) != started) {
+        json_decref(root);
+        root = json_pack("{s:s,s:I,s:[]}", "app_id", am->app_id, "coordinator_started_ms", started, "attempts");
+    }
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < am->job.ntasks; i++) {
+        const am_task *t = &am->job.tasks[i];
+        json_t *o = am_task_json(am, t);
+        am_metrics *m = am_record_metrics(am, t);
+        if (m) json_object_set_new(o, "series", am_metrics_series_json(m));
+        json_array_append_new(tasks, o);
+    }
+    json_array_append_new(json_object_get(root, "attempts"),
+                          json_pack("{s:i,s:I,s:o}", "attempt", am->job.attempt, "interval_ms",
+                                    (json_int_t)am->plan.metrics_interval_ms, "tasks", tasks));
+    char *text = json_dumps(root, JSON_COMPACT);
+    tony_error err;
+    if (tony_write_file(path, text, strlen(text), 0640, &err)) tony_warn("history: no metric series: %s", err.msg);
+    free(text);
+    json_decref(root);
+    free(path);
+}
+
 void am_record_restart(tony_am *am) {
     if (!am->events) return;
+    write_metrics(am);
     am_events_add(am->events, wall_now(am), "RESTART", NULL, am->job.attempt,
                   "attempt %d failed (%s); restarting the job, %d restart(s) left", am->job.attempt,
                   am->job.attempt_diagnostics ? am->job.attempt_diagnostics : "", am->retries_left);
@@ -173,6 +210,7 @@ void am_record_finish(tony_am *am) {
     const char *status = am_final_status_name(am->final_status);
     am_events_add(am->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->job.attempt, "%s %s: %s", am->app_id,
                   status, am->diagnostics ? am->diagnostics : "");
+    write_metrics(am);
     tony_error err;
     if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
         history_failed(am, &err);

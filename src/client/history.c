@@ -2,7 +2,6 @@
  * (finished/yyyy/mm/dd/<appId>/ and intermediate/<appId>/), newest first,
  * and one job's events, per-task metrics and right-sizing advice. Works
  * from the files alone: no coordinator, no job dir needed. */
-#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,72 +10,13 @@
 
 #include "client/args.h"
 #include "client/client.h"
+#include "client/histdir.h"
 #include "common/fs.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
-#include "conf/plan.h"
-
-typedef struct hist_job {
-    tony_jhist_meta meta;
-    char *dir, *file;
-} hist_job;
-
-typedef struct hist_list {
-    hist_job *items;
-    size_t len, cap;
-} hist_list;
-
-static void list_free(hist_list *l) {
-    for (size_t i = 0; i < l->len; i++) free(l->items[i].dir), free(l->items[i].file);
-    free(l->items);
-}
-
-/* One file per coordinator; a job's newest start wins (TonY's rule for AM
- * retries), and a finished file over an in-progress one of the same start. */
-static void add_file(hist_list *l, const char *dir, const char *name) {
-    tony_jhist_meta m;
-    if (!tony_jhist_parse_name(name, &m)) return;
-    for (size_t i = 0; i < l->len; i++) {
-        hist_job *j = &l->items[i];
-        if (strcmp(j->meta.app_id, m.app_id) != 0) continue;
-        if (m.start_ms < j->meta.start_ms || (m.start_ms == j->meta.start_ms && m.in_progress)) return;
-        free(j->dir), free(j->file);
-        *j = (hist_job){m, tony_strdup(dir), tony_path_join(dir, name)};
-        return;
-    }
-    if (l->len == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->items = tony_xrealloc(l->items, l->cap * sizeof *l->items);
-    }
-    l->items[l->len++] = (hist_job){m, tony_strdup(dir), tony_path_join(dir, name)};
-}
-
-/* finished/ is yyyy/mm/dd/<appId>/ deep, intermediate/ one level. */
-static void scan(hist_list *l, const char *dir, int depth) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        char *p = tony_path_join(dir, de->d_name);
-        if (tony_is_dir(p)) {
-            if (depth > 0) scan(l, p, depth - 1);
-        } else {
-            add_file(l, dir, de->d_name);
-        }
-        free(p);
-    }
-    closedir(d);
-}
-
-static int newest_first(const void *a, const void *b) {
-    const hist_job *x = a, *y = b;
-    if (x->meta.start_ms != y->meta.start_ms) return x->meta.start_ms < y->meta.start_ms ? 1 : -1;
-    return strcmp(y->meta.app_id, x->meta.app_id);
-}
 
 static const char *when(long long ms, char *buf, size_t n) {
     if (ms <= 0) return "-";
@@ -94,99 +34,6 @@ static const char *duration(long long ms, char *buf, size_t n) {
     else if (s < 3600) snprintf(buf, n, "%lldm %02llds", s / 60, s % 60);
     else snprintf(buf, n, "%lldh %02lldm", s / 3600, s % 3600 / 60);
     return buf;
-}
-
-static json_t *job_json(const hist_job *j) {
-    const tony_jhist_meta *m = &j->meta;
-    json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s}", "app_id", m->app_id, "user", m->user, "started_ms",
-                          (json_int_t)m->start_ms, "status", m->status, "file", j->file, "dir", j->dir);
-    json_object_set_new(o, "finished_ms", m->in_progress ? json_null() : json_integer(m->end_ms));
-    json_object_set_new(o, "duration_ms", m->in_progress ? json_null() : json_integer(m->end_ms - m->start_ms));
-    return o;
-}
-
-/* The role's request from the tony-final.xml kept beside the history file. */
-static json_t *requests(const char *dir) {
-    char *path = tony_path_join(dir, TONY_JOBDIR_CONF);
-    tony_conf *c = tony_conf_new();
-    tony_plan p = {0};
-    tony_error err;
-    json_t *out = NULL;
-    if (tony_conf_load_file(c, path, &err) == 0 && tony_plan_from_conf(c, &p, &err) == 0) {
-        out = json_object();
-        for (size_t r = 0; r < p.nroles; r++)
-            json_object_set_new(out, p.roles[r].name,
-                                json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)p.roles[r].memory_mb << 20,
-                                          "vcores", p.roles[r].vcores, "gpus", p.roles[r].gpus));
-        tony_plan_free(&p);
-    }
-    tony_conf_free(c);
-    free(path);
-    return out;
-}
-
-/* events.jsonl beside the history file: our fuller event log. */
-static json_t *read_log(const char *dir) {
-    char *path = tony_path_join(dir, "events.jsonl"), *text = NULL;
-    size_t len;
-    json_t *out = NULL;
-    if (tony_read_file(path, &text, &len, NULL) == 0) {
-        out = json_array();
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            json_t *ev = json_loads(line, 0, NULL);
-            if (json_is_object(ev)) json_array_append_new(out, ev);
-            else json_decref(ev); /* a line cut short by a crash */
-        }
-    }
-    free(text);
-    free(path);
-    return out;
-}
-
-/* Per task (role:index, the last attempt's word wins): status and metrics
- * from TASK_FINISHED, our CPU figures from the event log, the request. */
-static json_t *tasks_from(const json_t *events, const json_t *log, const json_t *req) {
-    json_t *tasks = json_array(), *byid = json_object();
-    size_t i;
-    json_t *ev;
-    json_array_foreach(events, i, ev) {
-        if (strcmp(json_string_value(json_object_get(ev, "type")), "TASK_FINISHED") != 0) continue;
-        json_t *e = json_object_get(ev, "event");
-        const char *role = json_string_value(json_object_get(e, "taskType"));
-        int index = (int)json_integer_value(json_object_get(e, "taskIndex"));
-        char id[160];
-        snprintf(id, sizeof id, "%s:%d", role ? role : "?", index);
-        json_t *metrics = json_object();
-        size_t k;
-        json_t *mv;
-        json_array_foreach(json_object_get(e, "metrics"), k, mv) {
-            const char *name = json_string_value(json_object_get(mv, "name"));
-            if (name) json_object_set(metrics, name, json_object_get(mv, "value"));
-        }
-        json_t *t = json_pack("{s:s,s:s,s:i,s:O,s:o}", "task", id, "role", role ? role : "?", "index", index, "status",
-                              json_object_get(e, "status"), "metrics", metrics);
-        json_t *r = req ? json_object_get(req, role ? role : "") : NULL;
-        if (r) json_object_set(t, "requested", r);
-        json_t *old = json_object_get(byid, id);
-        if (old) {
-            json_object_update(old, t);
-            json_decref(t);
-        } else {
-            json_object_set_new(byid, id, t);
-            json_array_append(tasks, t);
-        }
-    }
-    json_array_foreach(log, i, ev) {
-        const char *type = json_string_value(json_object_get(ev, "type"));
-        const char *id = json_string_value(json_object_get(ev, "task"));
-        json_t *t = id ? json_object_get(byid, id) : NULL;
-        json_t *m = json_object_get(ev, "metrics");
-        if (!t || !type || strcmp(type, "TASK_FINISHED") != 0 || !json_is_object(m)) continue;
-        json_object_update_missing(json_object_get(t, "metrics"), m);
-    }
-    json_decref(byid);
-    return tasks;
 }
 
 static void print_event(const json_t *ev) {
@@ -228,7 +75,8 @@ static void print_job(const json_t *o) {
            when(json_integer_value(json_object_get(o, "finished_ms")), b2, sizeof b2),
            duration(json_is_integer(json_object_get(o, "duration_ms")) ? json_integer_value(json_object_get(o, "duration_ms")) : -1,
                     b3, sizeof b3));
-    printf("history: %s\n\nevents:\n", json_string_value(json_object_get(o, "file")));
+    const char *file = json_string_value(json_object_get(o, "file"));
+    printf("history: %s\n\nevents:\n", file ? file : json_string_value(json_object_get(o, "dir")));
     json_t *log = json_object_get(o, "log");
     size_t i;
     json_t *ev;
@@ -261,32 +109,27 @@ static void print_job(const json_t *o) {
     }
 }
 
-static int show_job(const hist_job *j, bool as_json) {
-    json_t *events;
-    tony_error err;
-    if (tony_jhist_read(j->file, &events, &err)) {
-        fprintf(stderr, "tony: error: %s\n", err.msg);
-        return TONY_EXIT_UNAVAILABLE;
-    }
-    json_t *o = job_json(j);
-    json_t *log = read_log(j->dir), *req = requests(j->dir);
-    json_t *tasks = tasks_from(events, log, req);
-    json_object_set_new(o, "events", events);
-    json_object_set_new(o, "log", log ? log : json_array());
-    json_object_set_new(o, "advice", tony_sizing_advice(tasks));
-    json_object_set_new(o, "tasks", tasks);
-    json_decref(req);
-    if (as_json) {
+/* Prints what the files hold; says on stderr what they lack. Exit 3 when
+ * there is nothing to show at all. */
+static int show_job(const tony_hist_job *j, bool as_json) {
+    json_t *o = tony_hist_job_detail(j, 0);
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(o, "problems"), i, p) fprintf(stderr, "tony: warning: %s\n", json_string_value(p));
+    bool empty = !json_array_size(json_object_get(o, "events")) && !json_array_size(json_object_get(o, "log"));
+    if (empty) {
+        fprintf(stderr, "tony: error: job %s: no events could be read from %s\n", j->meta.app_id, j->dir);
+    } else if (as_json) {
         json_dumpf(o, stdout, JSON_INDENT(2));
         printf("\n");
     } else {
         print_job(o);
     }
     json_decref(o);
-    return TONY_EXIT_OK;
+    return empty ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_OK;
 }
 
-static void print_list(const hist_list *l, const tony_jhist_dirs *d) {
+static void print_list(const tony_hist_list *l, const tony_jhist_dirs *d) {
     if (!l->len) {
         printf("no jobs in history under %s\n", d->location);
         return;
@@ -296,8 +139,8 @@ static void print_list(const hist_list *l, const tony_jhist_dirs *d) {
         const tony_jhist_meta *m = &l->items[i].meta;
         char b1[64], b2[64], b3[64];
         printf("%-32s %-12s %-19s  %-19s  %-9s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
-               m->in_progress ? "-" : when(m->end_ms, b2, sizeof b2),
-               m->in_progress ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), m->status);
+               m->end_ms <= 0 ? "-" : when(m->end_ms, b2, sizeof b2),
+               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), m->status);
     }
 }
 
@@ -323,14 +166,10 @@ int tony_cmd_history(int argc, char **argv) {
         tony_args_usage(usage, opts);
         goto out;
     }
-    /* --location replaces the whole tree, as tony.history.location does */
-    const char *loc = tony_args_value(opts, "location");
-    const char *root_opt = tony_args_value(opts, "root");
+    const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
     char *root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
     tony_jhist_dirs d;
-    tony_jhist_dirs_resolve(loc ? loc : tony_conf_get(conf, "tony.history.location"),
-                            loc ? NULL : tony_conf_get(conf, "tony.history.intermediate"),
-                            loc ? NULL : tony_conf_get(conf, "tony.history.finished"), root, &d);
+    tony_hist_dirs_from(conf, loc, root, &d);
     free(root);
     if (loc && !tony_is_dir(loc)) {
         fprintf(stderr, "tony: error: --location %s: no such directory\n", loc);
@@ -338,15 +177,11 @@ int tony_cmd_history(int argc, char **argv) {
         tony_jhist_dirs_free(&d);
         goto out;
     }
-    hist_list l = {0};
-    scan(&l, d.finished, 4);
-    scan(&l, d.intermediate, 1);
-    if (l.len) qsort(l.items, l.len, sizeof *l.items, newest_first);
+    tony_hist_list l = {0};
+    tony_hist_scan(&d, &l);
     bool as_json = tony_args_get(opts, "json")->seen;
     if (pos.len == 1) {
-        const hist_job *found = NULL;
-        for (size_t i = 0; i < l.len && !found; i++)
-            if (strcmp(l.items[i].meta.app_id, pos.items[0]) == 0) found = &l.items[i];
+        const tony_hist_job *found = tony_hist_find(&l, pos.items[0]);
         if (found) {
             code = show_job(found, as_json);
         } else {
@@ -356,7 +191,7 @@ int tony_cmd_history(int argc, char **argv) {
         }
     } else if (as_json) {
         json_t *jobs = json_array();
-        for (size_t i = 0; i < l.len; i++) json_array_append_new(jobs, job_json(&l.items[i]));
+        for (size_t i = 0; i < l.len; i++) json_array_append_new(jobs, tony_hist_job_json(&l.items[i]));
         json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "location", d.location, "intermediate", d.intermediate, "finished",
                               d.finished, "jobs", jobs);
         json_dumpf(o, stdout, JSON_INDENT(2));
@@ -365,7 +200,7 @@ int tony_cmd_history(int argc, char **argv) {
     } else {
         print_list(&l, &d);
     }
-    list_free(&l);
+    tony_hist_list_free(&l);
     tony_jhist_dirs_free(&d);
 out:
     tony_conf_free(conf);

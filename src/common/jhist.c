@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/avroread.h"
 #include "common/fs.h"
 #include "common/strv.h"
 
@@ -260,100 +261,19 @@ int tony_jhist_application_finished(tony_jhist_writer *w, long long t_ms, const 
     return commit(w, err);
 }
 
-/* Generic Avro value -> JSON, unions unwrapped. */
-static json_t *to_json(avro_value_t *v) {
-    switch (avro_value_get_type(v)) {
-    case AVRO_STRING: {
-        const char *s = NULL;
-        size_t n = 0;
-        avro_value_get_string(v, &s, &n);
-        return json_stringn(s ? s : "", n ? n - 1 : 0);
-    }
-    case AVRO_INT32: {
-        int32_t x = 0;
-        avro_value_get_int(v, &x);
-        return json_integer(x);
-    }
-    case AVRO_INT64: {
-        int64_t x = 0;
-        avro_value_get_long(v, &x);
-        return json_integer(x);
-    }
-    case AVRO_DOUBLE: {
-        double x = 0;
-        avro_value_get_double(v, &x);
-        return json_real(x);
-    }
-    case AVRO_BOOLEAN: {
-        int x = 0;
-        avro_value_get_boolean(v, &x);
-        return json_boolean(x);
-    }
-    case AVRO_ENUM: {
-        int x = 0;
-        avro_value_get_enum(v, &x);
-        const char *sym = avro_schema_enum_get(avro_value_get_schema(v), x);
-        return json_string(sym ? sym : "?");
-    }
-    case AVRO_UNION: {
-        avro_value_t b;
-        if (avro_value_get_current_branch(v, &b)) return json_null();
-        return to_json(&b);
-    }
-    case AVRO_RECORD: {
-        json_t *o = json_object();
-        size_t n = 0;
-        avro_value_get_size(v, &n);
-        for (size_t i = 0; i < n; i++) {
-            avro_value_t f;
-            const char *name = NULL;
-            avro_value_get_by_index(v, i, &f, &name);
-            json_object_set_new(o, name, to_json(&f));
-        }
-        return o;
-    }
-    case AVRO_ARRAY: {
-        json_t *a = json_array();
-        size_t n = 0;
-        avro_value_get_size(v, &n);
-        for (size_t i = 0; i < n; i++) {
-            avro_value_t el;
-            avro_value_get_by_index(v, i, &el, NULL);
-            json_array_append_new(a, to_json(&el));
-        }
-        return a;
-    }
-    default: return json_null();
-    }
-}
-
 int tony_jhist_read(const char *path, json_t **events, tony_error *err) {
     *events = NULL;
-    /* avro-c leaks on files that are not Avro at all: check the magic first */
-    char magic[4] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return tony_err(err, "cannot read the history file %s: %s", path, strerror(errno));
-    size_t n = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    if (n != sizeof magic || memcmp(magic, "Obj\x01", 4) != 0)
-        return tony_err(err, "%s is not an Avro data file (a .jhist file starts with \"Obj\" and version 1)", path);
-    avro_file_reader_t r;
-    if (avro_file_reader(path, &r)) return avro_fail(err, "cannot read the history file", path);
-    avro_schema_t schema = avro_file_reader_get_writer_schema(r);
-    avro_value_iface_t *iface = avro_generic_class_from_schema(schema);
-    avro_value_t v;
-    avro_generic_value_new(iface, &v);
-    json_t *out = json_array();
-    while (avro_file_reader_read_value(r, &v) == 0) {
-        json_t *rec = to_json(&v);
-        /* {"type","event","timestamp"}: keep TonY's field names */
-        json_array_append_new(out, rec);
-        avro_value_reset(&v);
+    char *data = NULL;
+    size_t len = 0;
+    if (tony_read_file(path, &data, &len, err)) return tony_err_wrap(err, "cannot read the history file");
+    /* Our own decoder, not avro-c's reader: a damaged file must give an
+     * error, never a crash or a leak (see avroread.h). */
+    int rc = tony_avro_decode(data, len, events, err);
+    free(data);
+    if (rc) tony_err_wrap(err, "history file %s is damaged", path);
+    if (rc && !json_array_size(*events)) {
+        json_decref(*events);
+        *events = NULL;
     }
-    avro_value_decref(&v);
-    avro_value_iface_decref(iface);
-    avro_schema_decref(schema);
-    avro_file_reader_close(r);
-    *events = out;
-    return 0;
+    return rc;
 }

@@ -13,6 +13,12 @@
 
 #define TONY_JHIST_SUFFIX ".jhist"
 #define TONY_JHIST_INPROGRESS_SUFFIX ".jhist.inprogress"
+/* Beside the .jhist in a job's history dir: our event log (JSON lines, as
+ * events happen) and, written as each attempt ends, every task's final state
+ * and metric series ({"app_id","coordinator_started_ms","attempts":
+ * [{"attempt","interval_ms","tasks":[..]}]}). */
+#define TONY_JHIST_EVENTS_LOG "events.jsonl"
+#define TONY_JHIST_METRICS "metrics.json"
 
 /* The Event schema as JSON. */
 const char *tony_jhist_schema(void);
@@ -72,8 +78,10 @@ void tony_jhist_writer_free(tony_jhist_writer *w); /* closes the file */
 
 /* Reads every Event of a history file as
  * [{"type":"TASK_FINISHED","timestamp":ms,"event":{<the record's fields>}}],
- * unions unwrapped (null or the value). An in-progress file's cut-off last
- * block is not an error. */
+ * unions unwrapped (null or the value), with a careful decoder of its own
+ * (avroread.h). An in-progress file's cut-off last block is not an error.
+ * A damaged file: -1, err naming it and the byte, and *events the events
+ * before the damage (the caller frees them), NULL when there are none. */
 int tony_jhist_read(const char *path, json_t **events, tony_error *err);
 
 #endif

@@ -1,0 +1,68 @@
+/* The job history tree read back: finished/yyyy/mm/dd/<appId>/ and
+ * intermediate/<appId>/ as a list of jobs, and one job in full (events,
+ * tasks with exit meanings and metrics, right-sizing, config, metric
+ * series). Shared by `tony history` and `tony portal`. Reading never fails
+ * on a broken or half-written job: what cannot be read is named in the
+ * job's "problems" and the rest is shown. */
+#ifndef TONY_HISTDIR_H
+#define TONY_HISTDIR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "common/jhist.h"
+#include "conf/conf.h"
+
+typedef struct tony_hist_job {
+    tony_jhist_meta meta; /* from the .jhist's name; a dir without one: its name, status UNKNOWN */
+    char *dir;
+    char *file; /* the .jhist chosen (TonY's rule: the newest start), NULL when the dir has none */
+} tony_hist_job;
+
+typedef struct tony_hist_list {
+    tony_hist_job *items;
+    size_t len, cap;
+} tony_hist_list;
+
+/* Where the history is: a --location flag replaces the whole tree, as
+ * tony.history.location does; else the conf's keys, else <root>/history. */
+void tony_hist_dirs_from(const tony_conf *conf, const char *location_flag, const char *root, tony_jhist_dirs *out);
+
+/* Both trees of d into out, newest start first. Directories that cannot be
+ * read are skipped. */
+void tony_hist_scan(const tony_jhist_dirs *d, tony_hist_list *out);
+void tony_hist_list_free(tony_hist_list *l);
+const tony_hist_job *tony_hist_find(const tony_hist_list *l, const char *app_id);
+
+/* What an app id may look like before it is looked up: letters, digits,
+ * '_', '-', '.', not starting with '.', under 128 characters (no '/'). */
+bool tony_hist_valid_id(const char *s);
+/* A role name as the plan allows: [a-z]+, under 64 characters. */
+bool tony_hist_valid_role(const char *s);
+
+/* {"app_id","user","status","started_ms","finished_ms","duration_ms",
+ * "in_progress","file","dir"}: what the file's name says. */
+json_t *tony_hist_job_json(const tony_hist_job *j);
+
+/* What tony-final.xml says for the job list: {"name","framework",
+ * "queue","roles":{"worker":2,..},"task_count":N}; -1 with err when it cannot be
+ * read. */
+int tony_hist_conf_facts(const char *dir, json_t **out, tony_error *err);
+
+enum { TONY_HIST_WITH_CONFIG = 1 };
+/* The job in full: tony_hist_job_json plus "events" (the .jhist's records),
+ * "log" (events.jsonl), "tasks" (per role:index, the last attempt's word:
+ * status, exit status and meaning, diagnostics, host, container, log dir,
+ * requested resources, metric aggregates, "series_attempts" with a plot),
+ * "advice", "problems" (sentences) and, with TONY_HIST_WITH_CONFIG,
+ * "config" ([{"key","value","source"}] of tony-final.xml). */
+json_t *tony_hist_job_detail(const tony_hist_job *j, int flags);
+
+/* One task's metric series from the job's metrics file: the arrays of
+ * am_metrics_series_json plus "role", "index", "attempt". attempt < 0: the
+ * last attempt that has one. NULL with err when there is none. */
+json_t *tony_hist_task_series(const tony_hist_job *j, const char *role, int index, int attempt, tony_error *err);
+
+#endif

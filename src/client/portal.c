@@ -1,0 +1,578 @@
+/* `tony portal`: TonY's history portal in the one binary. Serves the web UI
+ * (web/portal.html, embedded) and a JSON API over the history tree: the job
+ * list, one job's events, config, tasks, metric series and local logs. Every
+ * request rescans the tree (a readdir per directory), so new jobs show up
+ * at once; what each job's tony-final.xml says is kept until it changes. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "am/webui.h"
+#include "client/args.h"
+#include "client/client.h"
+#include "client/histdir.h"
+#include "common/fs.h"
+#include "common/jhist.h"
+#include "common/jobdir.h"
+#include "common/strv.h"
+#include "conf/conf.h"
+
+/* The most of a log one answer carries: a longer log is shown from its
+ * tail unless an offset is asked for. */
+#define PORTAL_LOG_MAX (8 * 1024 * 1024)
+/* TonY's portal port (tony.https.port). */
+#define PORTAL_DEFAULT_PORT 19886
+
+typedef struct portal {
+    struct event_base *base;
+    struct evhttp *http;
+    tony_jhist_dirs dirs;
+    char *root; /* the tony root: where the local backend kept the jobs' logs */
+    /* tony-final.xml path -> {"mtime_ns","size","facts"|"error"}; rebuilt
+     * on each scan so that it holds only jobs still there. */
+    json_t *facts;
+} portal;
+
+static const char *reason(int code) {
+    switch (code) {
+    case 200: return "OK";
+    case 302: return "Found";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    default: return "Error";
+    }
+}
+
+static void reply_json(struct evhttp_request *req, int code, json_t *body) {
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add(buf, s, strlen(s));
+    evbuffer_add(buf, "\n", 1);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "Content-Type", "application/json");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason(code), buf);
+    evbuffer_free(buf);
+    free(s);
+}
+
+static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_json(req, code, json_pack("{s:s}", "error", msg));
+}
+
+static long long now_ms(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* The job's tony-final.xml facts, from the cache while the file is the
+ * same (mtime and size). */
+static json_t *facts_for(portal *p, json_t *fresh, const tony_hist_job *j) {
+    char *path = tony_path_join(j->dir, TONY_JOBDIR_CONF);
+    struct stat st;
+    json_int_t mtime = -1, size = -1;
+    if (stat(path, &st) == 0) {
+        mtime = (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        size = (json_int_t)st.st_size;
+    }
+    json_t *e = json_object_get(p->facts, path);
+    if (!e || json_integer_value(json_object_get(e, "mtime_ns")) != mtime ||
+        json_integer_value(json_object_get(e, "size")) != size) {
+        json_t *facts;
+        tony_error err;
+        e = tony_hist_conf_facts(j->dir, &facts, &err)
+                ? json_pack("{s:I,s:I,s:s}", "mtime_ns", mtime, "size", size, "error", err.msg)
+                : json_pack("{s:I,s:I,s:o}", "mtime_ns", mtime, "size", size, "facts", facts);
+    } else {
+        json_incref(e);
+    }
+    json_object_set_new(fresh, path, e);
+    free(path);
+    return e;
+}
+
+/* GET /v1/jobs */
+static void serve_jobs(portal *p, struct evhttp_request *req) {
+    tony_hist_list l = {0};
+    tony_hist_scan(&p->dirs, &l);
+    json_t *jobs = json_array(), *fresh = json_object();
+    for (size_t i = 0; i < l.len; i++) {
+        const tony_hist_job *j = &l.items[i];
+        json_t *o = tony_hist_job_json(j), *problems = json_array();
+        json_t *e = facts_for(p, fresh, j);
+        json_t *facts = json_object_get(e, "facts");
+        if (facts) json_object_update(o, facts);
+        else json_array_append(problems, json_object_get(e, "error"));
+        if (!j->file)
+            json_array_append_new(problems, json_sprintf("no .jhist file in %s", j->dir));
+        json_object_set_new(o, "problems", problems);
+        json_array_append_new(jobs, o);
+    }
+    json_decref(p->facts);
+    p->facts = fresh;
+    json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:o}", "location", p->dirs.location, "finished", p->dirs.finished,
+                             "intermediate", p->dirs.intermediate, "scanned_ms", (json_int_t)now_ms(), "jobs", jobs);
+    json_t *problems = json_array();
+    if (!tony_is_dir(p->dirs.finished) && !tony_is_dir(p->dirs.intermediate))
+        json_array_append_new(problems, json_sprintf("neither %s nor %s exists: no job has written history here yet",
+                                                     p->dirs.finished, p->dirs.intermediate));
+    json_object_set_new(body, "problems", problems);
+    reply_json(req, 200, body);
+    tony_hist_list_free(&l);
+}
+
+/* A recorded log dir is served from only when it is plainly this job's:
+ * absolute, no "." or ".." parts, the app id one of its parts. History
+ * files are data anyone with write access to the tree could have made. */
+static bool plausible_log_dir(const char *dir, const char *app_id) {
+    if (!dir || dir[0] != '/') return false;
+    bool has_id = false;
+    char *copy = tony_strdup(dir), *save = NULL;
+    bool ok = true;
+    for (char *part = strtok_r(copy, "/", &save); part && ok; part = strtok_r(NULL, "/", &save)) {
+        if (strcmp(part, ".") == 0 || strcmp(part, "..") == 0) ok = false;
+        if (strcmp(part, app_id) == 0) has_id = true;
+    }
+    free(copy);
+    return ok && has_id;
+}
+
+/* Where a task's stream of one attempt is on this machine, or NULL: the
+ * local backend's layout under our tony root first, then the log dir the
+ * executor reported for the attempt history recorded. */
+static char *log_path(const portal *p, const char *app_id, const json_t *task, int attempt, const char *stream) {
+    char *job_dir = tony_path_join(p->root, "jobs");
+    char *jd = tony_path_join(job_dir, app_id);
+    free(job_dir);
+    char *dir = tony_jobdir_task_dir(jd, attempt, json_string_value(json_object_get(task, "role")),
+                                     (int)json_integer_value(json_object_get(task, "index")));
+    free(jd);
+    char *path = tony_path_join(dir, stream);
+    free(dir);
+    if (tony_file_exists(path) && !tony_is_dir(path)) return path;
+    free(path);
+    const char *rec = json_string_value(json_object_get(task, "log_dir"));
+    json_t *at = json_object_get(task, "attempt");
+    if (json_is_integer(at) && json_integer_value(at) == attempt && plausible_log_dir(rec, app_id)) {
+        path = tony_path_join(rec, stream);
+        if (tony_file_exists(path) && !tony_is_dir(path)) return path;
+        free(path);
+    }
+    return NULL;
+}
+
+static char *task_base_url(const char *app_id, const json_t *task) {
+    return tony_sprintf("v1/jobs/%s/tasks/%s/%lld", app_id, json_string_value(json_object_get(task, "role")),
+                        (long long)json_integer_value(json_object_get(task, "index")));
+}
+
+/* Each task's logs this machine has, every attempt: [{"attempt","stream",
+ * "bytes","url"}]; and for a job's coordinator, its am.log. */
+static void add_log_links(const portal *p, json_t *job) {
+    const char *app_id = json_string_value(json_object_get(job, "app_id"));
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(job, "tasks"), i, t) {
+        if (!tony_hist_valid_role(json_string_value(json_object_get(t, "role")))) continue;
+        json_t *links = json_array();
+        json_int_t last = json_integer_value(json_object_get(t, "attempt"));
+        char *base = task_base_url(app_id, t);
+        for (json_int_t a = 0; a <= last && a < 100; a++) {
+            for (int s = 0; s < 2; s++) {
+                const char *stream = s ? "stderr" : "stdout";
+                char *path = log_path(p, app_id, t, (int)a, stream);
+                struct stat st;
+                if (path && stat(path, &st) == 0) {
+                    char *url = tony_sprintf("%s/log?stream=%s&attempt=%lld", base, stream, (long long)a);
+                    json_array_append_new(links, json_pack("{s:I,s:s,s:I,s:s}", "attempt", a, "stream", stream,
+                                                           "bytes", (json_int_t)st.st_size, "url", url));
+                    free(url);
+                }
+                free(path);
+            }
+        }
+        free(base);
+        json_object_set_new(t, "logs", links);
+    }
+}
+
+static int lookup(portal *p, struct evhttp_request *req, const char *app_id, tony_hist_list *l,
+                  const tony_hist_job **j) {
+    if (!tony_hist_valid_id(app_id)) {
+        reply_error(req, 400, "not an app id: use letters, digits, '_', '-' and '.' (e.g. application_1_0001)");
+        return -1;
+    }
+    tony_hist_scan(&p->dirs, l);
+    *j = tony_hist_find(l, app_id);
+    if (!*j) {
+        reply_error(req, 404, "no job %s in the history under %s or %s", app_id, p->dirs.finished,
+                    p->dirs.intermediate);
+        return -1;
+    }
+    return 0;
+}
+
+static void serve_job(portal *p, struct evhttp_request *req, const char *app_id) {
+    tony_hist_list l = {0};
+    const tony_hist_job *j;
+    if (lookup(p, req, app_id, &l, &j) == 0) {
+        json_t *o = tony_hist_job_detail(j, TONY_HIST_WITH_CONFIG);
+        add_log_links(p, o);
+        char *am_log = tony_sprintf("%s/jobs/%s/%s", p->root, app_id, TONY_JOBDIR_AM_LOG);
+        if (tony_file_exists(am_log)) json_object_set_new(o, "am_log", json_sprintf("v1/jobs/%s/am.log", app_id));
+        free(am_log);
+        reply_json(req, 200, o);
+    }
+    tony_hist_list_free(&l);
+}
+
+/* A query's non-negative integer (at most max); def when absent. */
+static int query_int(struct evkeyvalq *q, const char *name, long long def, long long max, long long *out) {
+    const char *v = evhttp_find_header(q, name);
+    *out = def;
+    if (!v) return 0;
+    if (!*v || strlen(v) > 18 || strspn(v, "0123456789") != strlen(v) || !tony_parse_ll(v, out) || *out > max)
+        return -1;
+    return 0;
+}
+
+static void send_text_file(struct evhttp_request *req, const char *path, long long offset, bool tail) {
+    tony_buf data = {0};
+    long long size = 0;
+    tony_error err;
+    if (tony_read_range(path, tail ? 0 : offset, 0, &data, &size, &err)) {
+        reply_error(req, 500, "%s", err.msg);
+        return;
+    }
+    long long from = offset;
+    if (tail && size > PORTAL_LOG_MAX) from = size - PORTAL_LOG_MAX;
+    else if (tail) from = 0;
+    struct evbuffer *buf = evbuffer_new();
+    if (tail && from > 0)
+        evbuffer_add_printf(buf, "[tony portal: the last %d MiB of %lld bytes; add &offset=0 for the start]\n",
+                            PORTAL_LOG_MAX >> 20, size);
+    if (from < size && tony_read_range(path, from, PORTAL_LOG_MAX, &data, &size, &err) == 0 && data.len)
+        evbuffer_add(buf, data.data, data.len);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    /* text, never HTML: a log's bytes must not become a page */
+    evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+    evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evhttp_send_reply(req, 200, "OK", buf);
+    evbuffer_free(buf);
+    tony_buf_free(&data);
+}
+
+/* /v1/jobs/<id>/tasks/<role>/<index>/{metrics,log} */
+static void serve_task(portal *p, struct evhttp_request *req, const char *app_id, const char *role,
+                       const char *index_s, const char *verb, struct evkeyvalq *q) {
+    long long index;
+    if (!tony_hist_valid_role(role) || strlen(index_s) > 7 || strspn(index_s, "0123456789") != strlen(index_s) ||
+        !tony_parse_ll(index_s, &index)) {
+        reply_error(req, 400, "expected /v1/jobs/<appId>/tasks/<role>/<index>/<metrics|log>: role [a-z]+, index a number");
+        return;
+    }
+    bool metrics = strcmp(verb, "metrics") == 0;
+    if (!metrics && strcmp(verb, "log") != 0) {
+        reply_error(req, 404, "unknown task path '%s'; expected metrics or log", verb);
+        return;
+    }
+    long long attempt;
+    if (query_int(q, "attempt", -1, 1000000, &attempt)) {
+        reply_error(req, 400, "attempt must be a number >= 0");
+        return;
+    }
+    tony_hist_list l = {0};
+    const tony_hist_job *j;
+    if (lookup(p, req, app_id, &l, &j)) {
+        tony_hist_list_free(&l);
+        return;
+    }
+    tony_error err;
+    if (metrics) {
+        json_t *s = tony_hist_task_series(j, role, (int)index, (int)attempt, &err);
+        if (s) reply_json(req, 200, s);
+        else reply_error(req, 404, "%s", err.msg);
+        tony_hist_list_free(&l);
+        return;
+    }
+    const char *stream = evhttp_find_header(q, "stream");
+    long long offset;
+    if (!stream) stream = "stdout";
+    if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
+        reply_error(req, 400, "stream must be stdout or stderr");
+    } else if (query_int(q, "offset", -1, 1LL << 50, &offset)) {
+        reply_error(req, 400, "offset must be a byte offset >= 0");
+    } else {
+        json_t *o = tony_hist_job_detail(j, 0), *t, *task = NULL;
+        size_t i;
+        json_array_foreach(json_object_get(o, "tasks"), i, t) {
+            if (strcmp(json_string_value(json_object_get(t, "role")), role) == 0 &&
+                json_integer_value(json_object_get(t, "index")) == index)
+                task = t;
+        }
+        if (attempt < 0) attempt = json_integer_value(json_object_get(task, "attempt"));
+        char *path = task ? log_path(p, app_id, task, (int)attempt, stream) : NULL;
+        if (!task) reply_error(req, 404, "job %s has no task %s:%lld", app_id, role, index);
+        else if (!path)
+            reply_error(req, 404, "no %s of %s:%lld (attempt %lld) on this machine: the local backend keeps logs under "
+                        "%s/jobs/%s/attempts/; YARN's are in the container's log dir on its node (yarn logs -applicationId %s)",
+                        stream, role, index, attempt, p->root, app_id, app_id);
+        else send_text_file(req, path, offset < 0 ? 0 : offset, offset < 0);
+        free(path);
+        json_decref(o);
+    }
+    tony_hist_list_free(&l);
+}
+
+static void serve_am_log(portal *p, struct evhttp_request *req, const char *app_id, struct evkeyvalq *q) {
+    tony_hist_list l = {0};
+    const tony_hist_job *j;
+    long long offset;
+    if (query_int(q, "offset", -1, 1LL << 50, &offset)) reply_error(req, 400, "offset must be a byte offset >= 0");
+    else if (lookup(p, req, app_id, &l, &j) == 0) {
+        char *path = tony_sprintf("%s/jobs/%s/%s", p->root, app_id, TONY_JOBDIR_AM_LOG);
+        if (!tony_file_exists(path))
+            reply_error(req, 404, "no coordinator log of %s on this machine (%s)", app_id, path);
+        else send_text_file(req, path, offset < 0 ? 0 : offset, offset < 0);
+        free(path);
+    }
+    tony_hist_list_free(&l);
+}
+
+/* TonY's portal addresses (/jobs/<id>, /config/<id>, /logs/<id>), which its
+ * clients print through tony.portal.url, lead to the job's page. */
+static void redirect_tony_path(struct evhttp_request *req, const char *app_id) {
+    if (!tony_hist_valid_id(app_id)) {
+        reply_error(req, 400, "not an app id");
+        return;
+    }
+    char *loc = tony_sprintf("../#/jobs/%s", app_id);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Location", loc);
+    evhttp_send_reply(req, 302, reason(302), NULL);
+    free(loc);
+}
+
+/* Splits path (after a prefix) at '/' into at most max parts. */
+static size_t split_path(char *path, char **parts, size_t max) {
+    size_t n = 0;
+    char *save = NULL;
+    for (char *s = strtok_r(path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+        if (n == max) return max + 1;
+        parts[n++] = s;
+    }
+    return n;
+}
+
+static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, struct evkeyvalq *q) {
+    char *copy = tony_strdup(rest), *parts[6];
+    size_t n = split_path(copy, parts, 5);
+    if (n == 0) serve_jobs(p, req);
+    else if (n == 1) serve_job(p, req, parts[0]);
+    else if (n == 2 && strcmp(parts[1], "am.log") == 0) {
+        if (!tony_hist_valid_id(parts[0])) reply_error(req, 400, "not an app id");
+        else serve_am_log(p, req, parts[0], q);
+    } else if (n == 5 && strcmp(parts[1], "tasks") == 0) {
+        if (!tony_hist_valid_id(parts[0])) reply_error(req, 400, "not an app id");
+        else serve_task(p, req, parts[0], parts[2], parts[3], parts[4], q);
+    } else if (n >= 1 && !tony_hist_valid_id(parts[0])) {
+        reply_error(req, 400, "not an app id: use letters, digits, '_', '-' and '.'");
+    } else {
+        reply_error(req, 404, "unknown path; expected v1/jobs, v1/jobs/<appId>, v1/jobs/<appId>/am.log or "
+                              "v1/jobs/<appId>/tasks/<role>/<index>/<metrics|log>");
+    }
+    free(copy);
+}
+
+static void handle(struct evhttp_request *req, void *arg) {
+    portal *p = arg;
+    struct evhttp_uri *uri = evhttp_uri_parse(evhttp_request_get_uri(req));
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!path || (query && evhttp_parse_query_str(query, &q))) {
+        reply_error(req, 400, "malformed request URI");
+    } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET && evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
+        reply_error(req, 405, "the portal only answers GET");
+    } else if (strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0) {
+        const am_webui_file *f = am_webui_find(path[1] ? path + 4 : "portal.html");
+        if (f) am_webui_reply(req, f);
+        else reply_error(req, 404, "no such file in the web UI");
+    } else if (strcmp(path, "/v1/jobs") == 0 || strncmp(path, "/v1/jobs/", 9) == 0) {
+        route_jobs(p, req, path + 8, &q);
+    } else if (strncmp(path, "/jobs/", 6) == 0 || strncmp(path, "/config/", 8) == 0 || strncmp(path, "/logs/", 6) == 0) {
+        redirect_tony_path(req, strchr(path + 1, '/') + 1);
+    } else {
+        reply_error(req, 404, "unknown path; the portal's page is / and its API v1/jobs");
+    }
+    evhttp_clear_headers(&q);
+    if (uri) evhttp_uri_free(uri);
+}
+
+/* A listening socket on host:port, with an error that says what to do. */
+static int listen_on(const char *host, int port, evutil_socket_t *fd, int *bound_port, tony_error *err) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &res);
+    if (rc) return tony_err(err, "--host %s: cannot resolve it: %s", host, gai_strerror(rc));
+    int s = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+    int one = 1;
+    if (s >= 0) setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (s < 0 || bind(s, res->ai_addr, res->ai_addrlen) || listen(s, 128)) {
+        int e = errno;
+        if (s >= 0) close(s);
+        freeaddrinfo(res);
+        if (e == EADDRINUSE)
+            return tony_err(err, "cannot listen on %s:%d: the port is in use (another portal?); pick another with "
+                                 "--port, or --port 0 for any free one", host, port);
+        if (e == EADDRNOTAVAIL) return tony_err(err, "--host %s is not an address of this machine", host);
+        if (e == EACCES)
+            return tony_err(err, "cannot listen on %s:%d: permission denied (ports below 1024 need privileges)",
+                            host, port);
+        return tony_err(err, "cannot listen on %s:%d: %s", host, port, strerror(e));
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(s, (struct sockaddr *)&ss, &len);
+    *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    evutil_make_socket_nonblocking(s);
+    *fd = s;
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    (void)sig, (void)what;
+    event_base_loopbreak(arg);
+}
+
+static int serve(portal *p, const char *host, int port) {
+    tony_error err;
+    evutil_socket_t fd = -1;
+    int bound = 0;
+    if (listen_on(host, port, &fd, &bound, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        return TONY_EXIT_USAGE;
+    }
+    p->base = event_base_new();
+    p->http = evhttp_new(p->base);
+    evhttp_set_gencb(p->http, handle, p);
+    evhttp_set_allowed_methods(p->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE);
+    evhttp_set_max_body_size(p->http, 1 << 16);
+    evhttp_accept_socket_with_handle(p->http, fd);
+    struct event *sigint = evsignal_new(p->base, SIGINT, on_signal, p->base);
+    struct event *sigterm = evsignal_new(p->base, SIGTERM, on_signal, p->base);
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char shown[256];
+    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+        if (gethostname(shown, sizeof shown)) snprintf(shown, sizeof shown, "localhost");
+        shown[sizeof shown - 1] = '\0';
+    } else {
+        snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
+    }
+    printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->dirs.location);
+    fflush(stdout);
+    event_base_dispatch(p->base);
+    event_free(sigint);
+    event_free(sigterm);
+    evhttp_free(p->http);
+    event_base_free(p->base);
+    return TONY_EXIT_OK;
+}
+
+int tony_cmd_portal(int argc, char **argv) {
+    tony_opt opts[] = {
+        {"location", NULL, true, false, "history root (default tony.history.location, else <tony root>/history)",
+         false, {0}},
+        {"port", NULL, true, false, "port to listen on (default 19886, TonY's; 0: any free port)", false, {0}},
+        {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
+         {0}},
+        {"root", NULL, true, false, "tony root whose jobs/ holds local logs (default $TONY_HOME or ~/.tony)", false,
+         {0}},
+        {"help", "h", false, false, "show this help", false, {0}},
+        {NULL, NULL, false, false, NULL, false, {0}}};
+    const char *usage = "usage: tony portal [--location DIR] [--port N] [--host ADDR]";
+    tony_strv pos = {0};
+    tony_error err;
+    tony_conf *conf = tony_conf_new();
+    portal p = {0};
+    int code = TONY_EXIT_USAGE;
+    long long port = PORTAL_DEFAULT_PORT;
+    const char *port_s = NULL;
+    if (tony_args_parse(argc, argv, opts, &pos, &err) || (pos.len && tony_err(&err, "unexpected '%s'; %s", pos.items[0], usage))) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        goto out;
+    }
+    if (tony_args_get(opts, "help")->seen) {
+        tony_args_usage(usage, opts);
+        code = TONY_EXIT_OK;
+        goto out;
+    }
+    port_s = tony_args_value(opts, "port");
+    if (port_s && (!*port_s || strspn(port_s, "0123456789") != strlen(port_s) || strlen(port_s) > 5 ||
+                   !tony_parse_ll(port_s, &port) || port > 65535)) {
+        fprintf(stderr, "tony: error: --port %s: expected a port number 0-65535 (0: any free port)\n", port_s);
+        goto out;
+    }
+    const char *host = tony_args_value(opts, "host");
+    if (host && !*host) {
+        fprintf(stderr, "tony: error: --host is empty; give an address such as 127.0.0.1 or 0.0.0.0\n");
+        goto out;
+    }
+    if (tony_conf_load_layers(conf, NULL, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        goto out;
+    }
+    const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
+    p.root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
+    tony_hist_dirs_from(conf, loc, p.root, &p.dirs);
+    if (!tony_is_dir(p.dirs.location)) {
+        fprintf(stderr, "tony: error: %s%s: no such directory; give the history root with --location (jobs write "
+                        "it under tony.history.location, by default <tony root>/history)\n",
+                loc ? "--location " : "history location ", p.dirs.location);
+        goto out;
+    }
+    if (access(p.dirs.location, R_OK | X_OK)) {
+        fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", p.dirs.location, strerror(errno));
+        goto out;
+    }
+    p.facts = json_object();
+    code = serve(&p, host ? host : "127.0.0.1", (int)port);
+out:
+    json_decref(p.facts);
+    free(p.root);
+    if (p.dirs.location) tony_jhist_dirs_free(&p.dirs);
+    tony_conf_free(conf);
+    tony_strv_free(&pos);
+    tony_args_free(opts);
+    return code;
+}

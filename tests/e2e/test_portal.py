@@ -1,0 +1,357 @@
+"""`tony portal`, the history portal, over real jobs' history: three jobs run
+on the local backend (one succeeds, one fails with exit code 3, one holds
+200 MiB), then damaged and half-written entries and a .jhist written by
+another Avro implementation (fastavro, as Java TonY's would be) are placed
+beside them. The portal's JSON is checked against what the jobs did, bad
+requests and flags get clear errors, and a real Chromium
+(tests/browser/portal.mjs) searches, sorts and opens jobs. Screenshots:
+tests/e2e/artifacts/portal-*.png."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import fastavro
+import pytest
+
+from conftest import TONY, Tony, call, http_get, job_processes
+from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
+
+MB = 1024 * 1024
+
+TASK_SH = r"""
+echo "$JOB_NAME $TASK_INDEX says hello"
+case "$MODE:$JOB_NAME:$TASK_INDEX" in
+  fail:worker:1) sleep 0.3; echo "worker 1 fails on purpose" >&2; exit 3 ;;
+  retry:worker:*) sleep 0.6; if [ "$SESSION_ID" = 0 ]; then echo "attempt 0 fails" >&2; exit 5; fi ;;
+  mem:*) exec /usr/bin/python3 -c 'import time
+b = bytearray(200 * 1024 * 1024)
+for i in range(0, len(b), 4096): b[i] = 1
+time.sleep(1.5)
+print("held 200 MiB")' ;;
+  *) sleep 1 ;;
+esac
+"""
+
+
+def submit(tony, scripts, mode, name, *extra):
+    r = tony.submit("--src_dir", str(scripts), "--executes", "bash task.sh", "--shell_env", f"MODE={mode}",
+                    "--conf", f"tony.application.name={name}", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=1g", "--conf", "tony.task.metrics-interval-ms=200", *extra)
+    return r, r.status()["app_id"]
+
+
+def jhist_schema(path):
+    with open(path, "rb") as f:
+        return fastavro.reader(f).writer_schema
+
+
+def place_broken_entries(hist, schema):
+    fin = hist / "finished" / "2024" / "01" / "01"
+    # a .jhist that is Avro's magic and then garbage, beside a broken config
+    bad = fin / "application_1_0001"
+    bad.mkdir(parents=True)
+    (bad / "application_1_0001-1000-2000-mallory-SUCCEEDED.jhist").write_bytes(b"Obj\x01" + os.urandom(300))
+    (bad / "tony-final.xml").write_text("<configuration><property><name>x")
+    # a coordinator that died after copying its config: no .jhist yet
+    half = hist / "intermediate" / "application_1_0002"
+    half.mkdir(parents=True)
+    (half / "tony-final.xml").write_text('<?xml version="1.0"?><configuration><property><name>tony.application.name'
+                                         '</name><value>half-written</value></property></configuration>')
+    # Java TonY's file, as another Avro writer makes it: fastavro, TonY's schema
+    other = fin / "application_1_0003"
+    other.mkdir(parents=True)
+    events = [
+        {"type": "APPLICATION_INITED", "timestamp": 3000,
+         "event": {"applicationId": "application_1_0003", "numTasks": 1, "host": "nm-7", "containerID": None}},
+        {"type": "TASK_STARTED", "timestamp": 3100,
+         "event": {"taskType": "worker", "taskIndex": 0, "host": "nm-7", "containerID": "container_e01_0003_01_000002"}},
+        {"type": "TASK_FINISHED", "timestamp": 3900,
+         "event": {"taskType": "worker", "taskIndex": 0, "status": "FAILED",
+                   "metrics": [{"name": "MAX_MEMORY_BYTES", "value": 5e8}],
+                   "containerDiagnostic": "Container killed on request. Exit code is 143"}},
+        {"type": "APPLICATION_FINISHED", "timestamp": 4000,
+         "event": {"applicationId": "application_1_0003", "finishedTasks": 1, "failedTasks": 1, "metrics": []}},
+    ]
+    with open(other / "application_1_0003-3000-4000-javauser-FAILED.jhist", "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), events)
+
+
+class Portal:
+    """A running `tony portal --port 0`; its stderr goes to a file (a pipe
+    nobody reads could fill up and stall it)."""
+
+    def __init__(self, tony, *args):
+        self.err_path = tony.home.parent / f"portal-{time.monotonic_ns()}.err"
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen([TONY, "portal", "--port", "0", *args], env=tony.env, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("tony: portal at http://127.0.0.1:"), (line, self.err_path.read_text())
+        self.url = line.split()[3]
+
+    def get(self, path):
+        return call(self.url + path)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=20)
+        self.err.close()
+        return self.proc.returncode, self.err_path.read_text()
+
+
+@pytest.fixture(scope="module")
+def hist(tmp_path_factory):
+    base = tmp_path_factory.mktemp("portal")
+    home = base / "tony-home"
+    tony = Tony(home)
+    scripts = base / "src"
+    scripts.mkdir()
+    (scripts / "task.sh").write_text(TASK_SH)
+    ok, ok_id = submit(tony, scripts, "ok", "portal-ok")
+    assert ok.rc == 0, ok
+    fail, fail_id = submit(tony, scripts, "fail", "portal-fail")
+    assert fail.rc == 1, fail
+    mem, mem_id = submit(tony, scripts, "mem", "portal-mem", "--conf", "tony.application.framework=pytorch")
+    assert mem.rc == 0, mem
+    retry, retry_id = submit(tony, scripts, "retry", "portal-retry", "--conf", "tony.am.retry-count=1")
+    assert retry.rc == 0, retry
+    h = home / "history"
+    place_broken_entries(h, jhist_schema(next(h.glob(f"finished/*/*/*/{ok_id}/*.jhist"))))
+    portal = Portal(tony)
+    yield {"tony": tony, "home": home, "history": h, "portal": portal, "url": portal.url,
+           "ok": ok_id, "fail": fail_id, "mem": mem_id, "retry": retry_id}
+    rc, err = portal.stop()
+    # it stops on SIGTERM, cleanly (under ASan: nothing leaked, nothing bad)
+    assert rc == 0, err
+    for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+        assert marker not in err, err
+    left = job_processes(home)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left
+
+
+def by_id(jobs):
+    return {j["app_id"]: j for j in jobs}
+
+
+def task(job, tid):
+    return next(t for t in job["tasks"] if t["task"] == tid)
+
+
+def test_job_list(hist):
+    code, d = hist["portal"].get("v1/jobs")
+    assert code == 200, d
+    assert d["location"] == str(hist["history"]) and d["problems"] == []
+    jobs = by_id(d["jobs"])
+    ok, fail, mem = jobs[hist["ok"]], jobs[hist["fail"]], jobs[hist["mem"]]
+    assert (ok["status"], fail["status"], mem["status"]) == ("SUCCEEDED", "FAILED", "SUCCEEDED")
+    assert (ok["name"], fail["name"], mem["name"]) == ("portal-ok", "portal-fail", "portal-mem")
+    assert ok["framework"] == "tensorflow" and mem["framework"] == "pytorch"
+    for j in (ok, fail, mem):
+        assert j["roles"] == {"worker": 2} and j["task_count"] == 2 and j["problems"] == []
+        assert j["user"] and j["in_progress"] is False
+        assert 0 < j["duration_ms"] == j["finished_ms"] - j["started_ms"]
+    # newest first
+    assert [j["app_id"] for j in d["jobs"]][:4] == [hist["retry"], hist["mem"], hist["fail"], hist["ok"]]
+    bad = jobs["application_1_0001"]
+    assert bad["status"] == "SUCCEEDED" and any("tony-final.xml" in p for p in bad["problems"]), bad
+    half = jobs["application_1_0002"]
+    assert half["status"] == "UNKNOWN" and half["name"] == "half-written"
+    assert any("no .jhist" in p for p in half["problems"])
+    assert jobs["application_1_0003"]["user"] == "javauser"
+    # a job that appears later shows without a restart
+    new = hist["history"] / "intermediate" / "application_1_0009"
+    new.mkdir()
+    (new / "application_1_0009-99999999999999-eve.jhist.inprogress").write_bytes(b"")
+    try:
+        jobs = by_id(hist["portal"].get("v1/jobs")[1]["jobs"])
+        assert jobs["application_1_0009"]["status"] == "RUNNING" and jobs["application_1_0009"]["in_progress"]
+    finally:
+        shutil.rmtree(new)
+    assert "application_1_0009" not in by_id(hist["portal"].get("v1/jobs")[1]["jobs"])
+
+
+def test_failed_job_detail_and_logs(hist):
+    p, app = hist["portal"], hist["fail"]
+    code, job = p.get(f"v1/jobs/{app}")
+    assert code == 200, job
+    assert job["problems"] == [], job["problems"]
+    w1, w0 = task(job, "worker:1"), task(job, "worker:0")
+    assert w1["status"] == "FAILED" and w1["exit_status"] == 3 and w1["exit_meaning"] == "exit code 3"
+    assert w1["host"] == "127.0.0.1" and w1["requested"]["memory_bytes"] == 1024 * MB
+    # its peer was stopped when it failed (lock-step training), or had succeeded
+    assert w0["status"] in ("SUCCEEDED", "FINISHED", "KILLED") and w0["exit_meaning"], w0
+    assert {e["type"] for e in job["events"]} >= {"APPLICATION_INITED", "TASK_FINISHED", "APPLICATION_FINISHED"}
+    assert job["log"][0]["type"] == "APPLICATION_INITED" and job["log"][-1]["type"] == "APPLICATION_FINISHED"
+    conf = {c["key"]: c["value"] for c in job["config"]}
+    assert conf["tony.application.name"] == "portal-fail" and conf["tony.worker.instances"] == "2"
+    # logs, served from the local backend's job dir
+    links = {(l["stream"], l["attempt"]): l for l in w1["logs"]}
+    code, _, body = http_get(p.url + links[("stdout", 0)]["url"])
+    assert code == 200 and b"worker 1 says hello" in body
+    code, headers, body = http_get(p.url + links[("stderr", 0)]["url"])
+    assert code == 200 and b"worker 1 fails on purpose" in body
+    assert headers["Content-Type"].startswith("text/plain") and headers["X-Content-Type-Options"] == "nosniff"
+    code, _, body = http_get(p.url + links[("stderr", 0)]["url"] + "&offset=7")
+    assert code == 200 and body == b"1 fails on purpose\n"
+    code, _, body = http_get(p.url + job["am_log"])
+    assert code == 200 and app.encode() in body
+    # TonY's portal links lead to the job's page
+    code, head, _ = raw_get(p.url, f"/jobs/{app}")
+    assert code == 302 and f"Location: ../#/jobs/{app}\r\n".encode() in head, head
+
+
+def test_memory_series_and_advice(hist):
+    p, app = hist["portal"], hist["mem"]
+    files = list(hist["history"].glob(f"finished/*/*/*/{app}/metrics.json"))
+    assert len(files) == 1
+    saved = json.loads(files[0].read_text())
+    assert [a["attempt"] for a in saved["attempts"]] == [0]
+    code, job = p.get(f"v1/jobs/{app}")
+    assert code == 200 and job["has_metrics"] and job["framework"] == "pytorch"
+    for tid in ("worker:0", "worker:1"):
+        t = task(job, tid)
+        assert t["series_attempts"] == [0] and t["metrics"]["MAX_MEMORY_BYTES"] >= 200 * MB
+        code, s = p.get(f"v1/jobs/{app}/tasks/worker/{t['index']}/metrics")
+        assert code == 200, s
+        assert len(s["t_ms"]) >= 3 and len(s["rss_bytes"]) == len(s["t_ms"]) == len(s["cpu_percent"])
+        assert max(s["rss_bytes"]) >= 200 * MB and s["t_ms"] == sorted(s["t_ms"])
+        assert job["started_ms"] <= s["t_ms"][0] and s["t_ms"][-1] <= job["finished_ms"]
+        assert s["attempt"] == 0 and s["role"] == "worker"
+    assert any(a["kind"] == "memory" and a["key"] == "tony.worker.memory" for a in job["advice"]), job["advice"]
+
+
+def test_restarted_job_keeps_each_attempt(hist):
+    p, app = hist["portal"], hist["retry"]
+    code, job = p.get(f"v1/jobs/{app}")
+    assert code == 200 and job["status"] == "SUCCEEDED", job
+    files = list(hist["history"].glob(f"finished/*/*/*/{app}/metrics.json"))
+    assert [a["attempt"] for a in json.loads(files[0].read_text())["attempts"]] == [0, 1]
+    w = task(job, "worker:1")
+    assert w["status"] == "SUCCEEDED" and w["attempt"] == 1 and w["exit_status"] == 0, w
+    assert w["series_attempts"] == [0, 1]
+    assert {(l["stream"], l["attempt"]) for l in w["logs"]} == {(s, a) for s in ("stdout", "stderr") for a in (0, 1)}
+    err0 = next(l for l in w["logs"] if (l["stream"], l["attempt"]) == ("stderr", 0))
+    assert b"attempt 0 fails" in http_get(p.url + err0["url"])[2]
+    for attempt in (0, 1):
+        code, s = p.get(f"v1/jobs/{app}/tasks/worker/1/metrics?attempt={attempt}")
+        assert code == 200 and s["attempt"] == attempt and s["t_ms"], s
+    a0, a1 = (p.get(f"v1/jobs/{app}/tasks/worker/1/metrics?attempt={a}")[1]["t_ms"] for a in (0, 1))
+    assert a0[-1] < a1[0]  # two runs, one after the other
+    assert [e["type"] for e in job["log"]].count("RESTART") == 1
+
+
+def test_damaged_and_foreign_history(hist):
+    p = hist["portal"]
+    code, job = p.get("v1/jobs/application_1_0001")
+    assert code == 200
+    assert any("is damaged" in x for x in job["problems"]) and any("tony-final.xml" in x for x in job["problems"])
+    assert job["events"] == [] and job["config"] == []
+    code, job = p.get("v1/jobs/application_1_0002")
+    assert code == 200 and any("no .jhist file" in x for x in job["problems"])
+    code, job = p.get("v1/jobs/application_1_0003")
+    assert code == 200 and [e["type"] for e in job["events"]][0] == "APPLICATION_INITED"
+    w = task(job, "worker:0")
+    assert w["status"] == "FAILED" and w["container"] == "container_e01_0003_01_000002" and w["host"] == "nm-7"
+    assert w["diagnostics"].startswith("Container killed") and w["metrics"]["MAX_MEMORY_BYTES"] == 5e8
+    assert w["logs"] == []  # not on this machine
+    # tony history reads the same tree without failing
+    r = hist["tony"].run("history", "--location", str(hist["history"]), check_rc=0)
+    assert "application_1_0001" in r.out and "UNKNOWN" in r.out
+    r = hist["tony"].run("history", "application_1_0001", "--location", str(hist["history"]))
+    assert r.rc == 3 and "is damaged" in r.err
+
+
+def raw_get(url, target):
+    """A request line sent as is: no client normalizes the path."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head + b"\r\n", body
+
+
+def test_bad_requests(hist):
+    p, app = hist["portal"], hist["fail"]
+    code, d = p.get("v1/jobs/application_404_0001")
+    assert code == 404 and "no job application_404_0001" in d["error"]
+    for target, want in [("/v1/jobs/../../../etc/passwd", (400, 404)),
+                         ("/v1/jobs/..%2F..%2F..%2Fetc%2Fpasswd", (400,)),
+                         ("/v1/jobs/%2e%2e", (400,)),
+                         (f"/v1/jobs/{app}/tasks/..%2F..%2F/0/log", (400,)),
+                         (f"/v1/jobs/{app}/tasks/worker/0/log?stream=../../../../etc/passwd", (400,)),
+                         (f"/v1/jobs/{app}/tasks/worker/x/log", (400,)),
+                         (f"/v1/jobs/{app}/tasks/worker/0/log?attempt=-1", (400,)),
+                         (f"/v1/jobs/{app}/tasks/worker/0/log?offset=abc", (400,)),
+                         (f"/v1/jobs/{app}/tasks/worker/7/log", (404,)),
+                         (f"/v1/jobs/{app}/tasks/worker/0/metrics?attempt=5", (404,)),
+                         (f"/v1/jobs/{app}/tasks/worker/0/bogus", (404,)),
+                         ("/ui/../../../../etc/passwd", (404,)),
+                         ("/ui/nope.js", (404,)),
+                         ("/nope", (404,))]:
+        code, _, body = raw_get(p.url, target)
+        assert code in want, (target, code, body)
+        assert b"root:" not in body
+        if code != 404 or target.startswith("/v1"):
+            assert json.loads(body)["error"], (target, body)
+    code, d = call(p.url + "v1/jobs", method="POST", body="{}")
+    assert code == 405 and "GET" in d["error"]
+    # the page and its files are there
+    for path in ("", "ui/portal.js", "ui/plots.js", "ui/portal.css", "ui/style.css"):
+        assert http_get(p.url + path)[0] == 200, path
+
+
+def test_bad_flags(hist, tmp_path):
+    tony = hist["tony"]
+    r = tony.run("portal", "--port", "abc")
+    assert r.rc == 2 and "--port abc" in r.err, r
+    r = tony.run("portal", "--port", "70000")
+    assert r.rc == 2 and "0-65535" in r.err, r
+    r = tony.run("portal", "--location", str(tmp_path / "nope"))
+    assert r.rc == 2 and "no such directory" in r.err, r
+    r = tony.run("portal", "--bogus")
+    assert r.rc == 2 and "bogus" in r.err, r
+    r = tony.run("portal", "extra")
+    assert r.rc == 2 and "unexpected 'extra'" in r.err, r
+    r = tony.run("portal", "--host", "")
+    assert r.rc == 2 and "--host" in r.err, r
+    r = tony.run("portal", "--host", "no-such-host.invalid", "--port", "0")
+    assert r.rc == 2 and "no-such-host.invalid" in r.err, r
+    r = tony.run("portal", "--host", "192.0.2.1", "--port", "0")
+    assert r.rc == 2 and "not an address of this machine" in r.err, r
+    with socket.socket() as s:  # a port someone else holds
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = tony.run("portal", "--port", str(port), timeout=10)
+        assert r.rc == 2 and "in use" in r.err and "--port 0" in r.err, r
+    r = tony.run("portal", "--help", check_rc=0)
+    assert "--location" in r.out and "--port" in r.out
+    empty = tmp_path / "empty-history"
+    empty.mkdir()
+    p = Portal(tony, "--location", str(empty))
+    try:
+        code, d = p.get("v1/jobs")
+        assert code == 200 and d["jobs"] == [] and "no job has written history here yet" in d["problems"][0]
+    finally:
+        assert p.stop()[0] == 0
+
+
+def test_portal_in_a_browser(hist, browser_tools):
+    cfg = {"url": hist["url"], "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
+           "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
+    p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["ok"] and out["rows"] >= 6
+    for name in ("list", "search", "failed-job", "memory-plots", "damaged"):
+        assert (ARTIFACTS / f"portal-{name}.png").stat().st_size > 1000, name
