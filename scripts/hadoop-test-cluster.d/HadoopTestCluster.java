@@ -346,8 +346,8 @@ public final class HadoopTestCluster {
   /**
    * "HadoopTestCluster am SECONDS GPUS LABEL": a minimal ApplicationMaster for
    * the script's selftest. Registers, asks for one container with GPUS
-   * yarn.io/gpu on node label LABEL ("-" = none) and runs "sleep SECONDS" in
-   * it, then unregisters SUCCEEDED if that container exited 0.
+   * yarn.io/gpu on node label LABEL ("-" = none) and runs "echo ...; sleep
+   * SECONDS" in it, then unregisters SUCCEEDED if that container exited 0.
    */
   static final class SelfTestAM {
     static void run(String[] args) throws Exception {
@@ -380,8 +380,10 @@ public final class HadoopTestCluster {
           got = c;
           say("allocated " + c.getId() + " on " + c.getNodeId() + " resource "
               + c.getResource());
-          ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(
-              null, null, Collections.singletonList("sleep " + seconds), null, null, null);
+          // Output that the selftest reads back through the NodeManager's REST.
+          ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(null, null,
+              Collections.singletonList("echo htc-selftest-output " + c.getId()
+                  + " 1><LOG_DIR>/stdout; sleep " + seconds), null, null, null);
           nm.startContainer(c, ctx);
           say("started sleep " + seconds + " in " + c.getId());
           rm.removeContainerRequest(new ContainerRequest(ask, null, null,
