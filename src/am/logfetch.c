@@ -18,6 +18,8 @@
 /* How long a NodeManager may take to answer one read. */
 #define LOGFETCH_TIMEOUT_S 10
 /* Reads of one request: a tail, a wider tail, a head. */
+#define LOGFETCH_STR_(x) #x
+#define LOGFETCH_STR(x) LOGFETCH_STR_(x)
 #define LOGFETCH_ROUNDS 3
 
 struct am_logfetch {
@@ -26,6 +28,7 @@ struct am_logfetch {
     struct evhttp_connection *client, *nm;
     char *base, *container, *role, *stream;
     int index, attempt, round;
+    int neterr; /* the evhttp_request_error of a failed read, or -1 */
     long long offset, size; /* size: the NodeManager read in flight */
     am_logfetch *next;
 };
@@ -74,20 +77,20 @@ static void on_answer(struct evhttp_request *r, void *arg);
 
 static const char *error_words(enum evhttp_request_error e) {
     switch (e) {
-    case EVREQ_HTTP_TIMEOUT: return "timed out";
-    case EVREQ_HTTP_EOF: return "closed the connection";
-    case EVREQ_HTTP_INVALID_HEADER: return "sent an invalid header";
-    case EVREQ_HTTP_BUFFER_ERROR: return "connection failed (refused or unreachable)";
-    case EVREQ_HTTP_DATA_TOO_LONG: return "sent too much";
-    default: return "failed";
+    case EVREQ_HTTP_TIMEOUT: return "no answer within " LOGFETCH_STR(LOGFETCH_TIMEOUT_S) " s";
+    case EVREQ_HTTP_EOF: return "it closed the connection";
+    case EVREQ_HTTP_INVALID_HEADER: return "it sent an invalid header";
+    case EVREQ_HTTP_BUFFER_ERROR: return "the connection failed (refused or unreachable)";
+    case EVREQ_HTTP_DATA_TOO_LONG: return "it sent too much";
+    default: return "the read failed";
     }
 }
 
+/* libevent calls this before on_answer, which answers the client; a
+ * refused connection may come with no error call at all. */
 static void on_error(enum evhttp_request_error e, void *arg) {
     am_logfetch *f = arg;
-    f->nm = NULL; /* freed by libevent with the failed request */
-    finish_error(f, 502, "cannot read %s:%d's %s from its NodeManager at %s: the connection %s", f->role, f->index,
-                 f->stream, f->base, error_words(e));
+    f->neterr = (int)e;
 }
 
 static int send_read(am_logfetch *f) {
@@ -132,8 +135,19 @@ static int send_read(am_logfetch *f) {
 
 static void on_answer(struct evhttp_request *r, void *arg) {
     am_logfetch *f = arg;
-    if (!r) return; /* failed: on_error said so */
-    int code = evhttp_request_get_response_code(r);
+    int code = r ? evhttp_request_get_response_code(r) : 0;
+    if (code == 0) {
+        f->nm = NULL; /* libevent frees it with the failed request */
+        if (!f->req) {
+            fetch_free(f);
+            return;
+        }
+        finish_error(f, 502, "cannot read %s:%d's %s from its NodeManager at %s: %s", f->role, f->index, f->stream,
+                     f->base,
+                     f->neterr >= 0 ? error_words((enum evhttp_request_error)f->neterr)
+                                    : "the connection failed (refused or unreachable)");
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
     size_t len = evbuffer_get_length(in);
     char *body = tony_xmalloc(len + 1);
@@ -175,6 +189,7 @@ static void on_answer(struct evhttp_request *r, void *arg) {
         finish_error(f, 502, "the log of %s:%d grows faster than the NodeManager at %s can be read", f->role,
                      f->index, f->base);
     } else {
+        f->neterr = -1;
         /* The file grew past the tail: a tail that reaches offset with a
          * chunk to spare, or the head up to offset + chunk if that is less. */
         long long tail = log.file_len - f->offset + AM_LOG_CHUNK, head = f->offset + AM_LOG_CHUNK;
@@ -200,6 +215,7 @@ void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_
     f->index = index;
     f->attempt = attempt;
     f->offset = offset;
+    f->neterr = -1;
     f->size = tony_nmweb_first_size(offset, AM_LOG_CHUNK);
     f->next = am->logfetches;
     am->logfetches = f;
