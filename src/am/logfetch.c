@@ -4,6 +4,7 @@
  * NodeManager reads only heads and tails of a file, so a range costs one
  * tail read when the reader follows the end, and at worst a head read. */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,13 +53,25 @@ static void on_client_close(struct evhttp_connection *c, void *arg) {
     f->client = NULL;
 }
 
-static void finish(am_logfetch *f, int code, json_t *body) {
+static void respond(am_logfetch *f, int code, json_t *body) {
     if (f->client) evhttp_connection_set_closecb(f->client, NULL, NULL);
     f->client = NULL;
     if (f->req) am_api_reply_json(f->req, code, body);
     else json_decref(body);
     f->req = NULL;
+}
+
+static void finish(am_logfetch *f, int code, json_t *body) {
+    respond(f, code, body);
     /* The NodeManager connection frees itself once its request is done. */
+    f->nm = NULL;
+    fetch_free(f);
+}
+
+static void reap(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    am_logfetch *f = arg;
+    if (f->nm) evhttp_connection_free(f->nm);
     f->nm = NULL;
     fetch_free(f);
 }
@@ -137,15 +150,17 @@ static void on_answer(struct evhttp_request *r, void *arg) {
     am_logfetch *f = arg;
     int code = r ? evhttp_request_get_response_code(r) : 0;
     if (code == 0) {
-        f->nm = NULL; /* libevent frees it with the failed request */
-        if (!f->req) {
-            fetch_free(f);
-            return;
-        }
-        finish_error(f, 502, "cannot read %s:%d's %s from its NodeManager at %s: %s", f->role, f->index, f->stream,
-                     f->base,
-                     f->neterr >= 0 ? error_words((enum evhttp_request_error)f->neterr)
-                                    : "the connection failed (refused or unreachable)");
+        char msg[768];
+        snprintf(msg, sizeof msg, "cannot read %s:%d's %s from its NodeManager at %s: %s", f->role, f->index,
+                 f->stream, f->base,
+                 f->neterr >= 0 ? error_words((enum evhttp_request_error)f->neterr)
+                                : "the connection failed (refused or unreachable)");
+        respond(f, 502, json_pack("{s:s}", "error", msg));
+        /* A failed connection is not freed by libevent (free_on_completion
+         * covers completed requests only), and not from inside its own
+         * callback: right after it. */
+        static const struct timeval now = {0, 0};
+        if (event_base_once(f->am->base, -1, EV_TIMEOUT, reap, f, &now) != 0) reap(-1, 0, f);
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
