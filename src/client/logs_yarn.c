@@ -366,10 +366,10 @@ int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o) {
                 else show_done_task(&y, t, stream, true);
             }
         }
-        if (!y.job && !o->am) {
-            fprintf(stderr, "tony: error: no task of %s is known yet (its coordinator has not run)\n", app_id);
-            code = TONY_EXIT_UNAVAILABLE;
-        }
+        /* A job still waiting for its coordinator's container has no logs yet: not an error. */
+        if (!y.job && !o->am)
+            printf("job %s runs on YARN (%s): no task has run yet, its coordinator has not started\n", app_id,
+                   state ? state : "state unknown");
     }
     if (code == 0 && y.failed) code = TONY_EXIT_UNAVAILABLE;
     free(y.am);
