@@ -184,7 +184,23 @@ function taskCells(t, job) {
     end: fmtTime(t.finished_ms),
     mem,
     cpu,
+    log: t.log_url || "",
   };
+}
+
+// A YARN task on a node with a web UI: its NodeManager's page of the
+// container's logs, beside the task's name (the row itself opens the panel).
+function renderLogLink(td, url) {
+  if (!url || !/^https?:\/\//.test(url)) return;
+  const a = document.createElement("a");
+  a.className = "nm-log";
+  a.href = url;
+  a.target = "_blank";
+  a.rel = "noopener";
+  a.title = "this task's container logs on its NodeManager";
+  a.textContent = "logs ↗";
+  a.addEventListener("click", (e) => e.stopPropagation());
+  td.append(" ", a);
 }
 
 function taskDuration(t) {
@@ -257,6 +273,7 @@ function renderTasks(tasks) {
       const tds = row.tr.children;
       COLS.forEach((c, i) => { if (c in cells && c !== "exit") setText(tds[i], cells[c]); });
       renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
+      renderLogLink(tds[COLS.indexOf("task")], cells.log);
       row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
       row.tr.dataset.state = t.state;
     }

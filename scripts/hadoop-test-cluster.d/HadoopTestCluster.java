@@ -16,6 +16,16 @@
 //   htc.label.exclusive  true/false
 //   htc.label.nodes  how many NodeManagers (the last ones) get the label
 //   htc.wait.s       how long to wait for the NodeManagers to register
+//   htc.rm.ready     file to write the ports to once HDFS and the RM are up,
+//                    before the NodeManagers of other JVMs can register
+//   htc.external.nms how many of htc.nodemanagers run in JVMs of their own
+//                    ("HadoopTestCluster nm"); they are the last ones
+//
+// "HadoopTestCluster nm" runs one NodeManager with its web UI in this JVM (the
+// configuration on the classpath names the RM); with htc.ready it writes
+// HTC_NM_NODE and HTC_NM_HTTP_PORT there once it runs. Several YARN web apps
+// cannot share one JVM (see run()), so a NodeManager whose web UI and REST
+// must answer, like a production one's, gets a JVM to itself.
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.OutputStreamWriter;
@@ -52,7 +62,9 @@ import org.apache.hadoop.yarn.client.api.NMClient;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 import org.apache.hadoop.yarn.server.resourcemanager.nodelabels.RMNodeLabelsManager;
+import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
 
 public final class HadoopTestCluster {
@@ -83,6 +95,10 @@ public final class HadoopTestCluster {
         SelfTestAM.run(args);
         return;
       }
+      if (args.length > 0 && args[0].equals("nm")) {
+        runNodeManager();
+        return;
+      }
       run();
     } catch (Throwable t) {
       System.out.flush();
@@ -104,6 +120,11 @@ public final class HadoopTestCluster {
     String label = prop("htc.label", "");
     boolean labelExclusive = Boolean.parseBoolean(prop("htc.label.exclusive", "false"));
     int labelNodes = intProp("htc.label.nodes", 1);
+    int nExt = intProp("htc.external.nms", 0);
+    if (nExt < 0 || nExt >= nNm) {
+      // MiniYARNCluster needs at least one NodeManager of its own.
+      throw new IllegalArgumentException("htc.external.nms must be 0.." + (nNm - 1) + ", got " + nExt);
+    }
 
     // Both mini clusters put their directories under test.build.data.
     System.setProperty("test.build.data", data.getAbsolutePath());
@@ -147,37 +168,11 @@ public final class HadoopTestCluster {
     // NodeManager web UIs off: every YARN webapp in one JVM shares Guice's
     // static GuiceFilter pipeline, so the last one started (an NM's) would
     // answer on the RM's port too and /ws/v1/cluster/* would be 404.
-    yarn = new MiniYARNCluster("htc", nNm, 1, 1, false);
+    int nInternal = nNm - nExt;
+    yarn = new MiniYARNCluster("htc", nInternal, 1, 1, false);
     yarn.init(yconf);
     yarn.start();
     ResourceManager rm = yarn.getResourceManager();
-
-    long deadline = System.currentTimeMillis() + waitS * 1000L;
-    // Registered with the RM and known to the scheduler (an async event later).
-    while (rm.getRMContext().getRMNodes().size() < nNm
-        || rm.getResourceScheduler().getNumClusterNodes() < nNm) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new IllegalStateException("only " + rm.getRMContext().getRMNodes().size()
-            + " of " + nNm + " NodeManagers registered after " + waitS + " s");
-      }
-      Thread.sleep(100);
-    }
-    List<NodeId> nodeIds = new ArrayList<>();
-    for (int i = 0; i < nNm; i++) {
-      nodeIds.add(yarn.getNodeManager(i).getNMContext().getNodeId());
-    }
-
-    if (!label.isEmpty() && labelNodes > 0) {
-      RMNodeLabelsManager nlm = rm.getRMContext().getNodeLabelManager();
-      nlm.addToCluserNodeLabels(
-          Collections.singletonList(NodeLabel.newInstance(label, labelExclusive)));
-      Map<NodeId, Set<String>> map = new HashMap<>();
-      for (int i = Math.max(0, nNm - labelNodes); i < nNm; i++) {
-        map.put(nodeIds.get(i), new HashSet<>(Collections.singleton(label)));
-      }
-      nlm.replaceLabelsOnNode(map);
-      say("node label '" + label + "' (exclusive=" + labelExclusive + ") on " + map.keySet());
-    }
 
     Configuration rc = rm.getConfig();
     StringBuilder sb = new StringBuilder();
@@ -193,30 +188,109 @@ public final class HadoopTestCluster {
         .append(port(rc.get(YarnConfiguration.RM_ADMIN_ADDRESS))).append('\n');
     sb.append("HTC_RM_WEBAPP_PORT=")
         .append(port(WebAppUtils.getRMWebAppURLWithoutScheme(rc))).append('\n');
+    sb.append("HTC_YARN_WORK_DIR=").append(yarn.getTestWorkDir().getAbsolutePath()).append('\n');
+    String rmReady = prop("htc.rm.ready", "");
+    if (!rmReady.isEmpty()) {
+      writeAtomically(new File(rmReady), sb.toString());
+      say("RM up; waiting for " + nExt + " NodeManager(s) of other JVMs to register");
+    }
+
+    long deadline = System.currentTimeMillis() + waitS * 1000L;
+    // Registered with the RM and known to the scheduler (an async event later).
+    while (rm.getRMContext().getRMNodes().size() < nNm
+        || rm.getResourceScheduler().getNumClusterNodes() < nNm) {
+      if (System.currentTimeMillis() > deadline) {
+        throw new IllegalStateException("only " + rm.getRMContext().getRMNodes().size()
+            + " of " + nNm + " NodeManagers registered after " + waitS + " s");
+      }
+      Thread.sleep(100);
+    }
+    // This JVM's NodeManagers first, then the others' in the order they registered.
+    List<NodeId> nodeIds = new ArrayList<>();
+    for (int i = 0; i < nInternal; i++) {
+      nodeIds.add(yarn.getNodeManager(i).getNMContext().getNodeId());
+    }
+    List<RMNode> ext = new ArrayList<>();
+    for (RMNode n : rm.getRMContext().getRMNodes().values()) {
+      if (!nodeIds.contains(n.getNodeID())) {
+        ext.add(n);
+      }
+    }
+    ext.sort((a, b) -> a.getNodeID().toString().compareTo(b.getNodeID().toString()));
+    StringBuilder web = new StringBuilder();
+    for (RMNode n : ext) {
+      nodeIds.add(n.getNodeID());
+      web.append(web.length() == 0 ? "" : ",").append(n.getHttpAddress());
+    }
+
+    if (!label.isEmpty() && labelNodes > 0) {
+      RMNodeLabelsManager nlm = rm.getRMContext().getNodeLabelManager();
+      nlm.addToCluserNodeLabels(
+          Collections.singletonList(NodeLabel.newInstance(label, labelExclusive)));
+      Map<NodeId, Set<String>> map = new HashMap<>();
+      for (int i = Math.max(0, nNm - labelNodes); i < nNm; i++) {
+        map.put(nodeIds.get(i), new HashSet<>(Collections.singleton(label)));
+      }
+      nlm.replaceLabelsOnNode(map);
+      say("node label '" + label + "' (exclusive=" + labelExclusive + ") on " + map.keySet());
+    }
+
     StringBuilder nodes = new StringBuilder();
     for (NodeId id : nodeIds) {
       nodes.append(nodes.length() == 0 ? "" : ",").append(id);
     }
     sb.append("HTC_NODES=").append(nodes).append('\n');
-    sb.append("HTC_YARN_WORK_DIR=").append(yarn.getTestWorkDir().getAbsolutePath()).append('\n');
+    // The NodeManager web UIs that answer (those in JVMs of their own).
+    sb.append("HTC_NODE_WEB=").append(web).append('\n');
     say("YARN up: " + nNm + " NodeManagers " + nodes + " ("
         + (System.nanoTime() - t0) / 1000000 + " ms)");
 
-    File tmp = new File(ready.getPath() + ".tmp");
-    try (Writer w = new OutputStreamWriter(new FileOutputStream(tmp), StandardCharsets.UTF_8)) {
-      w.write(sb.toString());
-    }
-    Files.move(tmp.toPath(), ready.toPath(), StandardCopyOption.ATOMIC_MOVE,
-        StandardCopyOption.REPLACE_EXISTING);
+    writeAtomically(ready, sb.toString());
     say("ready");
+    serveForever();
+  }
 
-    // Serve until killed; the shutdown hook stops both clusters.
+  // Readers poll for the file: it appears whole or not at all.
+  private static void writeAtomically(File f, String text) throws Exception {
+    File tmp = new File(f.getPath() + ".tmp");
+    try (Writer w = new OutputStreamWriter(new FileOutputStream(tmp), StandardCharsets.UTF_8)) {
+      w.write(text);
+    }
+    Files.move(tmp.toPath(), f.toPath(), StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  // Until killed; the shutdown hook stops what runs.
+  private static void serveForever() throws InterruptedException {
     Object forever = new Object();
     synchronized (forever) {
       while (true) {
         forever.wait();
       }
     }
+  }
+
+  // One NodeManager, web UI on, configured from the classpath (the script
+  // writes its yarn-site.xml: the RM's addresses, its own dirs, port 0 for
+  // every server).
+  private static void runNodeManager() throws Exception {
+    Runtime.getRuntime().addShutdownHook(new Thread(HadoopTestCluster::shutdown, "htc-stop"));
+    long t0 = System.nanoTime();
+    YarnConfiguration conf = new YarnConfiguration(new Configuration());
+    NodeManager nodeManager = new NodeManager();
+    nodeManager.init(conf);
+    // start() returns registered with the RM, or throws.
+    nodeManager.start();
+    NodeId id = nodeManager.getNMContext().getNodeId();
+    int http = nodeManager.getNMContext().getHttpPort();
+    say("NodeManager " + id + " up, web UI on port " + http + " ("
+        + (System.nanoTime() - t0) / 1000000 + " ms)");
+    String ready = prop("htc.ready", "");
+    if (!ready.isEmpty()) {
+      writeAtomically(new File(ready), "HTC_NM_PID=" + ProcessHandle.current().pid()
+          + "\nHTC_NM_NODE=" + id + "\nHTC_NM_HTTP_PORT=" + http + "\n");
+    }
+    serveForever();
   }
 
   private static volatile int exitCode = 0;
@@ -230,6 +304,7 @@ public final class HadoopTestCluster {
     say("stopping");
     long t0 = System.nanoTime();
     // The RM first, so that it launches no new AM attempt for the AMs killed below.
+    // (A NodeManager JVM has no RM: its containers are killed below.)
     try {
       if (yarn != null && yarn.getResourceManager() != null) {
         yarn.getResourceManager().stop();
@@ -271,8 +346,8 @@ public final class HadoopTestCluster {
   /**
    * "HadoopTestCluster am SECONDS GPUS LABEL": a minimal ApplicationMaster for
    * the script's selftest. Registers, asks for one container with GPUS
-   * yarn.io/gpu on node label LABEL ("-" = none) and runs "sleep SECONDS" in
-   * it, then unregisters SUCCEEDED if that container exited 0.
+   * yarn.io/gpu on node label LABEL ("-" = none) and runs "echo ...; sleep
+   * SECONDS" in it, then unregisters SUCCEEDED if that container exited 0.
    */
   static final class SelfTestAM {
     static void run(String[] args) throws Exception {
@@ -305,8 +380,10 @@ public final class HadoopTestCluster {
           got = c;
           say("allocated " + c.getId() + " on " + c.getNodeId() + " resource "
               + c.getResource());
-          ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(
-              null, null, Collections.singletonList("sleep " + seconds), null, null, null);
+          // Output that the selftest reads back through the NodeManager's REST.
+          ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(null, null,
+              Collections.singletonList("echo htc-selftest-output " + c.getId()
+                  + " 1><LOG_DIR>/stdout; sleep " + seconds), null, null, null);
           nm.startContainer(c, ctx);
           say("started sleep " + seconds + " in " + c.getId());
           rm.removeContainerRequest(new ContainerRequest(ask, null, null,

@@ -3,7 +3,7 @@
 WebHDFS) and runs one application through the RM REST API. Called by
 `scripts/hadoop-test-cluster selftest DIR`; arguments come from the script.
 
-usage: selftest.py RM_WEB NN_WEB USER NODEMANAGERS GPUS_PER_NM LABEL AM_COMMAND
+usage: selftest.py RM_WEB NN_WEB USER NODEMANAGERS GPUS_PER_NM LABEL AM_COMMAND [NM_WEB,...]
 """
 import json
 import sys
@@ -12,17 +12,18 @@ import urllib.error
 import urllib.request
 
 RM, NN, USER, NMS, GPUS, LABEL, AM_CMD = sys.argv[1:8]
+NM_WEB = [w for w in (sys.argv[8] if len(sys.argv) > 8 else "").split(",") if w]
 NMS, GPUS = int(NMS), int(GPUS)
 failures = []
 # Everything is on localhost: never go through an http_proxy from the environment.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def http(method, url, body=None, ctype=None):
+def http(method, url, body=None, ctype=None, accept="application/json"):
     req = urllib.request.Request(url, data=body, method=method)
     if ctype:
         req.add_header("Content-Type", ctype)
-    req.add_header("Accept", "application/json")
+    req.add_header("Accept", accept)
     try:
         with OPENER.open(req, timeout=30) as r:
             return r.status, dict(r.headers), r.read()
@@ -72,6 +73,17 @@ if LABEL != "-":
     check("node label", LABEL in names and len(labelled) >= 1,
           "%s on %s" % (names, labelled))
 
+# The NodeManagers with a web UI (their own JVMs): node REST answers, and the
+# RM knows the address (containers get it as NM_HTTP_PORT).
+for w in NM_WEB:
+    try:
+        ni = get("http://%s/ws/v1/node/info" % w)["nodeInfo"]
+        ok, detail = ni.get("nodeHealthy") is True, "healthy=%s, %s" % (ni.get("nodeHealthy"), ni.get("nodeManagerVersion"))
+    except Exception as e:  # noqa: BLE001 - any failure is the finding
+        ok, detail = False, str(e)[:300]
+    known = [n["id"] for n in nodes if n.get("nodeHTTPAddress") == w]
+    check("NM web %s /ws/v1/node/info" % w, ok and len(known) == 1, "%s; RM node %s" % (detail, known))
+
 # WebHDFS: mkdir, two-step create, read back.
 path = "/tmp/htc-selftest-%d" % int(time.time() * 1000)
 code, _, body = http("PUT", "%s/webhdfs/v1%s?op=MKDIRS&user.name=%s" % (NN, path, USER))
@@ -114,6 +126,17 @@ while time.time() < deadline:
     time.sleep(0.5)
 check("application", state == "FINISHED" and final == "SUCCEEDED",
       "%s %s/%s in %.1f s %s" % (app, state, final, time.time() - t0, diag[:300]))
+
+# Its container ran on the labelled node, which is the one with a web UI when
+# there is one: its stdout through the NodeManager's REST.
+if NM_WEB and LABEL != "-":
+    labelled = [n.get("nodeHTTPAddress") for n in nodes if LABEL in aslist(n.get("nodeLabels", []))]
+    cid = "container_%s_01_000002" % app[len("application_"):]
+    w = labelled[0] if labelled else NM_WEB[-1]
+    # text/plain only: asked for JSON, the NodeManager answers 503.
+    code, _, body = http("GET", "http://%s/ws/v1/node/containerlogs/%s/stdout" % (w, cid), accept="text/plain")
+    check("NM web containerlogs", code == 200 and b"htc-selftest-output" in body,
+          "%s on %s: %d %r" % (cid, w, code, body[:120]))
 
 print("selftest: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -29,6 +29,9 @@ typedef struct am_waiter {
     long long deadline_ms;
 } am_waiter;
 
+/* A log read from a NodeManager in flight (logfetch.c). */
+typedef struct am_logfetch am_logfetch;
+
 typedef struct tony_am {
     struct event_base *base;
     struct evhttp *http;
@@ -72,6 +75,7 @@ typedef struct tony_am {
     am_history *history;
     am_metrics **metrics;
     size_t nmetrics;
+    am_logfetch *logfetches; /* log reads from NodeManagers in flight */
 } tony_am;
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
@@ -92,6 +96,18 @@ void am_api_release_waiters(tony_am *am, bool force);
 void am_api_expire_waiters(tony_am *am, long long now_ms);
 /* The body of a "go" answer for task t: command, env, timeout. */
 json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err);
+
+/* Answers req with body (reference stolen). */
+void am_api_reply_json(struct evhttp_request *req, int code, json_t *body);
+/* One answer of GET .../log: n bytes of data at offset of a file of size. */
+json_t *am_api_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
+                              const char *data, size_t n, long long size, bool exists);
+/* Answers GET .../log for a task whose output its NodeManager serves
+ * (log_url: its log link) without blocking the loop. */
+void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_url, const char *role, int index,
+                       int attempt, const char *stream, long long offset);
+/* Drops the reads in flight (before the HTTP server goes). */
+void am_logfetch_free_all(tony_am *am);
 
 /* Called by the API when something happened. */
 void am_on_kill_request(tony_am *am);

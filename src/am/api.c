@@ -14,6 +14,7 @@
 
 #include "am/am_internal.h"
 #include "am/webui.h"
+#include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -67,6 +68,8 @@ static void reply_json(struct evhttp_request *req, int code, json_t *body) {
     free(s);
 }
 
+void am_api_reply_json(struct evhttp_request *req, int code, json_t *body) { reply_json(req, code, body); }
+
 static void reply_error(struct evhttp_request *req, int code, const char *msg) {
     reply_json(req, code, json_pack("{s:s}", "error", msg));
 }
@@ -103,6 +106,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
                            : tony_jobdir_task_dir(am->job_dir, am->job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
     if (t->container) json_object_set_new(o, "container", json_string(t->container));
+    if (t->log_url) json_object_set_new(o, "log_url", json_string(t->log_url));
     json_object_set_new(o, "log_dir", json_string(dir));
     json_object_set_new(o, "stdout", json_string(out));
     json_object_set_new(o, "stderr", json_string(err));
@@ -313,15 +317,33 @@ static bool secret_ok(tony_am *am, struct evhttp_request *req) {
 }
 
 /* A task's log dir for attempt, or NULL when the job has no such task: the
- * path is built from validated numbers and a role of the plan, never from
- * the request's text. */
+ * path is built from validated numbers and a role of the plan, or is the
+ * one its executor reported, never from the request's text. In the
+ * current attempt a reported dir that is on this disk wins (a YARN
+ * container on this node); else the job dir's layout (the local backend). */
 static char *task_log_dir(const tony_am *am, const char *role, int index, int attempt) {
     if (am->plan.single_node) {
         if (strcmp(role, "am") != 0 || index != 0 || !am->single_dir) return NULL;
         return tony_strdup(am->single_dir);
     }
-    if (!am_job_task((am_job *)&am->job, role, index)) return NULL;
+    const am_task *t = am_job_task((am_job *)&am->job, role, index);
+    if (!t) return NULL;
+    if (attempt == am->job.attempt && t->log_dir && tony_is_dir(t->log_dir)) return tony_strdup(t->log_dir);
     return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
+}
+
+json_t *am_api_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
+                              const char *data, size_t n, long long size, bool exists) {
+    /* Output cut mid-character waits for its next bytes; what is not
+     * UTF-8 at all is shown as U+FFFD rather than refused. */
+    size_t used;
+    char *text = tony_utf8_sanitize(data, n, &used);
+    json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:s}", "role", role, "index", index, "attempt", attempt,
+                          "stream", stream, "offset", offset, "next", offset + (long long)used, "size", size, "data",
+                          text);
+    json_object_set_new(o, "exists", json_boolean(exists));
+    free(text);
+    return o;
 }
 
 /* Parses a query value as a non-negative integer no larger than max. */
@@ -358,6 +380,14 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
             bad = "unknown parameter; use stream, offset and attempt";
         }
     }
+    /* A task on a node with a web UI: its NodeManager serves the output,
+     * wherever that node is. */
+    const am_task *rt = bad || am->plan.single_node ? NULL : am_job_task(&am->job, role, index);
+    if (rt && rt->log_url && attempt == am->job.attempt) {
+        am_logfetch_start(am, req, rt->log_url, role, index, (int)attempt, stream, offset);
+        evhttp_clear_headers(&q);
+        return;
+    }
     char *dir = bad ? NULL : task_log_dir(am, role, index, (int)attempt);
     if (bad || !dir) {
         reply_error(req, bad ? 400 : 404, bad ? bad : "no such task in this job");
@@ -372,16 +402,8 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     if (rc == 0 && offset > size) {
         reply_error(req, 400, "offset is past the end of the log");
     } else if (rc == 0) {
-        /* Output cut mid-character waits for its next bytes; what is not
-         * UTF-8 at all is shown as U+FFFD rather than refused. */
-        size_t used;
-        char *text = tony_utf8_sanitize(data.data, data.len, &used);
-        json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:s}", "role", role, "index", index, "attempt",
-                              (int)attempt, "stream", stream, "offset", offset, "next", offset + (long long)used,
-                              "size", size, "data", text);
-        json_object_set_new(o, "exists", json_boolean(tony_file_exists(path)));
-        free(text);
-        reply_json(req, 200, o);
+        reply_json(req, 200, am_api_log_chunk_json(role, index, (int)attempt, stream, offset, data.data, data.len, size,
+                                                   tony_file_exists(path)));
     } else {
         reply_error(req, 500, err.msg);
     }
@@ -481,8 +503,18 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             t->tb_port = (int)tb_port;
             const char *log_dir = json_string_value(json_object_get(body, "log_dir"));
             const char *container = json_string_value(json_object_get(body, "container"));
+            const char *log_url = json_string_value(json_object_get(body, "log_url"));
             if (log_dir && *log_dir) t->log_dir = tony_strdup(log_dir);
             if (container && *container) t->container = tony_strdup(container);
+            /* Kept only in the one shape the log reader fetches from. */
+            char *nm_base = NULL, *nm_container = NULL;
+            tony_error lerr;
+            if (log_url && tony_nmweb_parse_link(log_url, &nm_base, &nm_container, &lerr) == 0)
+                t->log_url = tony_strdup(log_url);
+            else if (log_url)
+                tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
+            free(nm_base);
+            free(nm_container);
             t->registered_ms = now;
             t->state = AM_TASK_REGISTERED;
             am->status_dirty = true;

@@ -21,6 +21,7 @@ static void task_clear(am_task *t) {
     free(t->host);
     free(t->log_dir);
     free(t->container);
+    free(t->log_url);
     free(t->diagnostics);
 }
 

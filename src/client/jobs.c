@@ -210,30 +210,17 @@ int tony_cmd_logs(int argc, char **argv) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
     }
-    if (tony_yarn_is_job(job_dir)) {
-        int yc = tony_yarn_logs(job_dir);
-        free(job_dir);
-        tony_args_free(opts);
-        return yc;
-    }
     int code = TONY_EXIT_OK;
-    if (tony_args_get(opts, "am")->seen) {
-        char *p = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
-        cat_file("coordinator", p);
-        free(p);
-    }
-    bool live;
-    json_t *job = load_job(job_dir, &live);
-    long long attempt = job ? json_integer_value(json_object_get(job, "attempt")) : 0;
+    long long attempt = -1;
     const char *a = tony_args_value(opts, "attempt");
-    if (a && (!tony_parse_ll(a, &attempt) || attempt < 0)) {
+    if (a && (!tony_parse_ll(a, &attempt) || attempt < 0 || attempt > 1000000)) {
         fprintf(stderr, "tony: error: --attempt %s: expected a number >= 0\n", a);
         code = TONY_EXIT_USAGE;
     }
     const char *want = tony_args_value(opts, "task");
-    char role[64] = "";
+    char role[64] = "", tail[2];
     int index = -1;
-    if (code == 0 && want && sscanf(want, "%63[a-z]:%d", role, &index) != 2) {
+    if (code == 0 && want && (sscanf(want, "%63[a-z]:%d%1s", role, &index, tail) != 2 || index < 0)) {
         fprintf(stderr, "tony: error: --task %s: expected ROLE:INDEX such as worker:1\n", want);
         code = TONY_EXIT_USAGE;
     }
@@ -242,6 +229,24 @@ int tony_cmd_logs(int argc, char **argv) {
         fprintf(stderr, "tony: error: --follow needs --task ROLE:INDEX\n");
         code = TONY_EXIT_USAGE;
     }
+    if (code == 0 && tony_yarn_is_job(job_dir)) {
+        char *norm = want ? tony_sprintf("%s:%d", role, index) : NULL;
+        tony_yarn_logs_opts yo = {.task = norm, .follow = follow, .am = tony_args_get(opts, "am")->seen,
+                                  .attempt = (int)attempt};
+        code = tony_yarn_logs(job_dir, &yo);
+        free(norm);
+        free(job_dir);
+        tony_args_free(opts);
+        return code;
+    }
+    if (code == 0 && tony_args_get(opts, "am")->seen) {
+        char *p = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+        cat_file("coordinator", p);
+        free(p);
+    }
+    bool live;
+    json_t *job = load_job(job_dir, &live);
+    if (attempt < 0) attempt = job ? json_integer_value(json_object_get(job, "attempt")) : 0;
     bool found = false;
     size_t i;
     json_t *t;

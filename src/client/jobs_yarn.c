@@ -55,7 +55,7 @@ void tony_yarn_record_update(const char *job_dir, const json_t *app) {
 
 /* http://host:port of the coordinator's API, from amRPCAddress, or NULL
  * while the AM has not registered one. */
-static char *am_url(const json_t *app) {
+char *tony_yarn_am_url(const json_t *app) {
     const char *addr = json_string_value(json_object_get(app, "amRPCAddress"));
     const char *colon = addr ? strrchr(addr, ':') : NULL;
     long long port = 0;
@@ -64,7 +64,7 @@ static char *am_url(const json_t *app) {
 }
 
 json_t *tony_yarn_am_job(const json_t *app) {
-    char *base = am_url(app);
+    char *base = tony_yarn_am_url(app);
     json_t *j = base ? tony_jobdir_fetch_job(base) : NULL;
     free(base);
     return j;
@@ -72,7 +72,7 @@ json_t *tony_yarn_am_job(const json_t *app) {
 
 void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
     /* Direct, not through the RM's proxy: it drops our secret header. */
-    char *base = am_url(app);
+    char *base = tony_yarn_am_url(app);
     if (base) tony_jobdir_post(base, job_dir, "finish");
     free(base);
 }
@@ -126,7 +126,7 @@ void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
 
 /* A REST client for the job's RM: the one it was submitted to, then those of
  * HADOOP_CONF_DIR (an HA pair may have failed over since). */
-static tony_yarn_rest *connect_rm(const json_t *rec, const char *job_dir, tony_error *err) {
+tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, tony_error *err) {
     const char *rm = json_string_value(json_object_get(rec, "rm"));
     const char *user = json_string_value(json_object_get(rec, "user"));
     char *me = user ? NULL : tony_yarn_user();
@@ -161,7 +161,7 @@ int tony_yarn_status(const char *job_dir, bool as_json) {
     tony_error err;
     json_t *app = NULL, *job = NULL;
     int code = TONY_EXIT_OK;
-    tony_yarn_rest *rest = connect_rm(rec, job_dir, &err);
+    tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, &err);
     if (!rest || tony_yarn_rest_app(rest, app_id, &app, &err)) {
         fprintf(stderr, "tony: error: %s\ntony: showing what was last recorded in %s\n", err.msg, job_dir);
         code = TONY_EXIT_UNAVAILABLE;
@@ -197,6 +197,7 @@ int tony_yarn_status(const char *job_dir, bool as_json) {
             if (*g) printf("%s\n", g);
             free(g);
             tony_report_tasks(stdout, job);
+            tony_yarn_print_log_links(stdout, job, app_id, false);
             const char *js = json_string_value(json_object_get(job, "state"));
             if (js && strcmp(js, "FINISHED") == 0) tony_report_final(stdout, job);
         }
@@ -218,7 +219,7 @@ int tony_yarn_kill(const char *job_dir) {
     tony_error err;
     int code = TONY_EXIT_OK;
     json_t *app = NULL;
-    tony_yarn_rest *rest = app_id ? connect_rm(rec, job_dir, &err) : NULL;
+    tony_yarn_rest *rest = app_id ? tony_yarn_connect_rm(rec, job_dir, &err) : NULL;
     if (!app_id) {
         tony_err(&err, "%s/%s is unreadable or has no app_id", job_dir, TONY_JOBDIR_YARN);
         code = TONY_EXIT_UNAVAILABLE;
@@ -262,40 +263,6 @@ int tony_yarn_kill(const char *job_dir) {
     json_decref(rec);
     tony_yarn_rest_free(rest);
     return code;
-}
-
-int tony_yarn_logs(const char *job_dir) {
-    json_t *rec = tony_yarn_record_load(job_dir);
-    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
-    tony_error err;
-    json_t *app = NULL;
-    tony_yarn_rest *rest = app_id ? connect_rm(rec, job_dir, &err) : NULL;
-    if (rest && tony_yarn_rest_app(rest, app_id, &app, &err) == 0) tony_yarn_record_update(job_dir, app);
-    else if (app_id) fprintf(stderr, "tony: warning: %s; using what was last recorded\n", err.msg);
-    const char *am_logs = json_string_value(json_object_get(app, "amContainerLogs"));
-    if (!am_logs) am_logs = json_string_value(json_object_get(rec, "am_container_logs"));
-    printf("job %s runs on YARN; fetching its logs is not built in yet.\n", app_id ? app_id : "?");
-    printf("  the AM's container logs: %s\n", am_logs && *am_logs ? am_logs : "(not known yet: the AM has not started)");
-    const char *hc = getenv("HADOOP_CONF_DIR");
-    char *dirs = NULL, *aggregate = NULL;
-    if (hc && *hc) {
-        tony_hadoop_conf *h = tony_hadoop_conf_new();
-        if (tony_hadoop_conf_load(h, hc, NULL, NULL) == 0) {
-            dirs = tony_hadoop_conf_get(h, "yarn.nodemanager.log-dirs");
-            aggregate = tony_hadoop_conf_get(h, "yarn.log-aggregation-enable");
-        }
-        tony_hadoop_conf_free(h);
-    }
-    printf("  every container's stdout/stderr stays on its node under %s/%s/<container>/\n",
-           dirs ? dirs : "<yarn.nodemanager.log-dirs>", app_id ? app_id : "<app>");
-    if (aggregate && strcmp(aggregate, "true") == 0)
-        printf("  log aggregation is on: `yarn logs -applicationId %s` collects them once the app ends\n", app_id);
-    free(dirs);
-    free(aggregate);
-    json_decref(app);
-    json_decref(rec);
-    tony_yarn_rest_free(rest);
-    return TONY_EXIT_OK;
 }
 
 void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal) {

@@ -265,6 +265,8 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                     tony_report_tasks(stdout, job);
                     tony_report_final(stdout, job);
                     tony_report_advice(stdout, job);
+                    const char *fs = json_string_value(json_object_get(job, "final_status"));
+                    if (fs && strcmp(fs, "SUCCEEDED") != 0) tony_yarn_print_log_links(stdout, job, app_id, true);
                     tony_yarn_am_finish(app, job_dir);
                 }
             }

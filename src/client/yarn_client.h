@@ -6,8 +6,10 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 
+#include "backend/yarn/rest.h"
 #include "client/stage.h"
 #include "common/error.h"
 #include "conf/conf.h"
@@ -35,11 +37,27 @@ bool tony_yarn_is_job(const char *job_dir);
  * messages. */
 int tony_yarn_status(const char *job_dir, bool as_json);
 int tony_yarn_kill(const char *job_dir);
-int tony_yarn_logs(const char *job_dir);
+typedef struct tony_yarn_logs_opts {
+    const char *task; /* "role:index", or NULL for every task */
+    bool follow;      /* with task: its stdout as it grows, until the job ends */
+    bool am;          /* the coordinator's own log too */
+    int attempt;      /* -1: the current one */
+} tony_yarn_logs_opts;
+/* Prints tasks' output: while the job runs through the coordinator's API,
+ * afterwards from the NodeManagers (logs_yarn.c). */
+int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o);
 /* The RM state and final status recorded for `tony list` ("" if none). */
 void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal);
 
 /* Shared by submit and the verbs (jobs_yarn.c). */
+/* A REST client for the job's RM (the recorded one, then HADOOP_CONF_DIR's). */
+tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, tony_error *err);
+/* http://host:port of the coordinator's API from the app report, or NULL. */
+char *tony_yarn_am_url(const json_t *app);
+/* Lines pointing at the NodeManager log links of the job's tasks: every
+ * task's when failed_only is false (and the job is small), else those that
+ * ended with an error. Nothing when no task has a link. */
+void tony_yarn_print_log_links(FILE *out, const json_t *job, const char *app_id, bool failed_only);
 json_t *tony_yarn_record_load(const char *job_dir);
 void tony_yarn_record_update(const char *job_dir, const json_t *app);
 /* The coordinator's job JSON from the app report's amRPCAddress, or NULL. */

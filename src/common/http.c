@@ -29,6 +29,7 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     init_once();
     resp->status = 0;
     resp->body = NULL;
+    resp->len = 0;
     CURL *h = curl_easy_init();
     if (!h) return tony_err(err, "cannot create an HTTP handle");
     tony_buf out = {0};
@@ -61,6 +62,7 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     } else {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
         resp->body = out.data;
+        resp->len = out.len;
     }
     curl_slist_free_all(headers);
     free(auth);
@@ -72,6 +74,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     init_once();
     resp->status = 0;
     resp->body = NULL;
+    resp->len = 0;
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f || fstat(fileno(f), &st) != 0) {
@@ -110,6 +113,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     } else {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
         resp->body = out.data;
+        resp->len = out.len;
     }
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);

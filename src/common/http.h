@@ -4,11 +4,14 @@
 #ifndef TONY_HTTP_H
 #define TONY_HTTP_H
 
+#include <stddef.h>
+
 #include "common/error.h"
 
 typedef struct tony_http_response {
     long status; /* HTTP status, 0 if no response */
     char *body;  /* NUL-terminated, never NULL after success */
+    size_t len;  /* bytes in body (it may hold NULs of its own) */
 } tony_http_response;
 
 /* The job's secret travels in this header on every state-changing call. */

@@ -70,8 +70,8 @@ class Cluster:
         return sum(n.get("numContainers", 0) for n in nodes)
 
     def container_logs(self, app_id):
-        """Container log dirs of an application (the NMs' web UIs are off in
-        the one-JVM cluster, so logs are read from disk)."""
+        """Container log dirs of an application, on disk (only the labelled
+        NodeManager has a web UI in the test cluster)."""
         return sorted(self.yarn_dir.glob(f"*logDir-nm-*/{app_id}/container_*"))
 
     # --- WebHDFS
