@@ -154,7 +154,7 @@ function renderJob(job) {
   if (job.tensorboard_url) {
     if (tb.getAttribute("href") !== job.tensorboard_url) tb.href = job.tensorboard_url;
     setText(tb, job.tensorboard_task ? `TensorBoard (${job.tensorboard_task})` : "TensorBoard");
-    tb.title = "served on the task's TB_PORT once the job starts TensorBoard there";
+    tb.title = "TensorBoard, served on the TB_PORT of " + (job.tensorboard_task || "its task");
     tb.hidden = false;
   } else {
     tb.hidden = true;

@@ -72,6 +72,11 @@ bool am_task_done(const am_task *t) {
     return t->state == AM_TASK_SUCCEEDED || t->state == AM_TASK_FAILED || t->state == AM_TASK_FINISHED;
 }
 
+bool am_job_reserves_tb_port(const am_job *j, const am_task *t) {
+    if (tony_plan_role(j->plan, "tensorboard")) return strcmp(t->role->name, "tensorboard") == 0;
+    return tony_plan_is_chief(j->plan, t->role->name, t->index);
+}
+
 static bool prepare_stage_done(const am_job *j) {
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];

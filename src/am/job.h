@@ -30,6 +30,7 @@ typedef struct am_task {
     char *container;      /* the cluster's container id, when there is one */
     int port;
     int tb_port;          /* TensorBoard's port when this task reserved one (TB_PORT) */
+    bool tb_listening;    /* its executor saw something serve on tb_port */
     int pid;
     int exit_status;
     bool exited;          /* its container ended */
@@ -62,6 +63,9 @@ am_task *am_job_task(am_job *j, const char *role, int index);
 const char *am_task_state_name(am_task_state s); /* TonY's names: NEW READY RUNNING SUCCEEDED FAILED FINISHED */
 bool am_task_done(const am_task *t);
 
+/* Whether t's executor reserves TB_PORT (TonY §3.8): the `tensorboard`
+ * sidecar when the job has one, else the chief. */
+bool am_job_reserves_tb_port(const am_job *j, const am_task *t);
 /* Tasks whose containers should be asked for now: the prepare stage first,
  * the training stage once every tracked prepare task has ended. */
 bool am_job_should_request(const am_job *j, const am_task *t);

@@ -1,6 +1,7 @@
 /* Rendering job JSON (the coordinator's /v1/job) for people. */
 #include "client/report.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,12 @@ void tony_report_tasks(FILE *out, const json_t *job) {
         const char *so = json_string_value(json_object_get(t, "stdout"));
         const char *se = json_string_value(json_object_get(t, "stderr"));
         if (so) fprintf(out, "      logs: %s %s\n", so, se ? se : "");
+        char *id = tony_sprintf("%s:%lld", json_string_value(json_object_get(t, "role")),
+                                (long long)json_integer_value(json_object_get(t, "index")));
+        const char *tb_task = json_string_value(json_object_get(job, "tensorboard_task"));
+        if (tb_task && strcmp(tb_task, id) == 0)
+            fprintf(out, "      TensorBoard: %s\n", json_string_value(json_object_get(job, "tensorboard_url")));
+        free(id);
     }
 }
 
@@ -60,19 +67,55 @@ void tony_report_final(FILE *out, const json_t *job) {
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
 }
 
-void tony_report_print_changes(FILE *out, const json_t *job, char **last) {
-    char *grouped = tony_report_grouped(job);
-    if (!*grouped || (*last && strcmp(*last, grouped) == 0)) {
-        free(grouped);
-        return;
-    }
-    for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        fprintf(out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-    }
-    fflush(out);
+struct tony_report_follow {
+    FILE *out;
+    char *grouped; /* the grouped lines last printed */
+    char *tb_url;  /* the TensorBoard link last printed */
+};
+
+tony_report_follow *tony_report_follow_new(FILE *out) {
+    tony_report_follow *f = tony_xcalloc(1, sizeof *f);
+    f->out = out;
+    return f;
+}
+
+void tony_report_follow_free(tony_report_follow *f) {
+    if (!f) return;
+    free(f->grouped);
+    free(f->tb_url);
+    free(f);
+}
+
+static bool changed(char **last, const char *now) {
+    if ((!*last && !now) || (*last && now && strcmp(*last, now) == 0)) return false;
     free(*last);
-    *last = grouped;
+    *last = tony_strdup(now);
+    return true;
+}
+
+void tony_report_follow_update(tony_report_follow *f, const json_t *job) {
+    char *grouped = tony_report_grouped(job);
+    if (*grouped && changed(&f->grouped, grouped)) {
+        for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            fprintf(f->out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+        }
+    }
+    free(grouped);
+    const char *tb = json_string_value(json_object_get(job, "tensorboard_url"));
+    if (changed(&f->tb_url, tb) && tb)
+        fprintf(f->out, "tony: TensorBoard at %s (%s)\n", tb,
+                json_string_value(json_object_get(job, "tensorboard_task")));
+    fflush(f->out);
+}
+
+void tony_report_follow_say(tony_report_follow *f, FILE *stream, const char *fmt, ...) {
+    fflush(f->out);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stream, fmt, ap);
+    va_end(ap);
+    fflush(stream);
 }
 
 void tony_report_advice(FILE *out, const json_t *job) {

@@ -207,7 +207,8 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
  * exit code from the RM's final state. */
 static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir, volatile sig_atomic_t *interrupted,
                   tony_error *err) {
-    char *last_state = NULL, *last_grouped = NULL;
+    char *last_state = NULL;
+    tony_report_follow *f = tony_report_follow_new(stdout);
     json_t *job = NULL, *app = NULL;
     bool kill_sent = false, am_done = false;
     int misses = 0, code = TONY_EXIT_JOB_FAILED;
@@ -258,7 +259,7 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                 json_decref(job);
                 job = j;
                 tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
-                tony_report_print_changes(stdout, job, &last_grouped);
+                tony_report_follow_update(f, job);
                 const char *js = json_string_value(json_object_get(job, "state"));
                 if (js && strcmp(js, "FINISHED") == 0) {
                     am_done = true;
@@ -285,7 +286,7 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
         tony_sleep_ms(strcmp(state, "RUNNING") == 0 ? 500 : 1000);
     }
     free(last_state);
-    free(last_grouped);
+    tony_report_follow_free(f);
     json_decref(job);
     json_decref(app);
     return code;

@@ -214,6 +214,25 @@ static void test_gang_ignores_tasks_that_ended_unregistered(void **state) {
     destroy(f);
 }
 
+static void test_tb_port_goes_to_the_sidecar_else_the_chief(void **state) {
+    (void)state;
+    const char *with_chief[] = {"tony.chief.instances=1", "tony.worker.instances=2", NULL};
+    fixture *f = make(with_chief);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "chief", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    destroy(f);
+    const char *workers[] = {"tony.worker.instances=2", NULL};
+    f = make(workers);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 1)));
+    destroy(f);
+    const char *sidecar[] = {"tony.worker.instances=2", "tony.tensorboard.instances=1", NULL};
+    f = make(sidecar);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "tensorboard", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    destroy(f);
+}
+
 static void test_only_first_exit_counts(void **state) {
     (void)state;
     fixture *f = make(PS_WORKERS);
@@ -345,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_stop_on_failure_role),
         cmocka_unit_test(test_untracked_failure_fails_fast),
         cmocka_unit_test(test_sidecar_failure_ignored),
+        cmocka_unit_test(test_tb_port_goes_to_the_sidecar_else_the_chief),
         cmocka_unit_test(test_lockstep_failure_ends_attempt),
         cmocka_unit_test(test_tracked_task_stopped_counts_as_failure),
         cmocka_unit_test(test_gang_ignores_tasks_that_ended_unregistered),
