@@ -90,6 +90,35 @@ const char *am_final_status_name(am_final_status s) {
     }
 }
 
+static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
+    json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
+    if (exit_status != TONY_EXIT_INVALID) {
+        char meaning[160];
+        json_object_set_new(o, "exit_status", json_integer(exit_status));
+        json_object_set_new(o, "exit_meaning", json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
+    }
+    return o;
+}
+
+/* The attempts the task got a container in (earlier ones, then this one),
+ * and how many times its process started: the job restarts as a whole,
+ * so a task's restarts are the job's attempts it ran in. */
+static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
+    json_t *runs = json_array();
+    int starts = 0;
+    for (size_t i = 0; i < t->nruns; i++) {
+        const am_task_run *r = &t->runs[i];
+        json_array_append_new(runs, run_json(r->attempt, r->state, r->exit_status, r->started));
+        starts += r->started;
+    }
+    if (t->state != AM_TASK_NEW) {
+        json_array_append_new(runs, run_json(am->job.attempt, t->state, t->exit_status, t->started_ms != 0));
+        starts += t->started_ms != 0;
+    }
+    json_object_set_new(o, "starts", json_integer(starts));
+    json_object_set_new(o, "runs", runs);
+}
+
 static json_t *task_json(const tony_am *am, const am_task *t) {
     char meaning[160];
     json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
@@ -106,6 +135,7 @@ static json_t *task_json(const tony_am *am, const am_task *t) {
     }
     if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
     json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
+    task_runs_json(am, t, o);
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
     /* The executor says where its logs are (a container's log dir on its
      * node); before it registers, the local layout is the best guess. */

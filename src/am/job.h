@@ -21,6 +21,15 @@ typedef enum {
 
 typedef enum { AM_FINAL_UNDEFINED, AM_FINAL_SUCCEEDED, AM_FINAL_FAILED, AM_FINAL_KILLED } am_final_status;
 
+/* What a task did in an earlier attempt of the job (each attempt starts
+ * every task anew), for people: how often it ran, which logs exist. */
+typedef struct am_task_run {
+    int attempt;
+    am_task_state state; /* where it ended */
+    int exit_status;     /* TONY_EXIT_INVALID when no container exit was seen */
+    bool started;        /* its user process started */
+} am_task_run;
+
 typedef struct am_task {
     const tony_role *role;
     int index;
@@ -37,6 +46,8 @@ typedef struct am_task {
     bool result_reported; /* its executor said the user process ended: no more heartbeats expected */
     char *diagnostics;
     long long requested_ms, registered_ms, started_ms, finished_ms, last_heartbeat_ms;
+    am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
+    size_t nruns;
 } am_task;
 
 typedef struct am_job {
@@ -56,7 +67,8 @@ typedef struct am_job {
 
 void am_job_init(am_job *j, const tony_plan *plan);
 void am_job_free(am_job *j);
-/* Forgets the last attempt's tasks and starts attempt number `attempt`. */
+/* Forgets the last attempt's tasks and starts attempt number `attempt`;
+ * each task that got a container keeps a line on it in its runs. */
 void am_job_reset(am_job *j, int attempt);
 
 am_task *am_job_task(am_job *j, const char *role, int index);
