@@ -1,7 +1,6 @@
 /* Rendering job JSON (the coordinator's /v1/job) for people. */
 #include "client/report.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,57 +64,6 @@ void tony_report_final(FILE *out, const json_t *job) {
     const char *diag = json_string_value(json_object_get(job, "diagnostics"));
     fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
-}
-
-struct tony_report_follow {
-    FILE *out;
-    char *grouped; /* the grouped lines last printed */
-    char *tb_url;  /* the TensorBoard link last printed */
-};
-
-tony_report_follow *tony_report_follow_new(FILE *out) {
-    tony_report_follow *f = tony_xcalloc(1, sizeof *f);
-    f->out = out;
-    return f;
-}
-
-void tony_report_follow_free(tony_report_follow *f) {
-    if (!f) return;
-    free(f->grouped);
-    free(f->tb_url);
-    free(f);
-}
-
-static bool changed(char **last, const char *now) {
-    if ((!*last && !now) || (*last && now && strcmp(*last, now) == 0)) return false;
-    free(*last);
-    *last = tony_strdup(now);
-    return true;
-}
-
-void tony_report_follow_update(tony_report_follow *f, const json_t *job) {
-    char *grouped = tony_report_grouped(job);
-    if (*grouped && changed(&f->grouped, grouped)) {
-        for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-            nl = strchr(line, '\n');
-            fprintf(f->out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-        }
-    }
-    free(grouped);
-    const char *tb = json_string_value(json_object_get(job, "tensorboard_url"));
-    if (changed(&f->tb_url, tb) && tb)
-        fprintf(f->out, "tony: TensorBoard at %s (%s)\n", tb,
-                json_string_value(json_object_get(job, "tensorboard_task")));
-    fflush(f->out);
-}
-
-void tony_report_follow_say(tony_report_follow *f, FILE *stream, const char *fmt, ...) {
-    fflush(f->out);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stream, fmt, ap);
-    va_end(ap);
-    fflush(stream);
 }
 
 void tony_report_advice(FILE *out, const json_t *job) {

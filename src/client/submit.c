@@ -13,6 +13,7 @@
 #include "backend/local/local.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/follow.h"
 #include "client/report.h"
 #include "client/stage.h"
 #include "client/yarn_client.h"
@@ -233,10 +234,10 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
 }
 
 /* f: the follower, when one draws on stdout. */
-static void say_web_ui(tony_report_follow *f, const char *url) {
+static void say_web_ui(tony_follow *f, const char *url) {
     static const char fmt[] = "tony: watch it at %s/ (the coordinator's web page)\n";
     if (f) {
-        tony_report_follow_say(f, stdout, fmt, url);
+        tony_follow_say(f, stdout, fmt, url);
     } else {
         printf(fmt, url);
         fflush(stdout);
@@ -247,7 +248,7 @@ static void say_web_ui(tony_report_follow *f, const char *url) {
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
     char *url = NULL;
-    tony_report_follow *f = tony_report_follow_new(stdout);
+    tony_follow *f = tony_follow_new(stdout);
     bool kill_sent = false;
     json_t *job = NULL;
     for (;;) {
@@ -255,7 +256,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         bool am_alive = waitpid(am_pid, &status, WNOHANG) == 0;
         if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
         if (interrupted && url && !kill_sent) {
-            tony_report_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
+            tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
             tony_jobdir_post(url, job_dir, "kill");
             kill_sent = true;
         }
@@ -267,21 +268,21 @@ static json_t *follow(const char *job_dir, int am_pid) {
             const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
             if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);
-                tony_report_follow_say(f, stderr, "tony: the coordinator exited before the job ended; see %s/%s\n",
+                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended; see %s/%s\n",
                                        job_dir, TONY_JOBDIR_AM_LOG);
                 job = NULL;
                 break;
             }
         }
         if (job) {
-            tony_report_follow_update(f, job);
+            tony_follow_update(f, job);
             if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
         }
         tony_sleep_ms(300);
     }
     if (url) tony_jobdir_post(url, job_dir, "finish");
     free(url);
-    tony_report_follow_free(f);
+    tony_follow_free(f);
     return job;
 }
 
