@@ -153,9 +153,11 @@ function renderJob(job) {
   diag.hidden = !job.diagnostics;
   const tb = $("tb-link");
   if (job.tensorboard_url) {
-    if (tb.getAttribute("href") !== job.tensorboard_url) tb.href = job.tensorboard_url;
+    // Through the coordinator's redirect: behind YARN's proxy that serves
+    // TensorBoard itself, where the task's own address may be unreachable.
+    if (tb.getAttribute("href") !== "tensorboard/") tb.setAttribute("href", "tensorboard/");
     setText(tb, job.tensorboard_task ? `TensorBoard (${job.tensorboard_task})` : "TensorBoard");
-    tb.title = "TensorBoard, served on the TB_PORT of " + (job.tensorboard_task || "its task");
+    tb.title = `${job.tensorboard_url}, the TB_PORT of ${job.tensorboard_task || "its task"}`;
     tb.hidden = false;
   } else {
     tb.hidden = true;

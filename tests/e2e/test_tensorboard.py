@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON, TONY, http_get, wait_for
+from test_yarn_jobs import SMALL as YARN_SMALL, yarn  # noqa: F401 (the fixture)
 
 SMALL = ["--conf", "tony.worker.memory=1g", "--conf", "tony.tensorboard.memory=1g", "--conf", "tony.ps.instances=0"]
 
 # Writes a scalar every half second into $TB_LOG_DIR/train until the test
-# drops the release file into the job's shared dir (at most ~90 s).
+# drops the release file ($RELEASE, else in the job's shared dir; at most ~90 s).
 TRAIN_PY = r"""
 import os, sys, time
 logdir = os.path.join(os.environ["TB_LOG_DIR"], "train")
-release = os.path.join(os.environ["TONY_JOB_DIR"], "release")
+release = os.environ.get("RELEASE") or os.path.join(os.environ["TONY_JOB_DIR"], "release")
 WRITER = sys.argv[1]
 if WRITER == "tf":
     import tensorflow as tf
@@ -54,9 +55,8 @@ print("done after", step + 1, "steps", flush=True)
 class Submit:
     """`tony submit` in the foreground, its stdout read line by line as it comes."""
 
-    def __init__(self, tony, args, cwd):
-        self.proc = subprocess.Popen([TONY, "submit", "--conf", "tony.local.vcores=16", "--conf",
-                                      "tony.local.memory=16g", *args], env=tony.env, cwd=cwd,
+    def __init__(self, tony, args, cwd, base=("--conf", "tony.local.vcores=16", "--conf", "tony.local.memory=16g")):
+        self.proc = subprocess.Popen([TONY, "submit", *base, *args], env=tony.env, cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -168,6 +168,47 @@ def test_sidecar_serves_real_tensorboard(tony, scripts, tmp_path, writer):
     assert "tensorboard_url" not in st
     assert not port_open(tb_url), "TensorBoard still serves after the job ended"
     assert "TensorBoard caught SIGTERM" in (job / "attempts" / "0" / "tensorboard-0" / "stderr").read_text()
+
+
+@pytest.mark.hadoop
+def test_yarn_tracking_url_serves_tensorboard(yarn, scripts, tmp_path):  # noqa: F811
+    """On YARN the page is the tracking URL, behind the ResourceManager's
+    proxy; <tracking URL>/tensorboard/ is TensorBoard itself through it (the
+    proxy follows the coordinator's redirect), assets and data API included."""
+    (scripts / "train.py").write_text(TRAIN_PY)
+    release = tmp_path / "release"
+    s = Submit(yarn.tony, ["--src_dir", str(scripts), "--executes", "train.py tensorboard", "--python_binary_path",
+                           PYTHON, "--sidecar_tensorboard_log_dir", str(tmp_path / "tb"), "--shell_env",
+                           f"RELEASE={release}", "--conf", "tony.worker.instances=1", *SMALL],
+               cwd=tmp_path, base=("--backend", "yarn", *YARN_SMALL))
+    try:
+        line = wait_for(lambda: s.line_with("tony: TensorBoard at "), 180, interval=0.5, what="the TensorBoard line")
+        tb_url = line.split("tony: TensorBoard at ")[1].split()[0]
+        app = s.line_with("tony: job application_").split()[2]
+        proxied = f"{yarn.cluster.rm}/proxy/{app}/tensorboard/"
+        logdir = wait_for(lambda: tensorboard_serves(proxied), 90, interval=1, what="TensorBoard through the RM proxy")
+        assert Path(logdir) == tmp_path / "tb"
+        code, _, html = http_get(proxied)
+        script = html.decode().split('<script src="')[1].split('"')[0]  # its app, relative to the page
+        assert http_get(proxied + script)[0] == 200, script
+        # the coordinator's own answer, straight to the task's port
+        url = live_job_url(yarn, app)
+        code, location, _ = no_redirect_get(url + "/tensorboard")
+        assert code == 302 and location == tb_url
+        release.write_text("")
+        rc, out, err = s.finish(180)
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+    assert rc == 0, out + err
+    assert "FINISHED: tensorboard [0]" in out, out
+
+
+def live_job_url(yarn, app):
+    """The coordinator's own address, from the job JSON the RM proxy serves."""
+    code, _, body = http_get(f"{yarn.cluster.rm}/proxy/{app}/v1/job")
+    assert code == 200, body
+    return json.loads(body)["url"]
 
 
 # The chief (worker:0) holds TB_PORT; the job's own code starts TensorBoard
