@@ -22,6 +22,7 @@ const ui = {
   gone: false,
   selected: null,     // {role, index} of the open panel
   log: null,          // {key, stream, attempt, next, busy, decoder}
+  logAttempt: null,   // the attempt picked for the log tail; null: the task's latest
   eventsSince: 0,
   serverEvents: null, // true once v1/events answered, false once it 404ed
   localSeq: 0,
@@ -128,17 +129,21 @@ function renderJob(job) {
   diag.hidden = !job.diagnostics;
   const tb = $("tb-link");
   if (job.tensorboard_url) {
-    if (tb.getAttribute("href") !== job.tensorboard_url) tb.href = job.tensorboard_url;
+    // Through the coordinator's redirect: behind YARN's proxy that serves
+    // TensorBoard itself, where the task's own address may be unreachable.
+    if (tb.getAttribute("href") !== "tensorboard/") tb.setAttribute("href", "tensorboard/");
     setText(tb, job.tensorboard_task ? `TensorBoard (${job.tensorboard_task})` : "TensorBoard");
-    tb.title = "served on the task's TB_PORT once the job starts TensorBoard there";
+    tb.title = `${job.tensorboard_url}, the TB_PORT of ${job.tensorboard_task || "its task"}`;
     tb.hidden = false;
   } else {
     tb.hidden = true;
   }
   renderAdvice(job.advice);
   renderTasks(job.tasks || []);
-  // After a restart the open task's log is the new attempt's.
-  if (ui.log && job.attempt !== (prev && prev.attempt) && prev) openLog(ui.log.stream);
+  // After a restart the open task's log is the new attempt's, unless the
+  // reader picked an earlier one.
+  if (ui.selected) renderAttemptPicker();
+  if (ui.log && ui.logAttempt == null && job.attempt !== (prev && prev.attempt) && prev) openLog(ui.log.stream);
   if (ui.serverEvents !== true) noteTransitions(prev, job);
   tick();
 }
@@ -173,13 +178,16 @@ function taskCells(t, job) {
   if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
   const cpu = s && s.cpu_percent != null ? fmtPercent(s.cpu_percent) : fmtPercent(m.AVG_CPU_PERCENT);
   const exit = t.exit_status != null ? t.exit_meaning || `exit status ${t.exit_status}` : "";
+  const attempt = String(t.attempt != null ? t.attempt : job.attempt);
+  const starts = t.starts || 0;
   return {
     task: `${t.role}:${t.index}` + (t.chief ? " (chief)" : ""),
     addr: t.host ? `${t.host}:${t.port}` : "–",
     state: t.state || "?",
     exit: exit || "–",
     diag: t.diagnostics || "",
-    attempt: String(t.attempt != null ? t.attempt : job.attempt),
+    attempt: starts > 1 ? `${attempt} (started ${starts}×)` : attempt,
+    runs: runsSummary(t.runs),
     start: fmtTime(t.started_ms),
     end: fmtTime(t.finished_ms),
     mem,
@@ -201,6 +209,21 @@ function renderLogLink(td, url) {
   a.textContent = "logs ↗";
   a.addEventListener("click", (e) => e.stopPropagation());
   td.append(" ", a);
+}
+
+// Each attempt the task ran in, for the Attempt cell's tooltip.
+function runsSummary(runs) {
+  if (!Array.isArray(runs)) return "";
+  return runs.map((r) => `attempt ${r.attempt}: ${r.state}` + (r.exit_meaning ? `, ${r.exit_meaning}` : "") +
+                  (r.started ? "" : " (not started)")).join("\n");
+}
+
+// The attempts whose logs the task has, newest last.
+function taskAttempts(t) {
+  const list = Array.isArray(t.runs) ? t.runs.map((r) => r.attempt) : [];
+  const cur = t.attempt != null ? t.attempt : ui.job ? ui.job.attempt : 0;
+  if (!list.includes(cur)) list.push(cur);
+  return list;
 }
 
 function taskDuration(t) {
@@ -272,6 +295,9 @@ function renderTasks(tasks) {
       row.sig = sig;
       const tds = row.tr.children;
       COLS.forEach((c, i) => { if (c in cells && c !== "exit") setText(tds[i], cells[c]); });
+      const at = tds[COLS.indexOf("attempt")];
+      at.title = cells.runs;
+      at.dataset.starts = String(t.starts || 0);
       renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
       renderLogLink(tds[COLS.indexOf("task")], cells.log);
       row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
@@ -329,6 +355,8 @@ function selectTask(role, index) {
   const wasHidden = panel.hidden;
   panel.hidden = false;
   setText($("panel-title"), `${role}:${index}`);
+  ui.logAttempt = null;
+  renderAttemptPicker();
   // Beside the table on wide screens; below it otherwise, so bring it in view.
   if (wasHidden && panel.getBoundingClientRect().top > window.innerHeight) panel.scrollIntoView({ block: "start" });
   openLog(currentStream());
@@ -341,10 +369,29 @@ function currentStream() {
   return b ? b.dataset.stream : "stdout";
 }
 
+// The log tail's attempt menu: every attempt the open task ran in, the
+// latest first ("latest" follows restarts).
+function renderAttemptPicker() {
+  const sel = $("log-attempt");
+  const row = ui.selected && ui.rows.get(`${ui.selected.role}:${ui.selected.index}`);
+  const attempts = row ? taskAttempts(row.task) : [];
+  const sig = attempts.join(",");
+  if (sel.dataset.sig !== sig) {
+    sel.dataset.sig = sig;
+    const latest = attempts[attempts.length - 1];
+    const opts = [new Option(`latest (${latest})`, "")];
+    for (const a of attempts.slice(0, -1).reverse()) opts.push(new Option(String(a), String(a)));
+    sel.replaceChildren(...opts);
+  }
+  sel.value = ui.logAttempt == null ? "" : String(ui.logAttempt);
+  $("log-attempt-pick").hidden = attempts.length < 2;
+}
+
 function openLog(stream) {
   const { role, index } = ui.selected;
   const t = ui.rows.get(`${role}:${index}`);
-  const attempt = t && t.task.attempt != null ? t.task.attempt : ui.job ? ui.job.attempt : 0;
+  const latest = t && t.task.attempt != null ? t.task.attempt : ui.job ? ui.job.attempt : 0;
+  const attempt = ui.logAttempt != null ? ui.logAttempt : latest;
   ui.log = { key: `${role}:${index}`, role, index, stream, attempt, next: 0, busy: false, first: true,
              decoder: null };
   $("log").textContent = "";
@@ -518,6 +565,10 @@ function start() {
     document.querySelectorAll(".tabs button").forEach((o) => o.classList.toggle("active", o === b));
     if (ui.selected) openLog(b.dataset.stream);
   }));
+  $("log-attempt").addEventListener("change", (e) => {
+    ui.logAttempt = e.target.value === "" ? null : Number(e.target.value);
+    if (ui.selected) openLog(currentStream());
+  });
   $("panel-close").addEventListener("click", () => {
     ui.selected = null;
     ui.log = null;

@@ -62,12 +62,7 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, "TONY_HEARTBEAT_INTERVAL_MS", "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, "TONY_MAX_MISSED_HEARTBEATS", "%d", p->max_missed_heartbeats);
     am_record_task_env(am, t, env);
-    /* TensorBoard's port: the sidecar role when there is one, else the chief
-     * (TonY §3.8). */
-    bool has_sidecar_tb = tony_plan_role(p, "tensorboard") != NULL;
-    if ((has_sidecar_tb && strcmp(t->role->name, "tensorboard") == 0) ||
-        (!has_sidecar_tb && tony_plan_is_chief(p, t->role->name, t->index)))
-        tony_env_set(env, "TONY_RESERVE_TB_PORT", "1");
+    if (am_job_reserves_tb_port(&am->job, t)) tony_env_set(env, "TONY_RESERVE_TB_PORT", "1");
     if (p->tensorboard_log_dir) tony_env_set(env, "TB_LOG_DIR", p->tensorboard_log_dir);
     if (t->role->docker_image) {
         tony_env_set(env, "YARN_CONTAINER_RUNTIME_TYPE", "docker");

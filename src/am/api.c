@@ -41,6 +41,7 @@ long long am_wall_ms(const tony_am *am, long long mono_ms) {
 static const char *reason_phrase(int code) {
     switch (code) {
     case 200: return "OK";
+    case 302: return "Found";
     case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 403: return "Forbidden";
@@ -51,14 +52,19 @@ static const char *reason_phrase(int code) {
     }
 }
 
-static void send_json_text(struct evhttp_request *req, int code, const char *s) {
+/* One line of text (JSON or words) as the whole answer, never cached. */
+static void send_line(struct evhttp_request *req, int code, const char *type, const char *s) {
     struct evbuffer *buf = evbuffer_new();
     evbuffer_add(buf, s, strlen(s));
     evbuffer_add(buf, "\n", 1);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
     evhttp_send_reply(req, code, reason_phrase(code), buf);
     evbuffer_free(buf);
+}
+
+static void send_json_text(struct evhttp_request *req, int code, const char *s) {
+    send_line(req, code, "application/json", s);
 }
 
 static void reply_json(struct evhttp_request *req, int code, json_t *body) {
@@ -69,6 +75,10 @@ static void reply_json(struct evhttp_request *req, int code, json_t *body) {
 }
 
 void am_api_reply_json(struct evhttp_request *req, int code, json_t *body) { reply_json(req, code, body); }
+
+static void reply_text(struct evhttp_request *req, int code, const char *text) {
+    send_line(req, code, "text/plain; charset=utf-8", text);
+}
 
 static void reply_error(struct evhttp_request *req, int code, const char *msg) {
     reply_json(req, code, json_pack("{s:s}", "error", msg));
@@ -81,6 +91,35 @@ const char *am_final_status_name(am_final_status s) {
     case AM_FINAL_KILLED: return "KILLED";
     default: return "UNDEFINED";
     }
+}
+
+static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
+    json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
+    if (exit_status != TONY_EXIT_INVALID) {
+        char meaning[160];
+        json_object_set_new(o, "exit_status", json_integer(exit_status));
+        json_object_set_new(o, "exit_meaning", json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
+    }
+    return o;
+}
+
+/* The attempts the task got a container in (earlier ones, then this one),
+ * and how many times its process started: the job restarts as a whole,
+ * so a task's restarts are the job's attempts it ran in. */
+static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
+    json_t *runs = json_array();
+    int starts = 0;
+    for (size_t i = 0; i < t->nruns; i++) {
+        const am_task_run *r = &t->runs[i];
+        json_array_append_new(runs, run_json(r->attempt, r->state, r->exit_status, r->started));
+        starts += r->started;
+    }
+    if (t->state != AM_TASK_NEW) {
+        json_array_append_new(runs, run_json(am->job.attempt, t->state, t->exit_status, t->started_ms != 0));
+        starts += t->started_ms != 0;
+    }
+    json_object_set_new(o, "starts", json_integer(starts));
+    json_object_set_new(o, "runs", runs);
 }
 
 json_t *am_task_json(const tony_am *am, const am_task *t) {
@@ -99,6 +138,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     }
     if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
     json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
+    task_runs_json(am, t, o);
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
     /* The executor says where its logs are (a container's log dir on its
      * node); before it registers, the local layout is the best guess. */
@@ -121,6 +161,16 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
         json_object_set_new(o, "last_sample", am_metrics_last_json(m));
     }
     return o;
+}
+
+/* The task serving TensorBoard now: the one that reserved TB_PORT (the
+ * sidecar, else the chief), running, with something listening there. */
+static const am_task *serving_tensorboard(const tony_am *am) {
+    for (size_t i = 0; i < am->job.ntasks; i++) {
+        const am_task *t = &am->job.tasks[i];
+        if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING && t->tb_listening) return t;
+    }
+    return NULL;
 }
 
 json_t *am_job_json(const tony_am *am) {
@@ -151,15 +201,10 @@ json_t *am_job_json(const tony_am *am) {
         json_array_append_new(tasks, t);
     }
     json_object_set_new(o, "tasks", tasks);
-    /* As TonY's registerTensorBoardUrl: the task that reserved TB_PORT
-     * (the sidecar, else the chief) serves TensorBoard while it runs. */
-    for (size_t i = 0; i < am->job.ntasks; i++) {
-        const am_task *t = &am->job.tasks[i];
-        if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING) {
-            json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", t->host, t->tb_port));
-            json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", t->role->name, t->index));
-            break;
-        }
+    const am_task *tb = serving_tensorboard(am);
+    if (tb) {
+        json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));
+        json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", tb->role->name, tb->index));
     }
     /* Right-sizing once the job is over; the numbers are final then. */
     json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
@@ -531,6 +576,14 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     }
     if (strcmp(verb, "heartbeat") == 0) {
         t->last_heartbeat_ms = now;
+        /* As TonY's registerTensorBoardUrl, but only once the port serves. */
+        json_t *tb = json_object_get(body, "tensorboard");
+        if (json_is_boolean(tb) && t->tb_port > 0 && json_is_true(tb) != t->tb_listening) {
+            t->tb_listening = json_is_true(tb);
+            am->status_dirty = true;
+            tony_info("%s:%d: TensorBoard %s on port %d", role, index, t->tb_listening ? "serves" : "no longer serves",
+                      t->tb_port);
+        }
     } else if (strcmp(verb, "started") == 0) {
         t->pid = (int)json_integer_value(json_object_get(body, "pid"));
         t->started_ms = now;
@@ -570,6 +623,56 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Why no TensorBoard serves now, in words for whoever followed the link. */
+static char *why_no_tensorboard(const tony_am *am) {
+    const am_task *t = NULL;
+    for (size_t i = 0; i < am->job.ntasks && !t; i++)
+        if (am_job_reserves_tb_port(&am->job, &am->job.tasks[i])) t = &am->job.tasks[i];
+    if (!t)
+        return tony_sprintf("Job %s runs no TensorBoard: no task of it reserves TB_PORT. Submit it with "
+                            "--sidecar_tensorboard_log_dir DIR, or have the chief start TensorBoard on $TB_PORT.",
+                            am->app_id);
+    const char *dir = am->plan.tensorboard_log_dir;
+    if (am->done)
+        return tony_sprintf("Job %s has ended: no TensorBoard serves for it any more (TB_PORT was %s:%d's).%s%s",
+                            am->app_id, t->role->name,
+                            t->index, dir ? " To look at its summaries now: tensorboard --logdir " : "", dir ? dir : "");
+    if (am_task_done(t))
+        return tony_sprintf("Job %s: %s:%d, which served TensorBoard, is no longer running (%s); its log tells why: "
+                            "tony logs %s --task %s:%d",
+                            am->app_id, t->role->name, t->index, am_task_state_name(t->state), am->app_id,
+                            t->role->name, t->index);
+    if (t->state != AM_TASK_RUNNING)
+        return tony_sprintf("Job %s: %s:%d, which serves TensorBoard, has not started yet (%s); try again shortly.",
+                            am->app_id, t->role->name, t->index, am_task_state_name(t->state));
+    return tony_sprintf("Job %s: %s:%d runs, but nothing serves on its TB_PORT (%d) yet. %s", am->app_id,
+                        t->role->name, t->index, t->tb_port,
+                        t->role->kind == TONY_ROLE_SIDECAR ? "TensorBoard takes a few seconds to start; try again shortly."
+                                                           : "Without a sidecar, the job's own code must start "
+                                                             "TensorBoard on $TB_PORT (or use "
+                                                             "--sidecar_tensorboard_log_dir).");
+}
+
+/* GET /tensorboard[/<path>]: the way from the job's tracking URL (this
+ * API's root, also behind YARN's proxy) to its TensorBoard. */
+static void serve_tensorboard(tony_am *am, struct evhttp_request *req, const char *rest, const char *query) {
+    const am_task *t = serving_tensorboard(am);
+    if (!t) {
+        char *why = why_no_tensorboard(am);
+        reply_text(req, 404, why);
+        free(why);
+        return;
+    }
+    if (*rest == '/') rest++;
+    char *to = tony_sprintf("http://%s:%d/%s%s%s", t->host, t->tb_port, rest, query && *query ? "?" : "",
+                            query && *query ? query : "");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
+    char *text = tony_sprintf("TensorBoard of %s:%d is at %s", t->role->name, t->index, to);
+    reply_text(req, 302, text);
+    free(text);
+    free(to);
+}
+
 /* GET /v1/events?since=<seq>: the events after seq, oldest first. */
 static void serve_events(tony_am *am, struct evhttp_request *req, const char *query) {
     long long since = 0;
@@ -600,6 +703,9 @@ static void handle(struct evhttp_request *req, void *arg) {
     } else if (strcmp(path, "/v1/events") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
         else serve_events(am, req, evhttp_uri_get_query(parsed));
+    } else if (strcmp(path, "/tensorboard") == 0 || strncmp(path, "/tensorboard/", 13) == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        else serve_tensorboard(am, req, path + 12, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/v1/job") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
         else reply_job(am, req);

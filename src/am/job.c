@@ -26,7 +26,10 @@ static void task_clear(am_task *t) {
 }
 
 void am_job_free(am_job *j) {
-    for (size_t i = 0; i < j->ntasks; i++) task_clear(&j->tasks[i]);
+    for (size_t i = 0; i < j->ntasks; i++) {
+        task_clear(&j->tasks[i]);
+        free(j->tasks[i].runs);
+    }
     free(j->tasks);
     free(j->attempt_diagnostics);
     memset(j, 0, sizeof *j);
@@ -36,11 +39,20 @@ void am_job_reset(am_job *j, int attempt) {
     size_t k = 0;
     for (size_t r = 0; r < j->plan->nroles; r++) {
         for (int i = 0; i < j->plan->roles[r].instances; i++, k++) {
-            task_clear(&j->tasks[k]);
-            memset(&j->tasks[k], 0, sizeof j->tasks[k]);
-            j->tasks[k].role = &j->plan->roles[r];
-            j->tasks[k].index = i;
-            j->tasks[k].exit_status = TONY_EXIT_INVALID;
+            am_task *t = &j->tasks[k];
+            am_task_run *runs = t->runs;
+            size_t nruns = t->nruns;
+            if (t->role && t->state != AM_TASK_NEW) {
+                runs = tony_xrealloc(runs, (nruns + 1) * sizeof *runs);
+                runs[nruns++] = (am_task_run){j->attempt, t->state, t->exit_status, t->started_ms != 0};
+            }
+            task_clear(t);
+            memset(t, 0, sizeof *t);
+            t->runs = runs;
+            t->nruns = nruns;
+            t->role = &j->plan->roles[r];
+            t->index = i;
+            t->exit_status = TONY_EXIT_INVALID;
         }
     }
     j->attempt = attempt;
@@ -71,6 +83,11 @@ const char *am_task_state_name(am_task_state s) {
 
 bool am_task_done(const am_task *t) {
     return t->state == AM_TASK_SUCCEEDED || t->state == AM_TASK_FAILED || t->state == AM_TASK_FINISHED;
+}
+
+bool am_job_reserves_tb_port(const am_job *j, const am_task *t) {
+    if (tony_plan_role(j->plan, "tensorboard")) return strcmp(t->role->name, "tensorboard") == 0;
+    return tony_plan_is_chief(j->plan, t->role->name, t->index);
 }
 
 static bool prepare_stage_done(const am_job *j) {

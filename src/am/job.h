@@ -21,6 +21,15 @@ typedef enum {
 
 typedef enum { AM_FINAL_UNDEFINED, AM_FINAL_SUCCEEDED, AM_FINAL_FAILED, AM_FINAL_KILLED } am_final_status;
 
+/* What a task did in an earlier attempt of the job (each attempt starts
+ * every task anew), for people: how often it ran, which logs exist. */
+typedef struct am_task_run {
+    int attempt;
+    am_task_state state; /* where it ended */
+    int exit_status;     /* TONY_EXIT_INVALID when no container exit was seen */
+    bool started;        /* its user process started */
+} am_task_run;
+
 typedef struct am_task {
     const tony_role *role;
     int index;
@@ -31,12 +40,15 @@ typedef struct am_task {
     char *log_url;        /* its NodeManager's log link, when the node has a web UI */
     int port;
     int tb_port;          /* TensorBoard's port when this task reserved one (TB_PORT) */
+    bool tb_listening;    /* its executor saw something serve on tb_port */
     int pid;
     int exit_status;
     bool exited;          /* its container ended */
     bool result_reported; /* its executor said the user process ended: no more heartbeats expected */
     char *diagnostics;
     long long requested_ms, registered_ms, started_ms, finished_ms, last_heartbeat_ms;
+    am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
+    size_t nruns;
 } am_task;
 
 typedef struct am_job {
@@ -56,13 +68,17 @@ typedef struct am_job {
 
 void am_job_init(am_job *j, const tony_plan *plan);
 void am_job_free(am_job *j);
-/* Forgets the last attempt's tasks and starts attempt number `attempt`. */
+/* Forgets the last attempt's tasks and starts attempt number `attempt`;
+ * each task that got a container keeps a line on it in its runs. */
 void am_job_reset(am_job *j, int attempt);
 
 am_task *am_job_task(am_job *j, const char *role, int index);
 const char *am_task_state_name(am_task_state s); /* TonY's names: NEW READY RUNNING SUCCEEDED FAILED FINISHED */
 bool am_task_done(const am_task *t);
 
+/* Whether t's executor reserves TB_PORT (TonY §3.8): the `tensorboard`
+ * sidecar when the job has one, else the chief. */
+bool am_job_reserves_tb_port(const am_job *j, const am_task *t);
 /* Tasks whose containers should be asked for now: the prepare stage first,
  * the training stage once every tracked prepare task has ended. */
 bool am_job_should_request(const am_job *j, const am_task *t);

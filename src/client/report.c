@@ -51,6 +51,12 @@ void tony_report_tasks(FILE *out, const json_t *job) {
         const char *so = json_string_value(json_object_get(t, "stdout"));
         const char *se = json_string_value(json_object_get(t, "stderr"));
         if (so) fprintf(out, "      logs: %s %s\n", so, se ? se : "");
+        char *id = tony_sprintf("%s:%lld", json_string_value(json_object_get(t, "role")),
+                                (long long)json_integer_value(json_object_get(t, "index")));
+        const char *tb_task = json_string_value(json_object_get(job, "tensorboard_task"));
+        if (tb_task && strcmp(tb_task, id) == 0)
+            fprintf(out, "      TensorBoard: %s\n", json_string_value(json_object_get(job, "tensorboard_url")));
+        free(id);
     }
 }
 
@@ -58,21 +64,6 @@ void tony_report_final(FILE *out, const json_t *job) {
     const char *diag = json_string_value(json_object_get(job, "diagnostics"));
     fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
-}
-
-void tony_report_print_changes(FILE *out, const json_t *job, char **last) {
-    char *grouped = tony_report_grouped(job);
-    if (!*grouped || (*last && strcmp(*last, grouped) == 0)) {
-        free(grouped);
-        return;
-    }
-    for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        fprintf(out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-    }
-    fflush(out);
-    free(*last);
-    *last = grouped;
 }
 
 void tony_report_advice(FILE *out, const json_t *job) {

@@ -10,9 +10,9 @@
 /* Grouped lines, one per task state, in TonY's attention order (FAILED,
  * SUCCEEDED, FINISHED, RUNNING, NEW, READY); malloc'ed, "" when no tasks. */
 char *tony_report_grouped(const json_t *job);
-/* Prints the grouped lines, each prefixed "tony: ", when they differ from
- * *last (malloc'ed, updated): how submit follows a job on every backend. */
-void tony_report_print_changes(FILE *out, const json_t *job, char **last);
+
+/* One entry per task: state, exit meaning, diagnostics of a failure, log
+ * paths, and the TensorBoard link of the task serving it. */
 void tony_report_tasks(FILE *out, const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
 /* The job's right-sizing advice ("advice" of the job JSON), when it has any. */

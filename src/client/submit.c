@@ -13,6 +13,7 @@
 #include "backend/local/local.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/follow.h"
 #include "client/report.h"
 #include "client/stage.h"
 #include "client/yarn_client.h"
@@ -77,6 +78,55 @@ static int apply_kv_list(tony_conf *c, tony_opt *o, const char *opt, const char 
     return 0;
 }
 
+static bool is_blank(const char *s) { return strspn(s, " \t\r\n") == strlen(s); }
+
+/* The interpreter that runs TensorBoard: the job's own (--python_binary_path
+ * or tony.python-exec-path, inside venv/ when relative and a venv ships),
+ * which is where the user installed tensorboard; else python3. */
+static char *sidecar_python(const tony_conf *c, tony_opt *o) {
+    const char *py = tony_conf_get(c, "tony.python-exec-path");
+    if (!py || !*py) return tony_strdup("python3");
+    if (py[0] != '/' && tony_args_value(o, "python_venv")) return tony_sprintf("venv/%s", py);
+    return tony_strdup(py);
+}
+
+/* TonY's sidecar TensorBoard (--sidecar_tensorboard_log_dir or
+ * tony.application.tensorboard-log-dir): a `tensorboard` role the job's
+ * result ignores, serving the log dir on the port its executor reserves. */
+static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
+    const char *flag = tony_args_value(o, "sidecar_tensorboard_log_dir");
+    if (flag) {
+        if (is_blank(flag))
+            return tony_err(err, "--sidecar_tensorboard_log_dir is empty; give the directory the job writes its "
+                                 "TensorBoard summaries to (e.g. --sidecar_tensorboard_log_dir /tmp/tb/$USER/run1)");
+        /* Tasks run in their own work dirs: a relative path means the
+         * client's directory, which is where the user looked from. */
+        char *dir = strstr(flag, "://") ? tony_strdup(flag) : tony_abspath(flag);
+        tony_conf_set(c, "tony.application.tensorboard-log-dir", dir, "--sidecar_tensorboard_log_dir");
+        free(dir);
+    }
+    const char *dir = tony_conf_get(c, "tony.application.tensorboard-log-dir");
+    if (!dir || is_blank(dir)) return 0; /* blank means not given, as for every key */
+    if (!tony_conf_get(c, "tony.tensorboard.instances")) tony_conf_set(c, "tony.tensorboard.instances", "1", "sidecar");
+    const char *cur = tony_conf_get(c, "tony.application.sidecar.jobtypes");
+    tony_strv types = {0};
+    tony_split_csv(cur, &types);
+    if (!tony_strv_contains(&types, "tensorboard")) {
+        char *v = tony_sprintf("%s%stensorboard", cur && *cur ? cur : "", cur && *cur ? "," : "");
+        tony_conf_set(c, "tony.application.sidecar.jobtypes", v, "sidecar");
+        free(v);
+    }
+    tony_strv_free(&types);
+    if (!tony_conf_get(c, "tony.tensorboard.command")) {
+        char *py = sidecar_python(c, o);
+        char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --bind_all", py);
+        tony_conf_set(c, "tony.tensorboard.command", v, "sidecar");
+        free(v);
+        free(py);
+    }
+    return 0;
+}
+
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     if (tony_conf_load_layers(c, tony_args_value(o, "conf_file"), err)) return -1;
     tony_opt *confs = tony_args_get(o, "conf");
@@ -99,27 +149,7 @@ static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     if (apply_kv_list(c, o, "container_env", "tony.containers.envs", err)) return -1;
     const char *py = tony_args_value(o, "python_binary_path");
     if (py) tony_conf_set(c, "tony.python-exec-path", py, "--python_binary_path");
-    const char *tb = tony_args_value(o, "sidecar_tensorboard_log_dir");
-    if (tb) tony_conf_set(c, "tony.application.tensorboard-log-dir", tb, "--sidecar_tensorboard_log_dir");
-    if (tony_conf_get(c, "tony.application.tensorboard-log-dir")) {
-        /* TonY's sidecar: a tensorboard role, untracked by the job's result. */
-        if (!tony_conf_get(c, "tony.tensorboard.instances")) tony_conf_set(c, "tony.tensorboard.instances", "1", "sidecar");
-        const char *cur = tony_conf_get(c, "tony.application.sidecar.jobtypes");
-        tony_strv types = {0};
-        tony_split_csv(cur, &types);
-        if (!tony_strv_contains(&types, "tensorboard")) {
-            char *v = tony_sprintf("%s%stensorboard", cur && *cur ? cur : "", cur && *cur ? "," : "");
-            tony_conf_set(c, "tony.application.sidecar.jobtypes", v, "sidecar");
-            free(v);
-        }
-        tony_strv_free(&types);
-        if (!tony_conf_get(c, "tony.tensorboard.command")) {
-            const char *pyexe = py ? py : "python3";
-            char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --bind_all", pyexe);
-            tony_conf_set(c, "tony.tensorboard.command", v, "sidecar");
-            free(v);
-        }
-    }
+    if (add_tensorboard_sidecar(c, o, err)) return -1;
     return 0;
 }
 
@@ -203,24 +233,30 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
     return 0;
 }
 
-static void say_web_ui(const char *url) {
-    printf("tony: watch it at %s/ (the coordinator's web page)\n", url);
-    fflush(stdout);
+/* f: the follower, when one draws on stdout. */
+static void say_web_ui(tony_follow *f, const char *url) {
+    static const char fmt[] = "tony: watch it at %s/ (the coordinator's web page)\n";
+    if (f) {
+        tony_follow_say(f, stdout, fmt, url);
+    } else {
+        printf(fmt, url);
+        fflush(stdout);
+    }
 }
 
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
     char *url = NULL;
-    char *last = NULL;
+    tony_follow *f = tony_follow_new(stdout);
     bool kill_sent = false;
     json_t *job = NULL;
     for (;;) {
         int status;
         bool am_alive = waitpid(am_pid, &status, WNOHANG) == 0;
-        if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(url);
+        if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
         if (interrupted && url && !kill_sent) {
-            fprintf(stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
+            tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
             tony_jobdir_post(url, job_dir, "kill");
             kill_sent = true;
         }
@@ -232,21 +268,21 @@ static json_t *follow(const char *job_dir, int am_pid) {
             const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
             if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);
-                fprintf(stderr, "tony: the coordinator exited before the job ended; see %s/%s\n", job_dir,
-                        TONY_JOBDIR_AM_LOG);
+                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended; see %s/%s\n",
+                                       job_dir, TONY_JOBDIR_AM_LOG);
                 job = NULL;
                 break;
             }
         }
         if (job) {
-            tony_report_print_changes(stdout, job, &last);
+            tony_follow_update(f, job);
             if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
         }
         tony_sleep_ms(300);
     }
     if (url) tony_jobdir_post(url, job_dir, "finish");
     free(url);
-    free(last);
+    tony_follow_free(f);
     return job;
 }
 
@@ -328,7 +364,7 @@ int tony_cmd_submit(int argc, char **argv) {
             code = TONY_EXIT_UNAVAILABLE;
             goto fail_code;
         }
-        say_web_ui(url);
+        say_web_ui(NULL, url);
         free(url);
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
         code = TONY_EXIT_OK;

@@ -14,6 +14,7 @@
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
 #include "client/client.h"
+#include "client/follow.h"
 #include "client/report.h"
 #include "client/yarn_client.h"
 #include "common/fs.h"
@@ -207,20 +208,22 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
  * exit code from the RM's final state. */
 static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir, volatile sig_atomic_t *interrupted,
                   tony_error *err) {
-    char *last_state = NULL, *last_grouped = NULL;
+    char *last_state = NULL;
+    tony_follow *f = tony_follow_new(stdout);
     json_t *job = NULL, *app = NULL;
     bool kill_sent = false, am_done = false;
     int misses = 0, code = TONY_EXIT_JOB_FAILED;
     for (;;) {
         if (*interrupted && !kill_sent) {
-            fprintf(stderr, "tony: interrupted: killing %s through the ResourceManager (Ctrl-C again to stop following)\n",
-                    app_id);
+            tony_follow_say(f, stderr,
+                            "tony: interrupted: killing %s through the ResourceManager (Ctrl-C again to stop following)\n",
+                            app_id);
             tony_error kerr;
-            if (tony_yarn_rest_kill(rest, app_id, &kerr)) fprintf(stderr, "tony: %s\n", kerr.msg);
+            if (tony_yarn_rest_kill(rest, app_id, &kerr)) tony_follow_say(f, stderr, "tony: %s\n", kerr.msg);
             kill_sent = true;
         }
         if (*interrupted > 1) {
-            fprintf(stderr, "tony: stopped following %s; see `tony status %s`\n", app_id, app_id);
+            tony_follow_say(f, stderr, "tony: stopped following %s; see `tony status %s`\n", app_id, app_id);
             break;
         }
         json_decref(app);
@@ -243,12 +246,12 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
         if (!state) state = "?";
         if (!last_state || strcmp(last_state, state) != 0) {
             const char *diag = json_string_value(json_object_get(app, "diagnostics"));
-            printf("tony: YARN application %s: %s%s%s\n", app_id, state,
-                   diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
-                   diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
+            tony_follow_say(f, stdout, "tony: YARN application %s: %s%s%s\n", app_id, state,
+                            diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
+                            diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
             if (strcmp(state, "RUNNING") == 0)
-                printf("tony: tracking URL %s\n", json_string_value(json_object_get(app, "trackingUrl")));
-            fflush(stdout);
+                tony_follow_say(f, stdout, "tony: tracking URL %s\n",
+                                json_string_value(json_object_get(app, "trackingUrl")));
             free(last_state);
             last_state = tony_strdup(state);
         }
@@ -258,10 +261,11 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
                 json_decref(job);
                 job = j;
                 tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
-                tony_report_print_changes(stdout, job, &last_grouped);
+                tony_follow_update(f, job);
                 const char *js = json_string_value(json_object_get(job, "state"));
                 if (js && strcmp(js, "FINISHED") == 0) {
                     am_done = true;
+                    tony_follow_leave(f);
                     tony_report_tasks(stdout, job);
                     tony_report_final(stdout, job);
                     tony_report_advice(stdout, job);
@@ -274,8 +278,8 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
         if (tony_yarn_state_final(state)) {
             const char *fs = json_string_value(json_object_get(app, "finalStatus"));
             const char *diag = json_string_value(json_object_get(app, "diagnostics"));
-            printf("tony: YARN application %s ended: %s, final status %s%s%s\n", app_id, state, fs ? fs : "?",
-                   diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
+            tony_follow_say(f, stdout, "tony: YARN application %s ended: %s, final status %s%s%s\n", app_id, state,
+                            fs ? fs : "?", diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
             code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
                                                                                        : TONY_EXIT_JOB_FAILED;
             tony_yarn_status_finalize(job_dir, app);
@@ -287,7 +291,7 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
         tony_sleep_ms(strcmp(state, "RUNNING") == 0 ? 500 : 1000);
     }
     free(last_state);
-    free(last_grouped);
+    tony_follow_free(f);
     json_decref(job);
     json_decref(app);
     return code;

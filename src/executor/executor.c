@@ -79,6 +79,25 @@ static int reserve_port(int *fd_out, int *port_out, tony_error *err) {
     return 0;
 }
 
+/* Whether something accepts connections on the task's TB_PORT: the link is
+ * shown only once TensorBoard (the sidecar, or whatever the chief starts)
+ * really serves there. Loopback answers at once, so this never blocks. */
+static bool port_listening(int port) {
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = in6addr_loopback};
+    const struct sockaddr *addrs[] = {(const struct sockaddr *)&a4, (const struct sockaddr *)&a6};
+    const socklen_t lens[] = {sizeof a4, sizeof a6};
+    for (int i = 0; i < 2; i++) {
+        int fd = socket(addrs[i]->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        int rc = connect(fd, addrs[i], lens[i]);
+        close(fd);
+        if (rc == 0) return true;
+    }
+    return false;
+}
+
 /* POSTs body to /v1/tasks/<role>/<index>/<verb>; returns the parsed answer
  * or NULL (err says why). *status gets the HTTP status. */
 static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
@@ -224,7 +243,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         if (stop_at && now > stop_at) kill_group(pid, SIGKILL);
         if (now >= next_hb) {
             next_hb = now + x->heartbeat_ms;
-            ans = call(x, "heartbeat", json_object(), CALL_TIMEOUT_MS, &status, &herr);
+            json_t *hb = json_object();
+            if (x->tb_port > 0) json_object_set_new(hb, "tensorboard", json_boolean(port_listening(x->tb_port)));
+            ans = call(x, "heartbeat", hb, CALL_TIMEOUT_MS, &status, &herr);
             if (ans && status == 409) {
                 tony_warn("the coordinator says this attempt is over; stopping");
                 if (!stop_at) {

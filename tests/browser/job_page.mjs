@@ -5,7 +5,9 @@
 //                                      release_dir: where tasks wait for release-* files}
 // mode "full" follows the whole job (states, exit code, log tail, plots,
 // timeline, the end); mode "proxy" loads the page under a path prefix and
-// checks that everything it fetched stayed under it. Exits 1 with the reason.
+// checks that everything it fetched stayed under it; mode "restart" follows a
+// job whose first attempt fails: the task rows count the starts, and the log
+// tail shows the earlier attempt's output when picked. Exits 1 with the reason.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
@@ -119,9 +121,52 @@ async function proxy() {
   return { requests: requests.length };
 }
 
+async function restart() {
+  step = "open the page";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING in attempt 0");
+  check((await cell("worker:0", "attempt").textContent()) === "0", "attempt 0 shows more than its number");
+  await row("worker:0").click();
+  await waitText(page.locator("#log"), /attempt 0 of worker:0/, "attempt 0's log");
+  check(await page.locator("#log-attempt-pick").isHidden(), "an attempt menu with one attempt to pick");
+  release("release-fail");
+  // the job restarts; the row counts the task's starts and the tail follows
+  await waitText(page.locator("#attempt"), /^1 \(1 restart\)/, "the job's attempt 1");
+  await waitText(cell("worker:0", "attempt"), /^1 \(started 2×\)$/, "worker:0 started twice");
+  await waitText(cell("worker:1", "attempt"), /^1 \(started 2×\)$/, "worker:1 started twice");
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING again");
+  const tip = await cell("worker:0", "attempt").getAttribute("title");
+  check(/attempt 0: FAILED, exit code 7/.test(tip) && /attempt 1: RUNNING/.test(tip), `attempt tooltip: ${tip}`);
+  await waitText(page.locator("#log"), /attempt 1 of worker:0/, "the log tail on the new attempt");
+  check(!/attempt 0 of/.test(await page.locator("#log").textContent()), "attempt 0's output mixed into attempt 1's");
+  await waitText(page.locator("#panel-info"), /attempt 1/, "the panel names attempt 1");
+  // the earlier attempt, both streams
+  step = "pick attempt 0";
+  await page.locator("#log-attempt").selectOption("0");
+  await waitText(page.locator("#log"), /attempt 0 of worker:0/, "attempt 0's stdout when picked");
+  await waitText(page.locator("#panel-info"), /attempt 0/, "the panel names attempt 0");
+  await page.locator('.tabs button[data-stream="stderr"]').click();
+  await waitText(page.locator("#log"), /worker 0 fails in attempt 0/, "attempt 0's stderr");
+  await shot("earlier-attempt");
+  // other tasks' earlier attempts too, then back to the latest
+  step = "worker:1's attempt 0";
+  await row("worker:1").click();
+  await page.locator('.tabs button[data-stream="stdout"]').click();
+  await waitText(page.locator("#log"), /attempt 1 of worker:1/, "worker:1 opens on its latest attempt");
+  await page.locator("#log-attempt").selectOption("0");
+  await waitText(page.locator("#log"), /attempt 0 of worker:1/, "worker:1's attempt 0");
+  await page.locator("#log-attempt").selectOption("");
+  await waitText(page.locator("#log"), /attempt 1 of worker:1/, "back on the latest attempt");
+  release("release-end");
+  await waitText(page.locator("#final-status"), /SUCCEEDED/, "the job SUCCEEDED in attempt 1");
+  await waitText(cell("worker:0", "state"), /SUCCEEDED/, "worker:0 SUCCEEDED");
+  await shot("restarted");
+  return { tip };
+}
+
 let code = 0;
 try {
-  const result = cfg.mode === "proxy" ? await proxy() : await full();
+  const result = cfg.mode === "proxy" ? await proxy() : cfg.mode === "restart" ? await restart() : await full();
   check(pageErrors.length === 0, `errors on the page: ${pageErrors.join("; ")}`);
   console.log(JSON.stringify({ ok: true, ...result }));
 } catch (e) {

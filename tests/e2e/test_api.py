@@ -4,6 +4,7 @@ clear 4xx, and none of it disturbs the running job. Also Ctrl-C on the
 client kills the job, as in TonY."""
 import json
 import signal
+import time
 
 import pytest
 
@@ -155,12 +156,16 @@ def test_single_node_log_and_tensorboard_url(tony, log_job):
     wait_for(lambda: call(url + "/v1/tasks/am/0/log")[1].get("data") == "single says hi\n", 30, what="am log")
     assert call(url + "/v1/tasks/worker/0/log")[0] == 404
     tony.run("kill", job.name)
-    # a distributed job: the chief (worker:0) reserved TB_PORT and the job
-    # names it while the task runs, as TonY's registerTensorBoardUrl does
+    # a distributed job: the chief (worker:0) reserved TB_PORT, but nothing
+    # serves there, so the job names no TensorBoard (test_tensorboard.py has
+    # the chief that starts one)
     job, url, raw = log_job()
-    tb_port = int(raw.rsplit(b"tb=", 1)[1].split()[0])
+    assert int(raw.rsplit(b"tb=", 1)[1].split()[0]) > 0
+    time.sleep(2)  # a few heartbeats, each of which checks the port
     st, body = call(url + "/v1/job")
-    assert body["tensorboard_url"] == f"http://127.0.0.1:{tb_port}/" and body["tensorboard_task"] == "worker:0"
+    assert body["state"] == "RUNNING" and "tensorboard_url" not in body, body
+    st, h, text = http_get(url + "/tensorboard")
+    assert st == 404 and h["Content-Type"].startswith("text/plain") and b"nothing serves on its TB_PORT" in text
 
 
 def test_web_ui_files_and_job_etag(tony):

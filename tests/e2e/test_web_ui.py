@@ -87,6 +87,44 @@ def test_page_follows_a_multi_role_job(tony, scripts, browser_tools):
         assert (ARTIFACTS / name).stat().st_size > 1000, name
 
 
+# Attempt 0: worker:0 fails once released, which ends the attempt; attempt 1
+# (tony.am.retry-count=1) runs to the end once released.
+RESTART_SH = r"""
+wait_for() { for i in $(seq 1 600); do [ -e "$TONY_JOB_DIR/$1" ] && return; sleep 0.2; done; echo "never released" >&2; exit 9; }
+echo "attempt $SESSION_ID of $JOB_NAME:$TASK_INDEX (NUM_AM_RETRIES=${NUM_AM_RETRIES:-0})"
+if [ "$SESSION_ID" = 0 ]; then
+  [ "$TASK_INDEX" = 0 ] || exec sleep 300
+  wait_for release-fail; echo "worker 0 fails in attempt 0" >&2; exit 7
+fi
+wait_for release-end; echo "attempt $SESSION_ID done"
+"""
+
+
+def test_page_shows_task_restarts_and_earlier_logs(tony, scripts, browser_tools):
+    (scripts / "task.sh").write_text(RESTART_SH)
+    r = tony.submit("--detach", "--src_dir", str(scripts), "--executes", "bash task.sh", "--conf",
+                    "tony.worker.instances=2", "--conf", "tony.am.retry-count=1", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    url = json.loads((job / "am.json").read_text())["url"]
+    try:
+        run_browser(browser_tools, mode="restart", url=url + "/", app_id=job.name, release_dir=str(job / "shared"))
+    finally:
+        for name in ("release-fail", "release-end"):
+            (job / "shared" / name).write_text("")
+    wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 30, what="the end")
+    st = json.loads((job / "status.json").read_text())
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 1, st
+    w0 = next(t for t in st["tasks"] if (t["role"], t["index"]) == ("worker", 0))
+    assert w0["starts"] == 2, w0
+    assert [(x["attempt"], x["state"], x.get("exit_status")) for x in w0["runs"]] == [(0, "FAILED", 7),
+                                                                                      (1, "SUCCEEDED", 0)], w0
+    w1 = next(t for t in st["tasks"] if (t["role"], t["index"]) == ("worker", 1))
+    assert [(x["attempt"], x["state"]) for x in w1["runs"]] == [(0, "FINISHED"), (1, "SUCCEEDED")], w1
+    assert "NUM_AM_RETRIES=1" in r.log("worker", 0, attempt=1)
+    assert (ARTIFACTS / "restart-earlier-attempt.png").stat().st_size > 1000
+
+
 class PrefixProxy(http.server.ThreadingHTTPServer):
     """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
     YARN's web proxy does; anything else is a 404."""

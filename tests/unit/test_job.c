@@ -214,6 +214,58 @@ static void test_gang_ignores_tasks_that_ended_unregistered(void **state) {
     destroy(f);
 }
 
+static void test_tb_port_goes_to_the_sidecar_else_the_chief(void **state) {
+    (void)state;
+    const char *with_chief[] = {"tony.chief.instances=1", "tony.worker.instances=2", NULL};
+    fixture *f = make(with_chief);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "chief", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    destroy(f);
+    const char *workers[] = {"tony.worker.instances=2", NULL};
+    f = make(workers);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 1)));
+    destroy(f);
+    const char *sidecar[] = {"tony.worker.instances=2", "tony.tensorboard.instances=1", NULL};
+    f = make(sidecar);
+    assert_true(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "tensorboard", 0)));
+    assert_false(am_job_reserves_tb_port(&f->job, am_job_task(&f->job, "worker", 0)));
+    destroy(f);
+}
+
+static void test_reset_keeps_each_tasks_runs(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", NULL};
+    fixture *f = make(kv);
+    start_all(f, 0);
+    am_task *ev = am_job_task(&f->job, "evaluator", 0); /* got a container, but its process never started */
+    am_job_task(&f->job, "worker", 0)->started_ms = 5;
+    am_job_task(&f->job, "worker", 1)->started_ms = 5;
+    exit_task(f, "worker", 0, 3);
+    exit_task(f, "worker", 1, TONY_EXIT_KILLED_BY_APPMASTER);
+    am_job_reset(&f->job, 1);
+    am_task *w0 = am_job_task(&f->job, "worker", 0);
+    assert_int_equal(w0->state, AM_TASK_NEW);
+    assert_int_equal(w0->nruns, 1);
+    assert_int_equal(w0->runs[0].attempt, 0);
+    assert_int_equal(w0->runs[0].state, AM_TASK_FAILED);
+    assert_int_equal(w0->runs[0].exit_status, 3);
+    assert_true(w0->runs[0].started);
+    assert_int_equal(am_job_task(&f->job, "worker", 1)->runs[0].state, AM_TASK_FINISHED);
+    assert_false(ev->runs[0].started);
+    assert_int_equal(ev->runs[0].exit_status, TONY_EXIT_INVALID);
+    /* attempt 1 runs worker:0 again; attempt 2 starts before the evaluator got a container */
+    start_all(f, 10);
+    ev->state = AM_TASK_NEW;
+    exit_task(f, "worker", 0, 0);
+    am_job_reset(&f->job, 2);
+    assert_int_equal(w0->nruns, 2);
+    assert_int_equal(w0->runs[1].attempt, 1);
+    assert_int_equal(w0->runs[1].state, AM_TASK_SUCCEEDED);
+    assert_int_equal(ev->nruns, 1);
+    destroy(f); /* the runs are freed with the job (ASan checks) */
+}
+
 static void test_only_first_exit_counts(void **state) {
     (void)state;
     fixture *f = make(PS_WORKERS);
@@ -345,6 +397,8 @@ int main(void) {
         cmocka_unit_test(test_stop_on_failure_role),
         cmocka_unit_test(test_untracked_failure_fails_fast),
         cmocka_unit_test(test_sidecar_failure_ignored),
+        cmocka_unit_test(test_tb_port_goes_to_the_sidecar_else_the_chief),
+        cmocka_unit_test(test_reset_keeps_each_tasks_runs),
         cmocka_unit_test(test_lockstep_failure_ends_attempt),
         cmocka_unit_test(test_tracked_task_stopped_counts_as_failure),
         cmocka_unit_test(test_gang_ignores_tasks_that_ended_unregistered),

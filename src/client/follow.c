@@ -1,0 +1,333 @@
+/* Following a job on the user's screen: plain lines for pipes and logs,
+ * or a status block redrawn in place on a terminal (ANSI cursor movement:
+ * up N lines, clear to the end of a line / of the screen). */
+#include "client/follow.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/report.h"
+#include "common/strv.h"
+
+#define RESET "\x1b[0m"
+
+struct tony_follow {
+    FILE *out;
+    bool live;
+    /* plain lines */
+    char *grouped; /* the grouped lines last printed */
+    char *tb_url;  /* the TensorBoard link last printed */
+    /* live block */
+    char *block;         /* the block on the screen now, NULL when none */
+    int drawn;           /* how many lines it takes */
+    long long attempt;   /* the job attempt last seen, -1 before the first look */
+    char *attempt_diag;  /* why the attempt last seen is ending, once known */
+    tony_strv told;      /* "role:index@attempt" failures already reported */
+};
+
+static bool wants_live(FILE *out) {
+    const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+    if (no_color && *no_color) return false;
+    if (!term || !*term || strcmp(term, "dumb") == 0) return false;
+    return isatty(fileno(out));
+}
+
+tony_follow *tony_follow_new(FILE *out) {
+    tony_follow *f = tony_xcalloc(1, sizeof *f);
+    f->out = out;
+    f->live = wants_live(out);
+    f->attempt = -1;
+    return f;
+}
+
+void tony_follow_free(tony_follow *f) {
+    if (!f) return;
+    fflush(f->out);
+    free(f->grouped);
+    free(f->tb_url);
+    free(f->block);
+    free(f->attempt_diag);
+    tony_strv_free(&f->told);
+    free(f);
+}
+
+void tony_follow_leave(tony_follow *f) {
+    free(f->block);
+    f->block = NULL;
+    f->drawn = 0;
+    fflush(f->out);
+}
+
+static bool changed(char **last, const char *now) {
+    if ((!*last && !now) || (*last && now && strcmp(*last, now) == 0)) return false;
+    free(*last);
+    *last = tony_strdup(now);
+    return true;
+}
+
+static const char *str(const json_t *o, const char *key) {
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "";
+}
+
+/* ---------- the block ---------- */
+
+static const char *state_color(const char *state) {
+    if (strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0) return "\x1b[31m";
+    if (strcmp(state, "SUCCEEDED") == 0) return "\x1b[32m";
+    if (strcmp(state, "RUNNING") == 0) return "\x1b[36m";
+    if (strcmp(state, "FINISHED") == 0) return "\x1b[2m";
+    return "\x1b[33m"; /* waiting: NEW, READY, REGISTERING, FINISHING */
+}
+
+static void put_state(tony_buf *b, const char *state, bool color) {
+    if (color) tony_buf_printf(b, "%s%s" RESET, state_color(state), state);
+    else tony_buf_puts(b, state);
+}
+
+/* Appends line cut to cols visible columns (escape sequences take none,
+ * nor do UTF-8 continuation bytes), then a newline. */
+static void put_line(tony_buf *b, const char *line, int cols, bool color) {
+    int seen = 0;
+    const char *p = line;
+    while (*p && seen < cols) {
+        if (*p == '\x1b') {
+            const char *end = p + 1;
+            while (*end && !((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z'))) end++;
+            p = *end ? end + 1 : end;
+            continue;
+        }
+        if (((unsigned char)*p & 0xC0) != 0x80) seen++;
+        p++;
+    }
+    /* the rest of a character cut at the edge */
+    while (((unsigned char)*p & 0xC0) == 0x80) p++;
+    tony_buf_append(b, line, (size_t)(p - line));
+    if (color && *p) tony_buf_puts(b, RESET);
+    tony_buf_puts(b, "\n");
+}
+
+static void fmt_elapsed(char *out, size_t n, long long ms) {
+    long long s = ms < 0 ? 0 : ms / 1000;
+    if (s >= 3600) snprintf(out, n, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
+    else if (s >= 60) snprintf(out, n, "%lldm%02llds", s / 60, s % 60);
+    else snprintf(out, n, "%llds", s);
+}
+
+/* TonY's attention order, as in the grouped lines. */
+static const char *const states[] = {"FAILED", "SUCCEEDED", "FINISHED", "RUNNING", "NEW", "READY"};
+
+/* "worker  3 tasks: 1 FAILED [2], 2 RUNNING" for one role. */
+static void role_line(tony_buf *line, const json_t *tasks, const char *role, int width, bool color) {
+    size_t i;
+    json_t *t;
+    int total = 0;
+    json_array_foreach(tasks, i, t) total += strcmp(str(t, "role"), role) == 0;
+    tony_buf_printf(line, "  %-*s %d task%s: ", width, role, total, total == 1 ? "" : "s");
+    bool first = true;
+    for (size_t s = 0; s < sizeof states / sizeof *states; s++) {
+        int n = 0;
+        tony_buf idx = {0};
+        json_array_foreach(tasks, i, t) {
+            if (strcmp(str(t, "role"), role) != 0 || strcmp(str(t, "state"), states[s]) != 0) continue;
+            tony_buf_printf(&idx, "%s%lld", n ? ", " : "", (long long)json_integer_value(json_object_get(t, "index")));
+            n++;
+        }
+        if (n) {
+            tony_buf_printf(line, "%s%d ", first ? "" : ", ", n);
+            put_state(line, states[s], color);
+            /* which ones failed is worth the room; the rest is counted */
+            if (s == 0) tony_buf_printf(line, " [%s]", idx.data);
+            first = false;
+        }
+        tony_buf_free(&idx);
+    }
+}
+
+char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool color) {
+    tony_buf b = {0}, line = {0};
+    tony_buf_puts(&b, "");
+    const char *state = str(job, "state"), *final = str(job, "final_status");
+    long long attempt = json_integer_value(json_object_get(job, "attempt"));
+    long long started = json_integer_value(json_object_get(job, "started_ms"));
+    long long finished = json_integer_value(json_object_get(job, "finished_ms"));
+    char elapsed[32];
+    fmt_elapsed(elapsed, sizeof elapsed, (finished ? finished : now_ms) - started);
+    tony_buf_printf(&line, "tony: %s ", str(job, "app_id"));
+    put_state(&line, state, color);
+    if (*final && strcmp(final, "UNDEFINED") != 0) {
+        tony_buf_puts(&line, " ");
+        put_state(&line, final, color);
+    }
+    tony_buf_printf(&line, ", attempt %lld", attempt);
+    if (attempt > 0) tony_buf_printf(&line, " (%lld restart%s)", attempt, attempt == 1 ? "" : "s");
+    tony_buf_printf(&line, ", %s", elapsed);
+    put_line(&b, line.data, cols, color);
+
+    /* roles in the order the job lists them, names in one column */
+    json_t *tasks = json_object_get(job, "tasks");
+    tony_strv roles = {0};
+    size_t i;
+    json_t *t;
+    int width = 11; /* "TensorBoard" */
+    json_array_foreach(tasks, i, t) {
+        if (tony_strv_contains(&roles, str(t, "role"))) continue;
+        tony_strv_push(&roles, str(t, "role"));
+        int w = (int)strlen(str(t, "role"));
+        if (w > width) width = w;
+    }
+    for (size_t r = 0; r < roles.len; r++) {
+        line.len = 0;
+        role_line(&line, tasks, roles.items[r], width, color);
+        put_line(&b, line.data, cols, color);
+    }
+    tony_strv_free(&roles);
+    const char *url = str(job, "url"), *tb = str(job, "tensorboard_url");
+    if (*url && strcmp(state, "FINISHED") != 0) {
+        line.len = 0;
+        tony_buf_printf(&line, "  %-*s %s/", width, "web page", url);
+        put_line(&b, line.data, cols, color);
+    }
+    if (*tb) {
+        line.len = 0;
+        tony_buf_printf(&line, "  %-*s %s (%s)", width, "TensorBoard", tb, str(job, "tensorboard_task"));
+        put_line(&b, line.data, cols, color);
+    }
+    tony_buf_free(&line);
+    return b.data;
+}
+
+static int term_cols(FILE *out) {
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10) return ws.ws_col;
+    return 80;
+}
+
+static long long wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Takes the block off the screen: the cursor goes back to where it began. */
+static void erase_block(tony_follow *f) {
+    if (f->drawn) fprintf(f->out, "\x1b[%dA\r\x1b[J", f->drawn);
+    f->drawn = 0;
+}
+
+/* Draws f->block over the one on the screen, line by line, so nothing
+ * flickers; a shorter block clears what the longer one left below. */
+static void draw_block(tony_follow *f) {
+    if (f->drawn) fprintf(f->out, "\x1b[%dA\r", f->drawn);
+    for (const char *p = f->block, *nl; p && *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        fprintf(f->out, "%.*s\x1b[K\n", (int)(nl - p), p);
+    }
+    fputs("\x1b[J", f->out);
+    f->drawn = count_lines(f->block ? f->block : "");
+    fflush(f->out);
+}
+
+/* What happened since the last look that deserves a line of its own: task
+ * failures (from each task's runs, so that one in an attempt that ended
+ * between two looks is not missed), then a restart of the job. */
+static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
+    long long attempt = json_integer_value(json_object_get(job, "attempt"));
+    size_t i, k;
+    json_t *t, *run;
+    json_array_foreach(json_object_get(job, "tasks"), i, t) {
+        long long index = json_integer_value(json_object_get(t, "index"));
+        json_array_foreach(json_object_get(t, "runs"), k, run) {
+            if (strcmp(str(run, "state"), "FAILED") != 0) continue;
+            long long a = json_integer_value(json_object_get(run, "attempt"));
+            char *key = tony_sprintf("%s:%lld@%lld", str(t, "role"), index, a);
+            if (!tony_strv_contains(&f->told, key)) {
+                tony_strv_push(&f->told, key);
+                const char *meaning = str(run, "exit_meaning"), *diag = a == attempt ? str(t, "diagnostics") : "";
+                tony_buf_printf(msgs, "tony: %s:%lld FAILED in attempt %lld%s%s%s%s\n", str(t, "role"), index, a,
+                                *meaning ? ": " : "", meaning, *diag ? " - " : "", diag);
+            }
+            free(key);
+        }
+    }
+    /* every job starts at attempt 0: one seen later on has restarted */
+    for (long long a = f->attempt < 0 ? 0 : f->attempt; a < attempt; a++) {
+        /* the why, unless a task's failure line above already said it */
+        char *suffix = tony_sprintf("@%lld", a);
+        bool said = false;
+        for (size_t n = 0; n < f->told.len && !said; n++) said = tony_str_ends_with(f->told.items[n], suffix);
+        free(suffix);
+        const char *why = said || a != f->attempt ? NULL : f->attempt_diag;
+        tony_buf_printf(msgs, "tony: attempt %lld failed%s%s; restarting the job: attempt %lld", a, why ? ": " : "",
+                        why ? why : "", a + 1);
+        long long left = json_integer_value(json_object_get(job, "retries_left"));
+        if (a + 1 == attempt) tony_buf_printf(msgs, " (%lld restart%s left)", left, left == 1 ? "" : "s");
+        tony_buf_puts(msgs, "\n");
+    }
+    if (attempt != f->attempt) {
+        free(f->attempt_diag);
+        f->attempt_diag = NULL;
+    }
+    f->attempt = attempt;
+    const char *diag = str(job, "diagnostics");
+    if (*diag) changed(&f->attempt_diag, diag);
+}
+
+static void update_live(tony_follow *f, const json_t *job) {
+    tony_buf msgs = {0};
+    tony_buf_puts(&msgs, "");
+    note_events(f, job, &msgs);
+    char *block = tony_follow_block(job, wall_ms(), term_cols(f->out) - 1, true);
+    if (msgs.len) {
+        erase_block(f);
+        fputs(msgs.data, f->out);
+    }
+    if (msgs.len || !f->block || strcmp(block, f->block) != 0) {
+        free(f->block);
+        f->block = block;
+        draw_block(f);
+    } else {
+        free(block);
+    }
+    tony_buf_free(&msgs);
+}
+
+static void update_plain(tony_follow *f, const json_t *job) {
+    char *grouped = tony_report_grouped(job);
+    if (*grouped && changed(&f->grouped, grouped)) {
+        for (char *line = grouped, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            fprintf(f->out, "tony: %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+        }
+    }
+    free(grouped);
+    const char *tb = json_string_value(json_object_get(job, "tensorboard_url"));
+    if (changed(&f->tb_url, tb) && tb) fprintf(f->out, "tony: TensorBoard at %s (%s)\n", tb, str(job, "tensorboard_task"));
+    fflush(f->out);
+}
+
+void tony_follow_update(tony_follow *f, const json_t *job) {
+    if (f->live) update_live(f, job);
+    else update_plain(f, job);
+}
+
+void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) {
+    if (f->live) erase_block(f);
+    fflush(f->out);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stream, fmt, ap);
+    va_end(ap);
+    fflush(stream);
+    if (f->live && f->block) draw_block(f);
+}

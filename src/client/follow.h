@@ -1,0 +1,34 @@
+/* How `tony submit` shows a job it follows, on every backend. Fed each new
+ * job JSON (the coordinator's /v1/job), it prints either plain lines (TonY's
+ * grouped status lines, each "tony: ...", when they change, and "tony:
+ * TensorBoard at URL (task)" once the link is known), or, on a terminal, a
+ * block of grouped status lines (per role: counts by state; the web page and
+ * TensorBoard links) redrawn in place as things change, with one-off
+ * messages (task failures, restarts, whatever the caller says) printed above
+ * it. Plain lines whenever stdout is not a terminal, NO_COLOR is set or
+ * TERM is dumb or unset. */
+#ifndef TONY_FOLLOW_H
+#define TONY_FOLLOW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct tony_follow tony_follow;
+
+/* Draws on out; live (the redrawn block) when out is a terminal that wants it. */
+tony_follow *tony_follow_new(FILE *out);
+/* Leaves what is on the screen as it is, the cursor below the block. */
+void tony_follow_free(tony_follow *f);
+/* Leaves the block on the screen as it is: what the caller prints next goes
+ * below it, and a later update draws a new block. */
+void tony_follow_leave(tony_follow *f);
+void tony_follow_update(tony_follow *f, const json_t *job);
+/* A one-off message to stream (out, or stderr): above the block when live. */
+void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The live block for job at wall-clock now_ms, lines cut to cols columns
+ * (ANSI colours included when color): malloc'ed, one '\n' after each line. */
+char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool color);
+
+#endif

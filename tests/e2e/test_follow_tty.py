@@ -1,0 +1,172 @@
+"""`tony submit` on a real terminal (a pseudo-terminal from Python's pty): a
+status block redrawn in place with ANSI cursor movement, failures and
+restarts printed above it, and the final state left on the screen; plain
+TonY lines whenever stdout is a pipe, NO_COLOR is set or TERM is dumb. A small
+terminal emulator below replays the bytes to see the screen a person sees."""
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import termios
+
+import pytest
+
+from conftest import PYTHON, TONY
+
+COLS, ROWS = 100, 50
+SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.tensorboard.memory=1g", "--conf", "tony.ps.instances=0"]
+
+# Attempt 0: the chief fails. Attempt 1: the workers stay until TensorBoard's
+# link is up (so the block shows it), then succeed.
+TASK_SH = r"""
+echo "attempt $SESSION_ID of $JOB_NAME:$TASK_INDEX"
+if [ "$SESSION_ID" = 0 ]; then
+  [ "$TASK_INDEX" = 0 ] && { sleep 1; echo "chief fails" >&2; exit 3; }
+  exec sleep 60
+fi
+"$PY" - <<'EOF'
+import json, os, time, urllib.request
+for _ in range(600):
+    if "tensorboard_url" in json.load(urllib.request.urlopen(os.environ["TONY_AM_URL"] + "/v1/job")):
+        break
+    time.sleep(0.2)
+EOF
+sleep 2
+"""
+
+
+def submit_on(tony, args, tty=True, cols=COLS, **env):
+    """Runs `tony submit` with stdout on a pseudo-terminal (or a pipe); its bytes."""
+    e = dict(tony.env, TERM="xterm-256color")
+    e.pop("NO_COLOR", None)
+    e.update(env)
+    base = [TONY, "submit", "--conf", "tony.local.vcores=16", "--conf", "tony.local.memory=16g"]
+    if not tty:
+        p = subprocess.run([*base, *args], env=e, capture_output=True, timeout=240)
+        return p.returncode, p.stdout
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, cols, 0, 0))
+    p = subprocess.Popen([*base, *args], env=e, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.wait(timeout=60)
+    return p.returncode, out
+
+
+ESC = re.compile(r"\x1b\[(\d*)([A-Za-z])")
+
+
+def replay(raw, cols=COLS):
+    """The screen (scrollback included) after the bytes, as an xterm shows
+    them: text wraps at cols; understood are CR, LF, cursor up (A), erase to
+    the end of the line (K) or the screen (J) and colours (m); any other
+    escape fails the test."""
+    lines, row, col = [""], 0, 0
+    text = raw.decode()
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\x1b":
+            m = ESC.match(text, i)
+            assert m and m.group(2) in "AKJm", f"unexpected escape sequence {text[i:i + 8]!r}"
+            n = int(m.group(1) or 1)
+            if m.group(2) == "A":
+                row = max(0, row - n)
+            elif m.group(2) == "K":
+                lines[row] = lines[row][:col]
+            elif m.group(2) == "J":
+                lines[row] = lines[row][:col]
+                del lines[row + 1:]
+            i = m.end()
+            continue
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            row += 1
+        else:
+            if col >= cols:  # auto-wrap
+                row, col = row + 1, 0
+            while len(lines) <= row:
+                lines.append("")
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + c + line[col + 1:]
+            col += 1
+        while len(lines) <= row:
+            lines.append("")
+        i += 1
+    return [l.rstrip() for l in lines]
+
+
+def test_live_block_on_a_terminal(tony, scripts):
+    (scripts / "task.sh").write_text(TASK_SH)
+    rc, raw = submit_on(tony, ["--src_dir", str(scripts), "--executes", "bash task.sh", "--shell_env", f"PY={PYTHON}",
+                               "--conf", f"tony.python-exec-path={PYTHON}", "--sidecar_tensorboard_log_dir", "tb",
+                               "--conf", "tony.worker.instances=2", "--conf", "tony.am.retry-count=1", *SMALL])
+    screen = replay(raw)
+    text = "\n".join(screen)
+    assert rc == 0, text
+    app = next(l.split()[2] for l in screen if l.startswith("tony: job application_"))
+    # redrawn in place: cursor up over the block, lines cleared as rewritten
+    assert len(re.findall(rb"\x1b\[\d+A", raw)) >= 3, raw[:2000]
+    assert b"\x1b[K" in raw and b"\x1b[36mRUNNING\x1b[0m" in raw
+    # TonY's plain lines are not used on a terminal
+    assert not any(re.match(r"tony: (RUNNING|SUCCEEDED|FAILED|FINISHED): ", l) for l in screen), text
+    # one-off messages stay above, in order
+    fail = next(i for i, l in enumerate(screen) if l.startswith("tony: worker:0 FAILED in attempt 0: exit code 3"))
+    restart = next(i for i, l in enumerate(screen)
+                   if l == "tony: attempt 0 failed; restarting the job: attempt 1 (0 restarts left)")
+    assert fail < restart, text
+    # exactly one block is left, showing the final state, below the messages
+    heads = [i for i, l in enumerate(screen) if l.startswith(f"tony: {app} ")]
+    assert len(heads) == 1 and heads[0] > restart, text
+    h = heads[0]
+    assert re.fullmatch(rf"tony: {app} FINISHED SUCCEEDED, attempt 1 \(1 restart\), \d+s", screen[h]), screen[h]
+    assert sorted(screen[h + 1:h + 3]) == ["  tensorboard 1 task: 1 FINISHED", "  worker      2 tasks: 2 SUCCEEDED"], text
+    assert screen[h + 3].startswith("  tensorboard:0 FINISHED"), text  # the task table follows the block
+    # while it ran, the block carried the links
+    assert re.search(rb"  TensorBoard +http://127\.0\.0\.1:\d+/ \(tensorboard:0\)\x1b\[K", raw), raw[-3000:]
+    assert re.search(rb"  web page +http://127\.0\.0\.1:\d+/\x1b\[K", raw)
+    # a block line never wraps: each fits the terminal
+    for line in re.findall(rb"\r?([^\r\n]*)\x1b\[K", raw):
+        assert len(ESC.sub("", line.decode())) < COLS, line
+
+
+def test_block_lines_fit_a_narrow_terminal(tony, scripts):
+    (scripts / "task.sh").write_text("sleep 1\n")
+    rc, raw = submit_on(tony, ["--src_dir", str(scripts), "--executes", "bash task.sh",
+                               "--conf", "tony.worker.instances=1", *SMALL], cols=40)
+    assert rc == 0
+    screen = replay(raw, cols=40)
+    blocks = [l for l in re.findall(rb"\r?([^\r\n]*)\x1b\[K", raw)]
+    assert blocks and all(len(ESC.sub("", b.decode())) <= 39 for b in blocks), blocks
+    # the long header was cut, and its colour reset where it was cut
+    head = next(l for l in screen if l.startswith("tony: application_"))
+    assert len(head) == 39, head
+    assert any(b.endswith(b"\x1b[0m") for b in blocks)
+
+
+@pytest.mark.parametrize("how", ["pipe", "NO_COLOR", "TERM=dumb"])
+def test_plain_lines_unless_a_willing_terminal(tony, scripts, how):
+    (scripts / "task.sh").write_text("sleep 1\n")
+    args = ["--src_dir", str(scripts), "--executes", "bash task.sh", "--conf", "tony.worker.instances=2", *SMALL]
+    if how == "pipe":
+        rc, raw = submit_on(tony, args, tty=False)
+    elif how == "NO_COLOR":
+        rc, raw = submit_on(tony, args, NO_COLOR="1")
+    else:
+        rc, raw = submit_on(tony, args, TERM="dumb")
+    assert rc == 0, raw
+    assert b"\x1b" not in raw, raw
+    out = raw.decode().replace("\r\n", "\n")
+    assert "tony: RUNNING: worker [0, 1]\n" in out and "tony: SUCCEEDED: worker [0, 1]\n" in out, out

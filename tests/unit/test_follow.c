@@ -1,0 +1,89 @@
+/* The live status block of `tony submit` on a terminal: per-role counts in
+ * TonY's attention order with the failed indices, the links while they
+ * exist, the final state, and lines cut to the terminal's width without
+ * breaking a colour or a UTF-8 character. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client/follow.h"
+
+static json_t *job(const char *state, const char *final, int attempt) {
+    json_t *tasks = json_array();
+    const char *spec[][3] = {{"ps", "0", "RUNNING"},    {"worker", "0", "SUCCEEDED"}, {"worker", "1", "FAILED"},
+                             {"worker", "2", "RUNNING"}, {"worker", "3", "FAILED"},    {"tensorboard", "0", "READY"}};
+    for (size_t i = 0; i < sizeof spec / sizeof *spec; i++)
+        json_array_append_new(tasks, json_pack("{s:s,s:i,s:s}", "role", spec[i][0], "index", atoi(spec[i][1]),
+                                               "state", spec[i][2]));
+    return json_pack("{s:s,s:s,s:s,s:i,s:I,s:s,s:o}", "app_id", "application_1_0001", "state", state, "final_status",
+                     final, "attempt", attempt, "started_ms", (json_int_t)1000000, "url", "http://h:1", "tasks", tasks);
+}
+
+static void test_block_counts_each_role(void **state) {
+    (void)state;
+    json_t *j = job("RUNNING", "UNDEFINED", 1);
+    json_object_set_new(j, "tensorboard_url", json_string("http://h:2/"));
+    json_object_set_new(j, "tensorboard_task", json_string("tensorboard:0"));
+    char *b = tony_follow_block(j, 1000000 + 75500, 200, false);
+    assert_string_equal(b, "tony: application_1_0001 RUNNING, attempt 1 (1 restart), 1m15s\n"
+                           "  ps          1 task: 1 RUNNING\n"
+                           "  worker      4 tasks: 2 FAILED [1, 3], 1 SUCCEEDED, 1 RUNNING\n"
+                           "  tensorboard 1 task: 1 READY\n"
+                           "  web page    http://h:1/\n"
+                           "  TensorBoard http://h:2/ (tensorboard:0)\n");
+    free(b);
+    json_decref(j);
+}
+
+static void test_block_final_state(void **state) {
+    (void)state;
+    json_t *j = job("FINISHED", "FAILED", 0);
+    json_object_set_new(j, "finished_ms", json_integer(1000000 + 3 * 3600000LL + 61000));
+    char *b = tony_follow_block(j, 1000000 + 9999999, 200, false);
+    /* the end's time, not now; no web page once the coordinator goes */
+    assert_non_null(strstr(b, "tony: application_1_0001 FINISHED FAILED, attempt 0, 3h01m01s\n"));
+    assert_null(strstr(b, "web page"));
+    free(b);
+    json_decref(j);
+}
+
+static void test_block_colours_and_cuts(void **state) {
+    (void)state;
+    json_t *j = job("RUNNING", "UNDEFINED", 0);
+    char *b = tony_follow_block(j, 1000000, 200, true);
+    assert_non_null(strstr(b, "2 \x1b[31mFAILED\x1b[0m [1, 3], 1 \x1b[32mSUCCEEDED\x1b[0m, 1 \x1b[36mRUNNING\x1b[0m\n"));
+    free(b);
+    /* 30 columns: "tony: application_1_0001 RUNN" and the colour reset */
+    b = tony_follow_block(j, 1000000, 29, true);
+    const char *first_nl = strchr(b, '\n');
+    assert_int_equal(first_nl - b, (long)strlen("tony: application_1_0001 \x1b[36mRUNN\x1b[0m"));
+    assert_memory_equal(b, "tony: application_1_0001 \x1b[36mRUNN\x1b[0m\n", first_nl - b + 1);
+    free(b);
+    b = tony_follow_block(j, 1000000, 29, false);
+    for (const char *line = b, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        assert_true(nl - line <= 29);
+    }
+    free(b);
+    json_decref(j);
+    /* a multi-byte character is kept whole or left out, never cut */
+    j = job("RUNNING", "UNDEFINED", 0);
+    json_object_set_new(j, "app_id", json_string("jöb"));
+    b = tony_follow_block(j, 1000000, 8, false);
+    assert_memory_equal(b, "tony: jö\n", 10);
+    free(b);
+    json_decref(j);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_block_counts_each_role),
+        cmocka_unit_test(test_block_final_state),
+        cmocka_unit_test(test_block_colours_and_cuts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
