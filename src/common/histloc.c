@@ -25,6 +25,9 @@ static bool has_dotdot(const char *path) {
     return false;
 }
 
+/* "key=value" for a config key, "--flag value" for a flag. */
+#define KV(key) (key), (key)[0] == '-' ? " " : "="
+
 static int parse_one(const char *key, const char *v, bool bare_is_hdfs, one *o, tony_error *err) {
     memset(o, 0, sizeof *o);
     const char *colon = strstr(v, "://");
@@ -33,28 +36,28 @@ static int parse_one(const char *key, const char *v, bool bare_is_hdfs, one *o, 
         const char *rest = colon + 3, *slash = strchr(rest, '/');
         if (slen == 4 && strncmp(v, "file", 4) == 0) {
             if (rest[0] != '/')
-                return tony_err(err, "%s=%s: a file URI names this machine's disk, file:///absolute/path", key, v);
+                return tony_err(err, "%s%s%s: a file URI names this machine's disk, file:///absolute/path", KV(key), v);
             o->fs = TONY_HISTLOC_LOCAL;
             o->path = tony_strdup(rest);
             o->authority = tony_strdup("");
             return 0;
         }
         if (!((slen == 4 && strncmp(v, "hdfs", 4) == 0) || (slen == 7 && strncmp(v, "webhdfs", 7) == 0)))
-            return tony_err(err, "%s=%s: history can be on HDFS (hdfs://NAMENODE/path, webhdfs://NAMENODE:HTTP_PORT/path, "
+            return tony_err(err, "%s%s%s: history can be on HDFS (hdfs://NAMENODE/path, webhdfs://NAMENODE:HTTP_PORT/path, "
                                  "or a bare /path on YARN) or on disk (file:///path), not %.*s://",
-                            key, v, (int)slen, v);
+                            KV(key), v, (int)slen, v);
         o->fs = v[0] == 'w' ? TONY_HISTLOC_WEBHDFS : TONY_HISTLOC_HDFS;
         if (!slash || !slash[1])
-            return tony_err(err, "%s=%s: no directory after the NameNode; write %.*s://%.*s/path/to/history", key, v,
+            return tony_err(err, "%s%s%s: no directory after the NameNode; write %.*s://%.*s/path/to/history", KV(key), v,
                             (int)slen, v, (int)(slash ? slash - rest : (long)strlen(rest)), rest);
         if (o->fs == TONY_HISTLOC_WEBHDFS && slash == rest)
-            return tony_err(err, "%s=%s: webhdfs:// needs the NameNode's web address, webhdfs://HOST:PORT/path", key, v);
+            return tony_err(err, "%s%s%s: webhdfs:// needs the NameNode's web address, webhdfs://HOST:PORT/path", KV(key), v);
         o->authority = tony_sprintf("%.*s", (int)(slash - rest), rest);
         o->path = tony_strdup(slash);
     } else if (bare_is_hdfs) {
         if (v[0] != '/')
-            return tony_err(err, "%s=%s: a history path on HDFS must be absolute (/path, or hdfs://NAMENODE/path)",
-                            key, v);
+            return tony_err(err, "%s%s%s: a history path on HDFS must be absolute (/path, or hdfs://NAMENODE/path)",
+                            KV(key), v);
         o->fs = TONY_HISTLOC_HDFS;
         o->authority = tony_strdup("");
         o->path = tony_strdup(v);
@@ -66,7 +69,7 @@ static int parse_one(const char *key, const char *v, bool bare_is_hdfs, one *o, 
     /* Trailing slashes would double up when dirs are joined below. */
     for (size_t n = strlen(o->path); n > 1 && o->path[n - 1] == '/'; n--) o->path[n - 1] = '\0';
     if (o->fs != TONY_HISTLOC_LOCAL && has_dotdot(o->path))
-        return tony_err(err, "%s=%s: '..' is not allowed in a path on HDFS", key, v);
+        return tony_err(err, "%s%s%s: '..' is not allowed in a path on HDFS", KV(key), v);
     return 0;
 }
 

@@ -29,8 +29,7 @@ static int h_mkdirs(void *ctx, const char *dir, tony_error *err) {
 
 static int h_put(void *ctx, const char *local, const char *path, tony_error *err) {
     hdfs_ctx *c = ctx;
-    tony_hdfs_status st;
-    return ready(c, err) ? -1 : tony_webhdfs_put(c->w, local, path, &st, err);
+    return ready(c, err) ? -1 : tony_webhdfs_put(c->w, local, path, NULL, err);
 }
 
 static int h_list(void *ctx, const char *dir, tony_strv *names, tony_error *err) {
@@ -57,7 +56,8 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
         return NULL;
     }
     hdfs_ctx *c = tony_xcalloc(1, sizeof *c);
-    c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs, user);
+    c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs,
+                               TONY_YARN_DEFAULT_FS_ENV " in the AM's environment", user);
     tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S);
     c->authority = tony_strdup(fs + strlen("hdfs://"));
     size_t n = strlen(c->authority);

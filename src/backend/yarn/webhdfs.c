@@ -40,8 +40,9 @@ tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user) {
     return w;
 }
 
-tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs, const char *user) {
-    tony_webhdfs *w = alloc(default_fs, from, user);
+tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs,
+                                  const char *default_fs_from, const char *user) {
+    tony_webhdfs *w = alloc(default_fs, default_fs_from, user);
     tony_split_csv(http_csv, &w->http);
     for (size_t i = 0; i < w->http.len; i++) {
         if (!strstr(w->http.items[i], "://")) {
@@ -101,6 +102,9 @@ static int call(tony_webhdfs *w, const char *method, const char *path, const cha
     tony_error herr;
     int rc = tony_http_call(method, url, NULL, strcmp(method, "GET") ? "" : NULL, w->timeout_ms, &r, &herr);
     free(url);
+    if (rc && !w->default_fs_from)
+        return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s): %s", nn_url(w),
+                        w->http_from.items[w->active], herr.msg);
     if (rc)
         return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s; fs.defaultFS %s from %s): %s", nn_url(w),
                         w->http_from.items[w->active], w->default_fs, w->default_fs_from, herr.msg);
@@ -134,7 +138,7 @@ static const long OK200[] = {200, 0};
 
 int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err) {
     tony_strv problems = {0};
-    if (!w->http.len) return tony_err(err, "no NameNode web address is known (fs.defaultFS %s from %s)", w->default_fs, w->default_fs_from);
+    if (!w->http.len) return tony_err(err, "no NameNode web address is known for %s", w->default_fs);
     for (size_t i = 0; i < w->http.len; i++) {
         w->active = i;
         json_t *j = NULL;
@@ -233,6 +237,7 @@ int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_
     }
     json_decref(j);
     if (rc) return -1;
+    if (!st) return 0;
     bool exists = false;
     if (tony_webhdfs_stat(w, path, st, &exists, err)) return -1;
     if (!exists) return tony_err(err, "uploaded %s to HDFS %s, but it is not there", local, path);

@@ -28,8 +28,10 @@ tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user);
 /* Without a Hadoop config: NameNode web addresses (comma list of
  * http://host:port or host:port), where they came from (for messages, e.g.
  * "--location" or "TONY_YARN_WEBHDFS in the AM's environment"), and the
- * fs.defaultFS they serve. */
-tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs, const char *user);
+ * fs.defaultFS they serve and where that came from (NULL: not told in
+ * messages). */
+tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs,
+                                  const char *default_fs_from, const char *user);
 void tony_webhdfs_free(tony_webhdfs *w);
 /* Limits of each NameNode call and of a transfer that moves nothing
  * (defaults 30 s and 120 s; the coordinator, which blocks its loop on
@@ -50,7 +52,8 @@ char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path);
 int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err);
 
 int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err);
-/* Uploads a local file (overwriting) and returns its status after close. */
+/* Uploads a local file (overwriting) and returns its status after close
+ * (one more call; st NULL: not asked). */
 int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err);
 /* *exists = false (and 0 returned) when path does not exist. */
 int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, bool *exists, tony_error *err);
