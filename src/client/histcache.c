@@ -91,6 +91,7 @@ static int sync_dir(const tony_hist_remote *r, const char *rdir, const char *ldi
     if (r->list(r->ctx, rdir, &es, &n, &missing, err)) return -1;
     if (exists) *exists = !missing;
     if (missing) {
+        tony_hdfs_entries_free(es, n);
         if (tony_file_exists(ldir) && tony_rm_rf(ldir, NULL) == 0) stats->removed++;
         return 0;
     }
