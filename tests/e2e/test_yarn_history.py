@@ -189,3 +189,22 @@ def test_unwritable_history_location_does_not_fail_the_job(yarn):
     assert len(warnings) == 1, am  # said once
     assert blocker in warnings[0] and "WARN" in warnings[0], warnings
     assert cluster.hdfs_status(blocker)["type"] == "FILE"
+
+
+def test_restarted_job_copies_history_when_an_attempt_ends(yarn):
+    cluster = yarn.cluster
+    loc = unique_location()
+    r = yarn.submit("--executes", 'if [ "$SESSION_ID" = 0 ]; then exit 3; fi; true',
+                    "--conf", "tony.worker.instances=1", "--conf", "tony.am.retry-count=1",
+                    "--conf", f"tony.history.location={loc}")
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+    am = am_stderr(cluster, app_id)
+    # at the start and when attempt 0 ended, then moved at the end
+    assert len(re.findall(r"history: copied to hdfs://\S+ in \d+ ms", am)) == 2, am
+    (job,) = finished_dirs(cluster, f"{loc}/finished")
+    metrics = json.loads(hdfs_read(cluster, f"{job}/metrics.json"))
+    assert [a["attempt"] for a in metrics["attempts"]] == [0, 1]
+    assert [t["state"] for t in metrics["attempts"][0]["tasks"]] == ["FAILED"]
+    log = hdfs_read(cluster, f"{job}/events.jsonl").decode()
+    assert '"type":"RESTART"' in log.replace(" ", "")
