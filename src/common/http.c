@@ -70,6 +70,16 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     return ret;
 }
 
+/* A file transfer has no overall limit (files can be large): it fails when
+ * it moves nothing for stall_s, or cannot connect within that (10 s at most). */
+static void transfer_limits(CURL *h, long stall_s) {
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, stall_s < 10 ? stall_s * 1000 : 10000L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+}
+
 int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err) {
     init_once();
     resp->status = 0;
@@ -99,11 +109,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, stall_s < 10 ? stall_s * 1000 : 10000L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    transfer_limits(h, stall_s);
     CURLcode rc = curl_easy_perform(h);
     int ret = 0;
     if (rc != CURLE_OK) {
@@ -131,11 +137,7 @@ int tony_http_get_file(const char *url, const char *path, long stall_s, long *st
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, stall_s < 10 ? stall_s * 1000 : 10000L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    transfer_limits(h, stall_s);
     CURLcode rc = curl_easy_perform(h);
     if (rc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
