@@ -4,6 +4,7 @@ WebHDFS with urllib, and the .jhist read back with fastavro), `tony history`
 and `tony portal` read it back through their local cache, a NameNode that
 does not answer or a location that does not exist is a clear error, and a
 location HDFS refuses costs the job nothing but a warning."""
+import io
 import json
 import re
 import shutil
@@ -13,6 +14,7 @@ import uuid
 import fastavro
 import pytest
 
+from conftest import wait_for
 from test_portal import Portal
 from test_yarn_jobs import role_cmd, yarn  # noqa: F401 (a fixture)
 
@@ -69,7 +71,7 @@ def test_history_written_to_hdfs_and_read_back(yarn, tmp_path):
     assert cluster.hdfs_list(f"{loc}/intermediate") == []
 
     # The .jhist, read by an independent Avro reader, is this job.
-    events = list(fastavro.reader(__import__("io").BytesIO(hdfs_read(cluster, f"{job}/{jhist[0]}"))))
+    events = list(fastavro.reader(io.BytesIO(hdfs_read(cluster, f"{job}/{jhist[0]}"))))
     types = [e["type"] for e in events]
     assert types[0] == "APPLICATION_INITED" and types[-1] == "APPLICATION_FINISHED", types
     assert events[0]["event"]["applicationId"] == app_id
@@ -208,3 +210,33 @@ def test_restarted_job_copies_history_when_an_attempt_ends(yarn):
     assert [t["state"] for t in metrics["attempts"][0]["tasks"]] == ["FAILED"]
     log = hdfs_read(cluster, f"{job}/events.jsonl").decode()
     assert '"type":"RESTART"' in log.replace(" ", "")
+
+
+def test_running_job_then_finished_through_the_cache(yarn):
+    cluster = yarn.cluster
+    loc = unique_location()
+    uri = f"hdfs://{loc}"
+    proc = yarn.popen_submit("--executes", "sleep 6", "--conf", "tony.worker.instances=1",
+                             "--conf", f"tony.history.location={loc}")
+    try:
+        wait_for(lambda: any(n.endswith(".jhist.inprogress") for app in cluster.hdfs_list(f"{loc}/intermediate")
+                             for n in cluster.hdfs_list(f"{loc}/intermediate/{app}")),
+                 timeout=90, what="the coordinator's first copy in HDFS")
+        h = yarn.tony.run("history", "--location", uri, "--json")
+        assert h.rc == 0, h
+        (job,) = json.loads(h.out)["jobs"]
+        assert (job["status"], job["in_progress"]) == ("RUNNING", True), job
+        assert "/intermediate/" in job["dir"]
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, (out, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    h = yarn.tony.run("history", "--location", uri, "--json")
+    listing = json.loads(h.out)
+    (done,) = listing["jobs"]
+    assert (done["app_id"], done["status"]) == (job["app_id"], "SUCCEEDED"), listing
+    # the running copy left the cache with the job's move in HDFS
+    assert listing["cache"]["removed"] >= 1, listing
+    assert not list((yarn.tony.home / "history-cache").glob("**/intermediate/application_*"))
