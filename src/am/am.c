@@ -351,6 +351,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->job_dir = tony_abspath(o->job_dir);
     am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
     am->on_cluster = o->yarn;
+    am->history_mirror = o->history_mirror;
     am->self_exe = self_exe();
     am->started_ms = am_now_ms();
     am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;

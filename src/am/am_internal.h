@@ -73,6 +73,8 @@ typedef struct tony_am {
      * job.tasks). */
     am_events *events;
     am_history *history;
+    const tony_am_history_mirror *history_mirror; /* the backend's (HDFS), or NULL */
+    tony_jhist_dirs history_remote;               /* the mirror's dirs, when used */
     am_metrics **metrics;
     size_t nmetrics;
     am_logfetch *logfetches; /* log reads from NodeManagers in flight */

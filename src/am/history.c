@@ -1,6 +1,7 @@
 /* The history directory's life: created at start, written as events come,
- * renamed and moved once when the job ends. Failing to write history never
- * fails a job: callers log the error and carry on without it. */
+ * renamed and moved once when the job ends, and copied to a mirror (HDFS)
+ * at those moments. Failing to write history never fails a job: callers log
+ * the error and carry on without it. */
 #include "am/history.h"
 
 #include <ctype.h>
@@ -11,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "am/am_internal.h"
 #include "common/fs.h"
+#include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -19,6 +22,11 @@ struct am_history {
     char *app_id, *user, *dir, *file, *finished_root;
     long long start_ms;
     tony_jhist_writer *writer;
+    const tony_am_history_mirror *mirror; /* NULL once it failed */
+    char *remote_dir;                     /* the job's dir on the mirror */
+    char *remote_finished;                /* the mirror's finished root */
+    char *inprogress_name;                /* our file's name on the mirror while running */
+    bool remote_ready;                    /* remote_dir made and tony-final.xml copied */
 };
 
 char *am_history_user(void) {
@@ -29,30 +37,28 @@ char *am_history_user(void) {
     return u;
 }
 
-am_history *am_history_new(const tony_conf *conf, const char *conf_path, const char *local_root, const char *app_id,
-                           long long start_ms, tony_error *err) {
-    tony_jhist_dirs d;
-    tony_jhist_dirs_resolve(tony_conf_get(conf, "tony.history.location"), tony_conf_get(conf, "tony.history.intermediate"),
-                            tony_conf_get(conf, "tony.history.finished"), local_root, &d);
-    const char *tz = tony_conf_get(conf, "tony.history.finished-dir-timezone");
-    if (tz && *tz && strcmp(tz, "UTC") != 0 && strcmp(tz, "GMT") != 0)
-        tony_warn("tony.history.finished-dir-timezone=%s: only UTC is supported; finished/yyyy/mm/dd uses UTC", tz);
+am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_mirror *mirror,
+                           const tony_jhist_dirs *remote, const char *conf_path, const char *app_id, long long start_ms,
+                           tony_error *err) {
     am_history *h = tony_xcalloc(1, sizeof *h);
     h->app_id = tony_strdup(app_id);
     h->user = am_history_user();
     h->start_ms = start_ms;
-    h->finished_root = tony_strdup(d.finished);
-    h->dir = tony_path_join(d.intermediate, app_id);
-    char *name = tony_jhist_inprogress_name(app_id, start_ms, h->user);
-    h->file = tony_path_join(h->dir, name);
-    free(name);
-    char *conf_copy = tony_path_join(h->dir, "tony-final.xml");
-    int rc = tony_mkdir_p(d.finished, 0770, err);
+    h->finished_root = tony_strdup(local->finished);
+    h->dir = tony_path_join(local->intermediate, app_id);
+    h->inprogress_name = tony_jhist_inprogress_name(app_id, start_ms, h->user);
+    h->file = tony_path_join(h->dir, h->inprogress_name);
+    if (mirror) {
+        h->mirror = mirror;
+        h->remote_dir = tony_path_join(remote->intermediate, app_id);
+        h->remote_finished = tony_strdup(remote->finished);
+    }
+    char *conf_copy = tony_path_join(h->dir, TONY_JOBDIR_CONF);
+    int rc = tony_mkdir_p(local->finished, 0770, err);
     if (rc == 0) rc = tony_mkdir_p(h->dir, 0770, err);
     if (rc == 0) rc = tony_copy_file(conf_path, conf_copy, err);
     if (rc == 0) h->writer = tony_jhist_writer_new(h->file, err);
     free(conf_copy);
-    tony_jhist_dirs_free(&d);
     if (!h->writer) {
         tony_err_wrap(err, "job history is not written (tony.history.location)");
         am_history_free(h);
@@ -69,12 +75,89 @@ void am_history_free(am_history *h) {
     free(h->dir);
     free(h->file);
     free(h->finished_root);
+    free(h->remote_dir);
+    free(h->remote_finished);
+    free(h->inprogress_name);
     free(h);
 }
 
 const char *am_history_dir(const am_history *h) { return h->dir; }
 const char *am_history_file(const am_history *h) { return h->file; }
 tony_jhist_writer *am_history_writer(am_history *h) { return h->writer; }
+
+char *am_history_where(const am_history *h) {
+    if (h->mirror) return tony_sprintf("hdfs://%s%s", h->mirror->authority, h->remote_dir);
+    return tony_strdup(h->dir);
+}
+
+static void mirror_failed(am_history *h, const tony_error *err) {
+    tony_warn("history: not copied to HDFS any more: %s. It stays in the coordinator's container (%s), which YARN "
+              "deletes after the job", err->msg, h->dir);
+    h->mirror = NULL;
+}
+
+/* Copies the named files of the local job dir that exist into remote_dir. */
+static int put_files(am_history *h, const char *remote_dir, const char *const *names, size_t n, tony_error *err) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *local = tony_path_join(h->dir, names[i]), *remote = tony_path_join(remote_dir, names[i]);
+        if (tony_file_exists(local)) rc = h->mirror->put(h->mirror->ctx, local, remote, err);
+        free(local);
+        free(remote);
+    }
+    return rc;
+}
+
+void am_history_sync(am_history *h) {
+    if (!h->mirror || !h->writer) return;
+    long long t0 = am_now_ms();
+    tony_error err;
+    const char *names[] = {TONY_JOBDIR_CONF, tony_basename(h->file), TONY_JHIST_EVENTS_LOG, TONY_JHIST_METRICS};
+    size_t skip = h->remote_ready ? 1 : 0; /* tony-final.xml does not change */
+    int rc = h->remote_ready ? 0 : h->mirror->mkdirs(h->mirror->ctx, h->remote_dir, &err);
+    if (rc == 0) rc = put_files(h, h->remote_dir, names + skip, sizeof names / sizeof *names - skip, &err);
+    if (rc) {
+        mirror_failed(h, &err);
+        return;
+    }
+    h->remote_ready = true;
+    tony_info("history: copied to hdfs://%s%s in %lld ms", h->mirror->authority, h->remote_dir, am_now_ms() - t0);
+}
+
+/* The mirror's side of finishing: our files into the finished dir, the
+ * .jhist files earlier coordinators of the job left (a YARN AM retry) moved
+ * beside them, the intermediate dir removed. */
+static void finish_remote(am_history *h, long long end_ms) {
+    long long t0 = am_now_ms();
+    const tony_am_history_mirror *m = h->mirror;
+    char *target = tony_jhist_finished_dir(h->remote_finished, end_ms, h->app_id);
+    const char *names[] = {tony_basename(h->file), TONY_JOBDIR_CONF, TONY_JHIST_EVENTS_LOG, TONY_JHIST_METRICS};
+    tony_error err;
+    tony_strv left = {0};
+    int rc = m->mkdirs(m->ctx, target, &err);
+    if (rc == 0) rc = put_files(h, target, names, sizeof names / sizeof *names, &err);
+    if (rc == 0 && h->remote_ready) rc = m->list(m->ctx, h->remote_dir, &left, &err);
+    for (size_t i = 0; rc == 0 && i < left.len; i++) {
+        const char *n = left.items[i];
+        if (strcmp(n, h->inprogress_name) == 0 ||
+            !(tony_str_ends_with(n, TONY_JHIST_SUFFIX) || tony_str_ends_with(n, TONY_JHIST_INPROGRESS_SUFFIX)))
+            continue;
+        char *from = tony_path_join(h->remote_dir, n), *to = tony_path_join(target, n);
+        rc = m->rename(m->ctx, from, to, &err);
+        free(from);
+        free(to);
+    }
+    if (rc == 0 && h->remote_ready) rc = m->remove(m->ctx, h->remote_dir, &err);
+    tony_strv_free(&left);
+    if (rc) {
+        mirror_failed(h, &err);
+        free(target);
+        return;
+    }
+    free(h->remote_dir);
+    h->remote_dir = target;
+    tony_info("history: moved to hdfs://%s%s in %lld ms", m->authority, target, am_now_ms() - t0);
+}
 
 /* rename(2), or copy and delete when the trees are on different file
  * systems (an NFS finished dir, say). */
@@ -133,6 +216,7 @@ int am_history_finish(am_history *h, long long end_ms, const char *status, tony_
         h->file = f;
         free(h->dir);
         h->dir = target;
+        if (h->mirror) finish_remote(h, end_ms);
     } else {
         free(target);
     }

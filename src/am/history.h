@@ -3,30 +3,46 @@
  * <appId>-<startMs>-<user>.jhist.inprogress and our event log events.jsonl;
  * at the end the file is renamed <appId>-<startMs>-<endMs>-<user>-<STATUS>.jhist
  * and the directory moved to <finished>/yyyy/mm/dd/<appId>/ (TonY leaves that
- * move to its portal's HistoryFileMover). */
+ * move to its portal's HistoryFileMover). With a mirror (HDFS on YARN) the
+ * same tree is kept in the coordinator's work dir and copied to the
+ * mirror's dirs when the job starts, when an attempt ends and at the end. */
 #ifndef TONY_AM_HISTORY_H
 #define TONY_AM_HISTORY_H
 
+#include "am/am.h"
 #include "common/error.h"
 #include "common/jhist.h"
 #include "conf/conf.h"
 
 typedef struct am_history am_history;
 
-/* Creates the directories when missing (TonY writes only when intermediate/
- * already exists), copies conf_path in as tony-final.xml and opens the event
- * file. local_root: the tony root that holds the default location. */
-am_history *am_history_new(const tony_conf *conf, const char *conf_path, const char *local_root, const char *app_id,
-                           long long start_ms, tony_error *err);
+/* Creates the directories of `local` when missing (TonY writes only when
+ * intermediate/ already exists), copies conf_path in as tony-final.xml and
+ * opens the event file. mirror (may be NULL) and its dirs `remote`: where
+ * the tree is copied; the caller keeps both alive. */
+am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_mirror *mirror,
+                           const tony_jhist_dirs *remote, const char *conf_path, const char *app_id, long long start_ms,
+                           tony_error *err);
 void am_history_free(am_history *h);
 /* The job's history directory (changes when am_history_finish moves it). */
 const char *am_history_dir(const am_history *h);
 const char *am_history_file(const am_history *h);
 /* The writer of the .jhist file, NULL after finishing. */
 tony_jhist_writer *am_history_writer(am_history *h);
+/* Copies the job's files as they are now to the mirror's intermediate dir
+ * (tony-final.xml the first time). History is best effort: the first
+ * failure is logged and the mirror is not used again. */
+void am_history_sync(am_history *h);
 /* Closes the event file, renames it for status and moves the directory to
- * the finished tree. */
+ * the finished tree, then on the mirror: the files to
+ * <finished>/yyyy/mm/dd/<appId>/ (with the .jhist files of earlier
+ * coordinators of the job), and <intermediate>/<appId>/ removed. A mirror
+ * failure is logged, not returned. */
 int am_history_finish(am_history *h, long long end_ms, const char *status, tony_error *err);
+/* Where the history is for people: the mirror's hdfs:// URI of the job dir
+ * (the finished one after am_history_finish), else the local dir.
+ * malloc'ed. */
+char *am_history_where(const am_history *h);
 /* The user history files are named after: the login name, lower-cased as
  * TonY's portal expects. malloc'ed. */
 char *am_history_user(void);

@@ -8,6 +8,7 @@
 
 #include "am/am_internal.h"
 #include "common/fs.h"
+#include "common/histloc.h"
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
@@ -42,31 +43,80 @@ static void app_inited(tony_am *am) {
     if (writer(am) &&
         tony_jhist_application_inited(writer(am), wall_now(am), am->app_id, n, am->host, NULL, &err))
         history_failed(am, &err);
+    /* The mirror's first copy: the job's start is in the .jhist now. */
+    if (am->history && am->job.attempt == 0) am_history_sync(am->history);
+}
+
+/* Where the history goes (histloc.h): local (or shared) disk, or HDFS
+ * through the backend's mirror with the files kept in our job dir. Fills
+ * *local (and am->history_remote); false when history is not written. */
+static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) {
+    const char *loc = tony_conf_get(am->conf, "tony.history.location");
+    const char *inter = tony_conf_get(am->conf, "tony.history.intermediate");
+    const char *fin = tony_conf_get(am->conf, "tony.history.finished");
+    if (am->on_cluster && !tony_histloc_configured(loc) && !tony_histloc_configured(inter) &&
+        !tony_histloc_configured(fin)) {
+        /* A node's local disk is no place for a cluster job's history. */
+        tony_info("history: not written; set tony.history.location to a directory on HDFS (/path or hdfs://...) or "
+                  "one the coordinator's nodes share (file:///path)");
+        return false;
+    }
+    tony_histloc hl;
+    tony_error err;
+    if (tony_histloc_resolve(loc, inter, fin, "tony.history.location", am->on_cluster, root, &hl, &err)) {
+        tony_warn("history: not written: %s", err.msg);
+        return false;
+    }
+    const tony_am_history_mirror *m = am->history_mirror;
+    char *where = tony_histloc_uri(&hl, hl.dirs.intermediate);
+    bool ok = true;
+    if (hl.fs == TONY_HISTLOC_LOCAL) {
+        *local = hl.dirs;
+        memset(&hl.dirs, 0, sizeof hl.dirs);
+    } else if (!m) {
+        tony_warn("history: not written: %s is on HDFS, which only the yarn backend's coordinator writes; give a "
+                  "local directory (file:///path) in tony.history.location", where);
+        ok = false;
+    } else if (hl.fs == TONY_HISTLOC_WEBHDFS || (*hl.authority && strcmp(hl.authority, m->authority) != 0)) {
+        tony_warn("history: not written: %s is not on the cluster's default file system hdfs://%s (fs.defaultFS); "
+                  "use hdfs://%s/path or a bare /path in tony.history.location", where, m->authority, m->authority);
+        ok = false;
+    } else {
+        am->history_remote = hl.dirs;
+        memset(&hl.dirs, 0, sizeof hl.dirs);
+        tony_jhist_dirs_resolve(NULL, NULL, NULL, am->job_dir, local);
+    }
+    free(where);
+    tony_histloc_free(&hl);
+    return ok;
 }
 
 void am_record_start(tony_am *am) {
     am->events = am_events_new(AM_EVENTS_KEEP);
     metrics_reset(am);
-    const char *local_root = tony_conf_get(am->conf, "tony.local.root");
-    char *root = tony_jobs_root(local_root);
-    const char *location = tony_conf_get(am->conf, "tony.history.location");
-    if (am->on_cluster && !(location && *location)) {
-        /* A node's local disk is no place for a cluster job's history. */
-        tony_info("history: not written; set tony.history.location to a directory the coordinator's nodes share");
-        free(root);
-        return;
+    char *root = tony_jobs_root(tony_conf_get(am->conf, "tony.local.root"));
+    const char *tz = tony_conf_get(am->conf, "tony.history.finished-dir-timezone");
+    if (tz && *tz && strcmp(tz, "UTC") != 0 && strcmp(tz, "GMT") != 0)
+        tony_warn("tony.history.finished-dir-timezone=%s: only UTC is supported; finished/yyyy/mm/dd uses UTC", tz);
+    tony_jhist_dirs local = {0};
+    if (history_dirs(am, root, &local)) {
+        char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
+        tony_error err;
+        bool remote = am->history_remote.intermediate != NULL;
+        am->history = am_history_new(&local, remote ? am->history_mirror : NULL, &am->history_remote, conf_path,
+                                     am->app_id, am_wall_ms(am, am->started_ms), &err);
+        if (!am->history) tony_warn("%s", err.msg);
+        else {
+            char *log = tony_path_join(am_history_dir(am->history), TONY_JHIST_EVENTS_LOG);
+            if (am_events_open_log(am->events, log, &err)) tony_warn("%s", err.msg);
+            free(log);
+            char *where = am_history_where(am->history);
+            tony_info("history: %s%s", where, remote ? " (copied from the coordinator's work dir)" : "");
+            free(where);
+        }
+        free(conf_path);
+        tony_jhist_dirs_free(&local);
     }
-    char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
-    tony_error err;
-    am->history = am_history_new(am->conf, conf_path, root, am->app_id, am_wall_ms(am, am->started_ms), &err);
-    if (!am->history) tony_warn("%s", err.msg);
-    else {
-        char *log = tony_path_join(am_history_dir(am->history), TONY_JHIST_EVENTS_LOG);
-        if (am_events_open_log(am->events, log, &err)) tony_warn("%s", err.msg);
-        free(log);
-        tony_info("history: %s", am_history_file(am->history));
-    }
-    free(conf_path);
     free(root);
     if (am->plan.single_node) app_inited(am);
 }
@@ -189,6 +239,7 @@ static void write_metrics(tony_am *am) {
 void am_record_restart(tony_am *am) {
     if (!am->events) return;
     write_metrics(am);
+    if (am->history) am_history_sync(am->history);
     am_events_add(am->events, wall_now(am), "RESTART", NULL, am->job.attempt,
                   "attempt %d failed (%s); restarting the job, %d restart(s) left", am->job.attempt,
                   am->job.attempt_diagnostics ? am->job.attempt_diagnostics : "", am->retries_left);
@@ -215,11 +266,16 @@ void am_record_finish(tony_am *am) {
     if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
         history_failed(am, &err);
     if (am->history && am_history_finish(am->history, am_wall_ms(am, am->finished_ms), status, &err)) history_failed(am, &err);
-    else if (am->history) tony_info("history: %s", am_history_file(am->history));
+    else if (am->history) {
+        char *where = am_history_where(am->history);
+        tony_info("history: %s/%s", where, tony_basename(am_history_file(am->history)));
+        free(where);
+    }
 }
 
 void am_record_free(tony_am *am) {
     am_history_free(am->history);
+    tony_jhist_dirs_free(&am->history_remote);
     am_events_free(am->events);
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);

@@ -1,7 +1,8 @@
 /* `tony history`: past jobs from the history tree TonY's portal reads
  * (finished/yyyy/mm/dd/<appId>/ and intermediate/<appId>/), newest first,
  * and one job's events, per-task metrics and right-sizing advice. Works
- * from the files alone: no coordinator, no job dir needed. */
+ * from the files alone: no coordinator, no job dir needed; a tree on HDFS
+ * is read through the local cache (histcache.h). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "client/args.h"
 #include "client/client.h"
+#include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
 #include "common/jhist.h"
@@ -67,7 +69,7 @@ static const char *metric_text(const json_t *metrics, const char *name, bool byt
     return buf;
 }
 
-static void print_job(const json_t *o) {
+static void print_job(const json_t *o, const tony_hist_source *src) {
     char b1[64], b2[64], b3[64], b4[64], b5[64];
     printf("job %s: %s, user %s, started %s, ended %s, took %s\n", json_string_value(json_object_get(o, "app_id")),
            json_string_value(json_object_get(o, "status")), json_string_value(json_object_get(o, "user")),
@@ -76,7 +78,9 @@ static void print_job(const json_t *o) {
            duration(json_is_integer(json_object_get(o, "duration_ms")) ? json_integer_value(json_object_get(o, "duration_ms")) : -1,
                     b3, sizeof b3));
     const char *file = json_string_value(json_object_get(o, "file"));
-    printf("history: %s\n\nevents:\n", file ? file : json_string_value(json_object_get(o, "dir")));
+    char *shown = tony_hist_source_shown_path(src, file ? file : json_string_value(json_object_get(o, "dir")));
+    printf("history: %s\n\nevents:\n", shown);
+    free(shown);
     json_t *log = json_object_get(o, "log");
     size_t i;
     json_t *ev;
@@ -111,27 +115,29 @@ static void print_job(const json_t *o) {
 
 /* Prints what the files hold; says on stderr what they lack. Exit 3 when
  * there is nothing to show at all. */
-static int show_job(const tony_hist_job *j, bool as_json) {
+static int show_job(const tony_hist_job *j, bool as_json, const tony_hist_source *src) {
     json_t *o = tony_hist_job_detail(j, 0);
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(o, "problems"), i, p) fprintf(stderr, "tony: warning: %s\n", json_string_value(p));
     bool empty = !json_array_size(json_object_get(o, "events")) && !json_array_size(json_object_get(o, "log"));
     if (empty) {
-        fprintf(stderr, "tony: error: job %s: no events could be read from %s\n", j->meta.app_id, j->dir);
+        char *shown = tony_hist_source_shown_path(src, j->dir);
+        fprintf(stderr, "tony: error: job %s: no events could be read from %s\n", j->meta.app_id, shown);
+        free(shown);
     } else if (as_json) {
         json_dumpf(o, stdout, JSON_INDENT(2));
         printf("\n");
     } else {
-        print_job(o);
+        print_job(o, src);
     }
     json_decref(o);
     return empty ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_OK;
 }
 
-static void print_list(const tony_hist_list *l, const tony_jhist_dirs *d) {
+static void print_list(const tony_hist_list *l, const char *location) {
     if (!l->len) {
-        printf("no jobs in history under %s\n", d->location);
+        printf("no jobs in history under %s\n", location);
         return;
     }
     printf("%-32s %-12s %-19s  %-19s  %-9s %s\n", "APP ID", "USER", "STARTED", "COMPLETED", "DURATION", "STATUS");
@@ -146,12 +152,13 @@ static void print_list(const tony_hist_list *l, const tony_jhist_dirs *d) {
 
 int tony_cmd_history(int argc, char **argv) {
     tony_opt opts[] = {{"json", NULL, false, false, "print JSON", false, {0}},
-                       {"location", NULL, true, false, "history root (default tony.history.location, else <tony root>/history)",
+                       {"location", NULL, true, false, "history root: a directory, hdfs://NAMENODE/path or webhdfs://NAMENODE:HTTP_PORT/path "
+                        "(default tony.history.location, else <tony root>/history)",
                         false, {0}},
                        {"root", NULL, true, false, "tony root (default $TONY_HOME or ~/.tony)", false, {0}},
                        {"help", "h", false, false, "show this help", false, {0}},
                        {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony history [APP_ID] [--json] [--location DIR]";
+    const char *usage = "usage: tony history [APP_ID] [--json] [--location DIR|hdfs://NAMENODE/DIR]";
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
@@ -168,40 +175,53 @@ int tony_cmd_history(int argc, char **argv) {
     }
     const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
     char *root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
-    tony_jhist_dirs d;
-    tony_hist_dirs_from(conf, loc, root, &d);
+    tony_hist_source src;
+    tony_hist_sync_stats sync;
+    int rc = tony_hist_source_open(&src, conf, loc, root, &err);
     free(root);
-    if (loc && !tony_is_dir(loc)) {
-        fprintf(stderr, "tony: error: --location %s: no such directory\n", loc);
-        code = TONY_EXIT_USAGE;
-        tony_jhist_dirs_free(&d);
+    if (rc == 0) rc = tony_hist_source_refresh(&src, &sync, &err);
+    if (rc) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        code = src.unreachable ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
+        tony_hist_source_free(&src);
         goto out;
     }
+    if (loc && !tony_hist_source_remote(&src) && !tony_is_dir(loc)) {
+        fprintf(stderr, "tony: error: --location %s: no such directory (HDFS: hdfs://NAMENODE/path or "
+                        "webhdfs://NAMENODE:HTTP_PORT/path)\n", loc);
+        code = TONY_EXIT_USAGE;
+        tony_hist_source_free(&src);
+        goto out;
+    }
+    const tony_jhist_dirs *d = &src.scan;
     tony_hist_list l = {0};
-    tony_hist_scan(&d, &l);
+    tony_hist_scan(d, &l);
     bool as_json = tony_args_get(opts, "json")->seen;
     if (pos.len == 1) {
         const tony_hist_job *found = tony_hist_find(&l, pos.items[0]);
         if (found) {
-            code = show_job(found, as_json);
+            code = show_job(found, as_json, &src);
         } else {
             fprintf(stderr, "tony: error: no job %s in the history under %s or %s (see tony.history.location, "
-                            "--location)\n", pos.items[0], d.finished, d.intermediate);
+                            "--location)\n", pos.items[0], src.shown_finished, src.shown_intermediate);
             code = TONY_EXIT_USAGE;
         }
     } else if (as_json) {
         json_t *jobs = json_array();
         for (size_t i = 0; i < l.len; i++) json_array_append_new(jobs, tony_hist_job_json(&l.items[i]));
-        json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "location", d.location, "intermediate", d.intermediate, "finished",
-                              d.finished, "jobs", jobs);
+        json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "location", src.shown, "intermediate", src.shown_intermediate,
+                              "finished", src.shown_finished, "jobs", jobs);
+        if (tony_hist_source_remote(&src))
+            json_object_set_new(o, "cache", json_pack("{s:s,s:i,s:i,s:i}", "dir", d->location, "listed", sync.listed,
+                                                      "downloaded", sync.downloaded, "removed", sync.removed));
         json_dumpf(o, stdout, JSON_INDENT(2));
         printf("\n");
         json_decref(o);
     } else {
-        print_list(&l, &d);
+        print_list(&l, src.shown);
     }
     tony_hist_list_free(&l);
-    tony_jhist_dirs_free(&d);
+    tony_hist_source_free(&src);
 out:
     tony_conf_free(conf);
     tony_strv_free(&pos);

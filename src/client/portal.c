@@ -2,7 +2,9 @@
  * (web/portal.html, embedded) and a JSON API over the history tree: the job
  * list, one job's events, config, tasks, metric series and local logs. Every
  * request rescans the tree (a readdir per directory), so new jobs show up
- * at once; what each job's tony-final.xml says is kept until it changes. */
+ * at once; what each job's tony-final.xml says is kept until it changes. A
+ * tree on HDFS is read from its local cache (histcache.h), synced on a job
+ * list request at most every PORTAL_SYNC_MS. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -23,6 +25,7 @@
 #include "am/webui.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
 #include "common/jhist.h"
@@ -33,13 +36,18 @@
 /* The most of a log one answer carries: a longer log is shown from its
  * tail unless an offset is asked for. */
 #define PORTAL_LOG_MAX (8 * 1024 * 1024)
+/* The least time between two syncs of an HDFS tree's cache: a sync is a
+ * few WebHDFS listings on the portal's one thread. */
+#define PORTAL_SYNC_MS 3000
 /* TonY's portal port (tony.https.port). */
 #define PORTAL_DEFAULT_PORT 19886
 
 typedef struct portal {
     struct event_base *base;
     struct evhttp *http;
-    tony_jhist_dirs dirs;
+    tony_hist_source src; /* src.scan: the local tree (or the HDFS tree's cache) */
+    long long synced_ms;  /* the last sync of a remote tree */
+    char *sync_problem;   /* why the last sync failed, NULL when it did not */
     char *root; /* the tony root: where the local backend kept the jobs' logs */
     /* tony-final.xml path -> {"mtime_ns","size","facts"|"error"}; rebuilt
      * on each scan so that it holds only jobs still there. */
@@ -114,10 +122,24 @@ static json_t *facts_for(portal *p, json_t *fresh, const tony_hist_job *j) {
     return e;
 }
 
+/* A remote tree's cache brought up to date, unless it was moments ago; a
+ * failure leaves the cache as it was and is reported with the list. */
+static void sync_remote(portal *p) {
+    if (!tony_hist_source_remote(&p->src) || now_ms() - p->synced_ms < PORTAL_SYNC_MS) return;
+    tony_error err;
+    free(p->sync_problem);
+    p->sync_problem = NULL;
+    if (tony_hist_source_refresh(&p->src, NULL, &err))
+        p->sync_problem = tony_sprintf("showing the copy from the last good sync: %s", err.msg);
+    p->synced_ms = now_ms();
+}
+
 /* GET /v1/jobs */
 static void serve_jobs(portal *p, struct evhttp_request *req) {
     tony_hist_list l = {0};
-    tony_hist_scan(&p->dirs, &l);
+    sync_remote(p);
+    const tony_jhist_dirs *d = &p->src.scan;
+    tony_hist_scan(d, &l);
     json_t *jobs = json_array(), *fresh = json_object();
     for (size_t i = 0; i < l.len; i++) {
         const tony_hist_job *j = &l.items[i];
@@ -133,12 +155,15 @@ static void serve_jobs(portal *p, struct evhttp_request *req) {
     }
     json_decref(p->facts);
     p->facts = fresh;
-    json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:o}", "location", p->dirs.location, "finished", p->dirs.finished,
-                             "intermediate", p->dirs.intermediate, "scanned_ms", (json_int_t)now_ms(), "jobs", jobs);
+    json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:o}", "location", p->src.shown, "finished", p->src.shown_finished,
+                             "intermediate", p->src.shown_intermediate, "scanned_ms", (json_int_t)now_ms(), "jobs", jobs);
+    if (tony_hist_source_remote(&p->src))
+        json_object_set_new(body, "cache", json_pack("{s:s,s:I}", "dir", d->location, "synced_ms", (json_int_t)p->synced_ms));
     json_t *problems = json_array();
-    if (!tony_is_dir(p->dirs.finished) && !tony_is_dir(p->dirs.intermediate))
+    if (p->sync_problem) json_array_append_new(problems, json_string(p->sync_problem));
+    else if (!tony_is_dir(d->finished) && !tony_is_dir(d->intermediate))
         json_array_append_new(problems, json_sprintf("neither %s nor %s exists: no job has written history here yet",
-                                                     p->dirs.finished, p->dirs.intermediate));
+                                                     p->src.shown_finished, p->src.shown_intermediate));
     json_object_set_new(body, "problems", problems);
     reply_json(req, 200, body);
     tony_hist_list_free(&l);
@@ -225,11 +250,11 @@ static int lookup(portal *p, struct evhttp_request *req, const char *app_id, ton
         reply_error(req, 400, "not an app id: use letters, digits, '_', '-' and '.' (e.g. application_1_0001)");
         return -1;
     }
-    tony_hist_scan(&p->dirs, l);
+    tony_hist_scan(&p->src.scan, l);
     *j = tony_hist_find(l, app_id);
     if (!*j) {
-        reply_error(req, 404, "no job %s in the history under %s or %s", app_id, p->dirs.finished,
-                    p->dirs.intermediate);
+        reply_error(req, 404, "no job %s in the history under %s or %s", app_id, p->src.shown_finished,
+                    p->src.shown_intermediate);
         return -1;
     }
     return 0;
@@ -499,7 +524,7 @@ static int serve(portal *p, const char *host, int port) {
     } else {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
     }
-    printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->dirs.location);
+    printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
     fflush(stdout);
     event_base_dispatch(p->base);
     event_free(sigint);
@@ -511,7 +536,9 @@ static int serve(portal *p, const char *host, int port) {
 
 int tony_cmd_portal(int argc, char **argv) {
     tony_opt opts[] = {
-        {"location", NULL, true, false, "history root (default tony.history.location, else <tony root>/history)",
+        {"location", NULL, true, false,
+         "history root: a directory, hdfs://NAMENODE/path or webhdfs://NAMENODE:HTTP_PORT/path (default "
+         "tony.history.location, else <tony root>/history)",
          false, {0}},
         {"port", NULL, true, false, "port to listen on (default 19886, TonY's; 0: any free port)", false, {0}},
         {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
@@ -520,7 +547,7 @@ int tony_cmd_portal(int argc, char **argv) {
          {0}},
         {"help", "h", false, false, "show this help", false, {0}},
         {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony portal [--location DIR] [--port N] [--host ADDR]";
+    const char *usage = "usage: tony portal [--location DIR|hdfs://NAMENODE/DIR] [--port N] [--host ADDR]";
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
@@ -554,15 +581,22 @@ int tony_cmd_portal(int argc, char **argv) {
     }
     const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
     p.root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
-    tony_hist_dirs_from(conf, loc, p.root, &p.dirs);
-    if (!tony_is_dir(p.dirs.location)) {
-        fprintf(stderr, "tony: error: %s%s: no such directory; give the history root with --location (jobs write "
-                        "it under tony.history.location, by default <tony root>/history)\n",
-                loc ? "--location " : "history location ", p.dirs.location);
+    if (tony_hist_source_open(&p.src, conf, loc, p.root, &err) || tony_hist_source_refresh(&p.src, NULL, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        if (p.src.unreachable) code = TONY_EXIT_UNAVAILABLE;
         goto out;
     }
-    if (access(p.dirs.location, R_OK | X_OK)) {
-        fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", p.dirs.location, strerror(errno));
+    p.synced_ms = now_ms();
+    const char *where = p.src.scan.location;
+    if (!tony_hist_source_remote(&p.src) && !tony_is_dir(where)) {
+        fprintf(stderr, "tony: error: %s%s: no such directory; give the history root with --location (a directory, "
+                        "hdfs://NAMENODE/path or webhdfs://NAMENODE:HTTP_PORT/path; jobs write it under "
+                        "tony.history.location, by default <tony root>/history)\n",
+                loc ? "--location " : "history location ", where);
+        goto out;
+    }
+    if (!tony_hist_source_remote(&p.src) && access(where, R_OK | X_OK)) {
+        fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", where, strerror(errno));
         goto out;
     }
     p.facts = json_object();
@@ -570,7 +604,8 @@ int tony_cmd_portal(int argc, char **argv) {
 out:
     json_decref(p.facts);
     free(p.root);
-    if (p.dirs.location) tony_jhist_dirs_free(&p.dirs);
+    tony_hist_source_free(&p.src);
+    free(p.sync_problem);
     tony_conf_free(conf);
     tony_strv_free(&pos);
     tony_args_free(opts);

@@ -11,6 +11,7 @@
 
 #include "backend/yarn/cluster_check.h"
 #include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
 #include "client/client.h"
@@ -87,7 +88,7 @@ static json_t *local_resource(const char *uri, long long size, long long ts) {
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
-                          const char *secret) {
+                          const char *secret, const tony_hadoop_conf *h, const char *user) {
     json_t *res = json_array();
     size_t i;
     json_t *f;
@@ -100,14 +101,21 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     }
     json_array_append_new(res, json_pack("{s:s, s:o}", "key", TONY_YARN_MANIFEST, "value",
                                          local_resource(manifest_uri, manifest_st->length, manifest_st->mtime_ms)));
-    const char *env[] = {"TONY_YARN_SCHEDULER_ADDRESS", scheduler};
+    /* The coordinator writes the job's history to HDFS (history_hdfs.h). */
+    tony_strv nns = {0};
+    for (size_t k = 0; k < h->nnns; k++) tony_strv_push(&nns, h->nns[k].http);
+    char *nn_list = tony_strv_join(&nns, ",");
+    tony_strv_free(&nns);
+    const char *env[] = {"TONY_YARN_SCHEDULER_ADDRESS", scheduler, TONY_YARN_WEBHDFS_ENV, nn_list,
+                         TONY_YARN_DEFAULT_FS_ENV, h->default_fs, TONY_YARN_HDFS_USER_ENV, user};
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
     const char *secrets[] = {TONY_YARN_SECRET_KEY, b64};
     json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:{s:o}}", "local-resources", "entry", res, "environment",
-                             kv_entries(env, 2), "commands", "command",
+                             kv_entries(env, sizeof env / sizeof *env), "commands", "command",
                              "./" TONY_YARN_BINARY " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
                              "credentials", "secrets", kv_entries(secrets, 2));
     free(b64);
+    free(nn_list);
     const char *name = tony_conf_get(conf, "tony.application.name");
     /* Two levels of restart: tony.am.retry-count inside one coordinator,
      * and YARN's AM attempts when the coordinator's container itself is
@@ -365,7 +373,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     }
     const char *scheduler = tony_yarn_rest_scheduler(rest);
     ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
-                     scheduler ? scheduler : "", secret);
+                     scheduler ? scheduler : "", secret, h, user);
     if (tony_yarn_rest_submit(rest, ctx, err)) {
         code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
         tony_webhdfs_delete(w, st.staging_path, true, NULL);

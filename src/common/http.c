@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/fs.h"
 #include "common/strv.h"
 
 static size_t collect(char *data, size_t size, size_t nmemb, void *userp) {
@@ -70,6 +72,16 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     return ret;
 }
 
+/* A file transfer has no overall limit (files can be large): it fails when
+ * it moves nothing for stall_s, or cannot connect within that (10 s at most). */
+static void transfer_limits(CURL *h, long stall_s) {
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, stall_s < 10 ? stall_s * 1000 : 10000L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+}
+
 int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err) {
     init_once();
     resp->status = 0;
@@ -100,11 +112,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    transfer_limits(h, stall_s);
     CURLcode rc = curl_easy_perform(h);
     int ret = 0;
     if (rc != CURLE_OK) {
@@ -119,6 +127,38 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     curl_easy_cleanup(h);
     fclose(f);
     return ret;
+}
+
+int tony_http_get_file(const char *url, const char *path, long stall_s, long *status, tony_error *err) {
+    init_once();
+    *status = 0;
+    FILE *f = fopen(path, "wbe");
+    if (!f) return tony_err(err, "cannot write %s: %s", path, strerror(errno));
+    CURL *h = curl_easy_init();
+    if (!h) {
+        fclose(f);
+        return tony_err(err, "cannot create an HTTP handle");
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+    transfer_limits(h, stall_s);
+    CURLcode rc = curl_easy_perform(h);
+    if (rc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(h);
+    bool closed = fclose(f) == 0;
+    if (rc != CURLE_OK) return tony_err(err, "GET %s: %s", url, curl_easy_strerror(rc));
+    if (!closed) return tony_err(err, "cannot write %s: %s", path, strerror(errno));
+    if (*status != 200) {
+        /* The body is the server's complaint, not the file. */
+        char *body = NULL;
+        size_t n = 0;
+        tony_read_file(path, &body, &n, NULL);
+        unlink(path);
+        int r = tony_err(err, "GET %s: HTTP %ld: %.300s", url, *status, body ? body : "");
+        free(body);
+        return r;
+    }
+    return 0;
 }
 
 void tony_http_response_free(tony_http_response *r) {

@@ -25,6 +25,10 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
  * WebHDFS DataNode. No overall time limit: a transfer that moves nothing for
  * stall_s seconds fails instead. */
 int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err);
+/* GETs url into the file at path (overwritten); a non-200 answer is an
+ * error with the server's words, and leaves no file. *status: the HTTP
+ * status (0 without an answer). */
+int tony_http_get_file(const char *url, const char *path, long stall_s, long *status, tony_error *err);
 void tony_http_response_free(tony_http_response *r);
 
 #endif

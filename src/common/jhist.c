@@ -2,6 +2,8 @@
  * event and appended; reading walks the generic values into JSON. */
 #include "common/jhist.h"
 
+#include "common/histloc.h"
+
 #include <avro.h>
 #include <errno.h>
 #include <stdio.h>
@@ -94,7 +96,7 @@ bool tony_jhist_parse_name(const char *name, tony_jhist_meta *m) {
     return ok;
 }
 
-static bool configured(const char *v) { return v && *v && !tony_str_starts_with(v, "/path/to/"); }
+static bool configured(const char *v) { return tony_histloc_configured(v); }
 
 void tony_jhist_dirs_resolve(const char *location, const char *intermediate, const char *finished,
                              const char *local_root, tony_jhist_dirs *out) {

@@ -1,7 +1,8 @@
 /* `tony am --yarn`: what the coordinator does first inside its YARN AM
  * container. The NM has localized the staged files into the work dir; the
  * job's secret arrives as a credentials secret in container_tokens (never in
- * the env, which the RM shows); the node's name is NM_HOST. */
+ * the env, which the RM shows); the node's name is NM_HOST; the NameNodes
+ * for the job's history come in the env (history_hdfs.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "am/am.h"
+#include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/ids.h"
 #include "backend/yarn/tokens.h"
 #include "backend/yarn/yarn_backend.h"
@@ -53,8 +55,11 @@ int tony_yarn_am_main(void) {
         char app_id[YARN_ID_MAX];
         yarn_app_id_format(&cid.attempt.app, app_id, sizeof app_id);
         tony_info("YARN attempt %d of %s in %s on %s", (int)cid.attempt.attempt, app_id, container, host);
-        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true};
-        return tony_am_main(&o);
+        tony_am_history_mirror *mirror = tony_yarn_history_mirror_new();
+        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true, .history_mirror = mirror};
+        int code = tony_am_main(&o);
+        tony_yarn_history_mirror_free(mirror);
+        return code;
     }
     tony_error_log("%s", err.msg);
     return 1;

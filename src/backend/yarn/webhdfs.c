@@ -14,25 +14,67 @@
 #define UPLOAD_STALL_S 120
 
 struct tony_webhdfs {
-    const tony_hadoop_conf *conf;
+    tony_strv http, http_from; /* each NameNode's web address and where it was set */
+    char *default_fs, *default_fs_from;
     char *user;
-    size_t active; /* index into conf->nns */
+    size_t active; /* index into http */
+    long timeout_ms, stall_s;
 };
 
-tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user) {
+static tony_webhdfs *alloc(const char *default_fs, const char *default_fs_from, const char *user) {
     tony_webhdfs *w = tony_xcalloc(1, sizeof *w);
-    w->conf = h;
+    w->default_fs = tony_strdup(default_fs);
+    w->default_fs_from = tony_strdup(default_fs_from);
     w->user = tony_strdup(user);
+    w->timeout_ms = WEBHDFS_TIMEOUT_MS;
+    w->stall_s = UPLOAD_STALL_S;
     return w;
+}
+
+tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user) {
+    tony_webhdfs *w = alloc(h->default_fs, h->default_fs_from, user);
+    for (size_t i = 0; i < h->nnns; i++) {
+        tony_strv_push(&w->http, h->nns[i].http);
+        tony_strv_push(&w->http_from, h->nns[i].http_from);
+    }
+    return w;
+}
+
+tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs,
+                                  const char *default_fs_from, const char *user) {
+    tony_webhdfs *w = alloc(default_fs, default_fs_from, user);
+    tony_split_csv(http_csv, &w->http);
+    for (size_t i = 0; i < w->http.len; i++) {
+        if (!strstr(w->http.items[i], "://")) {
+            char *u = tony_sprintf("http://%s", w->http.items[i]);
+            free(w->http.items[i]);
+            w->http.items[i] = u;
+        }
+        tony_strv_push(&w->http_from, from);
+    }
+    return w;
+}
+
+void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s) {
+    w->timeout_ms = call_ms;
+    w->stall_s = stall_s;
 }
 
 void tony_webhdfs_free(tony_webhdfs *w) {
     if (!w) return;
+    tony_strv_free(&w->http);
+    tony_strv_free(&w->http_from);
+    free(w->default_fs);
+    free(w->default_fs_from);
     free(w->user);
     free(w);
 }
 
-static const char *nn_url(const tony_webhdfs *w) { return w->conf->nns[w->active].http; }
+const char *tony_webhdfs_namenode(const tony_webhdfs *w) { return w->http.len ? w->http.items[w->active] : ""; }
+const char *tony_webhdfs_default_fs(const tony_webhdfs *w) { return w->default_fs; }
+const char *tony_webhdfs_user(const tony_webhdfs *w) { return w->user; }
+
+static const char *nn_url(const tony_webhdfs *w) { return tony_webhdfs_namenode(w); }
 
 static void escape_path(tony_buf *b, const char *path) {
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
@@ -58,13 +100,14 @@ static int call(tony_webhdfs *w, const char *method, const char *path, const cha
     char *url = op_url(w, path, op, extra);
     tony_http_response r;
     tony_error herr;
-    int rc = tony_http_call(method, url, NULL, strcmp(method, "GET") ? "" : NULL, WEBHDFS_TIMEOUT_MS, &r, &herr);
+    int rc = tony_http_call(method, url, NULL, strcmp(method, "GET") ? "" : NULL, w->timeout_ms, &r, &herr);
     free(url);
-    if (rc) {
-        const tony_hadoop_nn *nn = &w->conf->nns[w->active];
-        return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s; fs.defaultFS %s from %s): %s", nn->http,
-                        nn->http_from, w->conf->default_fs, w->conf->default_fs_from, herr.msg);
-    }
+    if (rc && !w->default_fs_from)
+        return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s): %s", nn_url(w),
+                        w->http_from.items[w->active], herr.msg);
+    if (rc)
+        return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s; fs.defaultFS %s from %s): %s", nn_url(w),
+                        w->http_from.items[w->active], w->default_fs, w->default_fs_from, herr.msg);
     if (missing) *missing = r.status == 404;
     if (missing && *missing) {
         tony_http_response_free(&r);
@@ -95,7 +138,8 @@ static const long OK200[] = {200, 0};
 
 int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err) {
     tony_strv problems = {0};
-    for (size_t i = 0; i < w->conf->nnns; i++) {
+    if (!w->http.len) return tony_err(err, "no NameNode web address is known for %s", w->default_fs);
+    for (size_t i = 0; i < w->http.len; i++) {
         w->active = i;
         json_t *j = NULL;
         tony_error e;
@@ -106,7 +150,7 @@ int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err) {
             tony_strv_free(&problems);
             return 0;
         }
-        if (j) tony_strv_pushf(&problems, "%s (from %s) does not speak WebHDFS", nn_url(w), w->conf->nns[i].http_from);
+        if (j) tony_strv_pushf(&problems, "%s (from %s) does not speak WebHDFS", nn_url(w), w->http_from.items[i]);
         else tony_strv_push(&problems, e.msg);
         json_decref(j);
     }
@@ -118,21 +162,21 @@ int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err) {
     return -1;
 }
 
-char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path) { return tony_sprintf("%s%s", w->conf->default_fs, path); }
+char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path) { return tony_sprintf("%s%s", w->default_fs, path); }
 
 int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err) {
     if (tony_str_starts_with(uri, "hdfs:///")) {
         *path = tony_strdup(uri + 7);
         return 0;
     }
-    const char *fs = w->conf->default_fs;
+    const char *fs = w->default_fs;
     size_t n = strlen(fs);
     if (strncmp(uri, fs, n) == 0 && uri[n] == '/') {
         *path = tony_strdup(uri + n);
         return 0;
     }
     return tony_err(err, "%s is not on this cluster's HDFS (%s, from %s); only hdfs:// paths of fs.defaultFS can be "
-                         "used in place", uri, fs, w->conf->default_fs_from);
+                         "used in place", uri, fs, w->default_fs_from);
 }
 
 int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err) {
@@ -178,7 +222,7 @@ int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_
     }
     tony_http_response r;
     tony_error herr;
-    int rc = tony_http_put_file(loc, local, UPLOAD_STALL_S, &r, &herr);
+    int rc = tony_http_put_file(loc, local, w->stall_s, &r, &herr);
     if (rc) {
         rc = tony_err(err, "uploading %s to HDFS %s: cannot reach the DataNode the NameNode named: %s", local, path,
                       herr.msg);
@@ -193,6 +237,7 @@ int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_
     }
     json_decref(j);
     if (rc) return -1;
+    if (!st) return 0;
     bool exists = false;
     if (tony_webhdfs_stat(w, path, st, &exists, err)) return -1;
     if (!exists) return tony_err(err, "uploaded %s to HDFS %s, but it is not there", local, path);
@@ -206,17 +251,76 @@ int tony_webhdfs_delete(tony_webhdfs *w, const char *path, bool recursive, tony_
     return rc;
 }
 
-int tony_webhdfs_list(tony_webhdfs *w, const char *path, tony_strv *names, tony_error *err) {
+int tony_webhdfs_list_status(tony_webhdfs *w, const char *path, tony_hdfs_entry **out, size_t *n, bool *missing,
+                             tony_error *err) {
+    *out = NULL;
+    *n = 0;
     json_t *j = NULL;
-    bool missing = false;
-    if (call(w, "GET", path, "LISTSTATUS", NULL, OK200, &missing, &j, err)) return -1;
-    if (missing) return 0;
+    bool gone = false;
+    if (call(w, "GET", path, "LISTSTATUS", NULL, OK200, &gone, &j, err)) return -1;
+    if (missing) *missing = gone;
+    if (gone) return 0;
+    json_t *all = json_object_get(json_object_get(j, "FileStatuses"), "FileStatus");
+    if (!json_is_array(all)) {
+        json_decref(j);
+        return tony_err(err, "HDFS LISTSTATUS %s: no FileStatuses in the answer of the NameNode at %s", path, nn_url(w));
+    }
+    *out = tony_xcalloc(json_array_size(all) + 1, sizeof **out);
     size_t i;
     json_t *fs;
-    json_array_foreach(json_object_get(json_object_get(j, "FileStatuses"), "FileStatus"), i, fs) {
-        const char *n = json_string_value(json_object_get(fs, "pathSuffix"));
-        if (n) tony_strv_push(names, n);
+    json_array_foreach(all, i, fs) {
+        const char *name = json_string_value(json_object_get(fs, "pathSuffix"));
+        /* A file's own listing names it "" */
+        if (!name || !*name) continue;
+        tony_hdfs_entry *e = &(*out)[(*n)++];
+        e->name = tony_strdup(name);
+        parse_status(fs, &e->st);
     }
     json_decref(j);
     return 0;
+}
+
+void tony_hdfs_entries_free(tony_hdfs_entry *e, size_t n) {
+    for (size_t i = 0; i < n; i++) free(e[i].name);
+    free(e);
+}
+
+int tony_webhdfs_list(tony_webhdfs *w, const char *path, tony_strv *names, tony_error *err) {
+    tony_hdfs_entry *e;
+    size_t n;
+    if (tony_webhdfs_list_status(w, path, &e, &n, NULL, err)) return -1;
+    for (size_t i = 0; i < n; i++) tony_strv_push(names, e[i].name);
+    tony_hdfs_entries_free(e, n);
+    return 0;
+}
+
+int tony_webhdfs_get(tony_webhdfs *w, const char *path, const char *local, tony_error *err) {
+    json_t *j = NULL;
+    if (call(w, "GET", path, "OPEN", "noredirect=true", OK200, NULL, &j, err)) return -1;
+    const char *loc = json_string_value(json_object_get(j, "Location"));
+    int rc;
+    if (!loc) {
+        rc = tony_err(err, "HDFS OPEN %s: the NameNode at %s gave no DataNode Location", path, nn_url(w));
+    } else {
+        long status = 0;
+        tony_error herr;
+        rc = tony_http_get_file(loc, local, w->stall_s, &status, &herr);
+        if (rc) rc = tony_err(err, "downloading HDFS %s to %s: %s", path, local, herr.msg);
+    }
+    json_decref(j);
+    return rc;
+}
+
+int tony_webhdfs_rename(tony_webhdfs *w, const char *from, const char *to, tony_error *err) {
+    tony_buf extra = {0};
+    tony_buf_puts(&extra, "destination=");
+    escape_path(&extra, to);
+    json_t *j = NULL;
+    int rc = call(w, "PUT", from, "RENAME", extra.data, OK200, NULL, &j, err);
+    tony_buf_free(&extra);
+    if (rc == 0 && !json_is_true(json_object_get(j, "boolean")))
+        rc = tony_err(err, "HDFS RENAME %s to %s: the NameNode at %s said no (is %s missing, or %s there already?)", from,
+                      to, nn_url(w), from, to);
+    json_decref(j);
+    return rc;
 }

@@ -19,8 +19,28 @@ typedef struct tony_hdfs_status {
     bool is_dir;
 } tony_hdfs_status;
 
+typedef struct tony_hdfs_entry {
+    char *name; /* pathSuffix: the entry's name in its directory */
+    tony_hdfs_status st;
+} tony_hdfs_entry;
+
 tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user);
+/* Without a Hadoop config: NameNode web addresses (comma list of
+ * http://host:port or host:port), where they came from (for messages, e.g.
+ * "--location" or "TONY_YARN_WEBHDFS in the AM's environment"), and the
+ * fs.defaultFS they serve and where that came from (NULL: not told in
+ * messages). */
+tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs,
+                                  const char *default_fs_from, const char *user);
 void tony_webhdfs_free(tony_webhdfs *w);
+/* Limits of each NameNode call and of a transfer that moves nothing
+ * (defaults 30 s and 120 s; the coordinator, which blocks its loop on
+ * them, uses a few seconds). */
+void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s);
+/* The NameNode in use (http://host:port), fs.defaultFS, the user. */
+const char *tony_webhdfs_namenode(const tony_webhdfs *w);
+const char *tony_webhdfs_default_fs(const tony_webhdfs *w);
+const char *tony_webhdfs_user(const tony_webhdfs *w);
 
 /* Finds a NameNode that answers (the active one with HA). Errors name
  * fs.defaultFS / dfs.namenode.http-address and where they were set. */
@@ -32,12 +52,22 @@ char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path);
 int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err);
 
 int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err);
-/* Uploads a local file (overwriting) and returns its status after close. */
+/* Uploads a local file (overwriting) and returns its status after close
+ * (one more call; st NULL: not asked). */
 int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err);
 /* *exists = false (and 0 returned) when path does not exist. */
 int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, bool *exists, tony_error *err);
 int tony_webhdfs_delete(tony_webhdfs *w, const char *path, bool recursive, tony_error *err);
 /* Names in a directory (empty for a missing one). */
 int tony_webhdfs_list(tony_webhdfs *w, const char *path, tony_strv *names, tony_error *err);
+/* A directory's entries with their status; *missing (may be NULL) when the
+ * directory does not exist (then 0 entries and 0 returned). */
+int tony_webhdfs_list_status(tony_webhdfs *w, const char *path, tony_hdfs_entry **out, size_t *n, bool *missing,
+                             tony_error *err);
+void tony_hdfs_entries_free(tony_hdfs_entry *e, size_t n);
+/* Downloads a file to local (overwritten). */
+int tony_webhdfs_get(tony_webhdfs *w, const char *path, const char *local, tony_error *err);
+/* RENAME; an error when HDFS refuses (from missing, to existing). */
+int tony_webhdfs_rename(tony_webhdfs *w, const char *from, const char *to, tony_error *err);
 
 #endif

@@ -1,0 +1,26 @@
+/* The coordinator's history mirror on YARN: HDFS through WebHDFS, at the
+ * NameNodes the client named in the AM's environment. Each call is a few
+ * synchronous HTTP requests on the coordinator's loop with limits of a few
+ * seconds (see am.h's tony_am_history_mirror). */
+#ifndef TONY_YARN_HISTORY_HDFS_H
+#define TONY_YARN_HISTORY_HDFS_H
+
+#include "am/am.h"
+
+/* Env of the AM container, set by `tony submit`: the NameNodes' web
+ * addresses (comma list of http://host:port), fs.defaultFS, and the user
+ * WebHDFS calls are made as. */
+#define TONY_YARN_WEBHDFS_ENV "TONY_YARN_WEBHDFS"
+#define TONY_YARN_DEFAULT_FS_ENV "TONY_YARN_DEFAULT_FS"
+#define TONY_YARN_HDFS_USER_ENV "TONY_YARN_HDFS_USER"
+
+/* Per NameNode call, and the longest a transfer may move nothing. */
+#define TONY_YARN_HISTORY_CALL_MS 5000
+#define TONY_YARN_HISTORY_STALL_S 5
+
+/* From the environment; NULL (and a log line saying why) when the client
+ * did not pass the NameNodes (a job submitted by an older tony). */
+tony_am_history_mirror *tony_yarn_history_mirror_new(void);
+void tony_yarn_history_mirror_free(tony_am_history_mirror *m);
+
+#endif

@@ -1,0 +1,279 @@
+/* The history cache (see histcache.h). Listing costs one WebHDFS call per
+ * directory down to the day dirs; a job dir whose remote mtime equals its
+ * copy's (set after each complete sync of it) is not listed again, so a
+ * refresh of an unchanged tree downloads nothing. */
+#include "client/histcache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/rest.h"
+#include "common/fs.h"
+#include "common/strv.h"
+
+char *tony_hist_cache_path(const char *cache_root, const char *authority, const char *remote_path) {
+    char *a = tony_strdup(authority && *authority ? authority : "default");
+    for (char *p = a; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", *p)) *p = '_';
+    if (a[0] == '.') a[0] = '_';
+    char *dir = tony_path_join(cache_root, a);
+    char *out = tony_sprintf("%s%s", dir, remote_path);
+    free(dir);
+    free(a);
+    return out;
+}
+
+bool tony_hist_cache_name_ok(const char *name) { return name && *name && name[0] != '.' && !strchr(name, '/'); }
+
+static long long mtime_ms(const struct stat *st) {
+    return (long long)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+static int set_mtime(const char *path, long long ms, tony_error *err) {
+    struct timespec t[2] = {{0, UTIME_NOW}, {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000}};
+    if (utimensat(AT_FDCWD, path, t, 0)) return tony_err(err, "cannot set the time of %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static bool fresh(const char *local, const tony_hdfs_status *st) {
+    struct stat ls;
+    if (stat(local, &ls)) return false;
+    if (st->is_dir) return S_ISDIR(ls.st_mode) && mtime_ms(&ls) == st->mtime_ms;
+    return S_ISREG(ls.st_mode) && ls.st_size == st->length && mtime_ms(&ls) == st->mtime_ms;
+}
+
+static int fetch(const tony_hist_remote *r, const char *rp, const char *ldir, const tony_hdfs_entry *e,
+                 tony_error *err) {
+    char *tmp = tony_sprintf("%s/.%s.part", ldir, e->name), *lp = tony_path_join(ldir, e->name);
+    if (tony_is_dir(lp)) tony_rm_rf(lp, NULL);
+    int rc = r->fetch(r->ctx, rp, tmp, err);
+    if (rc == 0) rc = set_mtime(tmp, e->st.mtime_ms, err);
+    if (rc == 0 && rename(tmp, lp)) rc = tony_err(err, "cannot write %s: %s", lp, strerror(errno));
+    if (rc) unlink(tmp);
+    free(tmp);
+    free(lp);
+    return rc;
+}
+
+/* Drops what the remote no longer has (and leftovers of cut-off downloads). */
+static void prune(const char *ldir, const tony_strv *keep, tony_hist_sync_stats *stats) {
+    DIR *d = opendir(ldir);
+    if (!d) return;
+    struct dirent *de;
+    tony_strv gone = {0};
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !tony_strv_contains(keep, de->d_name))
+            tony_strv_push(&gone, de->d_name);
+    closedir(d);
+    for (size_t i = 0; i < gone.len; i++) {
+        char *p = tony_path_join(ldir, gone.items[i]);
+        if (tony_rm_rf(p, NULL) == 0) stats->removed++;
+        free(p);
+    }
+    tony_strv_free(&gone);
+}
+
+/* depth as histdir's scan: 0 is a job's own dir (files only); above it
+ * only directories and .jhist files matter. */
+static int sync_dir(const tony_hist_remote *r, const char *rdir, const char *ldir, int depth,
+                    tony_hist_sync_stats *stats, bool *exists, tony_error *err) {
+    tony_hdfs_entry *es = NULL;
+    size_t n = 0;
+    bool missing = false;
+    stats->listed++;
+    if (r->list(r->ctx, rdir, &es, &n, &missing, err)) return -1;
+    if (exists) *exists = !missing;
+    if (missing) {
+        tony_hdfs_entries_free(es, n);
+        if (tony_file_exists(ldir) && tony_rm_rf(ldir, NULL) == 0) stats->removed++;
+        return 0;
+    }
+    int rc = tony_mkdir_p(ldir, 0755, err);
+    tony_strv keep = {0};
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const tony_hdfs_entry *e = &es[i];
+        tony_jhist_meta m;
+        if (!tony_hist_cache_name_ok(e->name) || (e->st.is_dir && depth == 0) ||
+            (!e->st.is_dir && depth > 0 && !tony_jhist_parse_name(e->name, &m)))
+            continue;
+        tony_strv_push(&keep, e->name);
+        char *rp = tony_path_join(rdir, e->name), *lp = tony_path_join(ldir, e->name);
+        if (e->st.is_dir) {
+            if (!tony_is_dir(lp)) tony_rm_rf(lp, NULL);
+            /* A job dir's mtime changes whenever a file in it is created,
+             * replaced, renamed or removed. */
+            if (!(depth == 1 && fresh(lp, &e->st))) {
+                rc = sync_dir(r, rp, lp, depth - 1, stats, NULL, err);
+                if (rc == 0 && depth == 1) rc = set_mtime(lp, e->st.mtime_ms, err);
+            }
+        } else if (!fresh(lp, &e->st)) {
+            rc = fetch(r, rp, ldir, e, err);
+            if (rc == 0) stats->downloaded++;
+        }
+        free(rp);
+        free(lp);
+    }
+    if (rc == 0) prune(ldir, &keep, stats);
+    tony_strv_free(&keep);
+    tony_hdfs_entries_free(es, n);
+    return rc;
+}
+
+int tony_hist_cache_sync(const tony_hist_remote *remote, const tony_jhist_dirs *remote_dirs,
+                         const tony_jhist_dirs *cache_dirs, tony_hist_sync_stats *stats, tony_error *err) {
+    memset(stats, 0, sizeof *stats);
+    bool fin = false, inter = false;
+    if (sync_dir(remote, remote_dirs->finished, cache_dirs->finished, 4, stats, &fin, err)) return -1;
+    if (sync_dir(remote, remote_dirs->intermediate, cache_dirs->intermediate, 1, stats, &inter, err)) return -1;
+    stats->found = fin || inter;
+    return 0;
+}
+
+static int w_list(void *ctx, const char *dir, tony_hdfs_entry **out, size_t *n, bool *missing, tony_error *err) {
+    return tony_webhdfs_list_status(ctx, dir, out, n, missing, err);
+}
+
+static int w_fetch(void *ctx, const char *path, const char *local, tony_error *err) {
+    return tony_webhdfs_get(ctx, path, local, err);
+}
+
+/* The backend `tony submit` would pick, for what a bare history path
+ * means: tony.application.backend, else yarn when HADOOP_CONF_DIR has a
+ * yarn-site.xml. */
+static bool backend_is_yarn(const tony_conf *conf) {
+    const char *b = tony_conf_get(conf, "tony.application.backend");
+    if (b && *b) return strcmp(b, "yarn") == 0;
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    if (!hc || !*hc) return false;
+    char *site = tony_path_join(hc, "yarn-site.xml");
+    bool yes = tony_file_exists(site);
+    free(site);
+    return yes;
+}
+
+/* The NameNodes of an hdfs:// location: HADOOP_CONF_DIR's cluster, whose
+ * fs.defaultFS it must be on. */
+static int hdfs_namenodes(tony_hist_source *s, const tony_conf *conf, const char *key, tony_error *err) {
+    char *uri = tony_histloc_uri(&s->where, s->where.dirs.location);
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    int rc = 0;
+    if (!hc || !*hc) {
+        rc = tony_err(err, "%s %s: reading history on HDFS needs HADOOP_CONF_DIR (the cluster's client "
+                           "configuration, for its NameNodes' web addresses), or give webhdfs://NAMENODE:HTTP_PORT/path",
+                      key, uri);
+    } else {
+        s->hadoop = tony_hadoop_conf_new();
+        rc = tony_hadoop_conf_load(s->hadoop, hc, conf, err);
+    }
+    if (rc == 0) {
+        const char *fs = s->hadoop->default_fs;
+        const char *auth = tony_str_starts_with(fs, "hdfs://") ? fs + 7 : "";
+        if (!*s->where.authority) {
+            free(s->where.authority);
+            s->where.authority = tony_strdup(auth);
+        } else if (strcmp(s->where.authority, auth) != 0) {
+            rc = tony_err(err, "%s %s: not on the cluster HADOOP_CONF_DIR=%s describes (fs.defaultFS %s, from %s); for "
+                               "another cluster give webhdfs://NAMENODE:HTTP_PORT/path",
+                          key, uri, hc, fs, s->hadoop->default_fs_from);
+        }
+    }
+    if (rc == 0) {
+        char *user = tony_yarn_user();
+        s->w = tony_webhdfs_new(s->hadoop, user);
+        free(user);
+    }
+    free(uri);
+    return rc;
+}
+
+int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char *location_flag, const char *root,
+                          tony_error *err) {
+    memset(s, 0, sizeof *s);
+    const char *key = location_flag ? "--location" : "tony.history.location";
+    s->key = key;
+    int rc = location_flag
+                 ? tony_histloc_resolve(location_flag, NULL, NULL, key, false, root, &s->where, err)
+                 : tony_histloc_resolve(tony_conf_get(conf, "tony.history.location"),
+                                        tony_conf_get(conf, "tony.history.intermediate"),
+                                        tony_conf_get(conf, "tony.history.finished"), key, backend_is_yarn(conf), root,
+                                        &s->where, err);
+    if (rc) return -1;
+    if (s->where.fs == TONY_HISTLOC_LOCAL) {
+        s->scan.location = tony_strdup(s->where.dirs.location);
+        s->scan.intermediate = tony_strdup(s->where.dirs.intermediate);
+        s->scan.finished = tony_strdup(s->where.dirs.finished);
+    } else if (s->where.fs == TONY_HISTLOC_HDFS) {
+        rc = hdfs_namenodes(s, conf, key, err);
+    } else {
+        char *user = tony_yarn_user(), *fs = tony_sprintf("webhdfs://%s", s->where.authority);
+        s->w = tony_webhdfs_new_at(s->where.authority, key, fs, NULL, user);
+        free(user);
+        free(fs);
+    }
+    s->shown = tony_histloc_uri(&s->where, s->where.dirs.location);
+    s->shown_intermediate = tony_histloc_uri(&s->where, s->where.dirs.intermediate);
+    s->shown_finished = tony_histloc_uri(&s->where, s->where.dirs.finished);
+    if (rc || !s->w) return rc;
+    if (tony_webhdfs_connect(s->w, err)) {
+        s->unreachable = true;
+        return tony_err_wrap(err, "%s %s", key, s->shown);
+    }
+    s->remote = (tony_hist_remote){s->w, w_list, w_fetch};
+    char *cache_root = tony_path_join(root, "history-cache");
+    const char *auth = s->where.authority;
+    char *cauth = s->where.fs == TONY_HISTLOC_WEBHDFS ? tony_sprintf("webhdfs-%s", auth) : tony_strdup(auth);
+    s->scan.location = tony_hist_cache_path(cache_root, cauth, s->where.dirs.location);
+    s->scan.intermediate = tony_hist_cache_path(cache_root, cauth, s->where.dirs.intermediate);
+    s->scan.finished = tony_hist_cache_path(cache_root, cauth, s->where.dirs.finished);
+    free(cauth);
+    free(cache_root);
+    return 0;
+}
+
+bool tony_hist_source_remote(const tony_hist_source *s) { return s->w != NULL; }
+
+int tony_hist_source_refresh(tony_hist_source *s, tony_hist_sync_stats *stats, tony_error *err) {
+    tony_hist_sync_stats ignored;
+    if (!stats) stats = &ignored;
+    memset(stats, 0, sizeof *stats);
+    if (!s->w) return 0;
+    if (tony_hist_cache_sync(&s->remote, &s->where.dirs, &s->scan, stats, err)) {
+        s->unreachable = true;
+        return -1;
+    }
+    s->unreachable = false;
+    if (!stats->found)
+        return tony_err(err, "%s %s: no history there: neither %s nor %s exists in HDFS (NameNode %s)", s->key,
+                        s->shown, s->where.dirs.intermediate, s->where.dirs.finished, tony_webhdfs_namenode(s->w));
+    return 0;
+}
+
+char *tony_hist_source_shown_path(const tony_hist_source *s, const char *path) {
+    if (!s->w || !path) return tony_strdup(path);
+    const char *locals[] = {s->scan.finished, s->scan.intermediate, s->scan.location};
+    const char *shown[] = {s->shown_finished, s->shown_intermediate, s->shown};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(locals[i]);
+        if (strncmp(path, locals[i], n) == 0 && (path[n] == '/' || path[n] == '\0'))
+            return tony_sprintf("%s%s", shown[i], path + n);
+    }
+    return tony_strdup(path);
+}
+
+void tony_hist_source_free(tony_hist_source *s) {
+    tony_histloc_free(&s->where);
+    tony_jhist_dirs_free(&s->scan);
+    free(s->shown);
+    free(s->shown_intermediate);
+    free(s->shown_finished);
+    tony_webhdfs_free(s->w);
+    tony_hadoop_conf_free(s->hadoop);
+    memset(s, 0, sizeof *s);
+}
