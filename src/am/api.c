@@ -209,8 +209,12 @@ json_t *am_job_json(const tony_am *am) {
     /* Right-sizing once the job is over; the numbers are final then. */
     json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
     if (am->history) {
-        json_object_set_new(o, "history_dir", json_string(am_history_dir(am->history)));
-        json_object_set_new(o, "history_file", json_string(am_history_file(am->history)));
+        /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
+        char *where = am_history_where(am->history);
+        const char *file = strrchr(am_history_file(am->history), '/');
+        json_object_set_new(o, "history_dir", json_string(where));
+        json_object_set_new(o, "history_file", json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        free(where);
     }
     return o;
 }
