@@ -483,6 +483,7 @@ static void mark_sent(yarn_amrm *am, const alloc_req *a) {
     for (size_t i = 0; i < a->req.n_ask; i++)
         if (am->asks[a->sent[i]].total == a->sent_total[i]) am->asks[a->sent[i]].dirty = false;
     size_t n = a->req.n_release;
+    if (n == 0) return;
     memmove(am->releases, am->releases + n, (am->n_releases - n) * sizeof *am->releases);
     am->n_releases -= n;
 }
