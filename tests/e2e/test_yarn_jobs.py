@@ -387,6 +387,7 @@ def test_api_answers_while_containers_start_on_three_nodes(yarn):
         assert len(nodes) == 3, nodes
         assert len(lat) > 20, lat
         lat.sort()
+        print(f"{len(lat)} API answers while {n} containers started; slowest {lat[-3:]}")
         # the slowest answer but one (a scheduling hiccup of a busy test
         # machine is not the coordinator's doing)
         assert lat[-2] < 0.25, f"{len(lat)} answers, slowest {lat[-5:]}"
@@ -502,6 +503,7 @@ def test_frozen_cluster_stalls_neither_api_nor_job(own_yarn):
             p.kill()
             p.communicate()
     lat.sort()
+    print(f"{len(lat)} API answers while the cluster was frozen; slowest {lat[-3:]}")
     assert lat[-2] < 0.25, f"{len(lat)} answers while the cluster was frozen, slowest {lat[-5:]}"
     assert len(lat) > 30, lat
     assert kill_status == 200, kill_status
