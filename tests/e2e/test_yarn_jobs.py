@@ -390,7 +390,7 @@ def test_api_answers_while_containers_start_on_three_nodes(yarn):
         print(f"{len(lat)} API answers while {n} containers started; slowest {lat[-3:]}")
         # the slowest answer but one (a scheduling hiccup of a busy test
         # machine is not the coordinator's doing)
-        assert lat[-2] < 0.25, f"{len(lat)} answers, slowest {lat[-5:]}"
+        assert lat[-2] < 0.5, f"{len(lat)} answers, slowest {lat[-5:]}"
     finally:
         out, err = p.communicate(timeout=180)
     assert p.returncode == 0, out + err
@@ -504,7 +504,7 @@ def test_frozen_cluster_stalls_neither_api_nor_job(own_yarn):
             p.communicate()
     lat.sort()
     print(f"{len(lat)} API answers while the cluster was frozen; slowest {lat[-3:]}")
-    assert lat[-2] < 0.25, f"{len(lat)} answers while the cluster was frozen, slowest {lat[-5:]}"
+    assert lat[-2] < 0.5, f"{len(lat)} answers while the cluster was frozen, slowest {lat[-5:]}"
     assert len(lat) > 30, lat
     assert kill_status == 200, kill_status
     assert p.returncode == 1, out + err
