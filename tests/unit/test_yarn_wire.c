@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -224,7 +225,7 @@ typedef struct fake {
     int calls;
     /* FAKE_RM */
     int go[2];               /* a pipe: the test writes a byte to release allocate #1 */
-    volatile int held;       /* allocate #1 arrived and waits */
+    atomic_int held;         /* allocate #1 arrived and waits */
     char seen[2][128];       /* asks and releases of allocates #1 and #2 */
 } fake;
 
@@ -344,7 +345,7 @@ static void fake_rm_call(fake *f, int fd, int32_t id, const uint8_t *b, size_t r
     r.response_id = f->calls - 1;
     if (f->calls == 2) {
         fake_note_allocate(f, 0, b, rest);
-        f->held = 1;
+        atomic_store(&f->held, 1);
         char c;
         if (read(f->go[0], &c, 1) != 1) return;
         /* one container of priority 1 for the two asked */
@@ -634,7 +635,7 @@ static void test_asks_change_while_allocate_is_out(void **state) {
     alloc_thread a = {.am = am};
     pthread_t th;
     pthread_create(&th, NULL, run_allocate, &a);
-    while (!f->held) usleep(1000);
+    while (!atomic_load(&f->held)) usleep(1000);
     /* meanwhile, on the loop: one more worker, a new role, a release */
     yarn_amrm_add_request(am, 1, &small, NULL, 1);
     yarn_amrm_add_request(am, 2, &small, NULL, 1);
