@@ -20,7 +20,13 @@ Runs alternate between the two so drift hits both alike; one unmeasured run
 of each warms the page cache first. Replaces the "# YARN" section of
 bench/REPORT.md (or --out) and prints it.
 
+With --baseline OTHER_TONY it compares two tony binaries instead (e.g. before
+and after a change to the coordinator), alternating the same way, and only
+prints its table. --tasks and --memory size the job: 6 tasks of 1536 MB
+cannot share fewer than the cluster's 3 NodeManagers of 4096 MB.
+
 usage: build/pyenv/bin/python bench/yarn_launch.py [--runs 5] [--tony build/bin/tony]
+         [--baseline path/to/other/tony] [--tasks 3] [--memory 256]
 """
 import argparse
 import os
@@ -143,7 +149,7 @@ def hwm_kb(pid):
 
 def role(kind, argv, tony_exe):
     """'am' or 'task' for an AM / task-side launcher process of `kind`, else None."""
-    if kind == "tony":
+    if kind != "ds":
         if len(argv) < 2 or os.path.basename(argv[0].decode(errors="replace")) != "tony":
             return None
         if argv[1] == b"am" and b"--yarn" in argv:
@@ -224,7 +230,7 @@ def run_one(kind, argv, env, tony_exe, stamps):
     starts = sorted(float(f.read_text()) for f in stamps.iterdir())
     if len(starts) != TASKS:
         die(f"{kind}: {len(starts)} of {TASKS} task commands wrote their start time to {stamps}")
-    if kind == "tony" and running_at["t"] is None:
+    if kind != "ds" and running_at["t"] is None:
         die("the tony client printed no 'RUNNING: worker [0, 1, 2]' line; its output:\n" + "".join(lines))
     client = max(peaks.get(p.pid, ("", 0))[1], ru.ru_maxrss)
 
@@ -240,6 +246,7 @@ def run_one(kind, argv, env, tony_exe, stamps):
 
 
 def main():
+    global TASKS
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tony", default=str(REPO / "build" / "bin" / "tony"))
@@ -247,7 +254,11 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("TONY_HADOOP_CACHE", str(
         Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tony-hadoop")))
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
+    ap.add_argument("--baseline", help="another tony binary to compare with, instead of DistributedShell")
+    ap.add_argument("--tasks", type=int, default=TASKS)
+    ap.add_argument("--memory", type=int, default=256, help="MB per task container")
     a = ap.parse_args()
+    TASKS = a.tasks
     tony_exe = os.path.realpath(a.tony)
     if not os.access(tony_exe, os.X_OK):
         die(f"{tony_exe} is not an executable: build it with `make build` or pass --tony")
@@ -274,31 +285,37 @@ def main():
         stamps.mkdir()
         stamps.chmod(0o777)
         cmd = f"date +%s.%N > {stamps}/$CONTAINER_ID; sleep 5"
-        if kind == "tony":
+        if kind != "ds":
             home = work / f"home-{n[0]}"
             home.mkdir()
-            argv = [tony_exe, "submit", "--backend", "yarn", "--executes", cmd,
-                    "--conf", f"tony.worker.instances={TASKS}", "--conf", "tony.worker.memory=256m",
+            exe = tony_exe if kind == "tony" else os.path.realpath(a.baseline)
+            argv = [exe, "submit", "--backend", "yarn", "--executes", cmd,
+                    "--conf", f"tony.worker.instances={TASKS}", "--conf", f"tony.worker.memory={a.memory}m",
                     "--conf", "tony.am.memory=256m"]
             e = dict(env, TONY_HOME=str(home))
         else:
             argv = java_argv + ["-cp", f"{dsconf}:{cli_jar}:{cluster_cp}:{ds_jar}", DS_CLIENT,
                                 "-jar", str(ds_jar), "-shell_command", cmd, "-num_containers", str(TASKS),
-                                "-container_memory", "256", "-master_memory", "256",
+                                "-container_memory", str(a.memory), "-master_memory", "256",
                                 "-timeout", str(TIMEOUT_S * 1000)]
             e = dict(env, HADOOP_CONF_DIR=str(dsconf))
-        r = run_one(kind, argv, e, tony_exe, stamps)
+        r = run_one(kind, argv, e, exe if kind != "ds" else tony_exe, stamps)
         print(f"  {kind:4} {r['app']}: wall {r['wall']:.2f} s, started {r['started']:.2f} s, "
               f"AM {r['am'] / 1024:.1f} MiB, client {r['client'] / 1024:.1f} MiB", file=sys.stderr)
         if keep:
             results[kind].append(r)
 
+    other = "base" if a.baseline else "ds"
+    results[other] = []
     go("tony", False)  # warm the page cache (jars, binary) for both
-    go("ds", False)
+    go(other, False)
     for _ in range(a.runs):
         go("tony", True)
-        go("ds", True)
+        go(other, True)
     shutil.rmtree(work, ignore_errors=True)
+    if a.baseline:
+        print_comparison(a, results)
+        return
 
     def med(kind, key):
         return statistics.median(r[key] for r in results[kind])
@@ -343,6 +360,28 @@ def main():
     text = "\n".join(lines) + "\n"
     replace_section(a.out, "YARN: tony vs DistributedShell", text + NOTES)
     print(text + NOTES)
+
+
+def print_comparison(a, results):
+    """The --baseline table: medians and every run, on stdout only."""
+    def med(kind, key):
+        return statistics.median(r[key] for r in results[kind])
+
+    print(f"{TASKS} tasks x {a.memory} MB, median of {a.runs} alternating runs; "
+          f"tony = {a.tony}, baseline = {a.baseline}\n")
+    print("| measure | tony | baseline |\n| --- | ---: | ---: |")
+    print(f"| submit → client prints RUNNING for all {TASKS} workers | {med('tony', 'running'):.2f} s "
+          f"| {med('base', 'running'):.2f} s |")
+    print(f"| submit → first user command started | {med('tony', 'first'):.2f} s | {med('base', 'first'):.2f} s |")
+    print(f"| submit → all {TASKS} user commands started | {med('tony', 'started'):.2f} s "
+          f"| {med('base', 'started'):.2f} s |")
+    print(f"| first → last user command started | {med('tony', 'started') - med('tony', 'first'):.2f} s "
+          f"| {med('base', 'started') - med('base', 'first'):.2f} s |")
+    print(f"| client wall time | {med('tony', 'wall'):.2f} s | {med('base', 'wall'):.2f} s |")
+    print("\n| run | tony RUNNING | tony all started | baseline RUNNING | baseline all started |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for i, (t, b) in enumerate(zip(results["tony"], results["base"])):
+        print(f"| {i + 1} | {t['running']:.2f} s | {t['started']:.2f} s | {b['running']:.2f} s | {b['started']:.2f} s |")
 
 
 NOTES = """

@@ -39,6 +39,8 @@ class Cluster:
         self.default_fs = self.vars["TONY_HTC_DEFAULT_FS"]
         self.scheduler = self.vars["TONY_HTC_RM_SCHEDULER_ADDRESS"]
         self.yarn_dir = Path(self.vars["TONY_HTC_YARN_DIR"])
+        self.pid = int(self.vars["TONY_HTC_PID"])
+        self.log = Path(self.vars["TONY_HTC_LOG"])
         self.user = user()
 
     # --- ResourceManager REST
@@ -110,8 +112,11 @@ class Cluster:
         return self.hdfs_status(path)
 
 
-def start(directory):
-    subprocess.run([str(SCRIPT), "start", str(directory)], check=True, timeout=600)
+def start(directory, env=None):
+    """Starts (or finds running) the cluster of directory; env adds settings
+    (TONY_HTC_* of scripts/hadoop-test-cluster.md)."""
+    subprocess.run([str(SCRIPT), "start", str(directory)], check=True, timeout=600,
+                   env=dict(os.environ, **(env or {})))
     return Cluster(directory)
 
 

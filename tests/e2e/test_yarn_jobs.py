@@ -8,10 +8,12 @@ import os
 import re
 import signal
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
-from conftest import PYTHON, REPO, SHIPMENT_SEEN, shipment, wait_for
+from conftest import PYTHON, REPO, SHIPMENT_SEEN, call, shipment, wait_for
 
 pytestmark = pytest.mark.hadoop
 
@@ -52,6 +54,31 @@ class Yarn:
         raise AssertionError(f"no container log of {role}:{index} in {app_id}: "
                              f"{[str(d) for d in self.cluster.container_logs(app_id)]}")
 
+    def am_log(self, app_id):
+        """The coordinator's log (its AM container's am.stderr)."""
+        for d in self.cluster.container_logs(app_id):
+            if d.name.endswith("_000001") and (d / "am.stderr").exists():
+                return (d / "am.stderr").read_text(errors="replace")
+        return ""
+
+    def app(self, app_id):
+        """The RM's report of app_id, or None before the submission reached it."""
+        try:
+            return self.cluster.app(app_id)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def api_url(self, app_id):
+        """http://host:port of the coordinator's API once it registered."""
+        addr = (self.app(app_id) or {}).get("amRPCAddress") or ""
+        host, _, port = addr.rpartition(":")
+        if not host or port in ("", "-1", "0"):
+            return None
+        # the AM listens on IPv4; "localhost" may resolve to ::1 first
+        return f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+
     def app_ids(self):
         jobs = self.tony.home / "jobs"
         return [d.name for d in jobs.iterdir()] if jobs.exists() else []
@@ -62,7 +89,8 @@ class Yarn:
         applications on the shared cluster do not count)."""
         def clean():
             for app_id in self.app_ids():
-                if self.cluster.app(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
+                app = self.app(app_id)  # None: the submission never reached the RM
+                if app and app["state"] not in ("FINISHED", "FAILED", "KILLED"):
                     return False
                 if container_pids(prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_"):
                     return False
@@ -70,19 +98,23 @@ class Yarn:
         wait_for(clean, timeout=timeout, what="this test's applications to end with no container left")
 
 
-@pytest.fixture
-def yarn(tony, hadoop):
-    y = Yarn(tony, hadoop)
-    yield y
+def check_after(y):
     y.wait_no_containers()
     # Under ASan/UBSan the coordinator's and executors' reports land in their
     # container logs: fail on any.
     for app_id in y.app_ids():
-        for d in hadoop.container_logs(app_id):
+        for d in y.cluster.container_logs(app_id):
             for log in list(d.glob("am.std*")) + list(d.glob("executor.*")):
                 text = log.read_text(errors="replace")
-                for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+                for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"):
                     assert marker not in text, f"{marker} in {log}:\n{text[-3000:]}"
+
+
+@pytest.fixture
+def yarn(tony, hadoop):
+    y = Yarn(tony, hadoop)
+    yield y
+    check_after(y)
 
 
 def test_ps_worker_pass(yarn):
@@ -316,3 +348,172 @@ def test_frozen_executor_detected_by_missed_heartbeats(yarn):
     assert p.returncode == 1, out + err
     assert time.time() - t0 < 30
     assert "missed [5] heartbeats" in out + err
+
+
+def get_timed(url, timeout=30):
+    """(seconds, JSON) of one GET of the coordinator's API; (timeout, None)
+    when it did not answer in time."""
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            body = json.load(r)
+    except TimeoutError:
+        return timeout, None
+    return time.monotonic() - t0, body
+
+
+def test_api_answers_while_containers_start_on_three_nodes(yarn):
+    # 6 workers of 1536 MB: at most 2 fit a 4096 MB node, so the containers
+    # are started on all 3 NodeManagers (the RM hands them out together).
+    # The NodeManager calls run on worker threads: the coordinator's loop
+    # keeps answering its API in milliseconds while they are under way.
+    n = 6
+    p = yarn.popen_submit("--executes", "sleep 15", "--conf", f"tony.worker.instances={n}",
+                          "--conf", "tony.worker.memory=1536m")
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application to be submitted")
+        url = wait_for(lambda: yarn.api_url(app_id), timeout=90, what="the coordinator's address") + "/v1/job"
+        lat = []
+        end = time.time() + 120
+        while time.time() < end:
+            s, job = get_timed(url)
+            lat.append(s)
+            if sum(t["state"] == "RUNNING" for t in job["tasks"]) == n:
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"not all {n} workers RUNNING: {[t['state'] for t in job['tasks']]}")
+        nodes = {d.parent.parent.name for d in yarn.cluster.container_logs(app_id)}
+        assert len(nodes) == 3, nodes
+        assert len(lat) > 20, lat
+        lat.sort()
+        print(f"{len(lat)} API answers while {n} containers started; slowest {lat[-3:]}")
+        # the slowest answer but one (a scheduling hiccup of a busy test
+        # machine is not the coordinator's doing)
+        assert lat[-2] < 0.5, f"{len(lat)} answers, slowest {lat[-5:]}"
+    finally:
+        out, err = p.communicate(timeout=180)
+    assert p.returncode == 0, out + err
+
+
+# --- on a cluster of this module's own: it is frozen, and its ResourceManager
+# rolls the AMRMToken's master key over every 31 s. The RM requires the roll
+# interval to exceed 3 x the AM liveness expiry (it activates a new key 1.5 x
+# the expiry after making it, so that every live AM has heartbeated and got
+# the new token by then): 10 s expiry, 31 s roll, 15 s activation. The
+# shared cluster keeps YARN's defaults (1 day, 10 min).
+OWN_YARN_SITE = ("yarn.am.liveness-monitor.expiry-interval-ms=10000 "
+                 "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs=31")
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory):
+    import hadoop as htc
+    d = tmp_path_factory.mktemp("htc")
+    cluster = htc.start(d, env={"TONY_HTC_YARN_SITE": OWN_YARN_SITE})
+    try:
+        yield cluster
+    finally:
+        os.kill(cluster.pid, signal.SIGCONT)  # whatever a failed test left
+        htc.stop(d)
+
+
+@pytest.fixture
+def own_yarn(tony, own_cluster):
+    y = Yarn(tony, own_cluster)
+    yield y
+    check_after(y)
+
+
+def test_amrmtoken_roll_over_taken_live(own_yarn, tmp_path):
+    flag = tmp_path / "go"
+    p = own_yarn.popen_submit("--executes", f"while [ ! -e {flag} ]; do sleep 0.5; done",
+                              "--conf", "tony.worker.instances=1")
+    rm_log = own_yarn.cluster.log
+    try:
+        app_id = wait_for(lambda: next(iter(own_yarn.app_ids()), None), timeout=90, what="the application")
+        wait_for(lambda: "with the rolled-over AMRMToken" in own_yarn.am_log(app_id), timeout=120,
+                 what="the coordinator to connect with a rolled-over AMRMToken")
+        # The job ends (and unregisters) only once the RM retired the old key.
+        sent = f"Send new AMRMToken back to application: {app_id}"
+
+        def retired():
+            text = rm_log.read_text(errors="replace")
+            return sent in text and "Activating next master key" in text[text.index(sent):]
+        wait_for(retired, timeout=60, what="the RM to activate the new master key")
+        flag.touch()
+        out, err = p.communicate(timeout=120)
+    finally:
+        flag.touch()
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, out + err
+    app = own_yarn.cluster.wait_app(app_id)
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app
+    log = own_yarn.am_log(app_id)
+    rolls = re.findall(r"rolled the AMRMToken over \(key id (-?\d+) -> (-?\d+)\)", log)
+    assert rolls, log[-3000:]
+    old, new = rolls[0]
+    assert old != new
+    assert f"authenticated to the ResourceManager with the rolled-over AMRMToken (key id {new})" in log
+    # taken once per roll, though the RM repeats it until a connection uses it
+    assert len(rolls) == rm_log.read_text(errors="replace").count(sent)
+    assert "unregistered from the ResourceManager: SUCCEEDED" in log
+
+
+def test_frozen_cluster_stalls_neither_api_nor_job(own_yarn):
+    # SIGSTOP on the cluster's one JVM: the RM and every NodeManager hang
+    # with their connections open. A kill through the API while it is frozen
+    # makes the coordinator stop the workers: those stopContainers calls and
+    # its allocate heartbeats wait on worker threads, and its loop keeps
+    # answering. After SIGCONT the calls complete and the job ends KILLED.
+    n = 3
+    p = own_yarn.popen_submit("--executes", "sleep 300", "--conf", f"tony.worker.instances={n}")
+    cluster = own_yarn.cluster
+    lat, states = [], set()
+    try:
+        app_id = wait_for(lambda: next(iter(own_yarn.app_ids()), None), timeout=90, what="the application")
+        url = wait_for(lambda: own_yarn.api_url(app_id), timeout=90, what="the coordinator's address")
+        wait_for(lambda: sum(t["state"] == "RUNNING" for t in get_timed(url + "/v1/job")[1]["tasks"]) == n,
+                 timeout=90, what=f"{n} workers RUNNING")
+        secret = (own_yarn.tony.home / "jobs" / app_id / "secret").read_text().strip()
+        os.kill(cluster.pid, signal.SIGSTOP)
+        try:
+            t0 = time.time()
+            killed = False
+            while time.time() - t0 < 6:
+                s, job = get_timed(url + "/v1/job", timeout=2)
+                lat.append(s)
+                states.add(job["state"] if job else "(no answer)")
+                if time.time() - t0 > 1.5 and not killed:
+                    k0 = time.monotonic()
+                    try:
+                        kill_status, _ = call(url + "/v1/job/kill", "POST", "{}", secret=secret)
+                    except OSError as e:  # a timeout: the loop is stuck
+                        kill_status = e
+                    lat.append(time.monotonic() - k0)
+                    killed = True
+                time.sleep(0.05)
+        finally:
+            os.kill(cluster.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    lat.sort()
+    print(f"{len(lat)} API answers while the cluster was frozen; slowest {lat[-3:]}")
+    assert lat[-2] < 0.5, f"{len(lat)} answers while the cluster was frozen, slowest {lat[-5:]}"
+    assert len(lat) > 30, lat
+    assert kill_status == 200, kill_status
+    assert p.returncode == 1, out + err
+    # the kill was taken while the cluster was frozen: the job waited for its
+    # containers to end (FINISHING), which YARN could tell only after SIGCONT
+    assert "FINISHING" in states, states
+    st = json.loads((own_yarn.tony.home / "jobs" / app_id / "status.json").read_text())
+    assert st["final_status"] == "KILLED", st
+    assert own_yarn.cluster.wait_app(app_id)["finalStatus"] == "KILLED"
+    log = own_yarn.am_log(app_id)
+    assert "unregistered from the ResourceManager: KILLED" in log, log[-3000:]
+    assert "cannot stop" not in log, log[-3000:]

@@ -1,7 +1,9 @@
 /* Unit tests of the YARN AM protocol clients that need no server: the ask
  * table (totals per priority/size/label, only changed entries sent),
- * argument checks, and launch-context validation before any NM is called.
- * Their wire behaviour is proven live by tests/e2e/test_yarn_wire.py. */
+ * argument checks, launch-context validation before any NM is called, and
+ * the async NodeManager calls against a node that hangs (a socket that
+ * accepts and never answers) and one that is down. Their wire behaviour is
+ * proven live by tests/e2e/test_yarn_wire.py and test_yarn_jobs.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/nm.h"
@@ -30,7 +39,7 @@ static yarn_amrm *new_am(void) {
     return am;
 }
 
-static void assert_pending(const yarn_amrm *am, const char *want) {
+static void assert_pending(yarn_amrm *am, const char *want) {
     char *got = yarn_amrm_pending_asks(am);
     if (strcmp(got, want) != 0) fail_msg("pending asks:\n%s\nwant:\n%s", got, want);
     free(got);
@@ -76,14 +85,14 @@ static void test_amrm_args(void **state) {
     yarn_allocation a;
     assert_int_equal(yarn_amrm_allocate(am, 0.5f, &a, &err), -1);
     assert_contains(err.msg, "before registerApplicationMaster");
-    assert_null(yarn_amrm_nm_token(am, "h", 1));
+    assert_null(yarn_amrm_nm_token_dup(am, "h", 1));
     yarn_amrm_free(am);
 }
 
 static void test_nm_checks_before_calling(void **state) {
     (void)state;
     yarn_amrm *am = new_am();
-    yarn_nm_pool *p = yarn_nm_pool_new(am);
+    yarn_nm_pool *p = yarn_nm_pool_new(am, NULL);
     yarn_container c = {.id = "container_1_0001_01_000002", .node_host = tony_strdup("127.0.0.1"), .node_port = 1};
     yarn_launch_ctx ctx = {.command = "true"};
     tony_error err;
@@ -115,11 +124,136 @@ static void test_nm_checks_before_calling(void **state) {
     yarn_amrm_free(am);
 }
 
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A loopback port; listening: connections are accepted by the kernel and
+ * never answered (a hung NodeManager); not listening: refused (a dead one). */
+static int loopback_port(bool listening, int *fd_out) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    if (listening) assert_int_equal(listen(fd, 8), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    if (listening) {
+        *fd_out = fd;
+    } else {
+        close(fd);
+        *fd_out = -1;
+    }
+    return ntohs(a.sin_port);
+}
+
+typedef struct nm_seen {
+    struct event_base *base;
+    pthread_t loop;
+    int64_t t0;
+    int ticks, n;
+    struct {
+        char id[YARN_ID_MAX];
+        int rc;
+        char err[sizeof(tony_error)];
+        int64_t at;
+        int ticks;
+        bool on_loop;
+    } got[3];
+} nm_seen;
+
+static void nm_done(void *arg, const yarn_nm_reply *r) {
+    nm_seen *s = arg;
+    int k = s->n++;
+    snprintf(s->got[k].id, sizeof s->got[k].id, "%s", r->container_id);
+    s->got[k].rc = r->rc;
+    snprintf(s->got[k].err, sizeof s->got[k].err, "%s", r->rc ? r->err.msg : "");
+    s->got[k].at = now_ms() - s->t0;
+    s->got[k].ticks = s->ticks;
+    s->got[k].on_loop = pthread_equal(pthread_self(), s->loop);
+    if (s->n == 3) event_base_loopbreak(s->base);
+}
+
+static void nm_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ((nm_seen *)arg)->ticks++;
+}
+
+static void test_nm_async_hung_node_delays_no_other(void **state) {
+    (void)state;
+    nm_seen s = {.base = event_base_new(), .loop = pthread_self()};
+    int hung_fd, dead_fd;
+    int hung = loopback_port(true, &hung_fd), dead = loopback_port(false, &dead_fd);
+    yarn_amrm *am = new_am();
+    yarn_token *nmt = yarn_token_new("n", 1, "p", 1, YARN_NM_TOKEN_KIND, "");
+    yarn_amrm_put_nm_token(am, "127.0.0.1", hung, nmt);
+    yarn_amrm_put_nm_token(am, "127.0.0.1", dead, nmt);
+    yarn_token_free(nmt);
+    tony_error err;
+    tony_workq *q = tony_workq_new(s.base, 4, &err);
+    assert_non_null(q);
+    yarn_nm_pool *p = yarn_nm_pool_new(am, q);
+    yarn_nm_pool_set_timeout(p, 1000);
+    struct event *tick = event_new(s.base, -1, EV_PERSIST, nm_tick, &s);
+    struct timeval tv = {0, 20000};
+    event_add(tick, &tv);
+
+    yarn_container c1 = {.id = "container_1_0001_01_000002", .node_host = tony_strdup("127.0.0.1"), .node_port = hung,
+                         .token = yarn_token_new("c", 1, "p", 1, "ContainerToken", "")};
+    yarn_container c2 = {.id = "container_1_0001_01_000003", .node_host = tony_strdup("127.0.0.1"), .node_port = dead};
+    /* The launch context is freed right after the call: the job has a copy. */
+    yarn_local_resource *r = calloc(1, sizeof *r);
+    *r = (yarn_local_resource){tony_strdup("f"), tony_strdup("hdfs://nn:8020/a"), 1, 1, YARN_LR_FILE,
+                               YARN_LR_APPLICATION};
+    tony_env env = {0};
+    tony_env_set(&env, "A", "1");
+    char *cmd = tony_strdup("true");
+    yarn_launch_ctx ctx = {.resources = r, .n_resources = 1, .env = &env, .command = cmd};
+    s.t0 = now_ms();
+    yarn_nm_start_async(p, &c1, &ctx, nm_done, &s);
+    yarn_nm_stop_async(p, &c1, nm_done, &s); /* same node: after the start */
+    yarn_nm_status_async(p, &c2, nm_done, &s);
+    free((char *)r->name);
+    free((char *)r->uri);
+    free(r);
+    free(cmd);
+    tony_env_free(&env);
+    event_base_dispatch(s.base);
+
+    assert_int_equal(s.n, 3);
+    for (int k = 0; k < 3; k++) assert_true(s.got[k].on_loop);
+    /* first back: the dead node's refusal, long before the hung node's timeout */
+    assert_string_equal(s.got[0].id, c2.id);
+    assert_int_equal(s.got[0].rc, -1);
+    assert_contains(s.got[0].err, "cannot connect");
+    if (s.got[0].at > 500) fail_msg("the dead node's answer took %lld ms", (long long)s.got[0].at);
+    /* then the hung node's start, after its 1 s timeout, then its stop */
+    assert_string_equal(s.got[1].id, c1.id);
+    assert_contains(s.got[1].err, "no answer within 1000 ms");
+    assert_contains(s.got[1].err, "NodeManager 127.0.0.1");
+    assert_true(s.got[1].at >= 950);
+    assert_string_equal(s.got[2].id, c1.id);
+    assert_true(s.got[2].at >= s.got[1].at + 950);
+    /* and the loop ran its 20 ms timer all the while */
+    if (s.got[1].ticks < 30) fail_msg("only %d loop ticks in %lld ms", s.got[1].ticks, (long long)s.got[1].at);
+
+    tony_workq_free(q);
+    yarn_nm_pool_free(p);
+    yarn_container_free(&c1);
+    yarn_container_free(&c2);
+    yarn_amrm_free(am);
+    event_free(tick);
+    event_base_free(s.base);
+    close(hung_fd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_table),
         cmocka_unit_test(test_amrm_args),
         cmocka_unit_test(test_nm_checks_before_calling),
+        cmocka_unit_test(test_nm_async_hung_node_delays_no_other),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

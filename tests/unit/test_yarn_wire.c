@@ -3,8 +3,9 @@
  * the SASL/call state machine of yarn_ipc against a FAKE in-process server
  * (a thread on 127.0.0.1 written here, not Hadoop) that drives the failure
  * paths a real cluster cannot be made to produce on demand: no TOKEN offered,
- * a bad rspauth, FATAL replies, ERROR replies, silence. The real proof is the
- * live test tests/e2e/test_yarn_wire.py. */
+ * a bad rspauth, FATAL replies, ERROR replies, silence; and, as a FAKE RM, an
+ * allocate held on the wire while the loop changes the ask table. The real
+ * proof is the live test tests/e2e/test_yarn_wire.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +17,11 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "backend/yarn/amrm.h"
 #include "backend/yarn/ipc.h"
 #include "backend/yarn/sasl.h"
 #include "hadoop_rpc.pb-c.h"
@@ -202,7 +205,15 @@ static void test_challenge_errors(void **state) {
 
 /* --- the FAKE server */
 
-typedef enum { FAKE_OK, FAKE_SIMPLE_ONLY, FAKE_BAD_RSPAUTH, FAKE_FATAL_AUTH, FAKE_SILENT, FAKE_SEPARATE_CHALLENGE } fake_mode;
+typedef enum {
+    FAKE_OK,
+    FAKE_SIMPLE_ONLY,
+    FAKE_BAD_RSPAUTH,
+    FAKE_FATAL_AUTH,
+    FAKE_SILENT,
+    FAKE_SEPARATE_CHALLENGE,
+    FAKE_RM /* register, then allocates: the first is held until `go` is written */
+} fake_mode;
 
 typedef struct fake {
     int listen_fd, port;
@@ -212,6 +223,10 @@ typedef struct fake {
     char seen_protocol[128];
     bool echo_ok; /* INITIATE echoed protocol "" present and no challenge */
     int calls;
+    /* FAKE_RM */
+    int go[2];               /* a pipe: the test writes a byte to release allocate #1 */
+    atomic_int held;         /* allocate #1 arrived and waits */
+    char seen[2][128];       /* asks and releases of allocates #1 and #2 */
 } fake;
 
 static int read_n(int fd, void *p, size_t n) {
@@ -302,6 +317,76 @@ static char *fake_check_response(const fake *f, const uint8_t *resp, size_t len)
     return out;
 }
 
+/* The asks and releases of an allocate, as "prio:total ... rel:n". */
+static void fake_note_allocate(fake *f, int k, const uint8_t *b, size_t rest) {
+    size_t n;
+    const uint8_t *rh = fake_msg(b, rest, &n); /* RequestHeaderProto */
+    const uint8_t *m = fake_msg(b, (size_t)(rh - b) + n, &n);
+    Hadoop__Yarn__AllocateRequestProto *r = hadoop__yarn__allocate_request_proto__unpack(NULL, n, m);
+    tony_buf out = {0};
+    tony_buf_puts(&out, "");
+    for (size_t i = 0; r && i < r->n_ask; i++)
+        tony_buf_printf(&out, "%d:%d ", r->ask[i]->priority->priority, r->ask[i]->num_containers);
+    tony_buf_printf(&out, "rel:%zu", r ? r->n_release : 0);
+    snprintf(f->seen[k], sizeof f->seen[k], "%s", out.data);
+    tony_buf_free(&out);
+    if (r) protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+static void fake_rm_call(fake *f, int fd, int32_t id, const uint8_t *b, size_t rest) {
+    if (f->calls == 1) {
+        Hadoop__Yarn__RegisterApplicationMasterResponseProto r = HADOOP__YARN__REGISTER_APPLICATION_MASTER_RESPONSE_PROTO__INIT;
+        r.queue = "fakequeue";
+        fake_reply(fd, id, 0, NULL, &r.base);
+        return;
+    }
+    Hadoop__Yarn__AllocateResponseProto r = HADOOP__YARN__ALLOCATE_RESPONSE_PROTO__INIT;
+    r.has_response_id = 1;
+    r.response_id = f->calls - 1;
+    if (f->calls == 2) {
+        fake_note_allocate(f, 0, b, rest);
+        atomic_store(&f->held, 1);
+        char c;
+        if (read(f->go[0], &c, 1) != 1) return;
+        /* one container of priority 1 for the two asked */
+        Hadoop__Yarn__ApplicationIdProto app = HADOOP__YARN__APPLICATION_ID_PROTO__INIT;
+        app.has_id = app.has_cluster_timestamp = 1;
+        app.id = 1;
+        app.cluster_timestamp = 1700000000000;
+        Hadoop__Yarn__ApplicationAttemptIdProto att = HADOOP__YARN__APPLICATION_ATTEMPT_ID_PROTO__INIT;
+        att.application_id = &app;
+        att.has_attemptid = 1;
+        att.attemptid = 1;
+        Hadoop__Yarn__ContainerIdProto cid = HADOOP__YARN__CONTAINER_ID_PROTO__INIT;
+        cid.app_id = &app;
+        cid.app_attempt_id = &att;
+        cid.has_id = 1;
+        cid.id = 2;
+        Hadoop__Yarn__NodeIdProto node = HADOOP__YARN__NODE_ID_PROTO__INIT;
+        node.host = "fakehost";
+        node.has_port = 1;
+        node.port = 1234;
+        Hadoop__Yarn__ResourceProto res = HADOOP__YARN__RESOURCE_PROTO__INIT;
+        res.has_memory = res.has_virtual_cores = 1;
+        res.memory = 256;
+        res.virtual_cores = 1;
+        Hadoop__Yarn__PriorityProto prio = HADOOP__YARN__PRIORITY_PROTO__INIT;
+        prio.has_priority = 1;
+        prio.priority = 1;
+        Hadoop__Yarn__ContainerProto c1 = HADOOP__YARN__CONTAINER_PROTO__INIT, *cs[1] = {&c1};
+        c1.id = &cid;
+        c1.nodeid = &node;
+        c1.resource = &res;
+        c1.priority = &prio;
+        r.n_allocated_containers = 1;
+        r.allocated_containers = cs;
+        fake_reply(fd, id, 0, NULL, &r.base);
+        return;
+    }
+    fake_note_allocate(f, 1, b, rest);
+    fake_reply(fd, id, 0, NULL, &r.base);
+}
+
 static void *fake_main(void *arg) {
     fake *f = arg;
     int fd = accept(f->listen_fd, NULL, NULL);
@@ -381,9 +466,15 @@ static void *fake_main(void *arg) {
         if (!(b = fake_read(fd, &len, &h, &rest))) goto out;
         int32_t id = h->callid;
         protobuf_c_message_free_unpacked(&h->base, NULL);
+        f->calls++;
+        if (f->mode == FAKE_RM) {
+            fake_rm_call(f, fd, id, b, rest);
+            free(b);
+            b = NULL;
+            continue;
+        }
         free(b);
         b = NULL;
-        f->calls++;
         if (f->calls == 1) {
             Hadoop__Yarn__RegisterApplicationMasterResponseProto r =
                 HADOOP__YARN__REGISTER_APPLICATION_MASTER_RESPONSE_PROTO__INIT;
@@ -405,6 +496,7 @@ out:
 static fake *fake_start(fake_mode mode, const char *password) {
     fake *f = calloc(1, sizeof *f);
     f->mode = mode;
+    if (pipe(f->go) != 0) abort();
     f->token = yarn_token_new("id-bytes", 8, password, strlen(password), YARN_AMRM_TOKEN_KIND, "");
     f->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -420,6 +512,8 @@ static fake *fake_start(fake_mode mode, const char *password) {
 static void fake_stop(fake *f) {
     if (!pthread_equal(f->thread, pthread_self())) pthread_join(f->thread, NULL);
     close(f->listen_fd);
+    close(f->go[0]);
+    close(f->go[1]);
     yarn_token_free(f->token);
     free(f);
 }
@@ -510,6 +604,64 @@ static void test_fake_server_refusals(void **state) {
     }
 }
 
+typedef struct alloc_thread {
+    yarn_amrm *am;
+    yarn_allocation out;
+    int rc;
+    tony_error err;
+} alloc_thread;
+
+static void *run_allocate(void *arg) {
+    alloc_thread *a = arg;
+    a->rc = yarn_amrm_allocate(a->am, 0.5f, &a->out, &a->err);
+    return NULL;
+}
+
+/* The coordinator's loop changes the ask table while its allocate is on the
+ * wire (a worker thread makes the call): what it added meanwhile is sent
+ * with the next allocate, as a total that accounts for what the held one
+ * was granted; releases queued meanwhile go with the next one too. */
+static void test_asks_change_while_allocate_is_out(void **state) {
+    (void)state;
+    fake *f = fake_start(FAKE_RM, "pw");
+    yarn_token *t = client_token("pw");
+    tony_error err;
+    yarn_amrm *am = yarn_amrm_new("127.0.0.1", f->port, t, &err);
+    assert_non_null(am);
+    yarn_amrm_set_timeout(am, 5000);
+    if (yarn_amrm_register(am, "h", 1, "", NULL, &err)) fail_msg("%s", err.msg);
+    const yarn_resource small = {256, 1, 0};
+    yarn_amrm_add_request(am, 1, &small, NULL, 2);
+    alloc_thread a = {.am = am};
+    pthread_t th;
+    pthread_create(&th, NULL, run_allocate, &a);
+    while (!atomic_load(&f->held)) usleep(1000);
+    /* meanwhile, on the loop: one more worker, a new role, a release */
+    yarn_amrm_add_request(am, 1, &small, NULL, 1);
+    yarn_amrm_add_request(am, 2, &small, NULL, 1);
+    yarn_container gone = {.cid = {.attempt = {.app = {1700000000000, 1}, .attempt = 1}, .id = 9}};
+    yarn_amrm_release(am, &gone);
+    assert_int_equal(write(f->go[1], "g", 1), 1);
+    pthread_join(th, NULL);
+    if (a.rc) fail_msg("%s", a.err.msg);
+    assert_int_equal(a.out.n_allocated, 1);
+    assert_string_equal(f->seen[0], "1:2 rel:0");
+    /* the RM counted 2 - 1 granted; we asked 3 in all: 2 still to come */
+    assert_int_equal(yarn_amrm_outstanding(am, 1, &small, NULL), 2);
+    yarn_allocation_free(&a.out);
+    yarn_allocation out;
+    if (yarn_amrm_allocate(am, 0.5f, &out, &err)) fail_msg("%s", err.msg);
+    yarn_allocation_free(&out);
+    assert_string_equal(f->seen[1], "1:2 2:1 rel:1");
+    /* sent and unchanged: nothing more to send */
+    char *pending = yarn_amrm_pending_asks(am);
+    assert_string_equal(pending, "");
+    free(pending);
+    yarn_amrm_free(am);
+    fake_stop(f);
+    yarn_token_free(t);
+}
+
 static void test_connect_errors(void **state) {
     (void)state;
     /* a port nobody listens on */
@@ -541,6 +693,7 @@ int main(void) {
         cmocka_unit_test(test_fake_server_separate_challenge),
         cmocka_unit_test(test_fake_server_refusals),
         cmocka_unit_test(test_connect_errors),
+        cmocka_unit_test(test_asks_change_while_allocate_is_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

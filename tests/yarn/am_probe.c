@@ -147,7 +147,7 @@ static void run(probe *p, yarn_amrm *am, const yarn_credentials *creds) {
           yarn_amrm_outstanding(am, 2, &gpu, "gpu"));
     check(p, s.unexpected == 0, "no surplus containers", "%d", s.unexpected);
 
-    yarn_nm_pool *pool = yarn_nm_pool_new(am);
+    yarn_nm_pool *pool = yarn_nm_pool_new(am, NULL);
     tony_env env = {0};
     tony_env_set(&env, "PROBE_VAR", "hello from the probe");
     yarn_local_resource res = {"probe_copy", env_or("TONY_PROBE_RESOURCE_URI", ""),

@@ -6,6 +6,7 @@
  * we are unregistered. */
 #include "backend/yarn/amrm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,11 @@ typedef struct nm_token {
 } nm_token;
 
 struct yarn_amrm {
+    /* The RPC side: only the thread making the current RPC touches these. */
     char *host;
     int port;
     yarn_token *token;
+    bool token_rolled; /* a rolled-over token waits for its first connection */
     yarn_ipc *ipc;
     int timeout_ms;
     /* kept to re-register after an RM restart */
@@ -43,6 +46,9 @@ struct yarn_amrm {
     char *reg_host, *reg_url;
     int reg_port;
     int32_t response_id;
+    /* The bookkeeping: any thread, under mu. Asks are only ever appended,
+     * so an index stays valid across an allocate. */
+    pthread_mutex_t mu;
     ask *asks;
     size_t n_asks;
     yarn_container_id *releases;
@@ -153,6 +159,7 @@ yarn_amrm *yarn_amrm_new(const char *host, int port, const yarn_token *amrm_toke
     am->port = port;
     am->token = yarn_token_dup(amrm_token);
     am->timeout_ms = YARN_IPC_DEFAULT_TIMEOUT_MS;
+    pthread_mutex_init(&am->mu, NULL);
     return am;
 }
 
@@ -171,6 +178,7 @@ void yarn_amrm_free(yarn_amrm *am) {
         yarn_token_free(am->nm[i].token);
     }
     free(am->nm);
+    pthread_mutex_destroy(&am->mu);
     free(am);
 }
 
@@ -181,29 +189,50 @@ void yarn_amrm_set_timeout(yarn_amrm *am, int timeout_ms) {
 
 const yarn_token *yarn_amrm_token(const yarn_amrm *am) { return am->token; }
 
-const yarn_token *yarn_amrm_nm_token(const yarn_amrm *am, const char *host, int port) {
-    for (size_t i = 0; i < am->n_nm; i++)
-        if (am->nm[i].port == port && strcmp(am->nm[i].host, host) == 0) return am->nm[i].token;
-    return NULL;
+yarn_token *yarn_amrm_nm_token_dup(yarn_amrm *am, const char *host, int port) {
+    yarn_token *t = NULL;
+    pthread_mutex_lock(&am->mu);
+    for (size_t i = 0; i < am->n_nm && !t; i++)
+        if (am->nm[i].port == port && strcmp(am->nm[i].host, host) == 0) t = yarn_token_dup(am->nm[i].token);
+    pthread_mutex_unlock(&am->mu);
+    return t;
 }
 
-static void keep_nm_tokens(yarn_amrm *am, Hadoop__Yarn__NMTokenProto **v, size_t n) {
-    for (size_t k = 0; k < n; k++) {
-        if (!v[k]->nodeid || !v[k]->nodeid->host || !v[k]->token) continue;
-        const char *host = v[k]->nodeid->host;
-        int port = v[k]->nodeid->port;
-        nm_token *slot = NULL;
-        for (size_t i = 0; i < am->n_nm && !slot; i++)
-            if (am->nm[i].port == port && strcmp(am->nm[i].host, host) == 0) slot = &am->nm[i];
-        if (!slot) {
-            am->nm = tony_xrealloc(am->nm, (am->n_nm + 1) * sizeof *am->nm);
-            slot = &am->nm[am->n_nm++];
-            *slot = (nm_token){tony_strdup(host), port, NULL};
-        }
-        /* A newer token for the node (its master key rolled) replaces the old. */
-        yarn_token_free(slot->token);
-        slot->token = token_from_pb(v[k]->token);
+/* Locked. A newer token for a node (its master key rolled) replaces the old. */
+static void put_nm_token(yarn_amrm *am, const char *host, int port, yarn_token *t) {
+    nm_token *slot = NULL;
+    for (size_t i = 0; i < am->n_nm && !slot; i++)
+        if (am->nm[i].port == port && strcmp(am->nm[i].host, host) == 0) slot = &am->nm[i];
+    if (!slot) {
+        am->nm = tony_xrealloc(am->nm, (am->n_nm + 1) * sizeof *am->nm);
+        slot = &am->nm[am->n_nm++];
+        *slot = (nm_token){tony_strdup(host), port, NULL};
     }
+    yarn_token_free(slot->token);
+    slot->token = t;
+}
+
+void yarn_amrm_put_nm_token(yarn_amrm *am, const char *host, int port, const yarn_token *t) {
+    pthread_mutex_lock(&am->mu);
+    put_nm_token(am, host, port, yarn_token_dup(t));
+    pthread_mutex_unlock(&am->mu);
+}
+
+/* Locked. */
+static void keep_nm_tokens(yarn_amrm *am, Hadoop__Yarn__NMTokenProto **v, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (v[k]->nodeid && v[k]->nodeid->host && v[k]->token)
+            put_nm_token(am, v[k]->nodeid->host, v[k]->nodeid->port, token_from_pb(v[k]->token));
+}
+
+int yarn_amrm_token_key_id(const yarn_token *t) {
+    if (!t) return -1;
+    Hadoop__Yarn__AMRMTokenIdentifierProto *id =
+        hadoop__yarn__amrmtoken_identifier_proto__unpack(NULL, t->identifier_len, t->identifier);
+    if (!id) return -1;
+    int key = id->has_keyid ? id->keyid : -1;
+    protobuf_c_message_free_unpacked(&id->base, NULL);
+    return key;
 }
 
 /* One RPC; a broken connection is re-opened once and the call repeated
@@ -218,6 +247,10 @@ static int call(yarn_amrm *am, const char *method, const ProtobufCMessage *req, 
             am->ipc = NULL;
             if (yarn_ipc_connect(am->host, am->port, YARN_AM_PROTOCOL, am->token, am->timeout_ms, &am->ipc, err) < 0)
                 return tony_err_wrap(err, "connecting to the ResourceManager scheduler");
+            if (am->token_rolled)
+                tony_info("authenticated to the ResourceManager with the rolled-over AMRMToken (key id %d)",
+                          yarn_amrm_token_key_id(am->token));
+            am->token_rolled = false;
         }
         if (yarn_ipc_call(am->ipc, method, req, d, resp, err) == 0) return 0;
         *exception = yarn_ipc_exception(am->ipc);
@@ -240,7 +273,9 @@ static int do_register(yarn_amrm *am, yarn_register_info *out, tony_error *err) 
         return tony_err_wrap(err, "registering the ApplicationMaster with the ResourceManager at %s:%d", am->host,
                              am->port);
     Hadoop__Yarn__RegisterApplicationMasterResponseProto *r = (Hadoop__Yarn__RegisterApplicationMasterResponseProto *)m;
+    pthread_mutex_lock(&am->mu);
     keep_nm_tokens(am, r->nm_tokens_from_previous_attempts, r->n_nm_tokens_from_previous_attempts);
+    pthread_mutex_unlock(&am->mu);
     if (out) {
         memset(out, 0, sizeof *out);
         yarn_resource_from_pb(r->maximumcapability, &out->max_capability);
@@ -299,17 +334,26 @@ static void change_ask(yarn_amrm *am, int priority, const yarn_resource *cap, co
 }
 
 void yarn_amrm_add_request(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label, int count) {
-    if (count > 0) change_ask(am, priority, cap, node_label, count);
+    if (count <= 0) return;
+    pthread_mutex_lock(&am->mu);
+    change_ask(am, priority, cap, node_label, count);
+    pthread_mutex_unlock(&am->mu);
 }
 
 void yarn_amrm_remove_request(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label,
                               int count) {
-    if (count > 0) change_ask(am, priority, cap, node_label, -count);
+    if (count <= 0) return;
+    pthread_mutex_lock(&am->mu);
+    change_ask(am, priority, cap, node_label, -count);
+    pthread_mutex_unlock(&am->mu);
 }
 
-int yarn_amrm_outstanding(const yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label) {
+int yarn_amrm_outstanding(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label) {
+    pthread_mutex_lock(&am->mu);
     const ask *a = find_ask(am, priority, cap, node_label);
-    return a ? a->total : 0;
+    int total = a ? a->total : 0;
+    pthread_mutex_unlock(&am->mu);
+    return total;
 }
 
 /* A granted container fills one outstanding ask of its priority: an exact
@@ -333,43 +377,56 @@ static void fill_ask(yarn_amrm *am, const yarn_container *c) {
 }
 
 void yarn_amrm_release(yarn_amrm *am, const yarn_container *c) {
+    pthread_mutex_lock(&am->mu);
     am->releases = tony_xrealloc(am->releases, (am->n_releases + 1) * sizeof *am->releases);
     am->releases[am->n_releases++] = c->cid;
+    pthread_mutex_unlock(&am->mu);
 }
 
-char *yarn_amrm_pending_asks(const yarn_amrm *am) {
+char *yarn_amrm_pending_asks(yarn_amrm *am) {
     tony_buf b = {0};
     tony_buf_puts(&b, "");
+    pthread_mutex_lock(&am->mu);
     for (size_t i = 0; i < am->n_asks; i++) {
         const ask *a = &am->asks[i];
         if (a->dirty)
             tony_buf_printf(&b, "%d/%lld/%d/%d/%s=%d\n", a->priority, a->cap.memory_mb, a->cap.vcores, a->cap.gpus,
                             a->label, a->total);
     }
+    pthread_mutex_unlock(&am->mu);
     return b.data;
 }
 
 /* --- allocate */
 
+/* One allocate request, built under the lock into storage of its own: the
+ * loop may change the ask table while the call is on the wire. */
 typedef struct alloc_req {
     Hadoop__Yarn__AllocateRequestProto req;
     Hadoop__Yarn__ResourceRequestProto *rr;
     Hadoop__Yarn__ResourceRequestProto **rrp;
     Hadoop__Yarn__PriorityProto *prio;
     yarn_resource_pb *res;
+    char **labels;
     yarn_container_id_pb *rel;
+    yarn_container_id *rel_ids;
     Hadoop__Yarn__ContainerIdProto **relp;
-    size_t *sent; /* indexes of the asks sent */
+    size_t *sent;       /* indexes of the asks sent... */
+    int *sent_total;    /* ...and the totals they had */
 } alloc_req;
 
+/* Locked. */
 static void build_allocate(yarn_amrm *am, float progress, alloc_req *a) {
     size_t n = am->n_asks ? am->n_asks : 1, nr = am->n_releases ? am->n_releases : 1;
     a->rr = tony_xcalloc(n, sizeof *a->rr);
     a->rrp = tony_xcalloc(n, sizeof *a->rrp);
     a->prio = tony_xcalloc(n, sizeof *a->prio);
     a->res = tony_xcalloc(n, sizeof *a->res);
+    a->labels = tony_xcalloc(n, sizeof *a->labels);
     a->sent = tony_xcalloc(n, sizeof *a->sent);
+    a->sent_total = tony_xcalloc(n, sizeof *a->sent_total);
     a->rel = tony_xcalloc(nr, sizeof *a->rel);
+    a->rel_ids = tony_xcalloc(nr, sizeof *a->rel_ids);
     a->relp = tony_xcalloc(nr, sizeof *a->relp);
     hadoop__yarn__allocate_request_proto__init(&a->req);
     size_t k = 0;
@@ -387,14 +444,18 @@ static void build_allocate(yarn_amrm *am, float progress, alloc_req *a) {
         r->has_num_containers = r->has_relax_locality = 1;
         r->num_containers = s->total;
         r->relax_locality = 1;
-        if (*s->label) r->node_label_expression = s->label;
+        if (*s->label) r->node_label_expression = a->labels[k] = tony_strdup(s->label);
         a->rrp[k] = r;
         a->sent[k] = i;
+        a->sent_total[k] = s->total;
         k++;
     }
     a->req.n_ask = k;
     a->req.ask = a->rrp;
-    for (size_t i = 0; i < am->n_releases; i++) a->relp[i] = yarn_container_id_to_pb(&am->releases[i], &a->rel[i]);
+    for (size_t i = 0; i < am->n_releases; i++) {
+        a->rel_ids[i] = am->releases[i];
+        a->relp[i] = yarn_container_id_to_pb(&a->rel_ids[i], &a->rel[i]);
+    }
     a->req.n_release = am->n_releases;
     a->req.release = a->relp;
     a->req.has_response_id = a->req.has_progress = 1;
@@ -403,32 +464,68 @@ static void build_allocate(yarn_amrm *am, float progress, alloc_req *a) {
 }
 
 static void alloc_req_free(alloc_req *a) {
+    for (size_t i = 0; i < a->req.n_ask; i++) free(a->labels[i]);
     free(a->rr);
     free(a->rrp);
     free(a->prio);
     free(a->res);
+    free(a->labels);
     free(a->sent);
+    free(a->sent_total);
     free(a->rel);
+    free(a->rel_ids);
     free(a->relp);
+}
+
+/* Locked. What the RM now knows: an ask it got is clean unless it changed
+ * meanwhile, and the releases it got are done. */
+static void mark_sent(yarn_amrm *am, const alloc_req *a) {
+    for (size_t i = 0; i < a->req.n_ask; i++)
+        if (am->asks[a->sent[i]].total == a->sent_total[i]) am->asks[a->sent[i]].dirty = false;
+    size_t n = a->req.n_release;
+    if (n == 0) return;
+    memmove(am->releases, am->releases + n, (am->n_releases - n) * sizeof *am->releases);
+    am->n_releases -= n;
+}
+
+static bool same_token(const yarn_token *a, const yarn_token *b) {
+    return a->identifier_len == b->identifier_len && a->password_len == b->password_len &&
+           memcmp(a->identifier, b->identifier, a->identifier_len) == 0 &&
+           memcmp(a->password, b->password, a->password_len) == 0;
+}
+
+/* The RM repeats the new AMRMToken in every response until a connection
+ * authenticated with it calls: drop ours so that the next call makes one,
+ * which also proves the token before the old key is retired. */
+static void take_amrm_token(yarn_amrm *am, const Hadoop__Common__TokenProto *pb, yarn_allocation *out) {
+    yarn_token *t = token_from_pb(pb);
+    if (!t || same_token(t, am->token)) {
+        yarn_token_free(t);
+        return;
+    }
+    tony_info("the ResourceManager rolled the AMRMToken over (key id %d -> %d); reconnecting with the new one",
+              yarn_amrm_token_key_id(am->token), yarn_amrm_token_key_id(t));
+    yarn_token_free(am->token);
+    am->token = t;
+    am->token_rolled = true;
+    yarn_ipc_free(am->ipc);
+    am->ipc = NULL;
+    out->amrm_token_rolled = true;
 }
 
 static void take_response(yarn_amrm *am, const Hadoop__Yarn__AllocateResponseProto *r, yarn_allocation *out) {
     am->response_id = r->response_id;
-    keep_nm_tokens(am, r->nm_tokens, r->n_nm_tokens);
-    if (r->am_rm_token) {
-        yarn_token_free(am->token);
-        am->token = token_from_pb(r->am_rm_token);
-        out->amrm_token_rolled = true;
-    }
+    if (r->am_rm_token) take_amrm_token(am, r->am_rm_token, out);
     if (r->has_a_m_command)
         out->command = r->a_m_command == HADOOP__YARN__AMCOMMAND_PROTO__AM_SHUTDOWN ? YARN_AM_CMD_SHUTDOWN
                                                                                     : YARN_AM_CMD_RESYNC;
     out->n_allocated = r->n_allocated_containers;
     out->allocated = tony_xcalloc(out->n_allocated ? out->n_allocated : 1, sizeof *out->allocated);
-    for (size_t i = 0; i < out->n_allocated; i++) {
-        container_from_pb(r->allocated_containers[i], &out->allocated[i]);
-        fill_ask(am, &out->allocated[i]);
-    }
+    for (size_t i = 0; i < out->n_allocated; i++) container_from_pb(r->allocated_containers[i], &out->allocated[i]);
+    pthread_mutex_lock(&am->mu);
+    keep_nm_tokens(am, r->nm_tokens, r->n_nm_tokens);
+    for (size_t i = 0; i < out->n_allocated; i++) fill_ask(am, &out->allocated[i]);
+    pthread_mutex_unlock(&am->mu);
     out->n_completed = r->n_completed_container_statuses;
     out->completed = tony_xcalloc(out->n_completed ? out->n_completed : 1, sizeof *out->completed);
     for (size_t i = 0; i < out->n_completed; i++) {
@@ -448,13 +545,16 @@ int yarn_amrm_allocate(yarn_amrm *am, float progress, yarn_allocation *out, tony
     if (!am->registered) return tony_err(err, "allocate before registerApplicationMaster");
     for (int attempt = 0; attempt < 2; attempt++) {
         alloc_req a;
+        pthread_mutex_lock(&am->mu);
         build_allocate(am, progress, &a);
+        pthread_mutex_unlock(&am->mu);
         ProtobufCMessage *m;
         const char *exc;
         int rc = call(am, "allocate", &a.req.base, &hadoop__yarn__allocate_response_proto__descriptor, &m, &exc, err);
         if (rc == 0) {
-            for (size_t i = 0; i < a.req.n_ask; i++) am->asks[a.sent[i]].dirty = false;
-            am->n_releases = 0;
+            pthread_mutex_lock(&am->mu);
+            mark_sent(am, &a);
+            pthread_mutex_unlock(&am->mu);
             take_response(am, (Hadoop__Yarn__AllocateResponseProto *)m, out);
             protobuf_c_message_free_unpacked(m, NULL);
         }
@@ -465,7 +565,9 @@ int yarn_amrm_allocate(yarn_amrm *am, float progress, yarn_allocation *out, tony
          * and resend the whole table, as Java's AMRMClient does. */
         tony_warn("%s; registering again", err->msg);
         if (do_register(am, NULL, err) < 0) return -1;
+        pthread_mutex_lock(&am->mu);
         for (size_t i = 0; i < am->n_asks; i++) am->asks[i].dirty = am->asks[i].total > 0;
+        pthread_mutex_unlock(&am->mu);
     }
     return -1;
 }

@@ -2,7 +2,13 @@
  * plain C: register, an ask table, allocate heartbeats, release, finish.
  * Keeps what the RM hands out for later (NMTokens per node, a rolled-over
  * AMRMToken) and reconnects on a broken connection. Callers never see
- * protobuf-c. One yarn_amrm is used by one thread at a time. */
+ * protobuf-c.
+ *
+ * Threads: the RPCs (register, allocate, finish) are made by one thread at a
+ * time, which owns the connection and the AMRMToken meanwhile; the ask table,
+ * releases and NMTokens are behind a lock, so another thread (the event loop)
+ * may add asks and releases, and NodeManager threads may look up NMTokens,
+ * while an allocate is on the wire. */
 #ifndef TONY_YARN_AMRM_H
 #define TONY_YARN_AMRM_H
 
@@ -65,7 +71,7 @@ typedef struct yarn_allocation {
     yarn_resource headroom;
     int num_cluster_nodes;
     yarn_am_command command; /* RESYNC: re-register; SHUTDOWN: the RM wants us gone */
-    bool amrm_token_rolled;  /* a new AMRMToken arrived (kept for reconnects) */
+    bool amrm_token_rolled;  /* a new AMRMToken arrived: the next call reconnects with it */
 } yarn_allocation;
 void yarn_allocation_free(yarn_allocation *a);
 
@@ -99,7 +105,7 @@ void yarn_amrm_add_request(yarn_amrm *am, int priority, const yarn_resource *cap
 void yarn_amrm_remove_request(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label,
                               int count);
 /* The current outstanding total of one entry. */
-int yarn_amrm_outstanding(const yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label);
+int yarn_amrm_outstanding(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label);
 /* Gives a container back to the RM at the next allocate. */
 void yarn_amrm_release(yarn_amrm *am, const yarn_container *c);
 
@@ -114,12 +120,19 @@ int yarn_amrm_allocate(yarn_amrm *am, float progress, yarn_allocation *out, tony
 int yarn_amrm_finish(yarn_amrm *am, yarn_final_status status, const char *diagnostics, const char *tracking_url,
                      int timeout_ms, tony_error *err);
 
-/* The NMToken the RM gave for node host:port, or NULL. */
-const yarn_token *yarn_amrm_nm_token(const yarn_amrm *am, const char *host, int port);
-/* The AMRMToken a reconnect would use now. */
+/* A copy of the NMToken the RM gave for node host:port (yarn_token_free
+ * it), or NULL. Any thread. */
+yarn_token *yarn_amrm_nm_token_dup(yarn_amrm *am, const char *host, int port);
+/* The AMRMToken a reconnect would use now. The RPC thread only. */
 const yarn_token *yarn_amrm_token(const yarn_amrm *am);
+/* The id of the RM master key that signed an AMRMToken (it changes when the
+ * RM rolls its key over), or -1 when the identifier is unreadable. */
+int yarn_amrm_token_key_id(const yarn_token *t);
 
-/* --- for tests: what the next allocate would send, as "prio/mem/vcores/gpus/label=count" lines */
-char *yarn_amrm_pending_asks(const yarn_amrm *am);
+/* --- for tests */
+/* What the next allocate would send, as "prio/mem/vcores/gpus/label=count" lines. */
+char *yarn_amrm_pending_asks(yarn_amrm *am);
+/* Keeps an NMToken (a copy) for node host:port, as an allocate would. */
+void yarn_amrm_put_nm_token(yarn_amrm *am, const char *host, int port, const yarn_token *t);
 
 #endif

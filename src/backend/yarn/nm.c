@@ -1,6 +1,8 @@
 /* ContainerManagementProtocol over yarn_ipc, one connection per NodeManager.
  * The NM reports per-container refusals in failed_requests rather than as an
- * RPC error; both become tony_errors here. */
+ * RPC error; both become tony_errors here. The async calls are jobs on a
+ * tony_workq whose lane is the node, so a node's connection is only used by
+ * the thread running that node's current job. */
 #include "backend/yarn/nm.h"
 
 #include <stdio.h>
@@ -21,7 +23,8 @@ typedef struct nm_conn {
 
 struct yarn_nm_pool {
     yarn_amrm *am;
-    nm_conn *conns;
+    tony_workq *q;
+    nm_conn **conns; /* created by the submitting thread, never moved */
     size_t n_conns;
     int timeout_ms;
 };
@@ -32,9 +35,10 @@ void yarn_container_status_free(yarn_container_status *s) {
     memset(s, 0, sizeof *s);
 }
 
-yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am) {
+yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am, tony_workq *q) {
     yarn_nm_pool *p = tony_xcalloc(1, sizeof *p);
     p->am = am;
+    p->q = q;
     p->timeout_ms = YARN_IPC_DEFAULT_TIMEOUT_MS;
     return p;
 }
@@ -42,8 +46,9 @@ yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am) {
 void yarn_nm_pool_free(yarn_nm_pool *p) {
     if (!p) return;
     for (size_t i = 0; i < p->n_conns; i++) {
-        free(p->conns[i].host);
-        yarn_ipc_free(p->conns[i].ipc);
+        free(p->conns[i]->host);
+        yarn_ipc_free(p->conns[i]->ipc);
+        free(p->conns[i]);
     }
     free(p->conns);
     free(p);
@@ -52,31 +57,34 @@ void yarn_nm_pool_free(yarn_nm_pool *p) {
 void yarn_nm_pool_set_timeout(yarn_nm_pool *p, int timeout_ms) {
     p->timeout_ms = timeout_ms > 0 ? timeout_ms : YARN_IPC_DEFAULT_TIMEOUT_MS;
     for (size_t i = 0; i < p->n_conns; i++)
-        if (p->conns[i].ipc) yarn_ipc_set_timeout(p->conns[i].ipc, p->timeout_ms);
+        if (p->conns[i]->ipc) yarn_ipc_set_timeout(p->conns[i]->ipc, p->timeout_ms);
 }
 
 static nm_conn *conn_for(yarn_nm_pool *p, const char *host, int port) {
     for (size_t i = 0; i < p->n_conns; i++)
-        if (p->conns[i].port == port && strcmp(p->conns[i].host, host) == 0) return &p->conns[i];
+        if (p->conns[i]->port == port && strcmp(p->conns[i]->host, host) == 0) return p->conns[i];
     p->conns = tony_xrealloc(p->conns, (p->n_conns + 1) * sizeof *p->conns);
-    p->conns[p->n_conns] = (nm_conn){tony_strdup(host), port, NULL};
-    return &p->conns[p->n_conns++];
+    nm_conn *nc = tony_xcalloc(1, sizeof *nc);
+    *nc = (nm_conn){tony_strdup(host), port, NULL};
+    return p->conns[p->n_conns++] = nc;
 }
 
-/* One call to the container's NM; a broken connection is re-opened once. */
-static int nm_call(yarn_nm_pool *p, const yarn_container *c, const char *method, const ProtobufCMessage *req,
-                   const ProtobufCMessageDescriptor *d, ProtobufCMessage **resp, tony_error *err) {
-    nm_conn *nc = conn_for(p, c->node_host, c->node_port);
+/* One call to the container's NM on its connection nc; a broken connection
+ * is re-opened once, with the newest NMToken the RM gave for the node. */
+static int nm_call(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, const char *method,
+                   const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d, ProtobufCMessage **resp,
+                   tony_error *err) {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!nc->ipc || yarn_ipc_broken(nc->ipc)) {
             yarn_ipc_free(nc->ipc);
             nc->ipc = NULL;
-            const yarn_token *t = yarn_amrm_nm_token(p->am, c->node_host, c->node_port);
+            yarn_token *t = yarn_amrm_nm_token_dup(p->am, c->node_host, c->node_port);
             if (!t)
                 return tony_err(err, "no NMToken for NodeManager %s:%d (the RM sends one with the first container "
                                 "on each node)", c->node_host, c->node_port);
-            if (yarn_ipc_connect(c->node_host, c->node_port, YARN_NM_PROTOCOL, t, p->timeout_ms, &nc->ipc, err) < 0)
-                return tony_err_wrap(err, "connecting to NodeManager %s:%d", c->node_host, c->node_port);
+            int rc = yarn_ipc_connect(c->node_host, c->node_port, YARN_NM_PROTOCOL, t, p->timeout_ms, &nc->ipc, err);
+            yarn_token_free(t);
+            if (rc < 0) return tony_err_wrap(err, "connecting to NodeManager %s:%d", c->node_host, c->node_port);
         }
         if (yarn_ipc_call(nc->ipc, method, req, d, resp, err) == 0) return 0;
         if (!yarn_ipc_broken(nc->ipc)) break;
@@ -139,7 +147,8 @@ static int url_from_uri(const char *uri, Hadoop__Yarn__URLProto *u, tony_buf *st
     return 0;
 }
 
-int yarn_nm_start(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ctx *ctx, tony_error *err) {
+static int start_on(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, const yarn_launch_ctx *ctx,
+                    tony_error *err) {
     if (!c->token) return tony_err(err, "container %s has no container token from the RM", c->id);
     size_t nr = ctx->n_resources, ne = ctx->env ? ctx->env->kv.len : 0;
     Hadoop__Yarn__URLProto *urls = tony_xcalloc(nr + 1, sizeof *urls);
@@ -202,7 +211,7 @@ int yarn_nm_start(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ct
     req.n_start_container_request = 1;
     req.start_container_request = &onep;
     ProtobufCMessage *m;
-    if (nm_call(p, c, "startContainers", &req.base, &hadoop__yarn__start_containers_response_proto__descriptor, &m,
+    if (nm_call(p, nc, c, "startContainers", &req.base, &hadoop__yarn__start_containers_response_proto__descriptor, &m,
                 err) < 0)
         goto out;
     Hadoop__Yarn__StartContainersResponseProto *r = (Hadoop__Yarn__StartContainersResponseProto *)m;
@@ -224,14 +233,14 @@ out:
     return rc;
 }
 
-int yarn_nm_stop(yarn_nm_pool *p, const yarn_container *c, tony_error *err) {
+static int stop_on(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, tony_error *err) {
     yarn_container_id_pb store;
     Hadoop__Yarn__ContainerIdProto *id = yarn_container_id_to_pb(&c->cid, &store);
     Hadoop__Yarn__StopContainersRequestProto req = HADOOP__YARN__STOP_CONTAINERS_REQUEST_PROTO__INIT;
     req.n_container_id = 1;
     req.container_id = &id;
     ProtobufCMessage *m;
-    if (nm_call(p, c, "stopContainers", &req.base, &hadoop__yarn__stop_containers_response_proto__descriptor, &m,
+    if (nm_call(p, nc, c, "stopContainers", &req.base, &hadoop__yarn__stop_containers_response_proto__descriptor, &m,
                 err) < 0)
         return -1;
     Hadoop__Yarn__StopContainersResponseProto *r = (Hadoop__Yarn__StopContainersResponseProto *)m;
@@ -240,7 +249,8 @@ int yarn_nm_stop(yarn_nm_pool *p, const yarn_container *c, tony_error *err) {
     return rc;
 }
 
-int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_status *out, tony_error *err) {
+static int status_on(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, yarn_container_status *out,
+                     tony_error *err) {
     memset(out, 0, sizeof *out);
     yarn_container_id_pb store;
     Hadoop__Yarn__ContainerIdProto *id = yarn_container_id_to_pb(&c->cid, &store);
@@ -248,7 +258,7 @@ int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_stat
     req.n_container_id = 1;
     req.container_id = &id;
     ProtobufCMessage *m;
-    if (nm_call(p, c, "getContainerStatuses", &req.base,
+    if (nm_call(p, nc, c, "getContainerStatuses", &req.base,
                 &hadoop__yarn__get_container_statuses_response_proto__descriptor, &m, err) < 0)
         return -1;
     Hadoop__Yarn__GetContainerStatusesResponseProto *r = (Hadoop__Yarn__GetContainerStatusesResponseProto *)m;
@@ -262,4 +272,114 @@ int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_stat
     }
     protobuf_c_message_free_unpacked(m, NULL);
     return rc;
+}
+
+/* --- synchronous */
+
+int yarn_nm_start(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ctx *ctx, tony_error *err) {
+    return start_on(p, conn_for(p, c->node_host, c->node_port), c, ctx, err);
+}
+
+int yarn_nm_stop(yarn_nm_pool *p, const yarn_container *c, tony_error *err) {
+    return stop_on(p, conn_for(p, c->node_host, c->node_port), c, err);
+}
+
+int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_status *out, tony_error *err) {
+    return status_on(p, conn_for(p, c->node_host, c->node_port), c, out, err);
+}
+
+/* --- asynchronous: a job owns copies of everything its call needs */
+
+typedef enum { NM_START, NM_STOP, NM_STATUS } nm_op;
+
+typedef struct nm_job {
+    yarn_nm_pool *p;
+    nm_conn *nc;
+    nm_op op;
+    yarn_container c;
+    yarn_local_resource *res; /* strings owned */
+    size_t n_res;
+    tony_env env;
+    char *command;
+    unsigned char *tokens;
+    size_t tokens_len;
+    yarn_nm_reply reply;
+    yarn_nm_done_fn done;
+    void *arg;
+} nm_job;
+
+static void job_run(void *arg) {
+    nm_job *j = arg;
+    yarn_nm_reply *r = &j->reply;
+    if (j->op == NM_START) {
+        yarn_launch_ctx ctx = {.resources = j->res, .n_resources = j->n_res, .env = &j->env,
+                               .command = j->command, .tokens = j->tokens, .tokens_len = j->tokens_len};
+        r->rc = start_on(j->p, j->nc, &j->c, &ctx, &r->err);
+    } else if (j->op == NM_STOP) {
+        r->rc = stop_on(j->p, j->nc, &j->c, &r->err);
+    } else {
+        r->rc = status_on(j->p, j->nc, &j->c, &r->status, &r->err);
+    }
+}
+
+static void job_done(void *arg, bool ran) {
+    nm_job *j = arg;
+    j->reply.ran = ran;
+    if (!ran) j->reply.rc = tony_err(&j->reply.err, "cancelled: the coordinator is shutting down");
+    j->done(j->arg, &j->reply);
+    yarn_container_status_free(&j->reply.status);
+    for (size_t i = 0; i < j->n_res; i++) {
+        free((char *)j->res[i].name);
+        free((char *)j->res[i].uri);
+    }
+    free(j->res);
+    tony_env_free(&j->env);
+    free(j->command);
+    free(j->tokens);
+    yarn_container_free(&j->c);
+    free(j);
+}
+
+static void submit(yarn_nm_pool *p, nm_op op, const yarn_container *c, const yarn_launch_ctx *ctx,
+                   yarn_nm_done_fn done, void *arg) {
+    nm_job *j = tony_xcalloc(1, sizeof *j);
+    j->p = p;
+    j->nc = conn_for(p, c->node_host, c->node_port);
+    j->op = op;
+    yarn_container_copy(&j->c, c);
+    snprintf(j->reply.container_id, sizeof j->reply.container_id, "%s", c->id);
+    if (ctx) {
+        j->n_res = ctx->n_resources;
+        j->res = tony_xcalloc(j->n_res + 1, sizeof *j->res);
+        for (size_t i = 0; i < j->n_res; i++) {
+            j->res[i] = ctx->resources[i];
+            j->res[i].name = tony_strdup(ctx->resources[i].name);
+            j->res[i].uri = tony_strdup(ctx->resources[i].uri);
+        }
+        if (ctx->env) tony_env_merge(&j->env, ctx->env);
+        j->command = tony_strdup(ctx->command);
+        if (ctx->tokens && ctx->tokens_len) {
+            j->tokens = tony_xmalloc(ctx->tokens_len);
+            memcpy(j->tokens, ctx->tokens, ctx->tokens_len);
+            j->tokens_len = ctx->tokens_len;
+        }
+    }
+    j->done = done;
+    j->arg = arg;
+    char lane[320];
+    snprintf(lane, sizeof lane, "nm %s:%d", c->node_host, c->node_port);
+    tony_workq_submit(p->q, lane, job_run, job_done, j);
+}
+
+void yarn_nm_start_async(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ctx *ctx, yarn_nm_done_fn done,
+                         void *arg) {
+    submit(p, NM_START, c, ctx, done, arg);
+}
+
+void yarn_nm_stop_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg) {
+    submit(p, NM_STOP, c, NULL, done, arg);
+}
+
+void yarn_nm_status_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg) {
+    submit(p, NM_STATUS, c, NULL, done, arg);
 }

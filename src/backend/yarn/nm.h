@@ -1,7 +1,19 @@
 /* The AM's side of YARN's ContainerManagementProtocol: start, stop and query
  * containers on NodeManagers. A pool keeps one authenticated connection per
  * node, using the NMToken the RM handed out for that node (via yarn_amrm).
- * Launch contexts are plain C. One pool is used by one thread at a time. */
+ * Launch contexts are plain C.
+ *
+ * Two ways to call, never mixed on one pool:
+ * - synchronous (yarn_nm_start...): the caller's thread blocks, up to the
+ *   timeout per call; for a single-threaded program (tests/yarn/am_probe.c);
+ * - asynchronous (yarn_nm_start_async...): from the event loop's thread; the
+ *   call runs on the pool's tony_workq with the node as its lane, so calls
+ *   to different nodes run in parallel, calls to one node keep their order
+ *   (a stop submitted after a start runs after it), a node that hangs holds
+ *   one worker thread and nothing else, and the reply comes back on the loop.
+ *   Each node's connection belongs to whichever worker runs that node's
+ *   current call; the job carries copies of the container and the launch
+ *   context, so nothing the caller owns is read from another thread. */
 #ifndef TONY_YARN_NM_H
 #define TONY_YARN_NM_H
 
@@ -10,6 +22,7 @@
 #include "backend/yarn/amrm.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/workq.h"
 
 typedef enum { YARN_LR_ARCHIVE = 1, YARN_LR_FILE = 2, YARN_LR_PATTERN = 3 } yarn_lr_type;
 typedef enum { YARN_LR_PUBLIC = 1, YARN_LR_PRIVATE = 2, YARN_LR_APPLICATION = 3 } yarn_lr_visibility;
@@ -45,9 +58,13 @@ void yarn_container_status_free(yarn_container_status *s); /* frees the fields *
 
 typedef struct yarn_nm_pool yarn_nm_pool;
 
-/* NMTokens are looked up in am at connect time; am must outlive the pool. */
-yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am);
+/* NMTokens are looked up in am (a thread-safe lookup) when a connection
+ * opens; am must outlive the pool. q runs the async calls (NULL: synchronous
+ * use only). */
+yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am, tony_workq *q);
+/* Once no async call is pending (q drained or freed). */
 void yarn_nm_pool_free(yarn_nm_pool *p);
+/* Before the first call. */
 void yarn_nm_pool_set_timeout(yarn_nm_pool *p, int timeout_ms);
 
 /* The NM's own refusal (bad token, localization setup...) is an error with
@@ -55,5 +72,21 @@ void yarn_nm_pool_set_timeout(yarn_nm_pool *p, int timeout_ms);
 int yarn_nm_start(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ctx *ctx, tony_error *err);
 int yarn_nm_stop(yarn_nm_pool *p, const yarn_container *c, tony_error *err);
 int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_status *out, tony_error *err);
+
+/* What an async call got, handed to its done callback on the loop thread
+ * (valid during the callback only). */
+typedef struct yarn_nm_reply {
+    char container_id[YARN_ID_MAX];
+    bool ran;                     /* false: cancelled before it ran (shutdown) */
+    int rc;                       /* 0, or -1 with err */
+    tony_error err;
+    yarn_container_status status; /* yarn_nm_status_async with rc 0 */
+} yarn_nm_reply;
+typedef void (*yarn_nm_done_fn)(void *arg, const yarn_nm_reply *r);
+
+void yarn_nm_start_async(yarn_nm_pool *p, const yarn_container *c, const yarn_launch_ctx *ctx, yarn_nm_done_fn done,
+                         void *arg);
+void yarn_nm_stop_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg);
+void yarn_nm_status_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg);
 
 #endif

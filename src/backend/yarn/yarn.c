@@ -3,9 +3,12 @@
  * priority (one per role, as TonY does), starts `tony executor` in them
  * and reports completed containers through the exit callback.
  *
- * The RPCs are blocking calls with short timeouts made from the loop: the
- * RM and NMs answer in milliseconds, and a dead one costs at most the
- * timeout, never a hang. */
+ * The RPCs never run on the loop: allocate (lane "rm", one at a time) and
+ * the NodeManager calls (one lane per node) are jobs on a few worker
+ * threads (common/workq.h), whose results come back to the loop, where all
+ * of this file's state lives. What the jobs share with the loop: the
+ * yarn_amrm's ask table, releases and NMTokens (locked inside amrm.c). Only
+ * at the end, after the loop stopped, do finish and shutdown wait for them. */
 #include "backend/yarn/yarn_backend.h"
 
 #include <jansson.h>
@@ -22,6 +25,8 @@
 #define HEARTBEAT_BUSY_MS 200   /* while asks are outstanding: start the gang fast */
 #define HEARTBEAT_IDLE_MS 1000  /* TonY's AM-RM heartbeat */
 #define MAX_HEARTBEAT_FAILURES 60
+/* RM + this many NodeManagers at once; a hung NM holds one thread. */
+#define RPC_THREADS 8
 
 typedef struct manifest_file {
     char *name, *uri;
@@ -50,6 +55,7 @@ typedef struct yarn_backend {
     tony_backend base;
     struct event_base *ev;
     struct event *heartbeat, *notify;
+    tony_workq *q;
     yarn_amrm *amrm;
     yarn_nm_pool *nm;
     yarn_register_info info;
@@ -60,6 +66,9 @@ typedef struct yarn_backend {
     yarn_req **reqs;
     size_t nreqs, capreqs;
     int failures;
+    bool allocating; /* an allocate job is out */
+    bool ask_now;    /* asks changed meanwhile: the next heartbeat at once */
+    bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
 } yarn_backend;
 
@@ -211,7 +220,27 @@ static yarn_req *find_task(yarn_backend *b, const char *role, int index, int att
     return NULL;
 }
 
-static int start_container(yarn_backend *b, yarn_req *r, tony_error *err) {
+static void on_started(void *arg, const yarn_nm_reply *rep) {
+    yarn_backend *b = arg;
+    if (!rep->ran || b->closing) return;
+    yarn_req *r = find_by_container(b, rep->container_id);
+    if (!r) return; /* ended meanwhile */
+    if (rep->rc == 0) {
+        tony_debug("%s:%d: the NodeManager started %s", r->role, r->index, rep->container_id);
+        return;
+    }
+    tony_error_log("cannot start %s:%d in %s: %s", r->role, r->index, rep->container_id, rep->err.msg);
+    yarn_amrm_release(b->amrm, &r->container);
+    report_later(b, r, TONY_EXIT_ABORTED, rep->err.msg);
+}
+
+static void on_stopped(void *arg, const yarn_nm_reply *rep) {
+    (void)arg;
+    if (rep->ran && rep->rc) tony_warn("cannot stop %s: %s", rep->container_id, rep->err.msg);
+    /* The completion arrives through allocate. */
+}
+
+static void start_container(yarn_backend *b, yarn_req *r) {
     yarn_launch_ctx ctx = {0};
     yarn_local_resource *files = build_resources(b, r->resources, &ctx.n_resources);
     ctx.resources = files;
@@ -219,9 +248,8 @@ static int start_container(yarn_backend *b, yarn_req *r, tony_error *err) {
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
     ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec ./tony executor 1><LOG_DIR>/executor.out 2><LOG_DIR>/executor.log";
-    int rc = yarn_nm_start(b->nm, &r->container, &ctx, err);
+    yarn_nm_start_async(b->nm, &r->container, &ctx, on_started, b);
     free(files);
-    return rc;
 }
 
 static void on_allocated(yarn_backend *b, const yarn_container *c) {
@@ -238,12 +266,7 @@ static void on_allocated(yarn_backend *b, const yarn_container *c) {
     yarn_container_copy(&match->container, c);
     match->state = REQ_RUNNING;
     tony_info("%s:%d got container %s on %s:%d", match->role, match->index, c->id, c->node_host, c->node_port);
-    tony_error err;
-    if (start_container(b, match, &err)) {
-        tony_error_log("cannot start %s:%d in %s: %s", match->role, match->index, c->id, err.msg);
-        yarn_amrm_release(b->amrm, c);
-        report_later(b, match, TONY_EXIT_ABORTED, err.msg);
-    }
+    start_container(b, match);
 }
 
 static void on_completed(yarn_backend *b, const yarn_completed *c) {
@@ -259,8 +282,9 @@ static bool asks_outstanding(const yarn_backend *b) {
 }
 
 static void schedule_heartbeat(yarn_backend *b) {
-    if (b->finished) return;
-    int ms = asks_outstanding(b) ? HEARTBEAT_BUSY_MS : HEARTBEAT_IDLE_MS;
+    if (b->closing) return;
+    int ms = b->ask_now ? 0 : asks_outstanding(b) ? HEARTBEAT_BUSY_MS : HEARTBEAT_IDLE_MS;
+    b->ask_now = false;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(b->heartbeat, &tv);
 }
@@ -272,25 +296,49 @@ static void give_up(yarn_backend *b, const char *why) {
         if (b->reqs[i]->state != REQ_DONE) report_later(b, b->reqs[i], TONY_EXIT_ABORTED, why);
 }
 
+/* One allocate, on a worker thread: it touches only the yarn_amrm. */
+typedef struct alloc_job {
+    yarn_backend *b;
+    int rc;
+    tony_error err;
+    yarn_allocation out;
+} alloc_job;
+
+static void alloc_run(void *arg) {
+    alloc_job *j = arg;
+    j->rc = yarn_amrm_allocate(j->b->amrm, 0.5f, &j->out, &j->err);
+}
+
+static void alloc_done(void *arg, bool ran) {
+    alloc_job *j = arg;
+    yarn_backend *b = j->b;
+    b->allocating = false;
+    if (!ran || b->closing) {
+        /* The end: grants are not started, the RM reclaims them with the app. */
+    } else if (j->rc) {
+        b->failures++;
+        tony_warn("allocate failed (%d in a row): %s", b->failures, j->err.msg);
+        if (b->failures >= MAX_HEARTBEAT_FAILURES) give_up(b, j->err.msg);
+    } else {
+        b->failures = 0;
+        for (size_t i = 0; i < j->out.n_allocated; i++) on_allocated(b, &j->out.allocated[i]);
+        for (size_t i = 0; i < j->out.n_completed; i++) on_completed(b, &j->out.completed[i]);
+        if (j->out.command == YARN_AM_CMD_SHUTDOWN)
+            give_up(b, "the ResourceManager told the application master to shut down");
+    }
+    yarn_allocation_free(&j->out);
+    free(j);
+    schedule_heartbeat(b);
+}
+
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     yarn_backend *b = arg;
-    if (b->finished) return;
-    yarn_allocation out = {0};
-    tony_error err;
-    if (yarn_amrm_allocate(b->amrm, 0.5f, &out, &err)) {
-        b->failures++;
-        tony_warn("allocate failed (%d in a row): %s", b->failures, err.msg);
-        if (b->failures >= MAX_HEARTBEAT_FAILURES) give_up(b, err.msg);
-    } else {
-        b->failures = 0;
-        for (size_t i = 0; i < out.n_allocated; i++) on_allocated(b, &out.allocated[i]);
-        for (size_t i = 0; i < out.n_completed; i++) on_completed(b, &out.completed[i]);
-        if (out.command == YARN_AM_CMD_SHUTDOWN)
-            give_up(b, "the ResourceManager told the application master to shut down");
-    }
-    yarn_allocation_free(&out);
-    schedule_heartbeat(b);
+    if (b->closing || b->allocating) return;
+    alloc_job *j = tony_xcalloc(1, sizeof *j);
+    j->b = b;
+    b->allocating = true;
+    tony_workq_submit(b->q, "rm", alloc_run, alloc_done, j);
 }
 
 /* The AMRMToken from the container's token file and the scheduler address
@@ -353,7 +401,7 @@ static int yarn_check_plan(tony_backend *base, const tony_plan *plan, tony_error
 
 static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err) {
     yarn_backend *b = (yarn_backend *)base;
-    if (b->finished) return tony_err(err, "the application already unregistered");
+    if (b->closing) return tony_err(err, "the coordinator is stopping: no new containers");
     int priority = role_priority(b, l->role);
     if (priority == 0) return tony_err(err, "role %s is not in the plan", l->role);
     yarn_req *r = tony_xcalloc(1, sizeof *r);
@@ -375,10 +423,15 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     }
     b->reqs[b->nreqs++] = r;
     yarn_amrm_add_request(b->amrm, r->priority, &r->cap, r->label, 1);
-    /* Ask now rather than at the next idle heartbeat. */
-    evtimer_del(b->heartbeat);
-    struct timeval zero = {0, 0};
-    evtimer_add(b->heartbeat, &zero);
+    /* Ask now rather than at the next idle heartbeat (or right after the
+     * allocate that is out, which built its request before this ask). */
+    if (b->allocating) {
+        b->ask_now = true;
+    } else {
+        evtimer_del(b->heartbeat);
+        struct timeval zero = {0, 0};
+        evtimer_add(b->heartbeat, &zero);
+    }
     return 0;
 }
 
@@ -391,10 +444,7 @@ static void yarn_stop(tony_backend *base, const char *role, int index, int attem
         report_later(b, r, TONY_EXIT_KILLED_BY_APPMASTER, "Stopped before a container was allocated");
         return;
     }
-    tony_error err;
-    if (yarn_nm_stop(b->nm, &r->container, &err))
-        tony_warn("cannot stop %s:%d (%s): %s", role, index, r->container.id, err.msg);
-    /* The completion arrives through allocate. */
+    yarn_nm_stop_async(b->nm, &r->container, on_stopped, b);
 }
 
 static int yarn_active(const tony_backend *base) {
@@ -405,14 +455,19 @@ static int yarn_active(const tony_backend *base) {
     return n;
 }
 
+/* The end (the loop no longer runs): every container still ours is stopped,
+ * all nodes at once, and every job out is waited for, so that nothing uses
+ * the RM connection when finish unregisters. */
 static void stop_all(yarn_backend *b) {
+    b->closing = true;
+    evtimer_del(b->heartbeat);
     for (size_t i = 0; i < b->nreqs; i++) {
         yarn_req *r = b->reqs[i];
         if (r->state != REQ_RUNNING) continue;
-        tony_error err;
-        if (yarn_nm_stop(b->nm, &r->container, &err)) tony_warn("cannot stop %s: %s", r->container.id, err.msg);
+        yarn_nm_stop_async(b->nm, &r->container, on_stopped, b);
         r->state = REQ_DONE;
     }
+    tony_workq_drain(b->q);
 }
 
 static void yarn_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
@@ -420,7 +475,6 @@ static void yarn_finish(tony_backend *base, const char *final_status, const char
     if (b->finished) return;
     stop_all(b);
     b->finished = true;
-    evtimer_del(b->heartbeat);
     yarn_final_status fs = strcmp(final_status, "SUCCEEDED") == 0 ? YARN_FINAL_SUCCEEDED
                            : strcmp(final_status, "KILLED") == 0  ? YARN_FINAL_KILLED
                                                                   : YARN_FINAL_FAILED;
@@ -440,6 +494,8 @@ static void yarn_shutdown(tony_backend *base) {
 static void yarn_free(tony_backend *base) {
     yarn_backend *b = (yarn_backend *)base;
     if (!b) return;
+    b->closing = true;
+    tony_workq_free(b->q); /* first: its last done callbacks still see b whole */
     for (size_t i = 0; i < b->nreqs; i++) req_free(b->reqs[i]);
     free(b->reqs);
     for (size_t i = 0; i < b->nfiles; i++) {
@@ -475,11 +531,13 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     b->heartbeat = evtimer_new(base, on_heartbeat, b);
     b->notify = evtimer_new(base, on_notify, b);
     if (load_manifest(b, o->job_dir, err)) goto fail;
+    b->q = tony_workq_new(base, RPC_THREADS, err);
+    if (!b->q) goto fail;
     b->amrm = amrm_from_container(err);
     if (!b->amrm) goto fail;
     yarn_amrm_set_timeout(b->amrm, RPC_TIMEOUT_MS);
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
-    b->nm = yarn_nm_pool_new(b->amrm);
+    b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
     tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs)",
               b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,
