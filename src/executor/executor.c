@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/yarn/nmweb.h"
 #include "common/env.h"
 #include "common/http.h"
 #include "common/log.h"
@@ -129,10 +128,10 @@ static json_t *register_task(executor *x, tony_error *err) {
         const char *container = getenv("CONTAINER_ID");
         if (container && *container) json_object_set_new(body, "container", json_string(container));
         /* Where people (and the coordinator) read this task's output while
-         * and after it runs: its NodeManager's web UI, when the node has one. */
-        char *link = tony_nmweb_log_link_from_env();
-        if (link) json_object_set_new(body, "log_url", json_string(link));
-        free(link);
+         * and after it runs, when the backend has such a place (a YARN
+         * NodeManager's web UI). */
+        const char *link = getenv("TONY_TASK_LOG_URL");
+        if (link && *link) json_object_set_new(body, "log_url", json_string(link));
         json_t *ans = call(x, "register", body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {

@@ -1,7 +1,7 @@
 """The coordinator's log endpoint for a task whose output a NodeManager
-serves, on the local backend: the executor builds its log link from the
-container environment a NodeManager would give it (NM_HOST, NM_HTTP_PORT,
-CONTAINER_ID), here pointed at a small stand-in for the NodeManager's log
+serves, on the local backend: the executor reports the log link its backend
+gives it (TONY_TASK_LOG_URL, which the yarn backend builds from the grant),
+here pointed at a small stand-in for the NodeManager's log
 REST (it answers as Hadoop 3.4.1's does: header with LogLength, the head or
 tail of `size` bytes, footer; the real one is exercised by
 test_yarn_logs.py) or at a port where nothing listens."""
@@ -64,7 +64,7 @@ def fake_nm():
 
 
 def start_job(tony, port):
-    tony.env.update(NM_HOST="127.0.0.1", NM_HTTP_PORT=str(port), CONTAINER_ID=CID, USER="alice")
+    tony.env.update(TONY_TASK_LOG_URL=f"http://127.0.0.1:{port}/node/containerlogs/{CID}/alice", CONTAINER_ID=CID)
     p = tony.popen("submit", "--conf", "tony.worker.instances=1", "--executes", "sleep 60")
 
     def registered():

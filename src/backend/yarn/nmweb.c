@@ -36,13 +36,18 @@ char *tony_nmweb_log_link(const char *nm_host, const char *nm_http_port, const c
     return tony_sprintf("http://%s:%lld/node/containerlogs/%s/%s", nm_host, port, container, user);
 }
 
-char *tony_nmweb_log_link_from_env(void) {
+char *tony_nmweb_container_log_link(const char *node_http_address, const char *container) {
+    const char *colon = node_http_address ? strrchr(node_http_address, ':') : NULL;
+    if (!colon) return NULL;
     /* The NodeManager sets USER to the application's owner; the process's
      * own user is the same with the default container executor. */
     const char *user = getenv("USER");
     struct passwd *pw = (!user || !*user) ? getpwuid(getuid()) : NULL;
     if (pw) user = pw->pw_name;
-    return tony_nmweb_log_link(getenv("NM_HOST"), getenv("NM_HTTP_PORT"), getenv("CONTAINER_ID"), user);
+    char *host = tony_sprintf("%.*s", (int)(colon - node_http_address), node_http_address);
+    char *link = tony_nmweb_log_link(host, colon + 1, container, user);
+    free(host);
+    return link;
 }
 
 int tony_nmweb_parse_link(const char *link, char **base, char **container, tony_error *err) {

@@ -14,9 +14,10 @@
  * node has no web UI (port absent, 0 or not a port) or an argument is
  * missing or holds characters a host, container id or user name does not. */
 char *tony_nmweb_log_link(const char *nm_host, const char *nm_http_port, const char *container, const char *user);
-/* The same from a container's environment (NM_HOST, NM_HTTP_PORT,
- * CONTAINER_ID, USER or the process's user). */
-char *tony_nmweb_log_link_from_env(void);
+/* The same for a granted container: node_http_address is the grant's
+ * "host:port" of its NodeManager's web UI; the user is the application's
+ * owner, who runs the coordinator ($USER, else the process's user). */
+char *tony_nmweb_container_log_link(const char *node_http_address, const char *container);
 
 /* Splits a log link (as built above, or the RM's amContainerLogs) into the
  * node's web base "http://host:port" and the container id. */

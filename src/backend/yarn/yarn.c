@@ -17,6 +17,7 @@
 
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/nm.h"
+#include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/strv.h"
@@ -244,6 +245,11 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     yarn_launch_ctx ctx = {0};
     yarn_local_resource *files = build_resources(b, r->resources, &ctx.n_resources);
     ctx.resources = files;
+    /* Where people and the coordinator read the task's output: its
+     * NodeManager's log page (none when the node has no web UI). */
+    char *link = tony_nmweb_container_log_link(r->container.node_http_address, r->container.id);
+    if (link) tony_env_set(&r->env, "TONY_TASK_LOG_URL", link);
+    free(link);
     ctx.env = &r->env;
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
