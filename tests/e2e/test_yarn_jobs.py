@@ -410,7 +410,8 @@ OWN_YARN_SITE = ("yarn.am.liveness-monitor.expiry-interval-ms=10000 "
 def own_cluster(tmp_path_factory):
     import hadoop as htc
     d = tmp_path_factory.mktemp("htc")
-    cluster = htc.start(d, env={"TONY_HTC_YARN_SITE": OWN_YARN_SITE})
+    # Also a cluster without GPU scheduling: no yarn.io/gpu resource type.
+    cluster = htc.start(d, env={"TONY_HTC_YARN_SITE": OWN_YARN_SITE, "TONY_HTC_GPU_TYPE": "0"})
     try:
         yield cluster
     finally:
@@ -423,6 +424,22 @@ def own_yarn(tony, own_cluster):
     y = Yarn(tony, own_cluster)
     yield y
     check_after(y)
+
+
+def test_gpus_on_a_cluster_without_gpu_scheduling_are_refused(own_yarn):
+    nodes = own_yarn.cluster.rm_get("/ws/v1/cluster/nodes")["nodes"]["node"]
+    assert nodes and all("yarn.io/gpu" not in json.dumps(n) for n in nodes)  # the premise
+    name = f"tony-test-nogpu-{os.getpid()}-{time.time_ns()}"
+    t0 = time.time()
+    r = own_yarn.submit("--executes", "true", "--conf", "tony.worker.instances=1", "--conf", "tony.worker.gpus=1",
+                        "--conf", f"tony.application.name={name}")
+    assert r.rc == 2, r
+    assert "tony.worker.gpus: role worker asks 1 GPUs but this cluster has no yarn.io/gpu resource type" in r.err, r
+    assert time.time() - t0 < 30
+    # Refused before anything reached the cluster: no app, nothing staged.
+    assert [a for a in own_yarn.cluster.apps() if a["name"] == name] == []
+    user = os.environ.get("USER") or __import__("pwd").getpwuid(os.getuid()).pw_name
+    assert own_yarn.cluster.hdfs_list(f"/user/{user}/.tony") == [], "something was staged"
 
 
 def test_amrmtoken_roll_over_taken_live(own_yarn, tmp_path):
