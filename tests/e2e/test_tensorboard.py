@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, TONY, http_get, wait_for
+from conftest import PYTHON, TONY, http_get, job_processes, wait_for
 from test_yarn_jobs import SMALL as YARN_SMALL, yarn  # noqa: F401 (the fixture)
 
 SMALL = ["--conf", "tony.worker.memory=1g", "--conf", "tony.tensorboard.memory=1g", "--conf", "tony.ps.instances=0"]
@@ -167,7 +167,10 @@ def test_sidecar_serves_real_tensorboard(tony, scripts, tmp_path, writer):
     assert {t["role"]: t["state"] for t in st["tasks"]} == {"worker": "SUCCEEDED", "tensorboard": "FINISHED"}, st
     assert "tensorboard_url" not in st
     assert not port_open(tb_url), "TensorBoard still serves after the job ended"
-    assert "TensorBoard caught SIGTERM" in (job / "attempts" / "0" / "tensorboard-0" / "stderr").read_text()
+    # Stopped, not orphaned: nothing of the job lives on. (Whether TensorBoard
+    # got to print "caught SIGTERM" within the 2 s grace before SIGKILL
+    # depends on the machine's load, so it is not asserted.)
+    wait_for(lambda: not job_processes(tony.home), 15, what="the job's processes to end")
 
 
 @pytest.mark.hadoop
