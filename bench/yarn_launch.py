@@ -332,7 +332,7 @@ def main():
         "# YARN: tony vs DistributedShell",
         "",
         f"Same job on the shared Hadoop {HADOOP_VERSION} test cluster (`scripts/hadoop-test-cluster`: one JVM "
-        f"with the ResourceManager, 3 NodeManagers and HDFS) on this machine ({os.cpu_count()} CPUs): "
+        f"with the ResourceManager, HDFS and 2 NodeManagers, the third NodeManager in a JVM of its own) on this machine ({os.cpu_count()} CPUs): "
         f"an AM plus {TASKS} task containers of 256 MB, each running `sleep 5`. The baseline is Hadoop's own "
         f"DistributedShell (Java ApplicationMaster, like TonY's), {DS_VERSION} jar on the cluster's "
         f"{HADOOP_VERSION} jars (Maven Central has no {HADOOP_VERSION} build of it). Median of {a.runs} "
