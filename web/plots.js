@@ -112,8 +112,12 @@ function lineChart(title, t, series, fmt, ref) {
   fig.dataset.points = String(points);
   const cap = document.createElement("figcaption");
   const vals = series[0].values || [];
-  const last = [...vals].reverse().find((v) => v != null && v >= 0);
-  cap.textContent = points ? `now ${fmt(last)}, ${points} samples` : "no samples";
+  const seen = vals.filter((v) => v != null && v >= 0);
+  // the last sample and the peak: a finished task's last sample is often
+  // its executor alone, after the user's process is gone
+  cap.textContent = points ? `last ${fmt(seen[seen.length - 1])}, peak ${fmt(Math.max(...seen))}, ${points} samples`
+                           : "no samples";
+  fig.dataset.peak = seen.length ? String(Math.max(...seen)) : "";
   fig.append(svg, cap);
   return fig;
 }
