@@ -431,6 +431,7 @@ static void am_teardown(tony_am *am) {
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
     am_logfetch_free_all(am);
+    if (am->dns) evdns_base_free(am->dns, 1);
     if (am->http) evhttp_free(am->http);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);

@@ -3,6 +3,7 @@
 #ifndef TONY_AM_INTERNAL_H
 #define TONY_AM_INTERNAL_H
 
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
@@ -35,6 +36,7 @@ typedef struct am_logfetch am_logfetch;
 typedef struct tony_am {
     struct event_base *base;
     struct evhttp *http;
+    struct evdns_base *dns; /* for log reads from NodeManagers; made on first use */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;

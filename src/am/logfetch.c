@@ -114,9 +114,11 @@ static int send_read(am_logfetch *f) {
         if (u) evhttp_uri_free(u);
         return -1;
     }
-    /* Resolving the node's name may block briefly; cluster nodes resolve
-     * from local files or a nearby DNS. */
-    f->nm = evhttp_connection_base_new(f->am->base, NULL, host, (unsigned short)port);
+    /* The node's name is resolved without blocking the loop (libevent's
+     * resolver, /etc/hosts included); without one (no resolver could be
+     * set up) libevent falls back to a blocking lookup. */
+    if (!f->am->dns) f->am->dns = evdns_base_new(f->am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+    f->nm = evhttp_connection_base_new(f->am->base, f->am->dns, host, (unsigned short)port);
     struct evhttp_request *r = f->nm ? evhttp_request_new(on_answer, f) : NULL;
     if (!r) {
         if (f->nm) evhttp_connection_free(f->nm);

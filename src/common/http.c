@@ -26,6 +26,21 @@ static void init_once(void) {
     }
 }
 
+/* Runs a prepared request whose body collects into out; on success the
+ * response takes out's bytes, else out is freed and err names the call. */
+static int perform(CURL *h, const char *method, const char *url, tony_buf *out, tony_http_response *resp,
+                   tony_error *err) {
+    CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK) {
+        tony_buf_free(out);
+        return tony_err(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    resp->body = out->data;
+    resp->len = out->len;
+    return 0;
+}
+
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err) {
     init_once();
@@ -56,16 +71,7 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     } else if (strcmp(method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
     }
-    CURLcode rc = curl_easy_perform(h);
-    int ret = 0;
-    if (rc != CURLE_OK) {
-        ret = tony_err(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
-        tony_buf_free(&out);
-    } else {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-        resp->body = out.data;
-        resp->len = out.len;
-    }
+    int ret = perform(h, method, url, &out, resp, err);
     curl_slist_free_all(headers);
     free(auth);
     curl_easy_cleanup(h);
@@ -113,16 +119,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
     transfer_limits(h, stall_s);
-    CURLcode rc = curl_easy_perform(h);
-    int ret = 0;
-    if (rc != CURLE_OK) {
-        ret = tony_err(err, "PUT %s: %s", url, curl_easy_strerror(rc));
-        tony_buf_free(&out);
-    } else {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-        resp->body = out.data;
-        resp->len = out.len;
-    }
+    int ret = perform(h, "PUT", url, &out, resp, err);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
     fclose(f);
