@@ -74,6 +74,31 @@ typedef struct state {
     int unexpected;
 } state;
 
+/* Records completions; also called while still waiting for allocations,
+ * because the released container's completion can come back before the
+ * last container is granted (the RM hands out one node per heartbeat). */
+static bool note_completed(state *s, const yarn_allocation *a) {
+    for (size_t i = 0; i < a->n_completed; i++) {
+        const yarn_completed *c = &a->completed[i];
+        FACT("completed %s exit %d diagnostics: %s", c->id, c->exit_status, c->diagnostics);
+        if (s->have_plain && strcmp(c->id, s->plain.id) == 0) s->done_plain = true, s->exit_plain = c->exit_status;
+        if (s->have_gpu && strcmp(c->id, s->gpu.id) == 0) {
+            s->done_gpu = true, s->exit_gpu = c->exit_status;
+            snprintf(s->diag_gpu, sizeof s->diag_gpu, "%s", c->diagnostics);
+        }
+        if (s->have_extra && strcmp(c->id, s->extra.id) == 0) {
+            s->done_extra = true, s->exit_extra = c->exit_status;
+            snprintf(s->diag_extra, sizeof s->diag_extra, "%s", c->diagnostics);
+        }
+    }
+    return s->done_plain && s->done_gpu && s->done_extra;
+}
+
+static bool take_completed(void *ctx, yarn_amrm *am, const yarn_allocation *a) {
+    (void)am;
+    return note_completed(ctx, a);
+}
+
 static bool take_allocated(void *ctx, yarn_amrm *am, const yarn_allocation *a) {
     state *s = ctx;
     for (size_t i = 0; i < a->n_allocated; i++) {
@@ -92,26 +117,8 @@ static bool take_allocated(void *ctx, yarn_amrm *am, const yarn_allocation *a) {
         }
         if (c->priority == 3) yarn_amrm_release(am, c); /* given back at once: tests release */
     }
+    note_completed(s, a);
     return s->have_plain && s->have_gpu && s->have_extra;
-}
-
-static bool take_completed(void *ctx, yarn_amrm *am, const yarn_allocation *a) {
-    (void)am;
-    state *s = ctx;
-    for (size_t i = 0; i < a->n_completed; i++) {
-        const yarn_completed *c = &a->completed[i];
-        FACT("completed %s exit %d diagnostics: %s", c->id, c->exit_status, c->diagnostics);
-        if (strcmp(c->id, s->plain.id) == 0) s->done_plain = true, s->exit_plain = c->exit_status;
-        if (strcmp(c->id, s->gpu.id) == 0) {
-            s->done_gpu = true, s->exit_gpu = c->exit_status;
-            snprintf(s->diag_gpu, sizeof s->diag_gpu, "%s", c->diagnostics);
-        }
-        if (strcmp(c->id, s->extra.id) == 0) {
-            s->done_extra = true, s->exit_extra = c->exit_status;
-            snprintf(s->diag_extra, sizeof s->diag_extra, "%s", c->diagnostics);
-        }
-    }
-    return s->done_plain && s->done_gpu && s->done_extra;
 }
 
 static void run(probe *p, yarn_amrm *am, const yarn_credentials *creds) {
