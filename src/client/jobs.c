@@ -1,7 +1,9 @@
 /* The verbs on existing jobs: status, kill, logs, list. They read the live
  * coordinator when it runs and the job dir's status.json after it exited. */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,10 @@
 #include "common/jobdir.h"
 #include "common/proc.h"
 #include "common/strv.h"
+
+/* How long `tony kill` waits for the coordinator to take the request before
+ * it signals it instead. */
+#define KILL_ASK_MS 5000
 
 static json_t *load_job(const char *job_dir, bool *live) { return tony_jobdir_load_state(job_dir, live); }
 
@@ -118,11 +124,22 @@ int tony_cmd_kill(int argc, char **argv) {
     } else {
         char *u = tony_sprintf("%s/v1/job/kill", url);
         tony_http_response r;
-        if (tony_http_call("POST", u, secret, "{}", 5000, &r, &err)) {
-            fprintf(stderr, "tony: error: %s\n", err.msg);
-            code = TONY_EXIT_UNAVAILABLE;
-        } else {
+        bool asked = tony_http_call("POST", u, secret, "{}", KILL_ASK_MS, &r, &err) == 0;
+        if (asked) {
             tony_http_response_free(&r);
+        } else if (kill(pid, SIGTERM) == 0) {
+            /* A coordinator too busy to answer (thousands of processes on
+             * two cores do that) still takes its signal: SIGTERM is a kill
+             * request to it, the same path as the API's. */
+            fprintf(stderr, "tony: the coordinator (pid %d) did not take the kill request (%s); sent it SIGTERM\n",
+                    pid, err.msg);
+            asked = true;
+        } else {
+            fprintf(stderr, "tony: error: %s; and the coordinator (pid %d) cannot be signalled: %s\n", err.msg, pid,
+                    strerror(errno));
+            code = TONY_EXIT_UNAVAILABLE;
+        }
+        if (asked) {
             /* Wait until every task is down so "killed" means nothing runs. */
             json_t *job = NULL;
             for (int i = 0; i < 600; i++) {

@@ -85,6 +85,36 @@ def test_detach_status_logs_kill(tony):
     assert {t["state"] for t in st["tasks"]} == {"FINISHED"}
 
 
+def test_kill_signals_a_coordinator_that_does_not_answer(tony):
+    """A coordinator too busy (here: stopped) to take the kill request over its
+    API is sent SIGTERM, its other way to be asked; the kill completes once
+    it runs again, and says what happened."""
+    import os
+    import signal
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2", *SMALL)
+    assert r.rc == 0, r
+    job_id = r.job_dir().name
+
+    def running():
+        s = tony.run("status", job_id, "--json")
+        return s.rc == 0 and {t["state"] for t in json.loads(s.out)["tasks"]} == {"RUNNING"}
+    wait_for(running, 60, what="both workers running")
+    am_pid = json.loads((r.job_dir() / "am.json").read_text())["pid"]
+    os.kill(am_pid, signal.SIGSTOP)
+    try:
+        k = tony.popen("kill", job_id)
+        time.sleep(7)  # past the 5 s the client gives the API
+        assert k.poll() is None, "kill returned before the coordinator could act"
+    finally:
+        os.kill(am_pid, signal.SIGCONT)
+    out, err = k.communicate(timeout=60)
+    assert k.returncode == 0, out + err
+    assert f"the coordinator (pid {am_pid}) did not take the kill request" in err and "sent it SIGTERM" in err, err
+    assert "KILLED" in out, out
+    st = json.loads(tony.run("status", job_id, "--json").out)
+    assert st["final_status"] == "KILLED" and {t["state"] for t in st["tasks"]} == {"FINISHED"}, st
+
+
 def test_logs_unknown_task_and_job(tony):
     r = tony.submit("--executes", "true", "--conf", "tony.worker.instances=1", *SMALL)
     job_id = r.job_dir().name
