@@ -8,35 +8,24 @@
 // checks that everything it fetched stayed under it; mode "restart" follows a
 // job whose first attempt fails: the task rows count the starts, and the log
 // tail shows the earlier attempt's output when picked. Exits 1 with the reason.
-import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
+import { check, finish, launch } from "./harness.mjs";
 
 const cfg = JSON.parse(process.argv[2] || "{}");
 const T = cfg.timeout_ms || 60000;
 fs.mkdirSync(cfg.artifacts, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: cfg.chromium || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+const b = await launch(cfg, { ignoreConsole: /Failed to load resource/ });
+const { page } = b;
 const requests = [];
-const pageErrors = [];
 page.on("request", (r) => requests.push(r.url()));
-page.on("pageerror", (e) => pageErrors.push(String(e)));
-// A 404 from an optional endpoint or a refused connection after the end is
-// logged by Chromium as "Failed to load resource": the page handles those.
-page.on("console", (m) => {
-  if (m.type() === "error" && !/Failed to load resource/.test(m.text())) pageErrors.push("console: " + m.text());
-});
 const release = (name) => fs.writeFileSync(path.join(cfg.release_dir, name), "");
 
 let step = "start";
 async function shot(name) {
   await page.screenshot({ path: path.join(cfg.artifacts, `${cfg.mode}-${name}.png`), fullPage: true });
 }
-function check(cond, msg) { if (!cond) throw new Error(msg); }
 const row = (task) => page.locator(`tr.task[data-task="${task}"]`);
 const cell = (task, col) => row(task).locator(`td.c-${col}`);
 
@@ -164,19 +153,5 @@ async function restart() {
   return { tip };
 }
 
-let code = 0;
-try {
-  const result = cfg.mode === "proxy" ? await proxy() : cfg.mode === "restart" ? await restart() : await full();
-  check(pageErrors.length === 0, `errors on the page: ${pageErrors.join("; ")}`);
-  console.log(JSON.stringify({ ok: true, ...result }));
-} catch (e) {
-  code = 1;
-  console.error(`FAILED at "${step}": ${e.message}`);
-  if (pageErrors.length) console.error(`page errors: ${pageErrors.join("; ")}`);
-  try {
-    await shot("failure");
-    console.error(`page text:\n${(await page.locator("body").innerText()).slice(0, 4000)}`);
-  } catch (e2) { /* the browser itself went */ }
-}
-await browser.close();
-process.exit(code);
+await finish(b, () => (cfg.mode === "proxy" ? proxy() : cfg.mode === "restart" ? restart() : full()),
+             { step: () => step, shot });

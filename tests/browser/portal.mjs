@@ -6,22 +6,16 @@
 // it both ways; a failed job's page shows its events, config, the failed
 // task's exit meaning and log links; the memory job's page plots its series;
 // a damaged job's page says what is wrong. Exits 1 with the reason.
-import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
+import { check, finish, launch } from "./harness.mjs";
 
 const cfg = JSON.parse(process.argv[2] || "{}");
 const T = cfg.timeout_ms || 30000;
 fs.mkdirSync(cfg.artifacts, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: cfg.chromium || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-const pageErrors = [];
-page.on("pageerror", (e) => pageErrors.push(String(e)));
-page.on("console", (m) => { if (m.type() === "error") pageErrors.push("console: " + m.text()); });
+const b = await launch(cfg);
+const { page } = b;
 const requests = [];
 page.on("request", (r) => requests.push(r.url()));
 
@@ -29,7 +23,6 @@ let step = "start";
 async function shot(name) {
   await page.screenshot({ path: path.join(cfg.artifacts, `portal-${name}.png`), fullPage: true });
 }
-function check(cond, msg) { if (!cond) throw new Error(msg); }
 async function waitText(locator, re, what) {
   step = what;
   await locator.filter({ hasText: re }).first().waitFor({ timeout: T });
@@ -165,21 +158,5 @@ async function run() {
   return { rows: total, events: evs.length };
 }
 
-let code = 0;
-try {
-  const result = await run();
-  // the unknown job's 404 is the one error expected on the console
-  const errors = pageErrors.filter((e) => !/status of 404/.test(e));
-  check(errors.length === 0, `errors on the page: ${errors.join("; ")}`);
-  console.log(JSON.stringify({ ok: true, ...result }));
-} catch (e) {
-  code = 1;
-  console.error(`FAILED at "${step}": ${e.message}`);
-  if (pageErrors.length) console.error(`page errors: ${pageErrors.join("; ")}`);
-  try {
-    await shot("failure");
-    console.error(`page text:\n${(await page.locator("body").innerText()).slice(0, 4000)}`);
-  } catch (e2) { /* the browser itself went */ }
-}
-await browser.close();
-process.exit(code);
+// the unknown job's 404 is the one error expected on the console
+await finish(b, run, { step: () => step, shot, allowErrors: /status of 404/ });

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -171,3 +172,48 @@ def test_page_works_under_a_path_prefix(tony, scripts, browser_tools):
         proxy.server_close()
         tony.run("kill", job.name)
     wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 30, what="job killed")
+
+
+MANY = 200
+
+
+def test_page_holds_a_job_with_hundreds_of_tasks(tony, scripts, browser_tools, tmp_path):
+    """200 tasks on one page: every row appears, follows its task to RUNNING
+    and then SUCCEEDED, and the counts add up. The tasks wait on a file lock
+    held by a process of the test (no polling: 200 waiting tasks cost no
+    CPU); the browser script kills that process to release them all. What
+    the open page costs is measured by bench/web_ui_scale.py, not here."""
+    gate = tmp_path / "gate"
+    holder = subprocess.Popen([sys.executable, "-c", GATE_HOLDER, str(gate)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        (scripts / "task.sh").write_text('echo "task $TASK_INDEX up"; flock -s "$GATE" true; echo released\n')
+        r = tony.submit("--detach", "--src_dir", str(scripts), "--executes", "bash task.sh", "--shell_env",
+                        f"GATE={gate}", "--conf", f"tony.worker.instances={MANY}", "--conf", "tony.worker.memory=64m",
+                        "--conf", f"tony.local.vcores={2 * MANY}", "--conf", "tony.local.memory=32g")
+        assert r.rc == 0, r
+        job = r.job_dir()
+        url = json.loads((job / "am.json").read_text())["url"]
+        p = subprocess.run([browser_tools, str(BROWSER_DIR / "ui_load.mjs"),
+                            json.dumps({"url": url + "/", "app_id": job.name, "n": MANY, "mode": "check",
+                                        "chromium": CHROMIUM, "artifacts": str(ARTIFACTS), "gate_pid": holder.pid})],
+                           cwd=BROWSER_DIR, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
+        assert json.loads(p.stdout.strip().splitlines()[-1])["rows"] == MANY
+    finally:
+        holder.kill()
+        holder.wait()
+    wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 60, what="the end")
+    st = json.loads((job / "status.json").read_text())
+    assert st["final_status"] == "SUCCEEDED" and len(st["tasks"]) == MANY, st["final_status"]
+    assert r.log("worker", MANY - 1).split() == ["task", str(MANY - 1), "up", "released"]
+
+
+# Holds an exclusive lock on argv[1] until killed.
+GATE_HOLDER = """
+import fcntl, sys, time
+f = open(sys.argv[1], "w")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(3600)
+"""
