@@ -175,6 +175,11 @@ public final class HadoopTestCluster {
     ResourceManager rm = yarn.getResourceManager();
 
     Configuration rc = rm.getConfig();
+    // The RM serves its web proxy (/proxy/<app>/) on its own web port, but
+    // with ephemeral ports it writes apps' tracking URLs as host:0. The
+    // address it builds them from is read per app attempt: point it at the
+    // real port so a tracking URL leads somewhere, as on a real cluster.
+    rc.set(YarnConfiguration.PROXY_ADDRESS, "localhost:" + port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));
     StringBuilder sb = new StringBuilder();
     sb.append("HTC_PID=").append(ProcessHandle.current().pid()).append('\n');
     sb.append("HTC_NN_PORT=").append(nnPort).append('\n');

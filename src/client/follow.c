@@ -194,7 +194,9 @@ char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool colo
     }
     if (*tb) {
         line.len = 0;
-        tony_buf_printf(&line, "  %-*s %s (%s)", width, "TensorBoard", tb, str(job, "tensorboard_task"));
+        const char *proxied = str(job, "tensorboard_proxy_url");
+        tony_buf_printf(&line, "  %-*s %s (%s)%s%s", width, "TensorBoard", tb, str(job, "tensorboard_task"),
+                        *proxied ? "; through YARN's proxy: " : "", proxied);
         put_line(&b, line.data, cols, color);
     }
     tony_buf_free(&line);
@@ -312,7 +314,11 @@ static void update_plain(tony_follow *f, const json_t *job) {
     }
     free(grouped);
     const char *tb = json_string_value(json_object_get(job, "tensorboard_url"));
-    if (changed(&f->tb_url, tb) && tb) fprintf(f->out, "tony: TensorBoard at %s (%s)\n", tb, str(job, "tensorboard_task"));
+    if (changed(&f->tb_url, tb) && tb) {
+        const char *proxied = str(job, "tensorboard_proxy_url");
+        fprintf(f->out, "tony: TensorBoard at %s (%s)%s%s\n", tb, str(job, "tensorboard_task"),
+                *proxied ? "; through YARN's proxy: " : "", proxied);
+    }
     fflush(f->out);
 }
 

@@ -63,10 +63,31 @@ char *tony_yarn_am_url(const json_t *app) {
     return tony_sprintf("http://%s", addr);
 }
 
+/* The app's tracking URL (the RM's web proxy in front of the coordinator)
+ * with a trailing '/', or NULL when it cannot be reached: not http(s), or
+ * port 0, which an RM reports when its proxy address was configured as an
+ * ephemeral port. */
+static char *usable_tracking_url(const json_t *app) {
+    const char *u = json_string_value(json_object_get(app, "trackingUrl"));
+    const char *rest = !u ? NULL : strncmp(u, "http://", 7) == 0 ? u + 7 : strncmp(u, "https://", 8) == 0 ? u + 8 : NULL;
+    if (!rest || !*rest) return NULL;
+    size_t hostport = strcspn(rest, "/");
+    const char *colon = memchr(rest, ':', hostport);
+    if (colon && (hostport - (size_t)(colon - rest) == 2 && colon[1] == '0')) return NULL;
+    size_t n = strlen(u);
+    return n && u[n - 1] == '/' ? tony_strdup(u) : tony_sprintf("%s/", u);
+}
+
 json_t *tony_yarn_am_job(const json_t *app) {
     char *base = tony_yarn_am_url(app);
     json_t *j = base ? tony_jobdir_fetch_job(base) : NULL;
     free(base);
+    /* TensorBoard's own address is a node's, often unreachable from where
+     * the user is; the coordinator redirects <tracking URL>tensorboard/ to
+     * it, and the RM's proxy follows. */
+    char *tracking = j && json_is_string(json_object_get(j, "tensorboard_url")) ? usable_tracking_url(app) : NULL;
+    if (tracking) json_object_set_new(j, "tensorboard_proxy_url", json_sprintf("%stensorboard/", tracking));
+    free(tracking);
     return j;
 }
 

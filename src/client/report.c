@@ -54,8 +54,11 @@ void tony_report_tasks(FILE *out, const json_t *job) {
         char *id = tony_sprintf("%s:%lld", json_string_value(json_object_get(t, "role")),
                                 (long long)json_integer_value(json_object_get(t, "index")));
         const char *tb_task = json_string_value(json_object_get(job, "tensorboard_task"));
-        if (tb_task && strcmp(tb_task, id) == 0)
-            fprintf(out, "      TensorBoard: %s\n", json_string_value(json_object_get(job, "tensorboard_url")));
+        if (tb_task && strcmp(tb_task, id) == 0) {
+            const char *proxied = json_string_value(json_object_get(job, "tensorboard_proxy_url"));
+            fprintf(out, "      TensorBoard: %s%s%s\n", json_string_value(json_object_get(job, "tensorboard_url")),
+                    proxied ? "; through YARN's proxy: " : "", proxied ? proxied : "");
+        }
         free(id);
     }
 }

@@ -189,6 +189,8 @@ def test_yarn_tracking_url_serves_tensorboard(yarn, scripts, tmp_path):  # noqa:
         tb_url = line.split("tony: TensorBoard at ")[1].split()[0]
         app = s.line_with("tony: job application_").split()[2]
         proxied = f"{yarn.cluster.rm}/proxy/{app}/tensorboard/"
+        # the link a user outside the cluster can follow, printed beside the node's own
+        assert line.endswith(f"(tensorboard:0); through YARN's proxy: {proxied}"), line
         logdir = wait_for(lambda: tensorboard_serves(proxied), 90, interval=1, what="TensorBoard through the RM proxy")
         assert Path(logdir) == tmp_path / "tb"
         code, _, html = http_get(proxied)
@@ -198,6 +200,8 @@ def test_yarn_tracking_url_serves_tensorboard(yarn, scripts, tmp_path):  # noqa:
         url = live_job_url(yarn, app)
         code, location, _ = no_redirect_get(url + "/tensorboard")
         assert code == 302 and location == tb_url
+        st = yarn.tony.run("status", app, check_rc=0).out
+        assert f"TensorBoard: {tb_url}; through YARN's proxy: {proxied}" in st, st
         release.write_text("")
         rc, out, err = s.finish(180)
     finally:
