@@ -117,6 +117,7 @@ typedef struct tony_backend_ops {
     void (*cancel_log)(tony_backend *b, tony_log_read *read);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
+    /* Also drops log reads still in flight, without their callbacks. */
     void (*free)(tony_backend *b);
 } tony_backend_ops;
 
@@ -132,8 +133,8 @@ typedef struct tony_backend_opts {
     tony_reaper *reaper;      /* children of this process (the local backend's containers) */
     const char *job_dir;      /* the job's dir (local) or the AM container's work dir (yarn) */
     const tony_conf *conf;
-    const char *api_host;     /* where the coordinator's API listens: a cluster */
-    int api_port;             /* backend registers it for clients to find */
+    const char *api_host;     /* where the coordinator's API listens; a cluster backend */
+    int api_port;             /* registers it there for clients to find */
     const char *tracking_url; /* the web UI, for a cluster's proxy */
 } tony_backend_opts;
 
