@@ -13,8 +13,7 @@
 #include <unistd.h>
 
 #include "am/am_internal.h"
-#include "backend/local/local.h"
-#include "backend/yarn/yarn_backend.h"
+#include "backend/local/local.h" /* single-node mode localizes as the local backend does */
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/log.h"
@@ -393,13 +392,9 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     event_add(am->sigint, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (o->yarn) {
-        tony_yarn_backend_opts yo = {.job_dir = am->job_dir, .conf = am->conf, .api_host = am->host,
-                                     .api_port = am->port, .tracking_url = am->url};
-        am->backend = tony_backend_yarn_new(am->base, &yo, err);
-    } else {
-        am->backend = tony_backend_local_new(am->base, am->reaper, am->job_dir, am->conf, err);
-    }
+    tony_backend_opts bo = {.base = am->base, .reaper = am->reaper, .job_dir = am->job_dir, .conf = am->conf,
+                            .api_host = am->host, .api_port = am->port, .tracking_url = am->url};
+    am->backend = tony_backend_new(o->yarn ? "yarn" : "local", &bo, err);
     if (!am->backend) return -1;
     am->backend->on_exit = on_container_exit;
     am->backend->cb_ctx = am;
@@ -419,6 +414,8 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
 
 static void am_teardown(tony_am *am) {
     if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
+    /* Reads of task logs in flight belong to the backend: dropped first. */
+    am_logfetch_free_all(am);
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
@@ -430,8 +427,6 @@ static void am_teardown(tony_am *am) {
     }
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
-    am_logfetch_free_all(am);
-    if (am->dns) evdns_base_free(am->dns, 1);
     if (am->http) evhttp_free(am->http);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);

@@ -3,7 +3,6 @@
 #ifndef TONY_AM_INTERNAL_H
 #define TONY_AM_INTERNAL_H
 
-#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
@@ -30,13 +29,12 @@ typedef struct am_waiter {
     long long deadline_ms;
 } am_waiter;
 
-/* A log read from a NodeManager in flight (logfetch.c). */
+/* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
 
 typedef struct tony_am {
     struct event_base *base;
     struct evhttp *http;
-    struct evdns_base *dns; /* for log reads from NodeManagers; made on first use */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;
@@ -79,7 +77,7 @@ typedef struct tony_am {
     tony_jhist_dirs history_remote;               /* the mirror's dirs, when used */
     am_metrics **metrics;
     size_t nmetrics;
-    am_logfetch *logfetches; /* log reads from NodeManagers in flight */
+    am_logfetch *logfetches; /* log reads by the backend in flight */
 } tony_am;
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
@@ -106,11 +104,15 @@ void am_api_reply_json(struct evhttp_request *req, int code, json_t *body);
 /* One answer of GET .../log: n bytes of data at offset of a file of size. */
 json_t *am_api_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
                               const char *data, size_t n, long long size, bool exists);
-/* Answers GET .../log for a task whose output its NodeManager serves
- * (log_url: its log link) without blocking the loop. */
+/* 0 when the backend can read a task's log from log_url (what its executor
+ * reported), else why not. */
+int am_backend_reads_log_url(const tony_am *am, const char *log_url, tony_error *err);
+/* Answers GET .../log for a task whose output the backend reads (log_url
+ * passed am_backend_reads_log_url) without blocking the loop. */
 void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_url, const char *role, int index,
                        int attempt, const char *stream, long long offset);
-/* Drops the reads in flight (before the HTTP server goes). */
+/* Drops the reads in flight, unanswered (before the backend and the HTTP
+ * server go). */
 void am_logfetch_free_all(tony_am *am);
 
 /* Called by the API when something happened. */

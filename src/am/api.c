@@ -14,7 +14,6 @@
 
 #include "am/am_internal.h"
 #include "am/webui.h"
-#include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -429,8 +428,8 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
             bad = "unknown parameter; use stream, offset and attempt";
         }
     }
-    /* A task on a node with a web UI: its NodeManager serves the output,
-     * wherever that node is. */
+    /* A task whose backend reads its output (on YARN: from its node's
+     * NodeManager, wherever that node is). */
     const am_task *rt = bad || am->plan.single_node ? NULL : am_job_task(&am->job, role, index);
     if (rt && rt->log_url && attempt == am->job.attempt) {
         am_logfetch_start(am, req, rt->log_url, role, index, (int)attempt, stream, offset);
@@ -555,15 +554,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             const char *log_url = json_string_value(json_object_get(body, "log_url"));
             if (log_dir && *log_dir) t->log_dir = tony_strdup(log_dir);
             if (container && *container) t->container = tony_strdup(container);
-            /* Kept only in the one shape the log reader fetches from. */
-            char *nm_base = NULL, *nm_container = NULL;
+            /* Kept only when the backend can read the log from it. */
             tony_error lerr;
-            if (log_url && tony_nmweb_parse_link(log_url, &nm_base, &nm_container, &lerr) == 0)
-                t->log_url = tony_strdup(log_url);
+            if (log_url && am_backend_reads_log_url(am, log_url, &lerr) == 0) t->log_url = tony_strdup(log_url);
             else if (log_url)
                 tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
-            free(nm_base);
-            free(nm_container);
             t->registered_ms = now;
             t->state = AM_TASK_REGISTERED;
             am->status_dirty = true;

@@ -37,7 +37,7 @@ typedef struct am_task {
     char *host;
     char *log_dir;        /* where its stdout/stderr are, as its executor reported (on its node) */
     char *container;      /* the cluster's container id, when there is one */
-    char *log_url;        /* its NodeManager's log link, when the node has a web UI */
+    char *log_url;        /* its log link, kept when the backend reads it (YARN: its NodeManager's page) */
     int port;
     int tb_port;          /* TensorBoard's port when this task reserved one (TB_PORT) */
     bool tb_listening;    /* its executor saw something serve on tb_port */

@@ -12,6 +12,8 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "common/reaper.h"
+#include "conf/conf.h"
 #include "conf/plan.h"
 
 /* YARN's container exit statuses, kept so that diagnostics read the same on
@@ -56,6 +58,34 @@ typedef struct tony_backend tony_backend;
 typedef void (*tony_backend_exit_cb)(void *ctx, const char *role, int index, int attempt, int exit_status,
                                      const char *diagnostics);
 
+/* Reading a task's output where the coordinator cannot open it as a file
+ * (on a YARN node: through its NodeManager), without blocking the loop. */
+typedef struct tony_log_request {
+    const char *url;    /* the task's log link, as its executor reported it */
+    const char *who;    /* "worker:0", for messages */
+    const char *stream; /* "stdout" or "stderr" */
+    long long offset;
+    long long max;      /* the most bytes to return */
+} tony_log_request;
+
+/* Up to max bytes of the log from offset. */
+typedef struct tony_log_chunk {
+    const char *data;   /* valid during the callback only */
+    size_t n;
+    long long offset;
+    long long size;     /* the file's length when it was read: more follows while offset + n < size */
+    bool exists;        /* false: nothing written to it yet (size 0) */
+} tony_log_chunk;
+
+/* Called once per read that was not cancelled, from the loop (never from
+ * within read_log): code 200 with a chunk, or an HTTP-like code (400: the
+ * offset is past the end; 502: the node is unreachable or its answer
+ * unusable) with a message for people and no chunk. */
+typedef void (*tony_log_cb)(void *ctx, int code, const char *msg, const tony_log_chunk *chunk);
+
+/* A read in flight, owned by the backend; the callback ends it. */
+typedef struct tony_log_read tony_log_read;
+
 typedef struct tony_backend_ops {
     const char *name;
     /* Refuses, at once, a plan that can never run here (more memory, vcores
@@ -73,8 +103,21 @@ typedef struct tony_backend_ops {
      * cluster backend tells its resource manager (YARN unregisters the
      * application); NULL where there is no one to tell. */
     void (*finish)(tony_backend *b, const char *final_status, const char *diagnostics, const char *url);
+    /* Log links: 0 when link (what an executor reported as its log's
+     * place, TONY_TASK_LOG_URL) is one read_log can read, else why not.
+     * NULL, with read_log and cancel_log, where the coordinator opens its
+     * tasks' log files itself (the local backend). */
+    int (*check_log_url)(const tony_backend *b, const char *link, tony_error *err);
+    /* Starts reading r (link checked above); *out names the read until its
+     * callback runs. Fails at once, without a callback, when it cannot
+     * even ask. */
+    int (*read_log)(tony_backend *b, const tony_log_request *r, tony_log_cb cb, void *ctx, tony_log_read **out,
+                    tony_error *err);
+    /* Drops a read whose callback has not run yet; it never will. */
+    void (*cancel_log)(tony_backend *b, tony_log_read *read);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
+    /* Also drops log reads still in flight, without their callbacks. */
     void (*free)(tony_backend *b);
 } tony_backend_ops;
 
@@ -83,5 +126,20 @@ struct tony_backend {
     tony_backend_exit_cb on_exit;
     void *cb_ctx;
 };
+
+/* What the coordinator gives a backend to start from. */
+typedef struct tony_backend_opts {
+    struct event_base *base;
+    tony_reaper *reaper;      /* children of this process (the local backend's containers) */
+    const char *job_dir;      /* the job's dir (local) or the AM container's work dir (yarn) */
+    const tony_conf *conf;
+    const char *api_host;     /* where the coordinator's API listens; a cluster backend */
+    int api_port;             /* registers it there for clients to find */
+    const char *tracking_url; /* the web UI, for a cluster's proxy */
+} tony_backend_opts;
+
+/* The backend called name ("local", "yarn"), ready to launch; a cluster
+ * backend has registered with its resource manager. */
+tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/nm.h"
+#include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -59,6 +60,7 @@ typedef struct yarn_backend {
     tony_workq *q;
     yarn_amrm *amrm;
     yarn_nm_pool *nm;
+    yarn_nmlog *logs; /* reads of tasks' logs from their NodeManagers */
     yarn_register_info info;
     manifest_file *files;
     size_t nfiles;
@@ -515,8 +517,24 @@ static void yarn_free(tony_backend *base) {
     if (b->notify) event_free(b->notify);
     yarn_register_info_free(&b->info);
     yarn_nm_pool_free(b->nm);
+    yarn_nmlog_free(b->logs);
     yarn_amrm_free(b->amrm);
     free(b);
+}
+
+static int yarn_check_log_url(const tony_backend *base, const char *link, tony_error *err) {
+    (void)base;
+    return yarn_nmlog_check_link(link, err);
+}
+
+static int yarn_read_log(tony_backend *base, const tony_log_request *r, tony_log_cb cb, void *ctx, tony_log_read **out,
+                         tony_error *err) {
+    return yarn_nmlog_read(((yarn_backend *)base)->logs, r, cb, ctx, out, err);
+}
+
+static void yarn_cancel_log(tony_backend *base, tony_log_read *read) {
+    (void)base;
+    yarn_nmlog_cancel(read);
 }
 
 static const tony_backend_ops yarn_ops = {
@@ -526,6 +544,9 @@ static const tony_backend_ops yarn_ops = {
     .stop = yarn_stop,
     .active = yarn_active,
     .finish = yarn_finish,
+    .check_log_url = yarn_check_log_url,
+    .read_log = yarn_read_log,
+    .cancel_log = yarn_cancel_log,
     .shutdown = yarn_shutdown,
     .free = yarn_free,
 };
@@ -536,6 +557,7 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     b->ev = base;
     b->heartbeat = evtimer_new(base, on_heartbeat, b);
     b->notify = evtimer_new(base, on_notify, b);
+    b->logs = yarn_nmlog_new(base);
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
