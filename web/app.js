@@ -287,6 +287,7 @@ function renderTasks(tasks) {
         row = { tr: newRow(t), sig: "" };
         g.tbody.append(row.tr);
         ui.rows.set(key, row);
+        watchRow(row.tr);
       }
       row.task = t;
       const cells = taskCells(t, ui.job);
@@ -305,7 +306,7 @@ function renderTasks(tasks) {
     }
   }
   for (const [key, row] of ui.rows) {
-    if (!seen.has(key)) { row.tr.remove(); ui.rows.delete(key); }
+    if (!seen.has(key)) { unwatchRow(row.tr); row.tr.remove(); ui.rows.delete(key); }
   }
   for (const [role, g] of ui.groups) {
     if (!byRole.has(role)) { g.tbody.remove(); ui.groups.delete(role); }
@@ -336,13 +337,42 @@ function isSelected(t) {
 }
 
 // What ticks without new data: the job's elapsed time, running tasks' durations.
+// Rows on screen: the durations ticking every second are redrawn only there,
+// so a job of hundreds of tasks costs a screenful of text changes a second,
+// not a relayout of the whole table. A row coming into view is brought up
+// to date at once.
+const visibleRows = new Set();
+const rowObserver = "IntersectionObserver" in window
+  ? new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (e.isIntersecting) {
+        visibleRows.add(e.target);
+        const row = ui.rows.get(e.target.dataset.task);
+        if (row) updateDuration(row);
+      } else {
+        visibleRows.delete(e.target);
+      }
+    }
+  })
+  : null;
+
+function watchRow(tr) { if (rowObserver) rowObserver.observe(tr); }
+function unwatchRow(tr) {
+  if (rowObserver) rowObserver.unobserve(tr);
+  visibleRows.delete(tr);
+}
+
+function updateDuration(row) {
+  setText(row.tr.children[COLS.indexOf("duration")], fmtDuration(taskDuration(row.task)));
+}
+
 function tick() {
   const j = ui.job;
   if (!j) return;
   const end = j.finished_ms || (ui.gone ? ui.lastOk : Date.now());
   setText($("elapsed"), fmtDuration(end - j.started_ms));
   for (const row of ui.rows.values()) {
-    setText(row.tr.children[COLS.indexOf("duration")], fmtDuration(taskDuration(row.task)));
+    if (!rowObserver || visibleRows.has(row.tr)) updateDuration(row);
   }
 }
 
