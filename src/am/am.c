@@ -430,6 +430,10 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
 
 static void am_teardown(tony_am *am) {
     if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
+    /* The history's last copy is over, or given up, before the cluster
+     * hears of the end (its client then looks for the history). */
+    am_history_free(am->history);
+    am->history = NULL;
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
@@ -448,7 +452,7 @@ static void am_teardown(tony_am *am) {
     if (am->exit_timer) event_free(am->exit_timer);
     if (am->sigterm) event_free(am->sigterm);
     if (am->sigint) event_free(am->sigint);
-    am_record_free(am); /* its mirror lets go of the loop */
+    am_record_free(am);
     tony_reaper_free(am->reaper);
     if (am->base) event_base_free(am->base);
     am_job_free(&am->job);

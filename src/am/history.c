@@ -118,19 +118,25 @@ static void mirror_failed(am_history *h, const tony_error *err) {
     h->final = NULL;
 }
 
+/* A copy the coordinator could not wait for. */
+static void cut_short(am_history *h, const am_copy *c) {
+    tony_error err;
+    tony_err(&err, "the copy to hdfs://%s%s had not finished when the coordinator stopped waiting for it",
+             h->mirror->authority, c->shown);
+    mirror_failed(h, &err);
+}
+
 void am_history_free(am_history *h) {
     if (!h) return;
-    if (!am_history_settled(h)) {
-        tony_error err;
-        tony_err(&err, "the copy to hdfs://%s%s had not finished when the coordinator stopped waiting for it",
-                 h->mirror->authority, (h->final ? h->final : h->flying)->shown);
-        mirror_failed(h, &err);
-    }
     h->closing = true;
-    /* The batch out stops after its current call; its answer comes now. */
+    h->sync_wanted = false;
+    /* The end's batch never goes out; the batch out stops after its current
+     * call, and its answer comes now. */
+    if (h->final) cut_short(h, h->final);
+    copy_free(h->final);
+    h->final = NULL;
     if (h->mirror) h->mirror->stop(h->mirror->ctx);
     copy_free(h->flying);
-    copy_free(h->final);
     if (h->snap_root) tony_rm_rf(h->snap_root, NULL);
     tony_jhist_writer_free(h->writer);
     free(h->app_id);
@@ -207,7 +213,9 @@ static void on_copied(void *arg, int rc, const tony_error *err) {
         if (c->makes_dir) h->remote_ready = true;
         tony_info("history: %s to hdfs://%s%s in %lld ms", c->final ? "moved" : "copied", h->mirror->authority,
                   c->shown, am_now_ms() - c->t0);
-    } else if (!h->closing) {
+    } else if (h->closing) {
+        cut_short(h, c);
+    } else {
         mirror_failed(h, err);
     }
     copy_free(c);

@@ -12,8 +12,10 @@ import shutil
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import fastavro
 import pytest
@@ -322,3 +324,115 @@ def test_namenode_that_never_answers_stalls_nothing(yarn):
     assert "WARN" in warnings[0] and f"127.0.0.1:{nn.port}" in warnings[0], warnings
     assert "history: copied to" not in am and "history: moved to" not in am, am
     assert cluster.wait_app(app_id)["finalStatus"] == "SUCCEEDED"
+
+
+class SlowAtTheEnd:
+    """The real NameNode's WebHDFS behind a proxy on this machine that, from
+    the first request for the finished tree on, answers each call after
+    `delay` s: within the coordinator's 5 s per call, but the end's batch
+    of calls (mkdirs, 4 uploads, list, delete) takes longer than the 30 s
+    the coordinator waits for it. (The DataNodes are reached directly.)"""
+
+    def __init__(self, nn_web, delay):
+        self.slow = threading.Event()
+        self.calls = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _forward(self):
+                if "/finished/" in self.path:
+                    proxy.slow.set()
+                proxy.calls.append((time.monotonic(), self.command, self.path))
+                if proxy.slow.is_set():
+                    time.sleep(delay)
+                n = int(self.headers.get("Content-Length") or 0)
+                req = urllib.request.Request(nn_web + self.path, data=self.rfile.read(n) if n else None,
+                                             method=self.command)
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        code, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    code, body = e.code, e.read()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_PUT = do_POST = do_DELETE = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_last_copy_waited_for_30_s_at_most(yarn):
+    # The end's copy (into the finished tree) is slow: 8 calls of 4.5 s (an
+    # earlier coordinator's .jhist adds a rename). The coordinator keeps
+    # answering its API while it waits, stops waiting 30 s after the job's
+    # end (the call under way then ends, the rest is not sent), says so
+    # once, and the job still succeeds.
+    cluster = yarn.cluster
+    nn = SlowAtTheEnd(cluster.nn_web, delay=4.5)
+    loc = unique_location()
+    p = yarn.popen_submit("--executes", "sleep 5", "--conf", "tony.worker.instances=1",
+                          "--conf", f"tony.history.location={loc}", "--container_env", f"TONY_YARN_WEBHDFS={nn.url}")
+    lat = []
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
+        earlier = f"{app_id}-1000-2000-someone-FAILED.jhist"
+        cluster.hdfs_put(f"{loc}/intermediate/{app_id}/{earlier}", b"an earlier coordinator's")
+        url = wait_for(lambda: yarn.api_url(app_id), timeout=90, what="the coordinator's address") + "/v1/job"
+        wait_for(lambda: get_timed(url, timeout=10)[1]["state"] == "FINISHED", timeout=90, interval=0.1,
+                 what="the job to finish")
+        finished = time.monotonic()
+        while True:
+            try:
+                s, job = get_timed(url, timeout=20)
+            except (urllib.error.URLError, ConnectionError):
+                break  # the coordinator is gone
+            if job is None:
+                break
+            lat.append(s)
+            time.sleep(0.1)
+        gone = time.monotonic()
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        nn.close()
+    assert p.returncode == 0, out + err
+    waited = gone - finished
+    lat.sort()
+    print(f"the coordinator stopped answering {waited:.1f} s after the job; {len(lat)} API answers meanwhile, "
+          f"slowest {lat[-3:]}")
+    assert 28 < waited < 45, waited
+    assert len(lat) > 100 and lat[-2] < 0.5, lat[-5:]
+    am = am_stderr(cluster, app_id)
+    warnings = [line for line in am.splitlines() if "WARN" in line]
+    assert len(warnings) == 1, am
+    assert "not copied to HDFS any more: the copy to hdfs://" in warnings[0], warnings
+    assert "/finished/" in warnings[0] and "had not finished when the coordinator stopped waiting for it" in warnings[0]
+    assert len(re.findall(r"history: copied to hdfs://\S+ in \d+ ms", am)) == 1, am
+    assert "history: moved to" not in am
+    # the end's batch ran until it was stopped: its uploads and the rename
+    # are done, the intermediate copy was not removed
+    (job,) = finished_dirs(cluster, f"{loc}/finished")
+    names = cluster.hdfs_list(job)
+    assert "tony-final.xml" in names and "metrics.json" in names, names
+    assert any(n.endswith("-SUCCEEDED.jhist") for n in names), names
+    left = cluster.hdfs_list(f"{loc}/intermediate/{app_id}")
+    assert any(n.endswith(".jhist.inprogress") for n in left), left
+    assert cluster.wait_app(app_id)["finalStatus"] == "SUCCEEDED"
+    # unregistered only after the copy was stopped
+    assert am.index("had not finished") < am.index("unregistered from the ResourceManager"), am

@@ -27,7 +27,8 @@
 typedef struct fake_mirror {
     tony_am_history_mirror m;
     int runs, stops;
-    bool refuse; /* run fails: no thread */
+    bool refuse;      /* run fails: no thread */
+    bool stop_ends_ok; /* the batch out ends well when stopped (its last call was under way) */
     const tony_am_mirror_batch *out;
     tony_am_mirror_done_fn done;
     void *arg;
@@ -87,7 +88,7 @@ static void answer(fake_mirror *f, int rc) {
 static void fake_stop(void *ctx) {
     fake_mirror *f = ctx;
     f->stops++;
-    if (f->out) answer(f, -1);
+    if (f->out) answer(f, f->stop_ends_ok ? 0 : -1);
 }
 
 typedef struct fixture {
@@ -315,6 +316,21 @@ static void test_a_copy_out_at_exit_is_stopped(void **state) {
     free(snaps);
 }
 
+static void test_a_copy_that_ends_well_when_stopped_is_no_failure(void **state) {
+    fixture *x = *state;
+    fake_mirror *f = &x->f;
+    f->stop_ends_ok = true;
+    am_history *h = new_history(x);
+    am_history_sync(h);
+    am_history_sync(h); /* wanted, never taken */
+    am_history_free(h);
+    assert_int_equal(f->runs, 1);
+    char *log = log_text(x);
+    assert_int_equal(count(log, "history: copied to"), 1);
+    assert_int_equal(count(log, "WARN"), 0);
+    free(log);
+}
+
 static void test_no_thread_for_the_mirror(void **state) {
     fixture *x = *state;
     fake_mirror *f = &x->f;
@@ -335,6 +351,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_the_end_waits_for_the_copy_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failure_is_logged_once_and_drops_the_mirror, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_copy_out_at_exit_is_stopped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_copy_that_ends_well_when_stopped_is_no_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_thread_for_the_mirror, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
