@@ -25,6 +25,10 @@
 #define STOP_TIMEOUT_MS 15000
 #define UI_LINGER_S 4       /* a watched job's coordinator stays this long after the end */
 #define UI_RECENT_MS 10000  /* "watched": the web UI polled within this */
+/* The longest the coordinator waits, from the job's end, for the history's
+ * last copy to its mirror (HDFS), which runs off the loop. */
+#define HISTORY_WAIT_MS 30000
+#define HISTORY_POLL_MS 100
 
 static void write_status(tony_am *am) {
     json_t *j = am_job_json(am);
@@ -264,6 +268,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
 static void on_exit_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     tony_am *am = arg;
+    /* The history reaches HDFS before the application ends (its client
+     * looks there then), unless the mirror takes too long. */
+    if (am->history && !am_history_settled(am->history) && am_now_ms() - am->finished_ms < HISTORY_WAIT_MS) {
+        struct timeval tv = {0, HISTORY_POLL_MS * 1000};
+        evtimer_add(am->exit_timer, &tv);
+        return;
+    }
     event_base_loopexit(am->base, NULL);
 }
 
@@ -416,6 +427,10 @@ static void am_teardown(tony_am *am) {
     if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
     /* Reads of task logs in flight belong to the backend: dropped first. */
     am_logfetch_free_all(am);
+    /* The history's last copy is over, or given up, before the cluster
+     * hears of the end (its client then looks for the history). */
+    am_history_free(am->history);
+    am->history = NULL;
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
@@ -432,9 +447,9 @@ static void am_teardown(tony_am *am) {
     if (am->exit_timer) event_free(am->exit_timer);
     if (am->sigterm) event_free(am->sigterm);
     if (am->sigint) event_free(am->sigint);
+    am_record_free(am);
     tony_reaper_free(am->reaper);
     if (am->base) event_base_free(am->base);
-    am_record_free(am);
     am_job_free(&am->job);
     tony_plan_free(&am->plan);
     tony_conf_free(am->conf);

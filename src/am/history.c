@@ -1,7 +1,11 @@
 /* The history directory's life: created at start, written as events come,
  * renamed and moved once when the job ends, and copied to a mirror (HDFS)
- * at those moments. Failing to write history never fails a job: callers log
- * the error and carry on without it. */
+ * at those moments. A copy is a batch of steps over a private snapshot of
+ * the files, which the mirror runs off the loop: one batch out at a time;
+ * copies asked for meanwhile become one, of the files as they are when it
+ * goes out (the newest state holds everything older ones would copy).
+ * Failing to write history never fails a job: callers log the error and
+ * carry on without it. */
 #include "am/history.h"
 
 #include <ctype.h>
@@ -18,15 +22,34 @@
 #include "common/log.h"
 #include "common/strv.h"
 
+/* One batch for the mirror and what it needs. */
+typedef struct am_copy {
+    tony_am_mirror_batch batch;
+    char *snap;     /* the snapshot its PUTs read, removed when done */
+    char *shown;    /* the job's dir on the mirror it writes, for the log */
+    bool final;     /* moves the job into the finished tree */
+    bool makes_dir; /* creates the job's intermediate dir and copies tony-final.xml */
+    long long t0;   /* when it went out */
+} am_copy;
+
 struct am_history {
     char *app_id, *user, *dir, *file, *finished_root;
     long long start_ms;
     tony_jhist_writer *writer;
-    const tony_am_history_mirror *mirror; /* NULL once it failed */
+    struct event_base *base;              /* where the mirror's answers come */
+    const tony_am_history_mirror *mirror; /* NULL: none */
+    bool mirror_off;                      /* it failed once: not used again */
+    bool closing;                         /* being freed: answers start nothing */
     char *remote_dir;                     /* the job's dir on the mirror */
     char *remote_finished;                /* the mirror's finished root */
     char *inprogress_name;                /* our file's name on the mirror while running */
+    bool remote_used;                     /* a copy to the intermediate dir went out */
     bool remote_ready;                    /* remote_dir made and tony-final.xml copied */
+    char *snap_root;                      /* the snapshots of batches out or waiting */
+    unsigned snap_seq;
+    am_copy *flying;                      /* the batch out */
+    am_copy *final;                       /* the end's batch, waiting for the one out */
+    bool sync_wanted;                     /* a copy was asked for while one was out */
 };
 
 char *am_history_user(void) {
@@ -37,9 +60,9 @@ char *am_history_user(void) {
     return u;
 }
 
-am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_mirror *mirror,
-                           const tony_jhist_dirs *remote, const char *conf_path, const char *app_id, long long start_ms,
-                           tony_error *err) {
+am_history *am_history_new(const tony_jhist_dirs *local, struct event_base *base,
+                           const tony_am_history_mirror *mirror, const tony_jhist_dirs *remote, const char *conf_path,
+                           const char *app_id, long long start_ms, tony_error *err) {
     am_history *h = tony_xcalloc(1, sizeof *h);
     h->app_id = tony_strdup(app_id);
     h->user = am_history_user();
@@ -49,9 +72,11 @@ am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_m
     h->inprogress_name = tony_jhist_inprogress_name(app_id, start_ms, h->user);
     h->file = tony_path_join(h->dir, h->inprogress_name);
     if (mirror) {
+        h->base = base;
         h->mirror = mirror;
         h->remote_dir = tony_path_join(remote->intermediate, app_id);
         h->remote_finished = tony_strdup(remote->finished);
+        h->snap_root = tony_sprintf("%s/.%s.mirror", local->intermediate, app_id);
     }
     char *conf_copy = tony_path_join(h->dir, TONY_JOBDIR_CONF);
     int rc = tony_mkdir_p(local->finished, 0770, err);
@@ -67,8 +92,52 @@ am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_m
     return h;
 }
 
+static void copy_free(am_copy *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->batch.n; i++) {
+        tony_am_mirror_step *st = &c->batch.steps[i];
+        free(st->path);
+        free(st->local);
+        free(st->from);
+        free(st->keep);
+    }
+    free(c->batch.steps);
+    if (c->snap) tony_rm_rf(c->snap, NULL);
+    free(c->snap);
+    free(c->shown);
+    free(c);
+}
+
+static void mirror_failed(am_history *h, const tony_error *err) {
+    if (h->mirror_off) return;
+    tony_warn("history: not copied to HDFS any more: %s. It stays in the coordinator's container (%s), which YARN "
+              "deletes after the job", err->msg, h->dir);
+    h->mirror_off = true;
+    h->sync_wanted = false;
+    copy_free(h->final);
+    h->final = NULL;
+}
+
+/* A copy the coordinator could not wait for. */
+static void cut_short(am_history *h, const am_copy *c) {
+    tony_error err;
+    tony_err(&err, "the copy to hdfs://%s%s had not finished when the coordinator stopped waiting for it",
+             h->mirror->authority, c->shown);
+    mirror_failed(h, &err);
+}
+
 void am_history_free(am_history *h) {
     if (!h) return;
+    h->closing = true;
+    h->sync_wanted = false;
+    /* The end's batch never goes out; the batch out stops after its current
+     * call, and its answer comes now. */
+    if (h->final) cut_short(h, h->final);
+    copy_free(h->final);
+    h->final = NULL;
+    if (h->mirror) h->mirror->stop(h->mirror->ctx);
+    copy_free(h->flying);
+    if (h->snap_root) tony_rm_rf(h->snap_root, NULL);
     tony_jhist_writer_free(h->writer);
     free(h->app_id);
     free(h->user);
@@ -78,6 +147,7 @@ void am_history_free(am_history *h) {
     free(h->remote_dir);
     free(h->remote_finished);
     free(h->inprogress_name);
+    free(h->snap_root);
     free(h);
 }
 
@@ -86,77 +156,142 @@ const char *am_history_file(const am_history *h) { return h->file; }
 tony_jhist_writer *am_history_writer(am_history *h) { return h->writer; }
 
 char *am_history_where(const am_history *h) {
-    if (h->mirror) return tony_sprintf("hdfs://%s%s", h->mirror->authority, h->remote_dir);
+    if (h->mirror && !h->mirror_off) return tony_sprintf("hdfs://%s%s", h->mirror->authority, h->remote_dir);
     return tony_strdup(h->dir);
 }
 
-static void mirror_failed(am_history *h, const tony_error *err) {
-    tony_warn("history: not copied to HDFS any more: %s. It stays in the coordinator's container (%s), which YARN "
-              "deletes after the job", err->msg, h->dir);
-    h->mirror = NULL;
+bool am_history_settled(const am_history *h) { return !h->flying && !h->final && !h->sync_wanted; }
+
+static tony_am_mirror_step *add_step(am_copy *c, tony_am_mirror_step_kind kind, const char *path) {
+    tony_am_mirror_batch *b = &c->batch;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 8;
+        b->steps = tony_xrealloc(b->steps, b->cap * sizeof *b->steps);
+    }
+    tony_am_mirror_step *st = &b->steps[b->n++];
+    *st = (tony_am_mirror_step){.kind = kind, .path = tony_strdup(path)};
+    return st;
 }
 
-/* Copies the named files of the local job dir that exist into remote_dir. */
-static int put_files(am_history *h, const char *remote_dir, const char *const *names, size_t n, tony_error *err) {
+static am_copy *copy_new(am_history *h, const char *shown, bool final) {
+    am_copy *c = tony_xcalloc(1, sizeof *c);
+    c->shown = tony_strdup(shown);
+    c->final = final;
+    char seq[16];
+    snprintf(seq, sizeof seq, "%u", h->snap_seq++);
+    c->snap = tony_path_join(h->snap_root, seq);
+    return c;
+}
+
+/* Snapshots the named files of the local job dir that exist (the .jhist
+ * keeps growing while the copy runs) and adds a PUT of each into dir. */
+static int add_files(am_history *h, am_copy *c, const char *dir, const char *const *names, size_t n,
+                     tony_error *err) {
+    if (tony_mkdir_p(c->snap, 0700, err)) return tony_err_wrap(err, "no snapshot of the history to copy");
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char *local = tony_path_join(h->dir, names[i]), *remote = tony_path_join(remote_dir, names[i]);
-        if (tony_file_exists(local)) rc = h->mirror->put(h->mirror->ctx, local, remote, err);
-        free(local);
-        free(remote);
+        char *src = tony_path_join(h->dir, names[i]), *snap = tony_path_join(c->snap, names[i]);
+        if (tony_file_exists(src) && (rc = tony_copy_file(src, snap, err)) == 0) {
+            char *path = tony_path_join(dir, names[i]);
+            add_step(c, TONY_AM_MIRROR_PUT, path)->local = tony_strdup(snap);
+            free(path);
+        }
+        free(src);
+        free(snap);
     }
     return rc;
 }
 
-void am_history_sync(am_history *h) {
-    if (!h->mirror || !h->writer) return;
-    long long t0 = am_now_ms();
+static void start(am_history *h, am_copy *c);
+static void sync_now(am_history *h);
+
+static void on_copied(void *arg, int rc, const tony_error *err) {
+    am_history *h = arg;
+    am_copy *c = h->flying;
+    h->flying = NULL;
+    if (rc == 0) {
+        if (c->makes_dir) h->remote_ready = true;
+        tony_info("history: %s to hdfs://%s%s in %lld ms", c->final ? "moved" : "copied", h->mirror->authority,
+                  c->shown, am_now_ms() - c->t0);
+    } else if (h->closing) {
+        cut_short(h, c);
+    } else {
+        mirror_failed(h, err);
+    }
+    copy_free(c);
+    if (h->closing) return;
+    if (h->final) {
+        am_copy *f = h->final;
+        h->final = NULL;
+        start(h, f);
+    } else if (h->sync_wanted) {
+        h->sync_wanted = false;
+        sync_now(h);
+    }
+}
+
+static void start(am_history *h, am_copy *c) {
     tony_error err;
-    const char *names[] = {TONY_JOBDIR_CONF, tony_basename(h->file), TONY_JHIST_EVENTS_LOG, TONY_JHIST_METRICS};
-    size_t skip = h->remote_ready ? 1 : 0; /* tony-final.xml does not change */
-    int rc = h->remote_ready ? 0 : h->mirror->mkdirs(h->mirror->ctx, h->remote_dir, &err);
-    if (rc == 0) rc = put_files(h, h->remote_dir, names + skip, sizeof names / sizeof *names - skip, &err);
-    if (rc) {
+    c->t0 = am_now_ms();
+    if (h->mirror->run(h->mirror->ctx, h->base, &c->batch, on_copied, h, &err)) {
+        copy_free(c);
         mirror_failed(h, &err);
         return;
     }
-    h->remote_ready = true;
-    tony_info("history: copied to hdfs://%s%s in %lld ms", h->mirror->authority, h->remote_dir, am_now_ms() - t0);
+    h->flying = c;
+}
+
+static void sync_now(am_history *h) {
+    tony_error err;
+    am_copy *c = copy_new(h, h->remote_dir, false);
+    const char *names[] = {TONY_JOBDIR_CONF, tony_basename(h->file), TONY_JHIST_EVENTS_LOG, TONY_JHIST_METRICS};
+    size_t skip = h->remote_ready ? 1 : 0; /* tony-final.xml does not change */
+    if (!h->remote_ready) {
+        add_step(c, TONY_AM_MIRROR_MKDIRS, h->remote_dir);
+        c->makes_dir = true;
+    }
+    if (add_files(h, c, h->remote_dir, names + skip, sizeof names / sizeof *names - skip, &err)) {
+        copy_free(c);
+        mirror_failed(h, &err);
+        return;
+    }
+    h->remote_used = true;
+    start(h, c);
+}
+
+void am_history_sync(am_history *h) {
+    if (!h->mirror || h->mirror_off || !h->writer) return;
+    if (h->flying) h->sync_wanted = true; /* taken when the one out is done */
+    else sync_now(h);
 }
 
 /* The mirror's side of finishing: our files into the finished dir, the
  * .jhist files earlier coordinators of the job left (a YARN AM retry) moved
  * beside them, the intermediate dir removed. */
 static void finish_remote(am_history *h, long long end_ms) {
-    long long t0 = am_now_ms();
-    const tony_am_history_mirror *m = h->mirror;
     char *target = tony_jhist_finished_dir(h->remote_finished, end_ms, h->app_id);
+    am_copy *c = copy_new(h, target, true);
     const char *names[] = {tony_basename(h->file), TONY_JOBDIR_CONF, TONY_JHIST_EVENTS_LOG, TONY_JHIST_METRICS};
     tony_error err;
-    tony_strv left = {0};
-    int rc = m->mkdirs(m->ctx, target, &err);
-    if (rc == 0) rc = put_files(h, target, names, sizeof names / sizeof *names, &err);
-    if (rc == 0 && h->remote_ready) rc = m->list(m->ctx, h->remote_dir, &left, &err);
-    for (size_t i = 0; rc == 0 && i < left.len; i++) {
-        const char *n = left.items[i];
-        if (strcmp(n, h->inprogress_name) == 0 ||
-            !(tony_str_ends_with(n, TONY_JHIST_SUFFIX) || tony_str_ends_with(n, TONY_JHIST_INPROGRESS_SUFFIX)))
-            continue;
-        char *from = tony_path_join(h->remote_dir, n), *to = tony_path_join(target, n);
-        rc = m->rename(m->ctx, from, to, &err);
-        free(from);
-        free(to);
-    }
-    if (rc == 0 && h->remote_ready) rc = m->remove(m->ctx, h->remote_dir, &err);
-    tony_strv_free(&left);
-    if (rc) {
-        mirror_failed(h, &err);
+    add_step(c, TONY_AM_MIRROR_MKDIRS, target);
+    if (add_files(h, c, target, names, sizeof names / sizeof *names, &err)) {
+        copy_free(c);
         free(target);
+        mirror_failed(h, &err);
         return;
+    }
+    if (h->remote_used) {
+        tony_am_mirror_step *st = add_step(c, TONY_AM_MIRROR_MOVE_JHIST, target);
+        st->from = tony_strdup(h->remote_dir);
+        st->keep = tony_strdup(h->inprogress_name);
+        add_step(c, TONY_AM_MIRROR_REMOVE, h->remote_dir);
     }
     free(h->remote_dir);
     h->remote_dir = target;
-    tony_info("history: moved to hdfs://%s%s in %lld ms", m->authority, target, am_now_ms() - t0);
+    /* It holds all a waiting copy would have. */
+    h->sync_wanted = false;
+    if (h->flying) h->final = c;
+    else start(h, c);
 }
 
 /* rename(2), or copy and delete when the trees are on different file
@@ -216,7 +351,7 @@ int am_history_finish(am_history *h, long long end_ms, const char *status, tony_
         h->file = f;
         free(h->dir);
         h->dir = target;
-        if (h->mirror) finish_remote(h, end_ms);
+        if (h->mirror && !h->mirror_off) finish_remote(h, end_ms);
     } else {
         free(target);
     }

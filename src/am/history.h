@@ -5,7 +5,8 @@
  * and the directory moved to <finished>/yyyy/mm/dd/<appId>/ (TonY leaves that
  * move to its portal's HistoryFileMover). With a mirror (HDFS on YARN) the
  * same tree is kept in the coordinator's work dir and copied to the
- * mirror's dirs when the job starts, when an attempt ends and at the end. */
+ * mirror's dirs when the job starts, when an attempt ends and at the end,
+ * off the loop (am.h's tony_am_history_mirror). */
 #ifndef TONY_AM_HISTORY_H
 #define TONY_AM_HISTORY_H
 
@@ -19,10 +20,13 @@ typedef struct am_history am_history;
 /* Creates the directories of `local` when missing (TonY writes only when
  * intermediate/ already exists), copies conf_path in as tony-final.xml and
  * opens the event file. mirror (may be NULL) and its dirs `remote`: where
- * the tree is copied; the caller keeps both alive. */
-am_history *am_history_new(const tony_jhist_dirs *local, const tony_am_history_mirror *mirror,
-                           const tony_jhist_dirs *remote, const char *conf_path, const char *app_id, long long start_ms,
-                           tony_error *err);
+ * the tree is copied, with the mirror's answers coming on base's loop; the
+ * caller keeps mirror alive. */
+am_history *am_history_new(const tony_jhist_dirs *local, struct event_base *base,
+                           const tony_am_history_mirror *mirror, const tony_jhist_dirs *remote, const char *conf_path,
+                           const char *app_id, long long start_ms, tony_error *err);
+/* Before base is freed. A copy still out or waiting is given up (and
+ * logged): wait for am_history_settled first, as long as one can. */
 void am_history_free(am_history *h);
 /* The job's history directory (changes when am_history_finish moves it). */
 const char *am_history_dir(const am_history *h);
@@ -30,14 +34,18 @@ const char *am_history_file(const am_history *h);
 /* The writer of the .jhist file, NULL after finishing. */
 tony_jhist_writer *am_history_writer(am_history *h);
 /* Copies the job's files as they are now to the mirror's intermediate dir
- * (tony-final.xml the first time). History is best effort: the first
- * failure is logged and the mirror is not used again. */
+ * (tony-final.xml the first time), off the loop; a copy asked for while
+ * one runs waits for it, and replaces any copy waiting. History is best
+ * effort: the first failure is logged and the mirror is not used again. */
 void am_history_sync(am_history *h);
+/* No copy to the mirror is out or waiting. */
+bool am_history_settled(const am_history *h);
 /* Closes the event file, renames it for status and moves the directory to
- * the finished tree, then on the mirror: the files to
- * <finished>/yyyy/mm/dd/<appId>/ (with the .jhist files of earlier
- * coordinators of the job), and <intermediate>/<appId>/ removed. A mirror
- * failure is logged, not returned. */
+ * the finished tree, then asks the mirror for the same (after the copy out,
+ * in place of any waiting): the files to <finished>/yyyy/mm/dd/<appId>/
+ * (with the .jhist files of earlier coordinators of the job), and
+ * <intermediate>/<appId>/ removed. A mirror failure is logged, not
+ * returned. */
 int am_history_finish(am_history *h, long long end_ms, const char *status, tony_error *err);
 /* Where the history is for people: the mirror's hdfs:// URI of the job dir
  * (the finished one after am_history_finish), else the local dir.

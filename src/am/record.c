@@ -103,8 +103,8 @@ void am_record_start(tony_am *am) {
         char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
         tony_error err;
         bool remote = am->history_remote.intermediate != NULL;
-        am->history = am_history_new(&local, remote ? am->history_mirror : NULL, &am->history_remote, conf_path,
-                                     am->app_id, am_wall_ms(am, am->started_ms), &err);
+        am->history = am_history_new(&local, am->base, remote ? am->history_mirror : NULL, &am->history_remote,
+                                     conf_path, am->app_id, am_wall_ms(am, am->started_ms), &err);
         if (!am->history) tony_warn("%s", err.msg);
         else {
             char *log = tony_path_join(am_history_dir(am->history), TONY_JHIST_EVENTS_LOG);

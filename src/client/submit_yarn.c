@@ -80,6 +80,15 @@ static json_t *kv_entries(const char *const *kv, size_t n) {
     return json_pack("{s:o}", "entry", a);
 }
 
+static json_t *env_entries(const tony_env *env) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < env->kv.len; i++) {
+        const char *kv = env->kv.items[i], *eq = strchr(kv, '=');
+        json_array_append_new(a, json_pack("{s:s%, s:s}", "key", kv, (size_t)(eq - kv), "value", eq + 1));
+    }
+    return json_pack("{s:o}", "entry", a);
+}
+
 static json_t *local_resource(const char *uri, long long size, long long ts) {
     return json_pack("{s:s, s:s, s:s, s:I, s:I}", "resource", uri, "type", "FILE", "visibility", "APPLICATION", "size",
                      (json_int_t)size, "timestamp", (json_int_t)ts);
@@ -88,7 +97,8 @@ static json_t *local_resource(const char *uri, long long size, long long ts) {
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
-                          const char *secret, const tony_hadoop_conf *h, const char *user) {
+                          const char *secret, const tony_hadoop_conf *h, const char *user,
+                          const tony_env *container_env) {
     json_t *res = json_array();
     size_t i;
     json_t *f;
@@ -106,16 +116,23 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     for (size_t k = 0; k < h->nnns; k++) tony_strv_push(&nns, h->nns[k].http);
     char *nn_list = tony_strv_join(&nns, ",");
     tony_strv_free(&nns);
-    const char *env[] = {"TONY_YARN_SCHEDULER_ADDRESS", scheduler, TONY_YARN_WEBHDFS_ENV, nn_list,
-                         TONY_YARN_DEFAULT_FS_ENV, h->default_fs, TONY_YARN_HDFS_USER_ENV, user};
+    tony_env env = {0};
+    tony_env_set(&env, "TONY_YARN_SCHEDULER_ADDRESS", scheduler);
+    tony_env_set(&env, TONY_YARN_WEBHDFS_ENV, nn_list);
+    tony_env_set(&env, TONY_YARN_DEFAULT_FS_ENV, h->default_fs);
+    tony_env_set(&env, TONY_YARN_HDFS_USER_ENV, user);
+    /* TonY's AM container gets tony.containers.envs too; here they also
+     * win over ours, which lets a test point the coordinator elsewhere. */
+    tony_env_merge(&env, container_env);
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
     const char *secrets[] = {TONY_YARN_SECRET_KEY, b64};
     json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:{s:o}}", "local-resources", "entry", res, "environment",
-                             kv_entries(env, sizeof env / sizeof *env), "commands", "command",
+                             env_entries(&env), "commands", "command",
                              "./" TONY_YARN_BINARY " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
                              "credentials", "secrets", kv_entries(secrets, 2));
     free(b64);
     free(nn_list);
+    tony_env_free(&env);
     const char *name = tony_conf_get(conf, "tony.application.name");
     /* Two levels of restart: tony.am.retry-count inside one coordinator,
      * and YARN's AM attempts when the coordinator's container itself is
@@ -373,7 +390,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     }
     const char *scheduler = tony_yarn_rest_scheduler(rest);
     ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
-                     scheduler ? scheduler : "", secret, h, user);
+                     scheduler ? scheduler : "", secret, h, user, &plan->container_env);
     if (tony_yarn_rest_submit(rest, ctx, err)) {
         code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
         tony_webhdfs_delete(w, st.staging_path, true, NULL);

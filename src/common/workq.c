@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -173,7 +174,12 @@ tony_workq *tony_workq_new(struct event_base *base, int max_threads, tony_error 
     q->threads = tony_xcalloc((size_t)max_threads, sizeof *q->threads);
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work, NULL);
-    pthread_cond_init(&q->finished, NULL);
+    /* tony_workq_wait's limit must not move with the wall clock. */
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->finished, &mono);
+    pthread_condattr_destroy(&mono);
     q->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->wake_fd < 0) {
         tony_err(err, "cannot create an eventfd for the worker threads: %s", strerror(errno));
@@ -221,6 +227,22 @@ void tony_workq_drain(tony_workq *q) {
         pthread_mutex_unlock(&q->mu);
         deliver(q, l);
     }
+}
+
+bool tony_workq_wait(tony_workq *q, int timeout_ms) {
+    if (q->pending == 0) return false;
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    long long ns = end.tv_nsec + (long long)(timeout_ms > 0 ? timeout_ms : 0) % 1000 * 1000000;
+    end.tv_sec += (timeout_ms > 0 ? timeout_ms : 0) / 1000 + ns / 1000000000;
+    end.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&q->mu);
+    int rc = 0;
+    while (!q->finished_jobs.head && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->finished, &q->mu, &end);
+    job_list l = list_take_all(&q->finished_jobs);
+    pthread_mutex_unlock(&q->mu);
+    deliver(q, l);
+    return l.n > 0;
 }
 
 void tony_workq_free(tony_workq *q) {

@@ -46,6 +46,12 @@ size_t tony_workq_pending(tony_workq *q);
  * loop no longer dispatches. */
 void tony_workq_drain(tony_workq *q);
 
+/* For a caller at the end that waits for some of its jobs with a time
+ * limit: calls the done callbacks of the jobs that finished, first waiting
+ * up to timeout_ms for one when none has. false: the time passed and no
+ * job finished (or none is pending). */
+bool tony_workq_wait(tony_workq *q, int timeout_ms);
+
 /* Cancels the jobs that have not started (done with ran = false), waits for
  * the running ones (done with ran = true), joins the threads. */
 void tony_workq_free(tony_workq *q);

@@ -2,21 +2,27 @@
 coordinator writes TonY's tree to tony.history.location in HDFS (checked over
 WebHDFS with urllib, and the .jhist read back with fastavro), `tony history`
 and `tony portal` read it back through their local cache, a NameNode that
-does not answer or a location that does not exist is a clear error, and a
-location HDFS refuses costs the job nothing but a warning."""
+does not answer or a location that does not exist is a clear error, a
+location HDFS refuses costs the job nothing but a warning, and a NameNode
+that never answers stalls neither the coordinator's API nor the job."""
 import io
 import json
 import re
 import shutil
+import socket
+import threading
+import time
+import urllib.error
 import urllib.request
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import fastavro
 import pytest
 
 from conftest import wait_for
 from test_portal import Portal
-from test_yarn_jobs import role_cmd, yarn  # noqa: F401 (a fixture)
+from test_yarn_jobs import get_timed, role_cmd, yarn  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.hadoop
 
@@ -240,3 +246,203 @@ def test_running_job_then_finished_through_the_cache(yarn):
     # the running copy left the cache with the job's move in HDFS
     assert listing["cache"]["removed"] >= 1, listing
     assert not list((yarn.tony.home / "history-cache").glob("**/intermediate/application_*"))
+
+
+class SilentNameNode:
+    """A TCP server on this machine that accepts connections and never says a
+    word: a NameNode that hangs. (The real one cannot be made to hang alone:
+    freezing it would stall every other test on the shared cluster.)"""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except socket.timeout:
+                pass
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join()
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def test_namenode_that_never_answers_stalls_nothing(yarn):
+    # The coordinator gets the silent server as its WebHDFS address (TonY's
+    # container env reaches the AM container and wins over tony's own).
+    # Its history copies wait there, 5 s per call, on a thread of their own:
+    # the API answers in milliseconds all along, the job succeeds, and
+    # am.stderr says once why the history is not in HDFS.
+    cluster = yarn.cluster
+    nn = SilentNameNode()
+    loc = unique_location()
+    t0 = time.monotonic()
+    p = yarn.popen_submit("--executes", "sleep 10", "--conf", "tony.worker.instances=1",
+                          "--conf", f"tony.history.location={loc}",
+                          "--container_env", f"TONY_YARN_WEBHDFS=http://127.0.0.1:{nn.port}")
+    lat = []
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
+        url = wait_for(lambda: yarn.api_url(app_id), timeout=90, interval=0.05,
+                       what="the coordinator's address") + "/v1/job"
+        done = threading.Event()
+
+        def poll():
+            # Two of these: a loop held for seconds shows in both, a hiccup
+            # of the machine in one.
+            while not done.is_set():
+                s, job = get_timed(url, timeout=10)
+                lat.append(s)
+                if job is None or job["state"] == "FINISHED":
+                    done.set()
+                time.sleep(0.02)
+        pollers = [threading.Thread(target=poll) for _ in range(2)]
+        for t in pollers:
+            t.start()
+        for t in pollers:
+            t.join(timeout=120)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        nn.close()
+    took = time.monotonic() - t0
+    assert p.returncode == 0, out + err
+    assert nn.conns, "the coordinator never called the silent NameNode"
+    lat.sort()
+    print(f"{len(lat)} API answers while the NameNode was silent; slowest {lat[-3:]}; job {took:.1f} s")
+    assert len(lat) > 50, lat
+    # the slowest but one (a hiccup of a busy test machine is not the
+    # coordinator's doing); a copy on the loop held both pollers 5 s
+    assert lat[-2] < 0.5, f"{len(lat)} answers, slowest {lat[-5:]}"
+    am = am_stderr(cluster, app_id)
+    warnings = [line for line in am.splitlines() if "not copied to HDFS" in line]
+    assert len(warnings) == 1, am
+    assert "WARN" in warnings[0] and f"127.0.0.1:{nn.port}" in warnings[0], warnings
+    assert "history: copied to" not in am and "history: moved to" not in am, am
+    assert cluster.wait_app(app_id)["finalStatus"] == "SUCCEEDED"
+
+
+class SlowAtTheEnd:
+    """The real NameNode's WebHDFS behind a proxy on this machine that, from
+    the first request for the finished tree on, answers each call after
+    `delay` s: within the coordinator's 5 s per call, but the end's batch
+    of calls (mkdirs, 4 uploads, list, delete) takes longer than the 30 s
+    the coordinator waits for it. (The DataNodes are reached directly.)"""
+
+    def __init__(self, nn_web, delay):
+        self.slow = threading.Event()
+        self.calls = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _forward(self):
+                if "/finished/" in self.path:
+                    proxy.slow.set()
+                proxy.calls.append((time.monotonic(), self.command, self.path))
+                if proxy.slow.is_set():
+                    time.sleep(delay)
+                n = int(self.headers.get("Content-Length") or 0)
+                req = urllib.request.Request(nn_web + self.path, data=self.rfile.read(n) if n else None,
+                                             method=self.command)
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        code, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    code, body = e.code, e.read()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_PUT = do_POST = do_DELETE = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_last_copy_waited_for_30_s_at_most(yarn):
+    # The end's copy (into the finished tree) is slow: 8 calls of 4.5 s (an
+    # earlier coordinator's .jhist adds a rename). The coordinator keeps
+    # answering its API while it waits, stops waiting 30 s after the job's
+    # end (the call under way then ends, the rest is not sent), says so
+    # once, and the job still succeeds.
+    cluster = yarn.cluster
+    nn = SlowAtTheEnd(cluster.nn_web, delay=4.5)
+    loc = unique_location()
+    p = yarn.popen_submit("--executes", "sleep 5", "--conf", "tony.worker.instances=1",
+                          "--conf", f"tony.history.location={loc}", "--container_env", f"TONY_YARN_WEBHDFS={nn.url}")
+    lat = []
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
+        earlier = f"{app_id}-1000-2000-someone-FAILED.jhist"
+        cluster.hdfs_put(f"{loc}/intermediate/{app_id}/{earlier}", b"an earlier coordinator's")
+        url = wait_for(lambda: yarn.api_url(app_id), timeout=90, what="the coordinator's address") + "/v1/job"
+        wait_for(lambda: get_timed(url, timeout=10)[1]["state"] == "FINISHED", timeout=90, interval=0.1,
+                 what="the job to finish")
+        finished = time.monotonic()
+        while True:
+            try:
+                s, job = get_timed(url, timeout=20)
+            except (urllib.error.URLError, ConnectionError):
+                break  # the coordinator is gone
+            if job is None:
+                break
+            lat.append(s)
+            time.sleep(0.1)
+        gone = time.monotonic()
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        nn.close()
+    assert p.returncode == 0, out + err
+    waited = gone - finished
+    lat.sort()
+    print(f"the coordinator stopped answering {waited:.1f} s after the job; {len(lat)} API answers meanwhile, "
+          f"slowest {lat[-3:]}")
+    assert 28 < waited < 45, waited
+    assert len(lat) > 100 and lat[-2] < 0.5, lat[-5:]
+    am = am_stderr(cluster, app_id)
+    warnings = [line for line in am.splitlines() if "WARN" in line]
+    assert len(warnings) == 1, am
+    assert "not copied to HDFS any more: the copy to hdfs://" in warnings[0], warnings
+    assert "/finished/" in warnings[0] and "had not finished when the coordinator stopped waiting for it" in warnings[0]
+    assert len(re.findall(r"history: copied to hdfs://\S+ in \d+ ms", am)) == 1, am
+    assert "history: moved to" not in am
+    # the end's batch ran until it was stopped: its uploads and the rename
+    # are done, the intermediate copy was not removed
+    (job,) = finished_dirs(cluster, f"{loc}/finished")
+    names = cluster.hdfs_list(job)
+    assert "tony-final.xml" in names and "metrics.json" in names, names
+    assert any(n.endswith("-SUCCEEDED.jhist") for n in names), names
+    left = cluster.hdfs_list(f"{loc}/intermediate/{app_id}")
+    assert any(n.endswith(".jhist.inprogress") for n in left), left
+    assert cluster.wait_app(app_id)["finalStatus"] == "SUCCEEDED"
+    # unregistered only after the copy was stopped
+    assert am.index("had not finished") < am.index("unregistered from the ResourceManager"), am

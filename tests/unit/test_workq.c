@@ -273,6 +273,39 @@ static void test_free_cancels_what_has_not_started(void **state) {
     close(lfd);
 }
 
+/* tony_workq_wait: the end's bounded wait gets what finished in time, and
+ * gives up on a stuck job after its limit, not the job's own. */
+static void test_wait_gives_up_after_its_limit(void **state) {
+    (void)state;
+    ctx c = {.wait_ms = 1500, .loop_thread = pthread_self(), .expected = 99};
+    struct event_base *base = event_base_new();
+    int lfd = silent_listener(&c.port);
+    tony_error err;
+    tony_workq *q = tony_workq_new(base, 2, &err);
+    assert_non_null(q);
+    assert_false(tony_workq_wait(q, 10)); /* nothing pending */
+    job stuck = {&c, 0, -1}, quick = {&c, 1, 0};
+    c.t0 = now_ms();
+    tony_workq_submit(q, "stuck", run_stuck, on_done, &stuck);
+    tony_workq_submit(q, "quick", run_quick, on_done, &quick);
+    while (c.dones == 0) assert_true(tony_workq_wait(q, 1000));
+    assert_true(c.ran[1]);
+    assert_int_equal(c.dones, 1);
+    int64_t t = now_ms();
+    assert_false(tony_workq_wait(q, 200)); /* the stuck job is still out */
+    int64_t waited = now_ms() - t;
+    if (waited < 180 || waited > 700) fail_msg("waited %lld ms for a 200 ms limit", (long long)waited);
+    assert_int_equal(c.dones, 1);
+    assert_int_equal(tony_workq_pending(q), 1);
+    tony_workq_drain(q);
+    assert_int_equal(c.dones, 2);
+    assert_int_equal(stuck.got, 0);
+    assert_false(c.done_off_loop);
+    tony_workq_free(q);
+    event_base_free(base);
+    close(lfd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stuck_lane_blocks_nothing_else),
@@ -280,6 +313,7 @@ int main(void) {
         cmocka_unit_test(test_lane_keeps_submission_order),
         cmocka_unit_test(test_drain_follows_chains),
         cmocka_unit_test(test_free_cancels_what_has_not_started),
+        cmocka_unit_test(test_wait_gives_up_after_its_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

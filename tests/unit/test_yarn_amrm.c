@@ -248,12 +248,74 @@ static void test_nm_async_hung_node_delays_no_other(void **state) {
     close(hung_fd);
 }
 
+static void count_reply(void *arg, const yarn_nm_reply *r) {
+    int *n = arg;
+    if (r->rc) (*n)++;
+}
+
+/* The end's stops: two hung nodes with two containers each (and an earlier
+ * call already stuck on one of them) cost one bound in all, not a call
+ * timeout per container; they are named, a dead node's refusal is an
+ * error, not silence. */
+static void test_nm_stop_all_bounded_across_hung_nodes(void **state) {
+    (void)state;
+    struct event_base *base = event_base_new();
+    int fd1, fd2, dead_fd;
+    int hung1 = loopback_port(true, &fd1), hung2 = loopback_port(true, &fd2), dead = loopback_port(false, &dead_fd);
+    yarn_amrm *am = new_am();
+    yarn_token *nmt = yarn_token_new("n", 1, "p", 1, YARN_NM_TOKEN_KIND, "");
+    int ports[] = {hung1, hung1, hung2, hung2, dead};
+    for (size_t i = 0; i < 3; i++) yarn_amrm_put_nm_token(am, "127.0.0.1", i == 0 ? hung1 : i == 1 ? hung2 : dead, nmt);
+    yarn_token_free(nmt);
+    tony_error err;
+    tony_workq *q = tony_workq_new(base, 8, &err);
+    assert_non_null(q);
+    yarn_nm_pool *p = yarn_nm_pool_new(am, q);
+    yarn_nm_pool_set_timeout(p, 5000); /* each call's own limit: far beyond the bound */
+    yarn_container cs[5];
+    const yarn_container *ptrs[5];
+    for (int i = 0; i < 5; i++) {
+        cs[i] = (yarn_container){.node_host = tony_strdup("127.0.0.1"), .node_port = ports[i]};
+        snprintf(cs[i].id, sizeof cs[i].id, "container_1_0001_01_%06d", i + 2);
+        ptrs[i] = &cs[i];
+    }
+    int earlier_failed = 0;
+    yarn_nm_status_async(p, &cs[0], count_reply, &earlier_failed); /* already out on hung1 */
+    tony_strv silent = {0}, failed = {0};
+    int64_t t0 = now_ms();
+    yarn_nm_stop_all(p, ptrs, 5, 1000, &silent, &failed);
+    int64_t took = now_ms() - t0;
+    if (took < 950 || took > 1600) fail_msg("the final stops took %lld ms for a 1000 ms bound", (long long)took);
+    assert_int_equal(silent.len, 2);
+    char n1[32], n2[32];
+    snprintf(n1, sizeof n1, "127.0.0.1:%d", hung1);
+    snprintf(n2, sizeof n2, "127.0.0.1:%d", hung2);
+    assert_true(tony_strv_contains(&silent, n1));
+    assert_true(tony_strv_contains(&silent, n2));
+    assert_int_equal(failed.len, 1);
+    assert_contains(failed.items[0], "cannot connect");
+    /* the earlier call was cut short too, and nothing is left out */
+    tony_workq_drain(q);
+    assert_int_equal(earlier_failed, 1);
+    assert_int_equal(tony_workq_pending(q), 0);
+    tony_strv_free(&silent);
+    tony_strv_free(&failed);
+    tony_workq_free(q);
+    yarn_nm_pool_free(p);
+    for (int i = 0; i < 5; i++) yarn_container_free(&cs[i]);
+    yarn_amrm_free(am);
+    event_base_free(base);
+    close(fd1);
+    close(fd2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_table),
         cmocka_unit_test(test_amrm_args),
         cmocka_unit_test(test_nm_checks_before_calling),
         cmocka_unit_test(test_nm_async_hung_node_delays_no_other),
+        cmocka_unit_test(test_nm_stop_all_bounded_across_hung_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,50 +1,106 @@
-/* tony_am_history_mirror over WebHDFS. The active NameNode is found on the
- * first call, so a coordinator whose job writes no history makes none. */
+/* tony_am_history_mirror over WebHDFS, off the coordinator's loop: each
+ * batch is one job on a workq lane of the mirror's own (one thread, made on
+ * the first batch, so a coordinator whose job writes no history starts
+ * none). The WebHDFS handle is only used by that thread; the active
+ * NameNode is found on its first call. */
 #include "backend/yarn/history_hdfs.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/yarn/webhdfs.h"
+#include "common/fs.h"
+#include "common/jhist.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "common/workq.h"
 
 typedef struct hdfs_ctx {
-    tony_webhdfs *w;
-    bool connected;
+    tony_webhdfs *w; /* the worker's while a batch runs */
+    bool connected;  /* worker only */
     char *authority;
+    tony_workq *q;   /* loop thread only */
+    atomic_bool stopping; /* the loop asks the batch out to stop between calls */
 } hdfs_ctx;
 
-static int ready(hdfs_ctx *c, tony_error *err) {
-    if (c->connected) return 0;
-    if (tony_webhdfs_connect(c->w, err)) return -1;
-    c->connected = true;
+/* One batch on its way: the worker fills rc/err, the loop reads them in
+ * done (the workq hands the job over whole). */
+typedef struct hdfs_job {
+    hdfs_ctx *c;
+    const tony_am_mirror_batch *batch;
+    tony_am_mirror_done_fn done;
+    void *arg;
+    int rc;
+    tony_error err;
+} hdfs_job;
+
+/* The .jhist files of dir `from` (the intermediate job dir, where earlier
+ * coordinators of the job left theirs), all but `keep`, into `to`. */
+static int move_jhist(tony_webhdfs *w, const tony_am_mirror_step *st, tony_error *err) {
+    tony_strv names = {0};
+    int rc = tony_webhdfs_list(w, st->from, &names, err);
+    for (size_t i = 0; rc == 0 && i < names.len; i++) {
+        const char *n = names.items[i];
+        if ((st->keep && strcmp(n, st->keep) == 0) ||
+            !(tony_str_ends_with(n, TONY_JHIST_SUFFIX) || tony_str_ends_with(n, TONY_JHIST_INPROGRESS_SUFFIX)))
+            continue;
+        char *from = tony_path_join(st->from, n), *to = tony_path_join(st->path, n);
+        rc = tony_webhdfs_rename(w, from, to, err);
+        free(from);
+        free(to);
+    }
+    tony_strv_free(&names);
+    return rc;
+}
+
+static int run_step(hdfs_ctx *c, const tony_am_mirror_step *st, tony_error *err) {
+    if (!c->connected) {
+        if (tony_webhdfs_connect(c->w, err)) return -1;
+        c->connected = true;
+    }
+    switch (st->kind) {
+    case TONY_AM_MIRROR_MKDIRS: return tony_webhdfs_mkdirs(c->w, st->path, "770", err);
+    case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, NULL, err);
+    case TONY_AM_MIRROR_MOVE_JHIST: return move_jhist(c->w, st, err);
+    case TONY_AM_MIRROR_REMOVE: return tony_webhdfs_delete(c->w, st->path, true, err);
+    }
+    return tony_err(err, "unknown history mirror step %d", (int)st->kind);
+}
+
+static void job_run(void *arg) {
+    hdfs_job *j = arg;
+    for (size_t i = 0; i < j->batch->n && j->rc == 0; i++) {
+        if (atomic_load(&j->c->stopping)) j->rc = tony_err(&j->err, "stopped: the coordinator is exiting");
+        else j->rc = run_step(j->c, &j->batch->steps[i], &j->err);
+    }
+}
+
+static void job_done(void *arg, bool ran) {
+    hdfs_job *j = arg;
+    if (!ran) j->rc = tony_err(&j->err, "not started: the coordinator is exiting");
+    j->done(j->arg, j->rc, &j->err);
+    free(j);
+}
+
+static int h_run(void *ctx, struct event_base *base, const tony_am_mirror_batch *batch, tony_am_mirror_done_fn done,
+                 void *arg, tony_error *err) {
+    hdfs_ctx *c = ctx;
+    /* One thread: batches never overlap, and the handle needs no lock. */
+    if (!c->q && !(c->q = tony_workq_new(base, 1, err))) return tony_err_wrap(err, "no thread for the HDFS copies");
+    hdfs_job *j = tony_xcalloc(1, sizeof *j);
+    *j = (hdfs_job){.c = c, .batch = batch, .done = done, .arg = arg};
+    tony_workq_submit(c->q, "hdfs", job_run, job_done, j);
     return 0;
 }
 
-static int h_mkdirs(void *ctx, const char *dir, tony_error *err) {
+static void h_stop(void *ctx) {
     hdfs_ctx *c = ctx;
-    return ready(c, err) ? -1 : tony_webhdfs_mkdirs(c->w, dir, "770", err);
-}
-
-static int h_put(void *ctx, const char *local, const char *path, tony_error *err) {
-    hdfs_ctx *c = ctx;
-    return ready(c, err) ? -1 : tony_webhdfs_put(c->w, local, path, NULL, err);
-}
-
-static int h_list(void *ctx, const char *dir, tony_strv *names, tony_error *err) {
-    hdfs_ctx *c = ctx;
-    return ready(c, err) ? -1 : tony_webhdfs_list(c->w, dir, names, err);
-}
-
-static int h_rename(void *ctx, const char *from, const char *to, tony_error *err) {
-    hdfs_ctx *c = ctx;
-    return ready(c, err) ? -1 : tony_webhdfs_rename(c->w, from, to, err);
-}
-
-static int h_remove(void *ctx, const char *path, tony_error *err) {
-    hdfs_ctx *c = ctx;
-    return ready(c, err) ? -1 : tony_webhdfs_delete(c->w, path, true, err);
+    if (!c->q) return;
+    atomic_store(&c->stopping, true);
+    tony_workq_free(c->q); /* waits for the call out; done callbacks run here */
+    c->q = NULL;
+    atomic_store(&c->stopping, false);
 }
 
 tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
@@ -56,6 +112,7 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
         return NULL;
     }
     hdfs_ctx *c = tony_xcalloc(1, sizeof *c);
+    atomic_init(&c->stopping, false);
     c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs,
                                TONY_YARN_DEFAULT_FS_ENV " in the AM's environment", user);
     tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S);
@@ -63,14 +120,14 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
     size_t n = strlen(c->authority);
     if (n && c->authority[n - 1] == '/') c->authority[n - 1] = '\0';
     tony_am_history_mirror *m = tony_xcalloc(1, sizeof *m);
-    *m = (tony_am_history_mirror){.ctx = c, .authority = c->authority, .mkdirs = h_mkdirs, .put = h_put,
-                                  .list = h_list, .rename = h_rename, .remove = h_remove};
+    *m = (tony_am_history_mirror){.ctx = c, .authority = c->authority, .run = h_run, .stop = h_stop};
     return m;
 }
 
 void tony_yarn_history_mirror_free(tony_am_history_mirror *m) {
     if (!m) return;
     hdfs_ctx *c = m->ctx;
+    /* The coordinator stopped it before its loop went (am.h). */
     tony_webhdfs_free(c->w);
     free(c->authority);
     free(c);

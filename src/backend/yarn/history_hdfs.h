@@ -1,7 +1,8 @@
 /* The coordinator's history mirror on YARN: HDFS through WebHDFS, at the
- * NameNodes the client named in the AM's environment. Each call is a few
- * synchronous HTTP requests on the coordinator's loop with limits of a few
- * seconds (see am.h's tony_am_history_mirror). */
+ * NameNodes the client named in the AM's environment. Batches run on a
+ * thread of the mirror's own (see am.h's tony_am_history_mirror), each
+ * call with limits of a few seconds, so that the coordinator's end (which
+ * waits for the last batch) stays short when HDFS does not answer. */
 #ifndef TONY_YARN_HISTORY_HDFS_H
 #define TONY_YARN_HISTORY_HDFS_H
 

@@ -32,6 +32,7 @@ struct yarn_ipc {
     uint8_t client_id[16];
     int32_t next_call_id;
     int timeout_ms;
+    int cancel_fd; /* readable: give up at once (-1: never) */
     bool broken;
     char *exception; /* class of the last ERROR reply */
 };
@@ -184,15 +185,27 @@ __attribute__((format(printf, 3, 4))) static int fail_broken(yarn_ipc *c, tony_e
     return tony_err(err, "Hadoop IPC to %s: %s", c->peer, what);
 }
 
-static int wait_io(yarn_ipc *c, short events, int64_t deadline, tony_error *err) {
+/* Polls fd for events and the cancel fd: 1 ready, 0 the time passed, -1
+ * cancelled, -2 poll failed (errno). */
+static int poll_or_cancel(int fd, short events, int cancel_fd, int64_t deadline) {
     for (;;) {
         int64_t left = deadline - now_ms();
-        if (left <= 0) return fail_broken(c, err, "no answer within %d ms (connection dropped)", c->timeout_ms);
-        struct pollfd p = {c->fd, events, 0};
-        int r = poll(&p, 1, (int)(left > 1000000 ? 1000000 : left));
-        if (r > 0) return 0;
-        if (r < 0 && errno != EINTR) return fail_broken(c, err, "poll failed: %s", strerror(errno));
+        struct pollfd p[2] = {{fd, events, 0}, {cancel_fd, POLLIN, 0}};
+        int r = poll(p, cancel_fd >= 0 ? 2 : 1, left <= 0 ? 0 : (int)(left > 1000000 ? 1000000 : left));
+        if (r < 0 && errno == EINTR) continue;
+        if (cancel_fd >= 0 && (p[1].revents & POLLIN)) return -1;
+        if (r > 0) return 1;
+        if (r < 0) return -2;
+        if (left <= 0) return 0;
     }
+}
+
+static int wait_io(yarn_ipc *c, short events, int64_t deadline, tony_error *err) {
+    int r = poll_or_cancel(c->fd, events, c->cancel_fd, deadline);
+    if (r == -2) return fail_broken(c, err, "poll failed: %s", strerror(errno));
+    if (r < 0) return fail_broken(c, err, "abandoned: the coordinator stopped waiting for an answer");
+    if (r == 0) return fail_broken(c, err, "no answer within %d ms (connection dropped)", c->timeout_ms);
+    return 0;
 }
 
 static int write_all(yarn_ipc *c, const void *data, size_t len, int64_t deadline, tony_error *err) {
@@ -285,14 +298,16 @@ static int tcp_connect(yarn_ipc *c, const char *host, int port, int64_t deadline
             close(fd);
             continue;
         }
-        struct pollfd p = {fd, POLLOUT, 0};
-        int64_t left = deadline - now_ms();
-        int r;
-        do r = poll(&p, 1, left > 0 ? (int)left : 0);
-        while (r < 0 && errno == EINTR);
+        int r = poll_or_cancel(fd, POLLOUT, c->cancel_fd, deadline);
+        if (r == -1) {
+            close(fd);
+            freeaddrinfo(res);
+            return tony_err(err, "connecting to %s abandoned: the coordinator stopped waiting", c->peer);
+        }
         int soerr = 0;
         socklen_t sl = sizeof soerr;
-        if (r <= 0) soerr = ETIMEDOUT;
+        if (r == 0) soerr = ETIMEDOUT;
+        else if (r < 0) soerr = errno;
         else getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
         if (soerr) {
             last = soerr;
@@ -438,10 +453,16 @@ done:
 
 int yarn_ipc_connect(const char *host, int port, const char *protocol, const yarn_token *token, int timeout_ms,
                      yarn_ipc **out, tony_error *err) {
+    return yarn_ipc_connect_cancellable(host, port, protocol, token, timeout_ms, -1, out, err);
+}
+
+int yarn_ipc_connect_cancellable(const char *host, int port, const char *protocol, const yarn_token *token,
+                                 int timeout_ms, int cancel_fd, yarn_ipc **out, tony_error *err) {
     *out = NULL;
     if (!token) return tony_err(err, "no token to authenticate to %s:%d with", host, port);
     yarn_ipc *c = tony_xcalloc(1, sizeof *c);
     c->fd = -1;
+    c->cancel_fd = cancel_fd;
     snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
     c->protocol = protocol;
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : YARN_IPC_DEFAULT_TIMEOUT_MS;

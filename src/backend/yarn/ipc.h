@@ -25,6 +25,12 @@ typedef struct yarn_ipc yarn_ipc;
  * timeout_ms bounds the connect + handshake and, later, each call. */
 int yarn_ipc_connect(const char *host, int port, const char *protocol, const yarn_token *token, int timeout_ms,
                      yarn_ipc **out, tony_error *err);
+/* The same, for calls that may have to be given up before their time:
+ * once cancel_fd (-1: none) is readable, the handshake and every later
+ * read or write of the connection fail at once, which breaks it. The fd
+ * must outlive the connection. */
+int yarn_ipc_connect_cancellable(const char *host, int port, const char *protocol, const yarn_token *token,
+                                 int timeout_ms, int cancel_fd, yarn_ipc **out, tony_error *err);
 void yarn_ipc_free(yarn_ipc *c);
 
 /* Calls `method` with req and unpacks the reply as resp_desc into *resp

@@ -5,9 +5,14 @@
  * the thread running that node's current job. */
 #include "backend/yarn/nm.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "backend/yarn/ids_pb.h"
 #include "backend/yarn/ipc.h"
@@ -27,6 +32,7 @@ struct yarn_nm_pool {
     nm_conn **conns; /* created by the submitting thread, never moved */
     size_t n_conns;
     int timeout_ms;
+    int cancel_fd; /* written once at the end: every call still out gives up */
 };
 
 void yarn_container_status_free(yarn_container_status *s) {
@@ -40,6 +46,9 @@ yarn_nm_pool *yarn_nm_pool_new(yarn_amrm *am, tony_workq *q) {
     p->am = am;
     p->q = q;
     p->timeout_ms = YARN_IPC_DEFAULT_TIMEOUT_MS;
+    /* Without one, calls at the end are bounded by their own timeouts only. */
+    p->cancel_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->cancel_fd < 0) tony_warn("no eventfd to cut NodeManager calls short at the end: %s", strerror(errno));
     return p;
 }
 
@@ -51,6 +60,7 @@ void yarn_nm_pool_free(yarn_nm_pool *p) {
         free(p->conns[i]);
     }
     free(p->conns);
+    if (p->cancel_fd >= 0) close(p->cancel_fd);
     free(p);
 }
 
@@ -69,6 +79,11 @@ static nm_conn *conn_for(yarn_nm_pool *p, const char *host, int port) {
     return p->conns[p->n_conns++] = nc;
 }
 
+static bool cancelled(const yarn_nm_pool *p) {
+    struct pollfd pf = {p->cancel_fd, POLLIN, 0};
+    return p->cancel_fd >= 0 && poll(&pf, 1, 0) > 0;
+}
+
 /* One call to the container's NM on its connection nc; a broken connection
  * is re-opened once, with the newest NMToken the RM gave for the node. */
 static int nm_call(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, const char *method,
@@ -82,12 +97,13 @@ static int nm_call(yarn_nm_pool *p, nm_conn *nc, const yarn_container *c, const 
             if (!t)
                 return tony_err(err, "no NMToken for NodeManager %s:%d (the RM sends one with the first container "
                                 "on each node)", c->node_host, c->node_port);
-            int rc = yarn_ipc_connect(c->node_host, c->node_port, YARN_NM_PROTOCOL, t, p->timeout_ms, &nc->ipc, err);
+            int rc = yarn_ipc_connect_cancellable(c->node_host, c->node_port, YARN_NM_PROTOCOL, t, p->timeout_ms,
+                                                  p->cancel_fd, &nc->ipc, err);
             yarn_token_free(t);
             if (rc < 0) return tony_err_wrap(err, "connecting to NodeManager %s:%d", c->node_host, c->node_port);
         }
         if (yarn_ipc_call(nc->ipc, method, req, d, resp, err) == 0) return 0;
-        if (!yarn_ipc_broken(nc->ipc)) break;
+        if (!yarn_ipc_broken(nc->ipc) || cancelled(p)) break;
         tony_warn("%s; reconnecting to NodeManager %s:%d", err->msg, c->node_host, c->node_port);
     }
     return tony_err_wrap(err, "%s of %s on %s:%d", method, c->id, c->node_host, c->node_port);
@@ -340,6 +356,10 @@ static void job_done(void *arg, bool ran) {
     free(j);
 }
 
+static void node_name(const yarn_container *c, char *out, size_t n) {
+    snprintf(out, n, "%s:%d", c->node_host, c->node_port);
+}
+
 static void submit(yarn_nm_pool *p, nm_op op, const yarn_container *c, const yarn_launch_ctx *ctx,
                    yarn_nm_done_fn done, void *arg) {
     nm_job *j = tony_xcalloc(1, sizeof *j);
@@ -348,6 +368,7 @@ static void submit(yarn_nm_pool *p, nm_op op, const yarn_container *c, const yar
     j->op = op;
     yarn_container_copy(&j->c, c);
     snprintf(j->reply.container_id, sizeof j->reply.container_id, "%s", c->id);
+    node_name(c, j->reply.node, sizeof j->reply.node);
     if (ctx) {
         j->n_res = ctx->n_resources;
         j->res = tony_xcalloc(j->n_res + 1, sizeof *j->res);
@@ -366,8 +387,8 @@ static void submit(yarn_nm_pool *p, nm_op op, const yarn_container *c, const yar
     }
     j->done = done;
     j->arg = arg;
-    char lane[320];
-    snprintf(lane, sizeof lane, "nm %s:%d", c->node_host, c->node_port);
+    char lane[sizeof j->reply.node + 3];
+    snprintf(lane, sizeof lane, "nm %s", j->reply.node);
     tony_workq_submit(p->q, lane, job_run, job_done, j);
 }
 
@@ -382,4 +403,53 @@ void yarn_nm_stop_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_f
 
 void yarn_nm_status_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg) {
     submit(p, NM_STATUS, c, NULL, done, arg);
+}
+
+/* --- the end */
+
+typedef struct final_stops {
+    const yarn_container *const *cs;
+    size_t n, out;
+    bool *answered;
+    bool abandoned;
+    tony_strv *failed;
+} final_stops;
+
+static void final_stopped(void *arg, const yarn_nm_reply *r) {
+    final_stops *f = arg;
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->answered[i] || strcmp(f->cs[i]->id, r->container_id) != 0) continue;
+        f->answered[i] = true;
+        f->out--;
+        /* An abandoned call's error says only that we stopped waiting. */
+        if (r->rc && !f->abandoned) tony_strv_pushf(f->failed, "%s", r->err.msg);
+        return;
+    }
+}
+
+static void cancel_all(yarn_nm_pool *p) {
+    uint64_t one = 1;
+    if (p->cancel_fd >= 0 && write(p->cancel_fd, &one, sizeof one) < 0)
+        tony_warn("cannot cut NodeManager calls short: %s", strerror(errno));
+}
+
+void yarn_nm_stop_all(yarn_nm_pool *p, const yarn_container *const *cs, size_t n, int bound_ms, tony_strv *silent,
+                      tony_strv *failed) {
+    final_stops f = {.cs = cs, .n = n, .out = n, .answered = tony_xcalloc(n + 1, sizeof(bool)), .failed = failed};
+    for (size_t i = 0; i < n; i++) submit(p, NM_STOP, cs[i], NULL, final_stopped, &f);
+    long long end = tony_now_ms() + bound_ms;
+    for (long long left = bound_ms; f.out > 0 && left > 0; left = end - tony_now_ms()) tony_workq_wait(p->q, (int)left);
+    if (f.out > 0) {
+        for (size_t i = 0; i < n; i++) {
+            char node[sizeof ((yarn_nm_reply *)0)->node];
+            node_name(cs[i], node, sizeof node);
+            if (!f.answered[i] && !tony_strv_contains(silent, node)) tony_strv_push(silent, node);
+        }
+        /* Whatever those nodes hold (these stops, calls queued before them)
+         * gives up now; nothing else waits for the pool after this. */
+        f.abandoned = true;
+        cancel_all(p);
+        while (f.out > 0) tony_workq_wait(p->q, 1000);
+    }
+    free(f.answered);
 }

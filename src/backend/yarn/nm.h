@@ -77,6 +77,7 @@ int yarn_nm_status(yarn_nm_pool *p, const yarn_container *c, yarn_container_stat
  * (valid during the callback only). */
 typedef struct yarn_nm_reply {
     char container_id[YARN_ID_MAX];
+    char node[300];               /* the container's NodeManager, host:port */
     bool ran;                     /* false: cancelled before it ran (shutdown) */
     int rc;                       /* 0, or -1 with err */
     tony_error err;
@@ -88,5 +89,17 @@ void yarn_nm_start_async(yarn_nm_pool *p, const yarn_container *c, const yarn_la
                          void *arg);
 void yarn_nm_stop_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg);
 void yarn_nm_status_async(yarn_nm_pool *p, const yarn_container *c, yarn_nm_done_fn done, void *arg);
+
+/* The end, from the loop's thread once the loop no longer dispatches:
+ * stops the n containers, every node at once, and waits for the answers
+ * bound_ms in all, however many containers a node has or how long its
+ * earlier calls take. Then the calls still out are abandoned, and with
+ * them every call of the pool from now on (a hung node's connection gives
+ * up at once). silent gets the nodes that did not answer in time
+ * ("host:port", once each), failed the errors of the stops that did not
+ * succeed. Other jobs of the pool's workq that finish meanwhile get their
+ * done calls on this thread. */
+void yarn_nm_stop_all(yarn_nm_pool *p, const yarn_container *const *cs, size_t n, int bound_ms, tony_strv *silent,
+                      tony_strv *failed);
 
 #endif

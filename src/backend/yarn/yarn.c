@@ -24,6 +24,10 @@
 #include "common/strv.h"
 
 #define RPC_TIMEOUT_MS 15000
+/* The final stops of the containers left at the end, all nodes together:
+ * below one call's timeout, so a hung node shows as silent, not as a
+ * timed-out call. */
+#define FINAL_STOP_MS 10000
 #define HEARTBEAT_BUSY_MS 200   /* while asks are outstanding: start the gang fast */
 #define HEARTBEAT_IDLE_MS 1000  /* TonY's AM-RM heartbeat */
 #define MAX_HEARTBEAT_FAILURES 60
@@ -464,17 +468,36 @@ static int yarn_active(const tony_backend *base) {
 }
 
 /* The end (the loop no longer runs): every container still ours is stopped,
- * all nodes at once, and every job out is waited for, so that nothing uses
- * the RM connection when finish unregisters. */
+ * all nodes at once, within FINAL_STOP_MS in all, however many nodes hang;
+ * then every job out is waited for, so that nothing uses the RM connection
+ * when finish unregisters. */
 static void stop_all(yarn_backend *b) {
     b->closing = true;
     evtimer_del(b->heartbeat);
+    const yarn_container **cs = tony_xcalloc(b->nreqs + 1, sizeof *cs);
+    size_t n = 0;
     for (size_t i = 0; i < b->nreqs; i++) {
         yarn_req *r = b->reqs[i];
         if (r->state != REQ_RUNNING) continue;
-        yarn_nm_stop_async(b->nm, &r->container, on_stopped, b);
+        cs[n++] = &r->container;
         r->state = REQ_DONE;
     }
+    if (n > 0) {
+        long long t0 = tony_now_ms();
+        tony_strv silent = {0}, failed = {0};
+        yarn_nm_stop_all(b->nm, cs, n, FINAL_STOP_MS, &silent, &failed);
+        for (size_t i = 0; i < failed.len; i++) tony_warn("cannot stop a container: %s", failed.items[i]);
+        if (silent.len) {
+            char *nodes = tony_strv_join(&silent, ", ");
+            tony_warn("NodeManager%s %s did not answer within %d s when the coordinator stopped its containers; YARN "
+                      "stops them when the application ends", silent.len > 1 ? "s" : "", nodes, FINAL_STOP_MS / 1000);
+            free(nodes);
+        }
+        tony_info("stopped %zu container(s) in %lld ms", n, tony_now_ms() - t0);
+        tony_strv_free(&silent);
+        tony_strv_free(&failed);
+    }
+    free(cs);
     tony_workq_drain(b->q);
 }
 
