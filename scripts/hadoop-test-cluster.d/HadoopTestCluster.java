@@ -80,6 +80,22 @@ public final class HadoopTestCluster {
     return Integer.parseInt(prop(k, Integer.toString(d)));
   }
 
+  /* The RM serves its web proxy (/proxy/<app>/) on its own web port, but it
+   * works out the proxy's address once, while its web port is still the
+   * configured 0, and caches it in its context: every app's tracking URL
+   * would read host:0. Setting that cache to the real port makes tracking
+   * URLs lead somewhere, as on a real cluster. Best effort: another Hadoop
+   * version may keep it elsewhere. */
+  private static void fixTrackingUrls(ResourceManager rm, int webPort) {
+    try {
+      java.lang.reflect.Field f = rm.getRMContext().getClass().getDeclaredField("proxyHostAndPort");
+      f.setAccessible(true);
+      f.set(rm.getRMContext(), "localhost:" + webPort);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      say("warning: tracking URLs will read port 0 (" + e + ")");
+    }
+  }
+
   private static int port(String hostPort) {
     return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
   }
@@ -175,11 +191,7 @@ public final class HadoopTestCluster {
     ResourceManager rm = yarn.getResourceManager();
 
     Configuration rc = rm.getConfig();
-    // The RM serves its web proxy (/proxy/<app>/) on its own web port, but
-    // with ephemeral ports it writes apps' tracking URLs as host:0. The
-    // address it builds them from is read per app attempt: point it at the
-    // real port so a tracking URL leads somewhere, as on a real cluster.
-    rc.set(YarnConfiguration.PROXY_ADDRESS, "localhost:" + port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));
+    fixTrackingUrls(rm, port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));
     StringBuilder sb = new StringBuilder();
     sb.append("HTC_PID=").append(ProcessHandle.current().pid()).append('\n');
     sb.append("HTC_NN_PORT=").append(nnPort).append('\n');
