@@ -5,6 +5,7 @@
 "use strict";
 
 const POLL_MS = 1000;          // job summary and task table
+const METRICS_MS = 5000;       // the table's memory and CPU columns (executors sample every 5 s by default)
 const SLOW_POLL_MS = 2000;     // events and the open task's metrics
 const GONE_RETRY_MS = 5000;    // while the coordinator does not answer
 const LOG_KEEP_CHARS = 512 * 1024; // the log panel keeps the newest output only
@@ -13,8 +14,10 @@ const LOG_CHUNK = 64 * 1024;   // what one log call answers at most (AM_LOG_CHUN
 const $ = (id) => document.getElementById(id);
 
 const ui = {
-  job: null,          // the last /v1/job answer
-  etag: null,
+  job: null,          // the last /v1/job answer, with the last metrics merged in
+  etags: { light: null, full: null }, // one per shape of the answer
+  metricsAt: 0,       // Date.now() of the last answer with metrics
+  metrics: new Map(), // "role:index" -> {metrics, last_sample} from that answer
   rows: new Map(),    // "role:index" -> {tr, sig, task}
   groups: new Map(),  // role -> {tbody, head}
   lastOk: 0,          // Date.now() of the last answer
@@ -48,19 +51,25 @@ function setText(el, text) {
 
 // ---------- the job ----------
 
+// Each second the job without its tasks' metrics (which change with every
+// sample, so a job of hundreds of tasks would never be "unchanged"), and the
+// metrics only every METRICS_MS: mostly bodiless 304s however many tasks.
 async function pollJob() {
   let next = POLL_MS;
   try {
+    const full = Date.now() - ui.metricsAt >= METRICS_MS;
+    const shape = full ? "full" : "light";
     const headers = { "X-Tony-UI": "1" };
-    if (ui.etag) headers["If-None-Match"] = ui.etag;
-    const r = await fetch("v1/job", { headers, cache: "no-store" });
+    if (ui.etags[shape]) headers["If-None-Match"] = ui.etags[shape];
+    const r = await fetch(full ? "v1/job" : "v1/job?metrics=0", { headers, cache: "no-store" });
+    if (full && (r.ok || r.status === 304)) ui.metricsAt = Date.now();
     if (r.status === 304) {
       markAlive();
     } else if (r.ok) {
-      ui.etag = r.headers.get("ETag");
+      ui.etags[shape] = r.headers.get("ETag");
       const job = await r.json();
       markAlive();
-      renderJob(job);
+      renderJob(withMetrics(job, full));
     } else {
       throw new Error(`HTTP ${r.status}`);
     }
@@ -69,6 +78,21 @@ async function pollJob() {
     next = ui.job && ui.job.state === "FINISHED" ? GONE_RETRY_MS * 2 : GONE_RETRY_MS;
   }
   setTimeout(pollJob, next);
+}
+
+// A full answer's metrics are kept; a light one gets them back, so the
+// table shows the last known memory and CPU of every task.
+function withMetrics(job, full) {
+  for (const t of job.tasks || []) {
+    const key = taskKey(t);
+    if (full) {
+      ui.metrics.set(key, { metrics: t.metrics, last_sample: t.last_sample });
+    } else {
+      const m = ui.metrics.get(key);
+      if (m) Object.assign(t, m);
+    }
+  }
+  return job;
 }
 
 function markAlive() {

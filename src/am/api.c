@@ -218,12 +218,37 @@ json_t *am_job_json(const tony_am *am) {
     return o;
 }
 
-/* GET /v1/job, with an ETag over the body: a browser polling every second
- * gets a bodiless 304 while nothing changed, however many tasks the job has. */
-static void reply_job(tony_am *am, struct evhttp_request *req) {
+/* GET /v1/job[?metrics=0], with an ETag over the body: a browser polling
+ * every second gets a bodiless 304 while nothing changed, however many tasks
+ * the job has. Every metrics sample changes a task's "metrics" and
+ * "last_sample", so on a job of hundreds of tasks something changes every
+ * second; metrics=0 leaves them out, and the page asks for them only as
+ * often as executors sample. */
+static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    bool with_metrics = true;
+    if (query && evhttp_parse_query_str(query, &q) == 0) {
+        const char *m = evhttp_find_header(&q, "metrics");
+        if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0) {
+            evhttp_clear_headers(&q);
+            reply_error(req, 400, "metrics must be 0 (leave each task's metrics and last_sample out) or 1");
+            return;
+        }
+        with_metrics = !m || strcmp(m, "1") == 0;
+    }
+    evhttp_clear_headers(&q);
     if (evhttp_find_header(in, "X-Tony-UI")) am->ui_seen_ms = am_now_ms();
     json_t *job = am_job_json(am);
+    if (!with_metrics) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(json_object_get(job, "tasks"), i, t) {
+            json_object_del(t, "metrics");
+            json_object_del(t, "last_sample");
+        }
+    }
     char *s = json_dumps(job, JSON_COMPACT);
     json_decref(job);
     char etag[24];
@@ -707,7 +732,7 @@ static void handle(struct evhttp_request *req, void *arg) {
         else serve_tensorboard(am, req, path + 12, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/v1/job") == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
-        else reply_job(am, req);
+        else reply_job(am, req, evhttp_uri_get_query(parsed));
     } else if (strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0) {
         const am_webui_file *f = am_webui_find(path[1] ? path + 4 : "index.html");
         if (!f) reply_error(req, 404, "no such file in the web UI");

@@ -57,6 +57,41 @@ def test_api_rejects_bad_requests_and_keeps_running(tony):
     wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
 
 
+def test_job_without_metrics_stays_unchanged_between_samples(tony):
+    """?metrics=0 leaves each task's metrics out, so its ETag holds while
+    samples arrive (every 200 ms here) and only a state change alters it;
+    the full answer changes with the samples."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.task.metrics-interval-ms=200", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    url = json.loads((job / "am.json").read_text())["url"]
+    secret = (job / "secret").read_text().strip()
+
+    def running():
+        st, body = call(url + "/v1/job")
+        return st == 200 and all(t["state"] == "RUNNING" and "last_sample" in t for t in body["tasks"]) and body
+    full = wait_for(running, 60, what="both tasks running with a sample")
+    code, h1, b1 = http_get(url + "/v1/job?metrics=0")
+    assert code == 200
+    light = json.loads(b1)
+    assert all("metrics" not in t and "last_sample" not in t for t in light["tasks"]), light
+    assert [t["state"] for t in light["tasks"]] == [t["state"] for t in full["tasks"]]
+    _, hf1, _ = http_get(url + "/v1/job")
+    time.sleep(1.5)  # several samples later
+    code, _, _ = http_get(url + "/v1/job?metrics=0", {"If-None-Match": h1["ETag"]})
+    assert code == 304
+    code, _, _ = http_get(url + "/v1/job", {"If-None-Match": hf1["ETag"]})
+    assert code == 200, "the full answer should change with the samples"
+    code, _, body = http_get(url + "/v1/job?metrics=yes")
+    assert code == 400 and b"metrics must be 0" in body
+    # a state change does alter it
+    assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
+    wait_for(lambda: http_get(url + "/v1/job?metrics=0", {"If-None-Match": h1["ETag"]})[0] == 200, 30,
+             what="the light answer to change")
+    wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
+
+
 def test_ctrl_c_kills_the_job(tony):
     p = tony.popen("submit", "--conf", "tony.local.vcores=8", "--executes", "sleep 300",
                    "--conf", "tony.worker.instances=2", *SMALL)
