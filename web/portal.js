@@ -121,7 +121,7 @@ function renderList() {
     const href = `#/jobs/${encodeURIComponent(j.app_id)}`;
     const id = el("td", { cls: "c-app_id" }, el("a", { href, text: j.app_id }));
     if (j.problems && j.problems.length) id.append(el("span", { cls: "warn", title: j.problems.join("\n"), text: "⚠" }));
-    const status = j.in_progress ? "RUNNING" : j.status;
+    const status = j.lost ? "LOST" : j.in_progress ? "RUNNING" : j.status;
     const tr = el("tr", { cls: stateClass(status), tabindex: "0", data: { app: j.app_id } },
       id,
       el("td", { cls: "c-name", text: j.name || "–" }),
@@ -192,7 +192,7 @@ function fact(label, value, href) {
 
 function renderSummary(job) {
   const st = $("job-status");
-  const status = job.in_progress ? "RUNNING" : job.status;
+  const status = job.lost ? "LOST" : job.in_progress ? "RUNNING" : job.status;
   st.textContent = status;
   st.className = "badge " + stateClass(status);
   const facts = [

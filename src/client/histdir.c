@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "client/yarn_client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/proc.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
@@ -117,6 +119,47 @@ void tony_hist_list_free(tony_hist_list *l) {
 
 const tony_hist_job *tony_hist_find(const tony_hist_list *l, const char *app_id) {
     return find((tony_hist_list *)l, app_id);
+}
+
+char *tony_hist_lost_reason(const tony_hist_job *j, const char *root) {
+    if (!j->meta.in_progress || !root) return NULL;
+    char *jobs = tony_path_join(root, "jobs");
+    char *dir = tony_path_join(jobs, j->meta.app_id);
+    free(jobs);
+    char *reason = NULL;
+    json_t *yarn = tony_is_dir(dir) ? tony_jobdir_read_json(dir, TONY_JOBDIR_YARN) : NULL;
+    if (yarn) {
+        /* Only what the client last saw of the app: a state it never saw
+         * end claims nothing. */
+        const char *state = json_string_value(json_object_get(yarn, "state"));
+        if (state && (strcmp(state, "FINISHED") == 0 || strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0))
+            reason = tony_sprintf("YARN reported the application %s, but its coordinator never finished the "
+                                  "history (its AM container was lost or killed); `tony status %s` shows the "
+                                  "last state seen",
+                                  state, j->meta.app_id);
+        json_decref(yarn);
+    } else if (tony_is_dir(dir)) {
+        char *url = NULL;
+        int pid = 0;
+        if (tony_jobdir_am_url(dir, &url, &pid, NULL) == 0 && pid > 0 && !tony_proc_alive(pid))
+            reason = tony_sprintf("its coordinator (pid %d on this machine) is no longer running and never "
+                                  "finished the history (killed or crashed; its log: %s/%s)",
+                                  pid, dir, TONY_JOBDIR_AM_LOG);
+        free(url);
+    }
+    free(dir);
+    return reason;
+}
+
+void tony_hist_note_lost(json_t *o, const tony_hist_job *j, const char *root) {
+    char *reason = tony_hist_lost_reason(j, root);
+    if (!reason) return;
+    json_object_set_new(o, "status", json_string("LOST"));
+    json_object_set_new(o, "lost", json_string(reason));
+    json_t *problems = json_object_get(o, "problems");
+    if (!json_is_array(problems)) json_object_set_new(o, "problems", problems = json_array());
+    json_array_append_new(problems, json_sprintf("the job is not running: %s", reason));
+    free(reason);
 }
 
 bool tony_hist_valid_id(const char *s) {

@@ -46,6 +46,16 @@ bool tony_hist_valid_role(const char *s);
  * "in_progress","file","dir"}: what the file's name says. */
 json_t *tony_hist_job_json(const tony_hist_job *j);
 
+/* Why a job whose history says it is still running is not: its
+ * coordinator on this machine (found through <root>/jobs/<appId>/) is gone,
+ * or YARN said the application ended, and nobody finished the history
+ * (kill -9, a crash, a lost node). malloc'ed sentence, or NULL when it may
+ * well be running or this machine cannot tell. */
+char *tony_hist_lost_reason(const tony_hist_job *j, const char *root);
+/* With such a reason, o (a job's JSON) gets "status": "LOST", "lost": the
+ * reason, and the reason among its "problems". */
+void tony_hist_note_lost(json_t *o, const tony_hist_job *j, const char *root);
+
 /* What tony-final.xml says for the job list: {"name","framework",
  * "queue","roles":{"worker":2,..},"task_count":N}; -1 with err when it cannot be
  * read. */

@@ -115,8 +115,9 @@ static void print_job(const json_t *o, const tony_hist_source *src) {
 
 /* Prints what the files hold; says on stderr what they lack. Exit 3 when
  * there is nothing to show at all. */
-static int show_job(const tony_hist_job *j, bool as_json, const tony_hist_source *src) {
+static int show_job(const tony_hist_job *j, bool as_json, const tony_hist_source *src, const char *root) {
     json_t *o = tony_hist_job_detail(j, 0);
+    tony_hist_note_lost(o, j, root);
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(o, "problems"), i, p) fprintf(stderr, "tony: warning: %s\n", json_string_value(p));
@@ -135,7 +136,7 @@ static int show_job(const tony_hist_job *j, bool as_json, const tony_hist_source
     return empty ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_OK;
 }
 
-static void print_list(const tony_hist_list *l, const char *location) {
+static void print_list(const tony_hist_list *l, const char *location, const char *root) {
     if (!l->len) {
         printf("no jobs in history under %s\n", location);
         return;
@@ -144,9 +145,12 @@ static void print_list(const tony_hist_list *l, const char *location) {
     for (size_t i = 0; i < l->len; i++) {
         const tony_jhist_meta *m = &l->items[i].meta;
         char b1[64], b2[64], b3[64];
+        char *lost = tony_hist_lost_reason(&l->items[i], root);
         printf("%-32s %-12s %-19s  %-19s  %-9s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
                m->end_ms <= 0 ? "-" : when(m->end_ms, b2, sizeof b2),
-               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), m->status);
+               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), lost ? "LOST" : m->status);
+        if (lost) printf("  %s\n", lost);
+        free(lost);
     }
 }
 
@@ -162,6 +166,7 @@ int tony_cmd_history(int argc, char **argv) {
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
+    char *root = NULL; /* where local jobs' dirs tell whether a job still runs */
     int code = TONY_EXIT_OK;
     if (tony_args_parse(argc, argv, opts, &pos, &err) || (pos.len > 1 && tony_err(&err, "%s", usage)) ||
         tony_conf_load_layers(conf, NULL, &err)) {
@@ -174,11 +179,10 @@ int tony_cmd_history(int argc, char **argv) {
         goto out;
     }
     const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
-    char *root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
+    root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
     tony_hist_source src;
     tony_hist_sync_stats sync;
     int rc = tony_hist_source_open(&src, conf, loc, root, &err);
-    free(root);
     if (rc == 0) rc = tony_hist_source_refresh(&src, &sync, &err);
     if (rc) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
@@ -200,7 +204,7 @@ int tony_cmd_history(int argc, char **argv) {
     if (pos.len == 1) {
         const tony_hist_job *found = tony_hist_find(&l, pos.items[0]);
         if (found) {
-            code = show_job(found, as_json, &src);
+            code = show_job(found, as_json, &src, root);
         } else {
             fprintf(stderr, "tony: error: no job %s in the history under %s or %s (see tony.history.location, "
                             "--location)\n", pos.items[0], src.shown_finished, src.shown_intermediate);
@@ -208,7 +212,11 @@ int tony_cmd_history(int argc, char **argv) {
         }
     } else if (as_json) {
         json_t *jobs = json_array();
-        for (size_t i = 0; i < l.len; i++) json_array_append_new(jobs, tony_hist_job_json(&l.items[i]));
+        for (size_t i = 0; i < l.len; i++) {
+            json_t *o = tony_hist_job_json(&l.items[i]);
+            tony_hist_note_lost(o, &l.items[i], root);
+            json_array_append_new(jobs, o);
+        }
         json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "location", src.shown, "intermediate", src.shown_intermediate,
                               "finished", src.shown_finished, "jobs", jobs);
         if (tony_hist_source_remote(&src))
@@ -218,11 +226,12 @@ int tony_cmd_history(int argc, char **argv) {
         printf("\n");
         json_decref(o);
     } else {
-        print_list(&l, src.shown);
+        print_list(&l, src.shown, root);
     }
     tony_hist_list_free(&l);
     tony_hist_source_free(&src);
 out:
+    free(root);
     tony_conf_free(conf);
     tony_strv_free(&pos);
     tony_args_free(opts);

@@ -151,6 +151,7 @@ static void serve_jobs(portal *p, struct evhttp_request *req) {
         if (!j->file)
             json_array_append_new(problems, json_sprintf("no .jhist file in %s", j->dir));
         json_object_set_new(o, "problems", problems);
+        tony_hist_note_lost(o, j, p->root);
         json_array_append_new(jobs, o);
     }
     json_decref(p->facts);
@@ -265,6 +266,7 @@ static void serve_job(portal *p, struct evhttp_request *req, const char *app_id)
     const tony_hist_job *j;
     if (lookup(p, req, app_id, &l, &j) == 0) {
         json_t *o = tony_hist_job_detail(j, TONY_HIST_WITH_CONFIG);
+        tony_hist_note_lost(o, j, p->root);
         add_log_links(p, o);
         char *am_log = tony_sprintf("%s/jobs/%s/%s", p->root, app_id, TONY_JOBDIR_AM_LOG);
         if (tony_file_exists(am_log)) json_object_set_new(o, "am_log", json_sprintf("v1/jobs/%s/am.log", app_id));

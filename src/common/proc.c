@@ -160,4 +160,17 @@ int tony_proc_kill_group_but_me(pid_t pgrp, int sig) {
     return v.count;
 }
 
-bool tony_proc_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+bool tony_proc_alive(pid_t pid) {
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+    /* A zombie still takes signals but runs nothing: a coordinator killed
+     * after its client detached waits there until its new parent reaps it. */
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+}

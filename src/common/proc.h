@@ -41,6 +41,7 @@ void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
  * the caller excepted; returns how many got it. */
 int tony_proc_kill_session(pid_t sid, int sig);
 int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
+/* pid runs (or is someone else's): neither gone nor a zombie. */
 bool tony_proc_alive(pid_t pid);
 
 #endif

@@ -17,7 +17,7 @@ import time
 import fastavro
 import pytest
 
-from conftest import TONY, Tony, call, http_get, job_processes
+from conftest import TONY, Tony, call, http_get, job_processes, wait_for
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
 MB = 1024 * 1024
@@ -355,3 +355,46 @@ def test_portal_in_a_browser(hist, browser_tools):
     assert out["ok"] and out["rows"] >= 6
     for name in ("list", "search", "failed-job", "memory-plots", "damaged"):
         assert (ARTIFACTS / f"portal-{name}.png").stat().st_size > 1000, name
+
+
+def test_job_whose_coordinator_died_shows_lost(tony):
+    """A coordinator killed with SIGKILL never finishes its history: the
+    .jhist stays in progress. `tony history` and the portal must not call
+    such a job RUNNING forever: they find its coordinator gone (through the
+    local job dir) and say LOST, with why."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    app = job.name
+    wait_for(lambda: (job / "status.json").exists() and
+             json.loads((job / "status.json").read_text())["tasks"][0]["state"] == "RUNNING", 60, what="running")
+    running = json.loads(tony.run("history", "--json", check_rc=0).out)
+    assert by_id(running["jobs"])[app]["status"] != "LOST"
+    pid = json.loads((job / "am.json").read_text())["pid"]
+    os.kill(pid, signal.SIGKILL)
+    try:
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                 open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z", 10, what="the coordinator gone")
+        out = tony.run("history", check_rc=0).out
+        line = next(x for x in out.splitlines() if x.startswith(app))
+        assert line.split()[-1] == "LOST", out
+        assert f"its coordinator (pid {pid} on this machine) is no longer running" in out, out
+        j = by_id(json.loads(tony.run("history", "--json", check_rc=0).out)["jobs"])[app]
+        assert j["status"] == "LOST" and j["in_progress"] and f"pid {pid}" in j["lost"], j
+        detail = tony.run("history", app, "--json")
+        assert detail.rc == 0, detail
+        assert any("the job is not running" in p for p in json.loads(detail.out)["problems"]), detail.out
+        portal = Portal(tony)
+        try:
+            st, body = portal.get("v1/jobs")
+            assert st == 200 and by_id(body["jobs"])[app]["status"] == "LOST", body
+            st, body = portal.get(f"v1/jobs/{app}")
+            assert st == 200 and body["status"] == "LOST" and f"pid {pid}" in body["lost"], body
+        finally:
+            rc, err = portal.stop()
+        assert rc == 0, err
+    finally:
+        # the orphaned executor would stop after its missed heartbeats; no need to wait
+        for p in job_processes(tony.home):
+            os.kill(p, signal.SIGKILL)
