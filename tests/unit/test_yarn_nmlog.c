@@ -18,6 +18,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "backend/yarn/nmlog.h"
@@ -384,10 +385,53 @@ static void test_cancel(void **state) {
     stand_in_free(s);
 }
 
+/* No file descriptor left (EMFILE): libevent fails the request from inside
+ * evhttp_make_request. The callback still comes later, from the loop, once,
+ * and names the cause; the read's memory is not touched after it. */
+static void test_no_socket_left(void **state) {
+    (void)state;
+    stand_in *s = stand_in_new();
+    yarn_nmlog *nl = yarn_nmlog_new(s->base);
+    tony_buf_append(&s->out, "hello\n", 6);
+    outcome o = {0};
+    read_log(s->base, nl, s->port, "stdout", 0, &o); /* sets up the resolver while fds are free */
+    assert_int_equal(o.code, 200);
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int lowest_free = dup(0);
+    assert_true(lowest_free >= 0);
+    close(lowest_free);
+    struct rlimit tight = {(rlim_t)lowest_free, old.rlim_max};
+    char *link = link_to(s->port);
+    tony_log_request r = {.url = link, .who = "worker:0", .stream = "stdout", .offset = 0, .max = CHUNK};
+    tony_log_read *rd = NULL;
+    tony_error err;
+    o.calls = 0;
+    o.stop = s->base;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    int rc = yarn_nmlog_read(nl, &r, on_done, &o, &rd, &err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    free(link);
+    assert_int_equal(o.calls, 0); /* never from inside the call */
+    if (rc == 0) {
+        struct timeval limit = {30, 0};
+        event_base_loopexit(s->base, &limit);
+        event_base_dispatch(s->base);
+        assert_int_equal(o.calls, 1);
+        assert_int_equal(o.code, 502);
+        assert_non_null(strstr(o.msg, "worker:0's stdout"));
+    } else {
+        assert_non_null(strstr(err.msg, "cannot ask the NodeManager"));
+    }
+    tony_buf_free(&o.data);
+    yarn_nmlog_free(nl);
+    stand_in_free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranges),  cmocka_unit_test(test_bad_answers), cmocka_unit_test(test_unreachable_nodes),
-        cmocka_unit_test(test_bad_links), cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_bad_links), cmocka_unit_test(test_cancel), cmocka_unit_test(test_no_socket_left),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

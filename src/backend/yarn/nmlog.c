@@ -4,6 +4,7 @@
  * at worst a head read too. Everything runs on the coordinator's loop. */
 #include "backend/yarn/nmlog.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/http.h>
@@ -38,6 +39,10 @@ struct tony_log_read {
     long long size; /* the size parameter of the NodeManager read in flight (nmweb.h) */
     int round;
     int neterr; /* the evhttp_request_error of a failed read, or -1 */
+    int syserr; /* errno when libevent reported it */
+    /* libevent may fail a request from inside evhttp_make_request (no
+     * socket left: EMFILE); the failure is then reported from the loop. */
+    bool starting, failed_early;
     tony_log_read *next;
 };
 
@@ -102,7 +107,15 @@ static void fail(tony_log_read *rd, int code, const char *fmt, ...) {
 static const char *error_words(const tony_log_read *rd, char *buf, size_t n) {
     switch (rd->neterr) {
     case EVREQ_HTTP_TIMEOUT: snprintf(buf, n, "no answer within %d s", rd->nl->timeout_s); return buf;
-    case EVREQ_HTTP_EOF: return "it closed the connection";
+    case EVREQ_HTTP_EOF:
+        /* libevent says EOF for a connect or name lookup that failed too. */
+        if (rd->syserr == ECONNREFUSED || rd->syserr == EHOSTUNREACH || rd->syserr == ENETUNREACH ||
+            rd->syserr == ETIMEDOUT || rd->syserr == ECONNRESET || rd->syserr == EMFILE || rd->syserr == ENFILE) {
+            snprintf(buf, n, "%s (check that the coordinator can reach that host and port)", strerror(rd->syserr));
+            return buf;
+        }
+        return "it closed the connection, or its name could not be resolved (check that the coordinator can "
+               "resolve and reach that host)";
     case EVREQ_HTTP_INVALID_HEADER: return "it sent an invalid header";
     case EVREQ_HTTP_DATA_TOO_LONG: return "it sent too much";
     case EVREQ_HTTP_BUFFER_ERROR:
@@ -116,6 +129,7 @@ static const char *error_words(const tony_log_read *rd, char *buf, size_t n) {
 static void on_error(enum evhttp_request_error e, void *arg) {
     tony_log_read *rd = arg;
     rd->neterr = (int)e;
+    rd->syserr = errno; /* libevent restores the socket's errno before calling back */
 }
 
 static void on_reap(evutil_socket_t fd, short what, void *arg) {
@@ -124,6 +138,19 @@ static void on_reap(evutil_socket_t fd, short what, void *arg) {
 }
 
 static void on_answer(struct evhttp_request *r, void *arg);
+
+static void fail_unread(tony_log_read *rd) {
+    char words[160];
+    fail(rd, 502, "cannot read %s's %s from its NodeManager at %s: %s", rd->who, rd->stream, rd->base,
+         error_words(rd, words, sizeof words));
+}
+
+static void on_failed_early(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    tony_log_read *rd = arg;
+    fail_unread(rd);
+    read_free(rd);
+}
 
 static int send_read(tony_log_read *rd) {
     struct evhttp_uri *u = evhttp_uri_parse(rd->base);
@@ -159,12 +186,27 @@ static int send_read(tony_log_read *rd) {
     free(hostport);
     evhttp_uri_free(u);
     char *path = tony_nmweb_file_url("", rd->container, rd->stream, rd->size);
+    rd->starting = true;
+    rd->failed_early = false;
     int rc = evhttp_make_request(rd->conn, r, EVHTTP_REQ_GET, path);
+    rd->starting = false;
     free(path);
     if (rc) {
         /* libevent freed the request; the connection has nothing to complete */
-        evhttp_connection_free(rd->conn);
+        if (rd->conn) evhttp_connection_free(rd->conn);
         rd->conn = NULL;
+    } else if (rd->failed_early) {
+        /* The callback promised to come from the loop, never from inside
+         * the call that asked for the read: a moment later. */
+        static const struct timeval now = {0, 0};
+        rd->reap = evtimer_new(rd->nl->base, on_failed_early, rd);
+        if (!rd->reap || evtimer_add(rd->reap, &now) != 0) {
+            if (rd->reap) event_free(rd->reap);
+            rd->reap = NULL;
+            if (rd->conn) evhttp_connection_free(rd->conn);
+            rd->conn = NULL;
+            return -1;
+        }
     }
     return rc;
 }
@@ -201,10 +243,15 @@ static bool use_answer(tony_log_read *rd, const char *body, size_t len) {
 static void on_answer(struct evhttp_request *r, void *arg) {
     tony_log_read *rd = arg;
     int code = r ? evhttp_request_get_response_code(r) : 0;
+    if (rd->starting) {
+        /* Failed from inside evhttp_make_request: send_read reports it. A
+         * NULL request means libevent freed the connection already. */
+        rd->failed_early = true;
+        if (!r) rd->conn = NULL;
+        return;
+    }
     if (code == 0) {
-        char words[64];
-        fail(rd, 502, "cannot read %s's %s from its NodeManager at %s: %s", rd->who, rd->stream, rd->base,
-             error_words(rd, words, sizeof words));
+        fail_unread(rd);
         if (!r) {
             /* A failure after connecting: libevent freed the connection
              * (free_on_completion) before this callback. */
