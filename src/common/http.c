@@ -88,7 +88,8 @@ static void transfer_limits(CURL *h, long stall_s) {
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 }
 
-int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err) {
+int tony_http_put_file(const char *url, const char *path, long stall_s, long max_s, tony_http_response *resp,
+                       tony_error *err) {
     init_once();
     resp->status = 0;
     resp->body = NULL;
@@ -119,6 +120,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, tony_htt
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
     transfer_limits(h, stall_s);
+    if (max_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT, max_s);
     int ret = perform(h, "PUT", url, &out, resp, err);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);

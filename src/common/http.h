@@ -22,9 +22,10 @@ typedef struct tony_http_response {
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err);
 /* PUTs the bytes of a local file (application/octet-stream), e.g. to a
- * WebHDFS DataNode. No overall time limit: a transfer that moves nothing for
- * stall_s seconds fails instead. */
-int tony_http_put_file(const char *url, const char *path, long stall_s, tony_http_response *resp, tony_error *err);
+ * WebHDFS DataNode. A transfer that moves nothing for stall_s seconds fails;
+ * max_s > 0 also bounds the whole transfer (0: none, for large files). */
+int tony_http_put_file(const char *url, const char *path, long stall_s, long max_s, tony_http_response *resp,
+                       tony_error *err);
 /* GETs url into the file at path (overwritten); a non-200 answer is an
  * error with the server's words, and leaves no file. *status: the HTTP
  * status (0 without an answer). */

@@ -115,7 +115,7 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
     atomic_init(&c->stopping, false);
     c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs,
                                TONY_YARN_DEFAULT_FS_ENV " in the AM's environment", user);
-    tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S);
+    tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S, TONY_YARN_HISTORY_PUT_MAX_S);
     c->authority = tony_strdup(fs + strlen("hdfs://"));
     size_t n = strlen(c->authority);
     if (n && c->authority[n - 1] == '/') c->authority[n - 1] = '\0';

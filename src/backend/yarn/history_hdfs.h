@@ -18,6 +18,9 @@
 /* Per NameNode call, and the longest a transfer may move nothing. */
 #define TONY_YARN_HISTORY_CALL_MS 5000
 #define TONY_YARN_HISTORY_STALL_S 5
+/* A whole upload: history files are small, and the coordinator's end
+ * (which may wait for the call out) must not depend on a slow DataNode. */
+#define TONY_YARN_HISTORY_PUT_MAX_S 20
 
 /* From the environment; NULL (and a log line saying why) when the client
  * did not pass the NameNodes (a job submitted by an older tony). */

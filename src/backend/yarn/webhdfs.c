@@ -18,7 +18,7 @@ struct tony_webhdfs {
     char *default_fs, *default_fs_from;
     char *user;
     size_t active; /* index into http */
-    long timeout_ms, stall_s;
+    long timeout_ms, stall_s, transfer_max_s; /* transfer_max_s 0: no overall limit */
 };
 
 static tony_webhdfs *alloc(const char *default_fs, const char *default_fs_from, const char *user) {
@@ -55,9 +55,10 @@ tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const 
     return w;
 }
 
-void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s) {
+void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s, long transfer_max_s) {
     w->timeout_ms = call_ms;
     w->stall_s = stall_s;
+    w->transfer_max_s = transfer_max_s;
 }
 
 void tony_webhdfs_free(tony_webhdfs *w) {
@@ -222,7 +223,7 @@ int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_
     }
     tony_http_response r;
     tony_error herr;
-    int rc = tony_http_put_file(loc, local, w->stall_s, &r, &herr);
+    int rc = tony_http_put_file(loc, local, w->stall_s, w->transfer_max_s, &r, &herr);
     if (rc) {
         rc = tony_err(err, "uploading %s to HDFS %s: cannot reach the DataNode the NameNode named: %s", local, path,
                       herr.msg);

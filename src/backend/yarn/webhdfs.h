@@ -33,10 +33,11 @@ tony_webhdfs *tony_webhdfs_new(const tony_hadoop_conf *h, const char *user);
 tony_webhdfs *tony_webhdfs_new_at(const char *http_csv, const char *from, const char *default_fs,
                                   const char *default_fs_from, const char *user);
 void tony_webhdfs_free(tony_webhdfs *w);
-/* Limits of each NameNode call and of a transfer that moves nothing
- * (defaults 30 s and 120 s; the coordinator, which blocks its loop on
- * them, uses a few seconds). */
-void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s);
+/* Limits of each NameNode call, of a transfer that moves nothing, and of a
+ * whole transfer (defaults 30 s, 120 s and none: staged files can be
+ * large; the coordinator's history copies, small files it waits for at
+ * its end, use a few seconds and an overall bound). */
+void tony_webhdfs_set_timeouts(tony_webhdfs *w, long call_ms, long stall_s, long transfer_max_s);
 /* The NameNode in use (http://host:port), fs.defaultFS, the user. */
 const char *tony_webhdfs_namenode(const tony_webhdfs *w);
 const char *tony_webhdfs_default_fs(const tony_webhdfs *w);
