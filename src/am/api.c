@@ -110,7 +110,9 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
     int starts = 0;
     for (size_t i = 0; i < t->nruns; i++) {
         const am_task_run *r = &t->runs[i];
-        json_array_append_new(runs, run_json(r->attempt, r->state, r->exit_status, r->started));
+        json_t *rj = run_json(r->attempt, r->state, r->exit_status, r->started);
+        if (r->log_url) json_object_set_new(rj, "log_url", json_string(r->log_url));
+        json_array_append_new(runs, rj);
         starts += r->started;
     }
     if (t->state != AM_TASK_NEW) {
@@ -456,8 +458,11 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     /* A task whose backend reads its output (on YARN: from its node's
      * NodeManager, wherever that node is). */
     const am_task *rt = bad || am->plan.single_node ? NULL : am_job_task(&am->job, role, index);
-    if (rt && rt->log_url && attempt == am->job.attempt) {
-        am_logfetch_start(am, req, rt->log_url, role, index, (int)attempt, stream, offset);
+    const char *link = !rt ? NULL : attempt == am->job.attempt ? rt->log_url : NULL;
+    for (size_t i = 0; rt && !link && i < rt->nruns; i++)
+        if (rt->runs[i].attempt == attempt) link = rt->runs[i].log_url; /* an earlier attempt's container */
+    if (link) {
+        am_logfetch_start(am, req, link, role, index, (int)attempt, stream, offset);
         evhttp_clear_headers(&q);
         return;
     }

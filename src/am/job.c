@@ -28,6 +28,7 @@ static void task_clear(am_task *t) {
 void am_job_free(am_job *j) {
     for (size_t i = 0; i < j->ntasks; i++) {
         task_clear(&j->tasks[i]);
+        for (size_t r = 0; r < j->tasks[i].nruns; r++) free(j->tasks[i].runs[r].log_url);
         free(j->tasks[i].runs);
     }
     free(j->tasks);
@@ -44,7 +45,8 @@ void am_job_reset(am_job *j, int attempt) {
             size_t nruns = t->nruns;
             if (t->role && t->state != AM_TASK_NEW) {
                 runs = tony_xrealloc(runs, (nruns + 1) * sizeof *runs);
-                runs[nruns++] = (am_task_run){j->attempt, t->state, t->exit_status, t->started_ms != 0};
+                runs[nruns++] = (am_task_run){j->attempt, t->state, t->exit_status, t->started_ms != 0,
+                                              t->log_url ? tony_strdup(t->log_url) : NULL};
             }
             task_clear(t);
             memset(t, 0, sizeof *t);

@@ -28,6 +28,7 @@ typedef struct am_task_run {
     am_task_state state; /* where it ended */
     int exit_status;     /* TONY_EXIT_INVALID when no container exit was seen */
     bool started;        /* its user process started */
+    char *log_url;       /* that attempt's log link (its container's), or NULL */
 } am_task_run;
 
 typedef struct am_task {

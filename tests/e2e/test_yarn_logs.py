@@ -145,6 +145,45 @@ def test_logs_during_and_after_the_job(yarn, tmp_path):
     assert r.rc == 2 and "--follow needs --task" in r.err, r
 
 
+def test_an_earlier_attempts_log_comes_from_its_own_container(yarn, tmp_path):
+    """After a job restart the task runs in a new container with a new log
+    link; the coordinator still reads attempt 0's output from attempt 0's
+    container (each run keeps its link), and the new one from the new."""
+    flag = tmp_path / "go-on"
+    cmd = (f'echo "attempt-$SESSION_ID says hi"; [ "$SESSION_ID" = 0 ] && exit 7; '
+           f"while [ ! -e {flag} ]; do sleep 0.2; done")
+    before = yarn.app_ids()
+    p = yarn.popen_submit("--executes", cmd, "--conf", "tony.am.retry-count=1", *ON_WEB_NODE)
+    try:
+        app_id = new_app_id(yarn, before)
+
+        def restarted():
+            r = yarn.tony.run("status", app_id, "--json")
+            j = json.loads(r.out) if r.rc == 0 else {}
+            t = [t for t in j.get("tasks", []) if t["role"] == "worker"]
+            return (j, t[0]) if j.get("attempt") == 1 and t and t[0].get("log_url") else None
+        job, task = wait_for(restarted, timeout=180, interval=0.5, what="attempt 1 with a log link")
+        runs = task["runs"]
+        assert [r["attempt"] for r in runs] == [0, 1], runs
+        assert runs[0].get("log_url") and runs[0]["log_url"] != task["log_url"], runs
+        url = job["url"]
+        d = wait_for(lambda: (lambda c, b: json.loads(b) if c == 200 and "says hi" in b else None)(
+            *get(f"{url}/v1/tasks/worker/0/log?attempt=0")), timeout=30, what="attempt 0's output")
+        assert d["data"] == "attempt-0 says hi\n" and d["attempt"] == 0, d
+        d = wait_for(lambda: (lambda c, b: json.loads(b) if c == 200 and "says hi" in b else None)(
+            *get(f"{url}/v1/tasks/worker/0/log")), timeout=30, what="attempt 1's output")
+        assert d["data"] == "attempt-1 says hi\n" and d["attempt"] == 1, d
+        flag.write_text("")
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, (out, err)
+    finally:
+        flag.write_text("")
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    yarn.cluster.wait_app(app_id)
+
+
 def test_failed_submit_points_at_the_logs(yarn):
     r = yarn.submit("--executes", "echo broken-input >&2; exit 3", *ON_WEB_NODE)
     assert r.rc == 1, r

@@ -241,6 +241,8 @@ static void test_reset_keeps_each_tasks_runs(void **state) {
     am_task *ev = am_job_task(&f->job, "evaluator", 0); /* got a container, but its process never started */
     am_job_task(&f->job, "worker", 0)->started_ms = 5;
     am_job_task(&f->job, "worker", 1)->started_ms = 5;
+    /* each attempt's container has its own log link: the run keeps it */
+    am_job_task(&f->job, "worker", 0)->log_url = tony_strdup("http://nm1:8042/node/containerlogs/c_1/u");
     exit_task(f, "worker", 0, 3);
     exit_task(f, "worker", 1, TONY_EXIT_KILLED_BY_APPMASTER);
     am_job_reset(&f->job, 1);
@@ -251,6 +253,9 @@ static void test_reset_keeps_each_tasks_runs(void **state) {
     assert_int_equal(w0->runs[0].state, AM_TASK_FAILED);
     assert_int_equal(w0->runs[0].exit_status, 3);
     assert_true(w0->runs[0].started);
+    assert_string_equal(w0->runs[0].log_url, "http://nm1:8042/node/containerlogs/c_1/u");
+    assert_null(w0->log_url);
+    assert_null(am_job_task(&f->job, "worker", 1)->runs[0].log_url);
     assert_int_equal(am_job_task(&f->job, "worker", 1)->runs[0].state, AM_TASK_FINISHED);
     assert_false(ev->runs[0].started);
     assert_int_equal(ev->runs[0].exit_status, TONY_EXIT_INVALID);
