@@ -37,10 +37,17 @@ typedef struct hdfs_job {
 
 /* The .jhist files of dir `from` (the intermediate job dir, where earlier
  * coordinators of the job left theirs), all but `keep`, into `to`. */
-static int move_jhist(tony_webhdfs *w, const tony_am_mirror_step *st, tony_error *err) {
+static int move_jhist(hdfs_ctx *c, const tony_am_mirror_step *st, tony_error *err) {
+    tony_webhdfs *w = c->w;
     tony_strv names = {0};
     int rc = tony_webhdfs_list(w, st->from, &names, err);
     for (size_t i = 0; rc == 0 && i < names.len; i++) {
+        /* One rename per earlier file, each a NameNode call: a coordinator
+         * that is exiting stops between them too. */
+        if (atomic_load(&c->stopping)) {
+            rc = tony_err(err, "stopped: the coordinator is exiting");
+            break;
+        }
         const char *n = names.items[i];
         if ((st->keep && strcmp(n, st->keep) == 0) ||
             !(tony_str_ends_with(n, TONY_JHIST_SUFFIX) || tony_str_ends_with(n, TONY_JHIST_INPROGRESS_SUFFIX)))
@@ -62,7 +69,7 @@ static int run_step(hdfs_ctx *c, const tony_am_mirror_step *st, tony_error *err)
     switch (st->kind) {
     case TONY_AM_MIRROR_MKDIRS: return tony_webhdfs_mkdirs(c->w, st->path, "770", err);
     case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, NULL, err);
-    case TONY_AM_MIRROR_MOVE_JHIST: return move_jhist(c->w, st, err);
+    case TONY_AM_MIRROR_MOVE_JHIST: return move_jhist(c, st, err);
     case TONY_AM_MIRROR_REMOVE: return tony_webhdfs_delete(c->w, st->path, true, err);
     }
     return tony_err(err, "unknown history mirror step %d", (int)st->kind);
