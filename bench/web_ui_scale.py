@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from report import replace_section
@@ -39,7 +40,6 @@ def cpu_s(pid):
 
 
 def wait_running(url, n, timeout=300):
-    import urllib.request
     end = time.time() + timeout
     while time.time() < end:
         try:

@@ -79,26 +79,27 @@ void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_
             am_api_reply_json(req, 409, json_pack("{s:s}", "error", "another log read is in flight on this connection"));
             return;
         }
-    char *who = tony_sprintf("%s:%d", role, index);
-    tony_log_request r = {.url = log_url, .who = who, .stream = stream, .offset = offset, .max = AM_LOG_CHUNK};
+    /* Whole and listed before the backend is asked, whenever its answer
+     * comes. */
     am_logfetch *f = tony_xcalloc(1, sizeof *f);
-    tony_error err;
-    if (am->backend->ops->read_log(am->backend, &r, on_read, f, &f->read, &err)) {
-        am_api_reply_json(req, 502, json_pack("{s:s}", "error", err.msg));
-        free(who);
-        free(f);
-        return;
-    }
-    free(who);
     f->am = am;
     f->req = req;
     f->role = tony_strdup(role);
     f->stream = tony_strdup(stream);
     f->index = index;
     f->attempt = attempt;
-    f->client = client;
     f->next = am->logfetches;
     am->logfetches = f;
+    char *who = tony_sprintf("%s:%d", role, index);
+    tony_log_request r = {.url = log_url, .who = who, .stream = stream, .offset = offset, .max = AM_LOG_CHUNK};
+    tony_error err;
+    int rc = am->backend->ops->read_log(am->backend, &r, on_read, f, &f->read, &err);
+    free(who);
+    if (rc) {
+        reply(f, 502, json_pack("{s:s}", "error", err.msg));
+        return;
+    }
+    f->client = client;
     if (client) evhttp_connection_set_closecb(client, on_client_close, f);
 }
 

@@ -2,6 +2,8 @@
 status / kill / logs / list on live and finished jobs, and clear errors for
 bad input (naming the key, file or flag) with a non-zero exit."""
 import json
+import os
+import signal
 import time
 
 import pytest
@@ -89,8 +91,6 @@ def test_kill_signals_a_coordinator_that_does_not_answer(tony):
     """A coordinator too busy (here: stopped) to take the kill request over its
     API is sent SIGTERM, its other way to be asked; the kill completes once
     it runs again, and says what happened."""
-    import os
-    import signal
     r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2", *SMALL)
     assert r.rc == 0, r
     job_id = r.job_dir().name

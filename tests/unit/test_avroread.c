@@ -19,6 +19,7 @@
 #include "common/fs.h"
 #include "common/jhist.h"
 #include "common/strv.h"
+#include "sample_jhist.h"
 
 static void put_long(tony_buf *b, int64_t v) {
     uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
@@ -253,10 +254,7 @@ static void test_real_file_survives_any_damage(void **state) {
     tony_error err;
     tony_jhist_writer *w = tony_jhist_writer_new(path, &err);
     assert_non_null(w);
-    tony_jhist_metric ms[] = {{"MAX_MEMORY_BYTES", 1e8}, {"AVG_GPU_UTILIZATION", -1}};
-    assert_int_equal(tony_jhist_application_inited(w, 1, "application_1_0001", 2, "nm1", NULL, &err), 0);
-    assert_int_equal(tony_jhist_task_started(w, 2, "worker", 1, "nm2", "container_1", &err), 0);
-    assert_int_equal(tony_jhist_task_finished(w, 3, "worker", 1, "FAILED", ms, 2, "exit code 3", &err), 0);
+    assert_int_equal(sample_jhist_events(w, &err), 0);
     assert_int_equal(tony_jhist_application_finished(w, 4, "application_1_0001", 2, 1, &err), 0);
     tony_jhist_writer_free(w);
     char *data;

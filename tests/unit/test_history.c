@@ -16,6 +16,7 @@
 #include "am/events.h"
 #include "common/fs.h"
 #include "common/jhist.h"
+#include "sample_jhist.h"
 
 static void test_events_ring_and_paging(void **state) {
     (void)state;
@@ -137,10 +138,7 @@ static void test_jhist_write_and_read(void **state) {
     tony_error err;
     tony_jhist_writer *w = tony_jhist_writer_new(path, &err);
     assert_non_null(w);
-    tony_jhist_metric ms[] = {{"MAX_MEMORY_BYTES", 1e8}, {"AVG_GPU_UTILIZATION", -1}};
-    assert_int_equal(tony_jhist_application_inited(w, 1, "application_1_0001", 2, "nm1", NULL, &err), 0);
-    assert_int_equal(tony_jhist_task_started(w, 2, "worker", 1, "nm2", "container_1_0001_01_000002", &err), 0);
-    assert_int_equal(tony_jhist_task_finished(w, 3, "worker", 1, "FAILED", ms, 2, "exit code 3", &err), 0);
+    assert_int_equal(sample_jhist_events(w, &err), 0);
     /* flushed: a reader sees the events while the writer is still open */
     json_t *evs;
     assert_int_equal(tony_jhist_read(path, &evs, &err), 0);
