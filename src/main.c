@@ -6,11 +6,9 @@
 #include "am/am.h"
 #include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
+#include "common/self.h"
 #include "executor/executor.h"
 
-#ifndef TONY_VERSION
-#define TONY_VERSION "0.1.0"
-#endif
 
 typedef struct verb {
     const char *name;
@@ -45,6 +43,7 @@ static const verb verbs[] = {
     {"list", tony_cmd_list, "list jobs"},
     {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},
     {"portal", tony_cmd_portal, "serve a web UI over the job history (TonY's history portal)"},
+    {"pack", tony_cmd_pack, NULL},
     {"am", run_am, NULL},
     {"executor", run_executor, NULL},
 };

@@ -18,6 +18,7 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/self.h"
 #include "common/strv.h"
 #include "executor/unpack.h"
 
@@ -349,12 +350,13 @@ static int start_single_node(tony_am *am, tony_error *err) {
     return rc;
 }
 
+/* What runs `tony executor` on this machine (the local backend's tasks). */
 static char *self_exe(void) {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return tony_strdup("tony");
-    buf[n] = '\0';
-    return tony_strdup(buf);
+    tony_self self;
+    if (tony_self_find(&self, NULL)) return tony_strdup("tony");
+    char *command = tony_strdup(self.command);
+    tony_self_free(&self);
+    return command;
 }
 
 static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {

@@ -18,6 +18,7 @@
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/proc.h"
+#include "common/self.h"
 #include "common/strv.h"
 #include "conf/resource.h"
 #include "executor/unpack.h"
@@ -213,18 +214,17 @@ int tony_stage_local_job(tony_conf *conf, const tony_stage_input *in, char **job
 }
 
 int tony_start_local_am(const char *job_dir, int *pid_out, tony_error *err) {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return tony_err(err, "cannot find the tony binary: %s", strerror(errno));
-    exe[n] = '\0';
+    tony_self self;
+    if (tony_self_find(&self, err)) return -1;
     char *log = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
-    char *argv[] = {exe, "am", (char *)job_dir, NULL};
+    char *argv[] = {self.command, "am", (char *)job_dir, NULL};
     /* Its own session: Ctrl-C in this terminal reaches the client, which asks
      * the coordinator to kill the job, rather than killing it mid-step. */
     tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     free(log);
+    tony_self_free(&self);
     if (rc == 0) *pid_out = (int)pid;
     return rc;
 }

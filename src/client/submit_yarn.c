@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "backend/yarn/cluster_check.h"
+#include "backend/yarn/dist_cache.h"
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
+#include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
 #include "client/follow.h"
 #include "client/report.h"
@@ -32,10 +34,22 @@ typedef struct hdfs_sink {
 } hdfs_sink;
 
 static void manifest_add(hdfs_sink *s, const char *name, const char *uri, const tony_hdfs_status *st, bool archive,
-                         bool job_file) {
-    json_array_append_new(s->files, json_pack("{s:s, s:s, s:I, s:I, s:s, s:b}", "name", name, "uri", uri, "size",
-                                              (json_int_t)st->length, "timestamp", (json_int_t)st->mtime_ms, "type",
-                                              archive ? "ARCHIVE" : "FILE", "job_file", job_file));
+                         bool job_file, const char *visibility) {
+    json_t *f = json_pack("{s:s, s:s, s:I, s:I, s:s, s:b}", "name", name, "uri", uri, "size", (json_int_t)st->length,
+                          "timestamp", (json_int_t)st->mtime_ms, "type", archive ? "ARCHIVE" : "FILE", "job_file",
+                          job_file);
+    if (visibility) json_object_set_new(f, "visibility", json_string(visibility));
+    json_array_append_new(s->files, f);
+}
+
+/* tony itself, from the cache (dist_cache.h): every container runs it. */
+static int stage_tony(hdfs_sink *s, const tony_conf *conf, const char *user, tony_error *err) {
+    tony_yarn_dist d;
+    int rc = tony_yarn_dist_stage(s->w, conf, user, s->staging_path, &d, &s->cluster_failed, err);
+    if (rc == 0)
+        manifest_add(s, TONY_YARN_DIST_LINK, d.uri, &d.st, true, true, d.shared ? TONY_YARN_VISIBILITY_PRIVATE : NULL);
+    tony_yarn_dist_free(&d);
+    return rc;
 }
 
 static int hdfs_put(void *ctx, const char *local, const char *dest, const char *container_name, bool job_file,
@@ -46,7 +60,7 @@ static int hdfs_put(void *ctx, const char *local, const char *dest, const char *
     int rc = tony_webhdfs_put(s->w, local, path, &st, err);
     if (rc == 0) {
         *where = tony_webhdfs_uri(s->w, path);
-        manifest_add(s, container_name, *where, &st, archive, job_file);
+        manifest_add(s, container_name, *where, &st, archive, job_file, NULL);
     } else {
         s->cluster_failed = true;
     }
@@ -67,7 +81,7 @@ static int hdfs_remote(void *ctx, const char *key, const tony_resource *r, char 
     if (rc) s->cluster_failed = true;
     else if (!exists) rc = tony_err(err, "%s: %s does not exist in HDFS", key, r->source);
     if (rc == 0) {
-        manifest_add(s, r->name, r->source, &st, r->archive, false);
+        manifest_add(s, r->name, r->source, &st, r->archive, false, NULL);
         *where = tony_strdup(r->source);
     }
     free(path);
@@ -89,9 +103,9 @@ static json_t *env_entries(const tony_env *env) {
     return json_pack("{s:o}", "entry", a);
 }
 
-static json_t *local_resource(const char *uri, long long size, long long ts) {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "resource", uri, "type", "FILE", "visibility", "APPLICATION", "size",
-                     (json_int_t)size, "timestamp", (json_int_t)ts);
+static json_t *local_resource(const char *uri, const char *type, const char *visibility, long long size, long long ts) {
+    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "resource", uri, "type", type ? type : "FILE", "visibility",
+                     visibility ? visibility : "APPLICATION", "size", (json_int_t)size, "timestamp", (json_int_t)ts);
 }
 
 /* The REST form of an ApplicationSubmissionContext. */
@@ -106,11 +120,14 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
         if (!json_is_true(json_object_get(f, "job_file"))) continue;
         json_array_append_new(res, json_pack("{s:O, s:o}", "key", json_object_get(f, "name"), "value",
                                              local_resource(json_string_value(json_object_get(f, "uri")),
+                                                            json_string_value(json_object_get(f, "type")),
+                                                            json_string_value(json_object_get(f, "visibility")),
                                                             json_integer_value(json_object_get(f, "size")),
                                                             json_integer_value(json_object_get(f, "timestamp")))));
     }
     json_array_append_new(res, json_pack("{s:s, s:o}", "key", TONY_YARN_MANIFEST, "value",
-                                         local_resource(manifest_uri, manifest_st->length, manifest_st->mtime_ms)));
+                                         local_resource(manifest_uri, NULL, NULL, manifest_st->length,
+                                                        manifest_st->mtime_ms)));
     /* The coordinator writes the job's history to HDFS (history_hdfs.h). */
     tony_strv nns = {0};
     for (size_t k = 0; k < h->nnns; k++) tony_strv_push(&nns, h->nns[k].http);
@@ -125,10 +142,10 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
      * win over ours, which lets a test point the coordinator elsewhere. */
     tony_env_merge(&env, container_env);
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
-    const char *secrets[] = {TONY_YARN_SECRET_KEY, b64};
+    const char *secrets[] = {TONY_YARN_SECRET_ALIAS, b64};
     json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:{s:o}}", "local-resources", "entry", res, "environment",
                              env_entries(&env), "commands", "command",
-                             "./" TONY_YARN_BINARY " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
+                             TONY_YARN_TONY_COMMAND " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
                              "credentials", "secrets", kv_entries(secrets, 2));
     free(b64);
     free(nn_list);
@@ -157,13 +174,6 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     return ctx;
 }
 
-static int self_exe(char *buf, size_t n, tony_error *err) {
-    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-    if (len <= 0) return tony_err(err, "cannot find the tony binary (/proc/self/exe): %s", strerror(errno));
-    buf[len] = '\0';
-    return 0;
-}
-
 /* Everything the app needs in HDFS; on failure nothing is left there. */
 typedef struct staged {
     char *staging_path;
@@ -190,13 +200,10 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     char tmpl[] = "/tmp/tony-stage-XXXXXX";
     char *tmp = mkdtemp(tmpl);
     if (!tmp) return tony_err(err, "cannot create a temporary directory under /tmp: %s", strerror(errno));
-    char exe[PATH_MAX];
     int rc = tony_webhdfs_mkdirs(w, out->staging_path, "770", err);
     if (rc) s.cluster_failed = true;
-    if (rc == 0) rc = self_exe(exe, sizeof exe, err);
+    if (rc == 0) rc = stage_tony(&s, conf, user, err);
     char *where = NULL;
-    if (rc == 0) rc = hdfs_put(&s, exe, TONY_YARN_BINARY, TONY_YARN_BINARY, true, false, &where, err);
-    free(where);
     if (rc == 0) rc = tony_stage_files(conf, in, app_id, tmp, &sink, err);
     char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
     if (rc == 0) rc = tony_conf_write_file(conf, final, err);

@@ -17,9 +17,6 @@
 
 #define TONY_JOBDIR_YARN "yarn.json" /* {"rm","app_id","staging_uri","tracking_url",...} */
 #define TONY_YARN_APP_TYPE "TONY"
-#define TONY_YARN_SECRET_KEY "tony.job.secret" /* the AM's container_tokens secret */
-#define TONY_YARN_MANIFEST "tony-manifest.json"
-#define TONY_YARN_BINARY "tony"
 
 typedef struct tony_yarn_submit_opts {
     bool detach;

@@ -35,6 +35,7 @@ bool tony_archive_is_archive(const char *path) {
 
 /* ---- zip ---------------------------------------------------------------- */
 
+/* An archive being written: a zip of a dir, or a tar.gz of named files. */
 typedef struct zip_ctx {
     struct archive *a;
     const char *zip_path;
@@ -47,7 +48,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static int zip_file(zip_ctx *z, const char *full, const char *rel, const struct stat *st, tony_error *err) {
     int fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tony_err(err, "cannot read %s to zip it into %s: %s", full, z->zip_path, strerror(errno));
+    if (fd < 0) return tony_err(err, "cannot read %s to put it into %s: %s", full, z->zip_path, strerror(errno));
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, rel);
     archive_entry_set_filetype(e, AE_IFREG);
@@ -63,7 +64,7 @@ static int zip_file(zip_ctx *z, const char *full, const char *rel, const struct 
         ssize_t n = read(fd, z->buf, sizeof z->buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            rc = tony_err(err, "cannot read %s to zip it into %s: %s", full, z->zip_path, strerror(errno));
+            rc = tony_err(err, "cannot read %s to put it into %s: %s", full, z->zip_path, strerror(errno));
             goto out;
         }
         if (n == 0) break;
@@ -136,6 +137,33 @@ int tony_archive_zip_dir(const char *dir, const char *zip_path, tony_error *err)
     archive_write_free(z->a);
     free(z);
     if (rc < 0) unlink(zip_path); /* no half-written zip left to be staged */
+    return rc;
+}
+
+/* ---- tar.gz of named files ----------------------------------------------- */
+
+int tony_archive_write_tgz(const char *out, const tony_archive_member *members, size_t n, tony_error *err) {
+    zip_ctx *z = tony_xcalloc(1, sizeof *z);
+    z->zip_path = out;
+    z->a = archive_write_new();
+    int rc = 0;
+    if (archive_write_set_format_pax_restricted(z->a) != ARCHIVE_OK || archive_write_add_filter_gzip(z->a) != ARCHIVE_OK ||
+        archive_write_open_filename(z->a, out) != ARCHIVE_OK)
+        rc = tony_err(err, "cannot create %s: %s", out, archive_error_string(z->a));
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct stat st;
+        if (stat(members[i].path, &st) < 0)
+            rc = tony_err(err, "cannot put %s into %s: %s", members[i].path, out, strerror(errno));
+        else if (!S_ISREG(st.st_mode))
+            rc = tony_err(err, "cannot put %s into %s: not a regular file", members[i].path, out);
+        else
+            rc = zip_file(z, members[i].path, members[i].name, &st, err);
+    }
+    if (archive_write_close(z->a) != ARCHIVE_OK && rc == 0)
+        rc = tony_err(err, "cannot finish %s: %s", out, archive_error_string(z->a));
+    archive_write_free(z->a);
+    free(z);
+    if (rc < 0) unlink(out);
     return rc;
 }
 

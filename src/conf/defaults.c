@@ -11,6 +11,9 @@ static const tony_conf_default defaults[] = {
     {"tony.application.shared-dir", NULL,
      "A directory every task can reach (ours), given to tasks as TONY_JOB_DIR for checkpoints. The local "
      "backend defaults it to the job dir's shared/; on YARN it is unset unless named (e.g. an NFS mount)."},
+    {"tony.yarn.dist-cache", NULL,
+     "HDFS directory where tony keeps its own self-contained archive, uploaded once per build and localized by "
+     "every container (ours; default /user/<user>/.tony/cache). Set it empty to upload tony with each job instead."},
     {"tony.yarn.max-app-attempts", "2",
      "YARN attempts of the coordinator (ours): when its container is lost, the next attempt reruns the job. "
      "The RM caps it at yarn.resourcemanager.am.max-attempts."},

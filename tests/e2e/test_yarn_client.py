@@ -7,12 +7,14 @@ at once; so apps that must stay alive are kept waiting in ACCEPTED: a
 "blocker" app (a plain `sleep` AM submitted over REST by the test) holds half
 of the `gpu`-labelled node, and tony's AM asks that label for more than the
 rest. Everything checked is the client's own work."""
+import io
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tarfile
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -166,9 +168,8 @@ def test_staged_files_in_hdfs(hadoop, pending):
     app = pending["app"]
     base = staging_path(hadoop, app)
     names = set(hadoop.hdfs_list(base))
-    assert {"tony", "tony-final.xml", "tony-manifest.json", f"tony_src_{app}.zip", "venv.zip"} <= names, names
-    # The very binary that submitted it: nodes need nothing installed.
-    assert hdfs_read(hadoop, f"{base}/tony") == Path(TONY).read_bytes()
+    assert {"tony-final.xml", "tony-manifest.json", f"tony_src_{app}.zip", "venv.zip"} <= names, names
+    assert "tony" not in names  # tony itself is in the cache, not staged with every job
     assert hdfs_read(hadoop, f"{base}/venv.zip") == pending["venv"].read_bytes()
 
     conf = {p.find("name").text: p.find("value").text
@@ -185,7 +186,18 @@ def test_staged_files_in_hdfs(hadoop, pending):
     assert manifest["staging_uri"] == uri
     files = {f["uri"]: f for f in manifest["files"]}
     jobs = {f["name"] for f in manifest["files"] if f["job_file"]}
-    assert jobs == {"tony", "tony-final.xml", f"tony_src_{app}.zip", "venv.zip"}
+    assert jobs == {"tony-dist", "tony-final.xml", f"tony_src_{app}.zip", "venv.zip"}
+    # The self-contained tony, cached once per build under the user's .tony/
+    # and kept by the NodeManagers across jobs (PRIVATE); inside it, the very
+    # program that submitted the job: nodes need nothing installed.
+    dist = next(f for f in manifest["files"] if f["name"] == "tony-dist")
+    cache = f"{hadoop.default_fs}/user/{hadoop.user}/.tony/cache/"
+    assert dist["uri"].startswith(cache) and dist["uri"].endswith(".tar.gz"), dist
+    assert (dist["type"], dist["visibility"]) == ("ARCHIVE", "PRIVATE"), dist
+    with tarfile.open(fileobj=io.BytesIO(hdfs_read(hadoop, dist["uri"][len(hadoop.default_fs):]))) as tar:
+        names = set(tar.getnames())
+        assert {"bin/tony", "lib/tony/tony", "lib/tony/ld-linux-x86-64.so.2", "lib/tony/libc.so.6"} <= names, names
+        assert tar.extractfile("lib/tony/tony").read() == Path(TONY).read_bytes()
     assert files[f"{uri}/res1/lookup.zip"]["type"] == "ARCHIVE"
     assert files[f"{uri}/res0/data.txt"]["type"] == "FILE" and not files[f"{uri}/res0/data.txt"]["job_file"]
     for f in manifest["files"]:

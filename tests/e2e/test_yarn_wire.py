@@ -3,17 +3,23 @@ tests/yarn/am_probe.c runs AS the ApplicationMaster of a real application on
 the Hadoop test cluster and talks Hadoop IPC + SASL DIGEST-MD5 to the RM's
 scheduler port and to the NodeManagers (no JVM on our side). The probe checks
 everything it sees and unregisters FAILED with the reasons on any mismatch;
-this test submits it over RM REST and reads its verdict and logs."""
+this test submits it over RM REST and reads its verdict and logs.
+
+The probe links the same libraries as tony, which the test cluster hides on
+its labelled NodeManager (scripts/hadoop-test-cluster, TONY_HTC_BARE_NODEMANAGERS),
+so it runs as tony does there: through the loader and libraries of the
+self-contained tony (`tony pack`), localized beside it."""
 import base64
 import json
 import os
+import subprocess
 import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import TONY, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(os.environ.get("TONY_BUILD_DIR", REPO / "build")) / "tests" / "yarn_am_probe"
@@ -42,12 +48,15 @@ def logs_of(cluster, app_id):
 
 
 @pytest.mark.hadoop
-def test_probe_am_speaks_yarn_wire(hadoop):
+def test_probe_am_speaks_yarn_wire(hadoop, tmp_path):
     assert PROBE.exists(), f"{PROBE} is missing: build it with `make build`"
     cluster = hadoop
     hdfs_dir = f"/tmp/tony-yarn-wire-{uuid.uuid4().hex[:8]}"
     st = cluster.hdfs_put(f"{hdfs_dir}/yarn_am_probe", PROBE.read_bytes(), permission="755")
     uri = cluster.default_fs + f"{hdfs_dir}/yarn_am_probe"
+    dist = tmp_path / "tony.tar.gz"
+    subprocess.run([TONY, "pack", str(dist)], check=True)
+    dist_st = cluster.hdfs_put(f"{hdfs_dir}/tony.tar.gz", dist.read_bytes())
     secret = "probe-secret-" + uuid.uuid4().hex
 
     user = cluster.user
@@ -68,11 +77,17 @@ def test_probe_am_speaks_yarn_wire(hadoop):
         "max-app-attempts": 1,
         "resource": {"memory": 256, "vCores": 1},
         "am-container-spec": {
-            "local-resources": entries({"yarn_am_probe": {
-                "resource": uri, "type": "FILE", "visibility": "APPLICATION",
-                "size": st["length"], "timestamp": st["modificationTime"]}}),
+            "local-resources": entries({
+                "yarn_am_probe": {
+                    "resource": uri, "type": "FILE", "visibility": "APPLICATION",
+                    "size": st["length"], "timestamp": st["modificationTime"]},
+                "tony-dist": {
+                    "resource": cluster.default_fs + f"{hdfs_dir}/tony.tar.gz", "type": "ARCHIVE",
+                    "visibility": "APPLICATION", "size": dist_st["length"],
+                    "timestamp": dist_st["modificationTime"]}}),
             "environment": entries(env),
-            "commands": {"command": "./yarn_am_probe 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
+            "commands": {"command": "./tony-dist/lib/tony/ld-linux-x86-64.so.2 --library-path ./tony-dist/lib/tony "
+                                    "./yarn_am_probe 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
             # URL-safe base64 without padding, as the RM decodes secrets
             "credentials": {"secrets": entries({
                 "tony.job.secret": base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")})},

@@ -38,6 +38,7 @@ typedef struct manifest_file {
     char *name, *uri;
     long long size, timestamp;
     bool archive, job_file;
+    bool private_visibility; /* kept by the NodeManager across jobs (the cached tony) */
 } manifest_file;
 
 typedef enum { REQ_PENDING, REQ_RUNNING, REQ_DONE } req_state;
@@ -109,6 +110,8 @@ static int load_manifest(yarn_backend *b, const char *job_dir, tony_error *err) 
         mf->timestamp = json_integer_value(json_object_get(f, "timestamp"));
         mf->archive = type && strcmp(type, "ARCHIVE") == 0;
         mf->job_file = json_is_true(json_object_get(f, "job_file"));
+        const char *vis = json_string_value(json_object_get(f, "visibility"));
+        mf->private_visibility = vis && strcmp(vis, TONY_YARN_VISIBILITY_PRIVATE) == 0;
     }
     json_decref(m);
 out:
@@ -131,7 +134,7 @@ static void add_resource(yarn_local_resource *list, size_t *n, const manifest_fi
     r->size = f->size;
     r->timestamp = f->timestamp;
     r->type = f->archive ? YARN_LR_ARCHIVE : YARN_LR_FILE;
-    r->visibility = YARN_LR_APPLICATION;
+    r->visibility = f->private_visibility ? YARN_LR_PRIVATE : YARN_LR_APPLICATION;
 }
 
 /* The job's files go into every container; a role's resources (TonY's
@@ -259,7 +262,8 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     ctx.env = &r->env;
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
-    ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec ./tony executor 1><LOG_DIR>/executor.out 2><LOG_DIR>/executor.log";
+    ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
+                  "2><LOG_DIR>/executor.log";
     yarn_nm_start_async(b->nm, &r->container, &ctx, on_started, b);
     free(files);
 }

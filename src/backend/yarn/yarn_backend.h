@@ -14,6 +14,13 @@
 /* What the client stages beside tony-final.xml: every file the job's
  * containers localize, with the size and HDFS mtime YARN checks. */
 #define TONY_YARN_MANIFEST "tony-manifest.json"
+/* The self-contained tony (common/self.h, dist_cache.h) every container
+ * localizes under this name, and the command that runs it there. */
+#define TONY_YARN_DIST_LINK "tony-dist"
+#define TONY_YARN_TONY_COMMAND "./" TONY_YARN_DIST_LINK "/bin/tony"
+/* A manifest entry's "visibility": PRIVATE for the cached tony (each node
+ * keeps it across the user's jobs), else APPLICATION. */
+#define TONY_YARN_VISIBILITY_PRIVATE "PRIVATE"
 /* The credentials secret (container_tokens) that carries the job's secret. */
 #define TONY_YARN_SECRET_ALIAS "tony.job.secret"
 /* Env of the AM container: the RM's scheduler address, host:port. */

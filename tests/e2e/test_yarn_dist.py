@@ -1,0 +1,91 @@
+"""The self-contained tony on YARN: every container runs the archive `tony
+submit` keeps in HDFS once per build (tony.yarn.dist-cache), and a node that
+has none of tony's libraries runs whole jobs. The test cluster's labelled
+NodeManager is such a node: it runs in a mount namespace where the libraries
+tony links are empty files (scripts/hadoop-test-cluster,
+TONY_HTC_BARE_NODEMANAGERS)."""
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import TONY
+from test_yarn_jobs import check_after, role_cmd, Yarn
+
+pytestmark = pytest.mark.hadoop
+
+
+@pytest.fixture
+def yarn(tony, hadoop):
+    y = Yarn(tony, hadoop)
+    yield y
+    check_after(y)
+
+
+def libevent_path():
+    out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.strip().startswith("libevent-2.1.so.7 "):
+            return line.rsplit(" ", 1)[-1]
+    raise AssertionError("libevent-2.1.so.7 is not installed")
+
+
+def test_a_multi_role_job_on_a_node_without_tonys_libraries(yarn):
+    lib = libevent_path()
+    # Each task proves where it runs: tony's libevent is an empty file there,
+    # and the plain build of tony (linked against it) cannot start.
+    check = (f'[ -e {lib} ] && [ ! -s {lib} ] && ! {TONY} --version >/dev/null 2>&1 '
+             f'&& echo "bare node: $JOB_NAME $TASK_INDEX"')
+    r = yarn.submit("--executes", role_cmd({"ps": f"{check}; sleep 300"}, check),
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.chief.instances=1",
+                    "--conf", "tony.application.node-label=gpu", "--conf", "tony.ps.node-label=gpu",
+                    "--conf", "tony.worker.node-label=gpu", "--conf", "tony.chief.node-label=gpu")
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+    assert r.status()["final_status"] == "SUCCEEDED"
+    for role, index in (("ps", 0), ("chief", 0), ("worker", 0), ("worker", 1)):
+        assert f"bare node: {role} {index}" in yarn.task_log(app_id, role, index)
+    # the coordinator ran there too, as the self-contained tony
+    assert "bare node" not in yarn.am_log(app_id)
+    assert len(yarn.cluster.container_logs(app_id)) == 5
+
+
+def cache_files(cluster, path):
+    return sorted(cluster.hdfs_list(path))
+
+
+def test_tony_goes_to_hdfs_once_per_build(yarn):
+    cache = f"/tmp/tony-dist-cache-{uuid.uuid4().hex[:8]}"
+    args = ("--executes", "echo ran", "--conf", "tony.worker.instances=1", "--conf", f"tony.yarn.dist-cache={cache}")
+    first = yarn.submit(*args)
+    assert first.rc == 0, first
+    assert "uploading tony" in first.err and "once for this build" in first.err, first
+    names = cache_files(yarn.cluster, cache)
+    assert len(names) == 1 and names[0].startswith("tony-") and names[0].endswith(".tar.gz"), names
+    st = yarn.cluster.hdfs_status(f"{cache}/{names[0]}")
+    second = yarn.submit(*args)
+    assert second.rc == 0, second
+    assert "uploading tony" not in second.err, second
+    assert cache_files(yarn.cluster, cache) == names  # no second copy, no leftover part
+    assert yarn.cluster.hdfs_status(f"{cache}/{names[0]}")["modificationTime"] == st["modificationTime"]
+    for r in (first, second):
+        assert r.status()["final_status"] == "SUCCEEDED"
+
+
+def test_an_empty_dist_cache_uploads_tony_with_the_job(yarn):
+    r = yarn.submit("--executes", "echo ran", "--conf", "tony.worker.instances=1", "--conf", "tony.yarn.dist-cache=")
+    assert r.rc == 0, r
+    assert "uploading tony" in r.err and "once for this build" not in r.err, r
+    rec = json.loads((r.job_dir() / "yarn.json").read_text())
+    assert r.status()["final_status"] == "SUCCEEDED"
+    # it went into the job's staging dir, which is gone with the job
+    assert yarn.cluster.hdfs_status(rec["staging_path"]) is None
+
+
+def test_a_relative_dist_cache_is_refused(yarn):
+    r = yarn.submit("--executes", "true", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.yarn.dist-cache=relative/dir")
+    assert r.rc == 2, r
+    assert "tony.yarn.dist-cache" in r.err and "absolute" in r.err, r
