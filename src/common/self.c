@@ -20,8 +20,11 @@
 #define SELF_LIBDIR "lib/tony"
 #define SELF_LAUNCHER "bin/tony"
 #define SELF_PROGRAM "tony"
-/* What a plain build names its launcher (CMakeLists.txt). */
+/* What a plain build has beside the program (CMakeLists.txt): the launcher,
+ * and libraries to pack in place of the loaded ones of the same name (an
+ * empty ICU data library). */
 #define SELF_BUILT_LAUNCHER "tony-launcher"
+#define SELF_BUILT_INSTEAD "pack-instead"
 
 static char *dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -89,6 +92,7 @@ static void pack_add(pack_list *l, const char *path, const char *prefix, const c
 typedef struct loaded_ctx {
     pack_list *list;
     const char *prefix;
+    const char *instead_dir;
 } loaded_ctx;
 
 /* Every shared object the process has loaded: its NEEDED libraries and the
@@ -99,7 +103,9 @@ static int on_loaded(struct dl_phdr_info *info, size_t size, void *arg) {
     const char *path = info->dlpi_name;
     if (!path || path[0] != '/' || !is_file(path)) return 0;
     char *name = tony_sprintf(SELF_LIBDIR "/%s", tony_basename(path));
-    pack_add(c->list, path, c->prefix, name);
+    char *instead = tony_path_join(c->instead_dir, tony_basename(path));
+    pack_add(c->list, is_file(instead) ? instead : path, c->prefix, name);
+    free(instead);
     free(name);
     return 0;
 }
@@ -133,8 +139,10 @@ static int pack_tree(const tony_self *s, pack_list *l, const char *prefix, tony_
 static int pack_build(const tony_self *s, pack_list *l, const char *prefix, tony_error *err) {
     char *bindir = dir_of(s->program);
     char *launcher = tony_path_join(bindir, SELF_BUILT_LAUNCHER);
+    char *instead = tony_path_join(bindir, SELF_BUILT_INSTEAD);
     free(bindir);
     if (!is_file(launcher)) {
+        free(instead);
         int rc = tony_err(err, "cannot pack a self-contained tony: %s is missing (it is built beside %s; run `make`)",
                           launcher, s->program);
         free(launcher);
@@ -143,8 +151,9 @@ static int pack_build(const tony_self *s, pack_list *l, const char *prefix, tony
     pack_add(l, launcher, prefix, SELF_LAUNCHER);
     free(launcher);
     pack_add(l, s->program, prefix, SELF_LIBDIR "/" SELF_PROGRAM);
-    loaded_ctx c = {l, prefix};
+    loaded_ctx c = {l, prefix, instead};
     dl_iterate_phdr(on_loaded, &c);
+    free(instead);
     return 0;
 }
 

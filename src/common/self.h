@@ -35,7 +35,8 @@ void tony_self_free(tony_self *s);
  * tree; from a plain build it is assembled from the program, the
  * `tony-launcher` built beside it and every shared object the running
  * process has loaded (the loader included), which are exactly the ones the
- * program needs. */
+ * program needs; a library of the same name in pack-instead/ beside it
+ * (ICU's data, emptied) is packed in place of the loaded one. */
 int tony_self_pack(const tony_self *s, const char *out, const char *prefix, tony_error *err);
 
 /* A name for this build, "<version>-<16 hex digits of the program's

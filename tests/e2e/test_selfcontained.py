@@ -87,3 +87,26 @@ def test_a_local_job_runs_and_its_tasks_inherit_nothing(bare_root):
     # the coordinator and executors were the self-contained ones, run through
     # the launcher (their logs say so by existing at all in here)
     assert (jobs[-1] / "am.log").read_text().count("gang complete") == 1
+
+
+def test_xml_encodings_without_icu_data(bare_root):
+    """The archive ships ICU's data library emptied (src/launcher/icudata_empty.c):
+    UTF-8 and Latin-1 configs read as ever; one in an encoding only ICU's
+    tables know is refused naming the file, never a crash."""
+    (bare_root / "tmp" / "latin.xml").write_bytes(
+        b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<configuration><property>'
+        b'<name>tony.application.name</name><value>caf\xe9</value></property></configuration>\n')
+    r = run_in(bare_root, "/opt/tony-test/bin/tony", "submit", "--dry-run", "--conf_file", "/tmp/latin.xml",
+               "--executes", "true")
+    assert r.returncode == 0, r
+    (bare_root / "tmp" / "sjis.xml").write_bytes(
+        b'<?xml version="1.0" encoding="Shift_JIS"?>\n<configuration></configuration>\n')
+    r = run_in(bare_root, "/opt/tony-test/bin/tony", "submit", "--dry-run", "--conf_file", "/tmp/sjis.xml",
+               "--executes", "true")
+    assert r.returncode == 2, r
+    assert "/tmp/sjis.xml" in r.stderr and "Shift_JIS" in r.stderr, r
+    archive = bare_root.parent / "icu-check.tar.gz"
+    subprocess.run([TONY, "pack", str(archive)], check=True)
+    listing = subprocess.run(["tar", "tzvf", str(archive)], capture_output=True, text=True, check=True).stdout
+    icu = [line for line in listing.splitlines() if "libicudata" in line]
+    assert icu and int(icu[0].split()[2]) < 100_000, icu
