@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo test test-unit test-asan test-e2e test-hadoop clean
+.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop clean
 
 all: build
 
@@ -27,6 +27,13 @@ asan:
 # MultiWorkerMirroredStrategy, scikit-learn's digits.
 demo: deps build
 	@scripts/demo
+
+# What users install (scripts/make-dist): from an optimized build, in build/dist/,
+# the self-contained tarball, the wheel (pip install) and the .deb.
+dist: deps-build
+	@cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD)/release -j$(JOBS) --target tony
+	@scripts/make-dist $(BUILD)/release/bin/tony $(BUILD)/dist
 
 test-unit: build
 	@cd $(BUILD) && ctest --output-on-failure
@@ -53,4 +60,4 @@ test: deps
 	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop
 
 clean:
-	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) build/lead build/dev build/dev2 build/asan2
+	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

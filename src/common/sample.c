@@ -46,7 +46,7 @@ int tony_sample_from_json(const json_t *o, tony_sample *s, tony_error *err) {
     json_t *g = json_object_get(o, "gpus");
     if (g && !(json_is_integer(g) && json_integer_value(g) >= 0)) return tony_err(err, "\"gpus\" must be an integer >= 0");
     s->gpus = g ? (int)json_integer_value(g) : 0;
-    double mem;
+    double mem = -1;
     if (opt_number(o, "gpu_util_percent", &s->gpu_util_percent, err) ||
         opt_number(o, "gpu_util_max_percent", &s->gpu_util_max_percent, err) ||
         opt_number(o, "gpu_mem_bytes", &mem, err) || opt_number(o, "gpu_fb_percent", &s->gpu_fb_percent, err) ||
