@@ -13,6 +13,7 @@
 #include "backend/local/local.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/confargs.h"
 #include "client/follow.h"
 #include "client/report.h"
 #include "client/stage.h"
@@ -33,8 +34,7 @@ static tony_opt submit_opts[] = {
     {"python_binary_path", NULL, true, false, "interpreter; relative paths resolve inside venv/", false, {0}},
     {"shell_env", NULL, true, true, "K=V for the user's process (repeatable)", false, {0}},
     {"container_env", NULL, true, true, "K=V for the container (repeatable)", false, {0}},
-    {"conf", NULL, true, true, "K=V configuration override (repeatable)", false, {0}},
-    {"conf_file", NULL, true, false, "tony.xml to use instead of ./tony.xml", false, {0}},
+    TONY_CONF_OPTS,
     {"sidecar_tensorboard_log_dir", NULL, true, false, "run a TensorBoard sidecar on this log dir", false, {0}},
     {"hdfs_classpath", NULL, true, false, "HDFS paths added to every container (yarn backend)", false, {0}},
     {"backend", NULL, true, false, "local or yarn (tony.application.backend)", false, {0}},
@@ -128,20 +128,7 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
 }
 
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
-    if (tony_conf_load_layers(c, tony_args_value(o, "conf_file"), err)) return -1;
-    tony_opt *confs = tony_args_get(o, "conf");
-    for (size_t i = 0; i < confs->values.len; i++) {
-        char *kv = tony_strdup(confs->values.items[i]);
-        char *eq = strchr(kv, '=');
-        if (eq) *eq = '\0';
-        char *key = tony_trim(kv);
-        if (!*key) {
-            free(kv);
-            return tony_err(err, "--conf %s: expected KEY=VALUE", confs->values.items[i]);
-        }
-        tony_conf_set_cli(c, key, eq ? tony_trim(eq + 1) : "");
-        free(kv);
-    }
+    if (tony_confargs_load(o, c, err)) return -1;
     char *cmd = build_command(o);
     if (cmd) tony_conf_set(c, "tony.containers.command", cmd, "--executes");
     free(cmd);

@@ -255,6 +255,44 @@ def test_unknown_verb_and_help(tony):
     assert r.rc == 0 and "--src_dir" in r.out
 
 
+def conf_xml(path, **keys):
+    props = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in keys.items())
+    path.write_text(f"<configuration>{props}</configuration>")
+    return path
+
+
+def test_day_to_day_verbs_take_conf_like_submit(tony, tmp_path):
+    root = tmp_path / "elsewhere"
+    r = tony.submit("--conf", f"tony.local.root={root}", "--executes", "echo from-root",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job_id = next((root / "jobs").iterdir()).name
+    assert job_id not in tony.run("list", check_rc=0).out  # TONY_HOME's jobs: not there
+    assert job_id in tony.run("list", "--conf", f"tony.local.root={root}", check_rc=0).out
+    conf = conf_xml(tmp_path / "tony.xml", **{"tony.local.root": root})
+    assert job_id in tony.run("list", "--conf_file", str(conf), check_rc=0).out
+    s = tony.run("status", job_id, "--conf_file", str(conf), check_rc=0)
+    assert "SUCCEEDED" in s.out, s
+    lg = tony.run("logs", job_id, "--task", "worker:0", "--conf", f"tony.local.root={root}", check_rc=0)
+    assert "from-root" in lg.out, lg
+    k = tony.run("kill", job_id, "--conf=tony.local.root=" + str(root), check_rc=0)
+    assert "SUCCEEDED" in k.out, k
+    # --conf wins over the file, --root over both
+    assert tony.run("status", job_id, "--conf_file", str(conf), "--conf", f"tony.local.root={tmp_path}").rc == 2
+    r = tony.run("status", job_id, "--root", str(tony.home), "--conf", f"tony.local.root={root}")
+    assert r.rc == 2 and f"no job '{job_id}' under {tony.home}/jobs" in r.err, r
+
+
+@pytest.mark.parametrize("verb", [["status", "app"], ["kill", "app"], ["logs", "app"], ["list"], ["history"],
+                                  ["portal", "--port", "0"], ["submit", "--executes", "true"]])
+def test_malformed_conf_is_refused_naming_the_flag(tony, tmp_path, verb):
+    r = tony.run(*verb, "--conf", "foo")
+    assert r.rc == 2, r
+    assert "--conf foo: expected KEY=VALUE" in r.err, r
+    r = tony.run(*verb, "--conf_file", str(tmp_path / "missing.xml"))
+    assert r.rc == 2 and str(tmp_path / "missing.xml") in r.err, r
+
+
 def test_logs_follow_streams_until_the_job_ends(tony):
     r = tony.submit("--detach", "--executes", 'for i in 1 2 3; do echo "line $i"; sleep 0.5; done',
                     "--conf", "tony.worker.instances=1", *SMALL)
