@@ -53,6 +53,8 @@ static void usage(FILE *out) {
                  "usage: tony VERB [options]   (tony VERB --help for a verb's options)\n\n", TONY_VERSION);
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (verbs[i].help) fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].help);
+    fprintf(out, "\nEvery verb takes --conf K=V (repeatable) and --conf_file FILE, layered as for submit: built-in\n"
+                 "defaults, then --conf_file or ./tony.xml, then $TONY_CONF_DIR/tony-site.xml, then --conf.\n");
 }
 
 int main(int argc, char **argv) {

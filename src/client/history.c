@@ -11,6 +11,7 @@
 
 #include "client/args.h"
 #include "client/client.h"
+#include "client/confargs.h"
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
@@ -159,17 +160,19 @@ int tony_cmd_history(int argc, char **argv) {
                        {"location", NULL, true, false, "history root: a directory, hdfs://NAMENODE/path or webhdfs://NAMENODE:HTTP_PORT/path "
                         "(default tony.history.location, else <tony root>/history)",
                         false, {0}},
-                       {"root", NULL, true, false, "tony root (default $TONY_HOME or ~/.tony)", false, {0}},
+                       {"root", NULL, true, false, "tony root (default tony.local.root, else $TONY_HOME or ~/.tony)",
+                        false, {0}},
+                       TONY_CONF_OPTS,
                        {"help", "h", false, false, "show this help", false, {0}},
                        {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony history [APP_ID] [--json] [--location DIR|hdfs://NAMENODE/DIR]";
+    const char *usage = "usage: tony history [APP_ID] [--json] [--location DIR|hdfs://NAMENODE/DIR] [--conf K=V] "
+                        "[--conf_file FILE]";
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
     char *root = NULL; /* where local jobs' dirs tell whether a job still runs */
     int code = TONY_EXIT_OK;
-    if (tony_args_parse(argc, argv, opts, &pos, &err) || (pos.len > 1 && tony_err(&err, "%s", usage)) ||
-        tony_conf_load_layers(conf, NULL, &err)) {
+    if (tony_args_parse(argc, argv, opts, &pos, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         code = TONY_EXIT_USAGE;
         goto out;
@@ -178,8 +181,13 @@ int tony_cmd_history(int argc, char **argv) {
         tony_args_usage(usage, opts);
         goto out;
     }
-    const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
-    root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
+    if ((pos.len > 1 && tony_err(&err, "%s", usage)) || tony_confargs_load(opts, conf, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        code = TONY_EXIT_USAGE;
+        goto out;
+    }
+    const char *loc = tony_args_value(opts, "location");
+    root = tony_confargs_root(opts, conf);
     tony_hist_source src;
     tony_hist_sync_stats sync;
     int rc = tony_hist_source_open(&src, conf, loc, root, &err);

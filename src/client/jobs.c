@@ -11,6 +11,7 @@
 
 #include "client/args.h"
 #include "client/client.h"
+#include "client/confargs.h"
 #include "client/report.h"
 #include "client/yarn_client.h"
 #include "common/fs.h"
@@ -25,7 +26,10 @@
 
 static json_t *load_job(const char *job_dir, bool *live) { return tony_jobdir_load_state(job_dir, live); }
 
-static int resolve(int argc, char **argv, tony_opt *opts, const char *usage, char **job_dir, tony_error *err) {
+/* Parses the verb's flags, builds its configuration as submit does and
+ * finds the job dir under the tony root. 1: --help was shown. */
+static int resolve(int argc, char **argv, tony_opt *opts, const char *usage, tony_conf *conf, char **job_dir,
+                   tony_error *err) {
     tony_strv pos = {0};
     int rc = tony_args_parse(argc, argv, opts, &pos, err);
     if (rc == 0 && tony_args_get(opts, "help")->seen) {
@@ -34,13 +38,21 @@ static int resolve(int argc, char **argv, tony_opt *opts, const char *usage, cha
         return 1;
     }
     if (rc == 0 && pos.len != 1) rc = tony_err(err, "%s", usage);
-    if (rc == 0) rc = tony_jobdir_find(tony_args_value(opts, "root"), pos.items[0], job_dir, err);
+    if (rc == 0) rc = tony_confargs_load(opts, conf, err);
+    if (rc == 0) {
+        char *root = tony_confargs_root(opts, conf);
+        rc = tony_jobdir_find(root, pos.items[0], job_dir, err);
+        free(root);
+    }
     tony_strv_free(&pos);
     return rc;
 }
 
-#define COMMON_OPTS                                                                                   \
-    {"root", NULL, true, false, "jobs root (default $TONY_HOME or ~/.tony)", false, {0}},             \
+/* --root wins over tony.local.root, which wins over $TONY_HOME. */
+#define COMMON_OPTS                                                                                     \
+    {"root", NULL, true, false, "jobs root (default tony.local.root, else $TONY_HOME or ~/.tony)", false, \
+     {0}},                                                                                              \
+    TONY_CONF_OPTS,                                                                                     \
     {"help", "h", false, false, "show this help", false, {0}}
 
 int tony_cmd_status(int argc, char **argv) {
@@ -48,17 +60,21 @@ int tony_cmd_status(int argc, char **argv) {
                        {NULL, NULL, false, false, NULL, false, {0}}};
     tony_error err;
     char *job_dir = NULL;
-    int rc = resolve(argc, argv, opts, "usage: tony status JOB_ID [--json]", &job_dir, &err);
+    tony_conf *conf = tony_conf_new();
+    int rc = resolve(argc, argv, opts, "usage: tony status JOB_ID [--json] [--conf K=V] [--conf_file FILE]", conf,
+                     &job_dir, &err);
     if (rc) {
         tony_args_free(opts);
+        tony_conf_free(conf);
         if (rc > 0) return TONY_EXIT_OK;
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
     }
     if (tony_yarn_is_job(job_dir)) {
-        int yc = tony_yarn_status(job_dir, tony_args_get(opts, "json")->seen);
+        int yc = tony_yarn_status(job_dir, tony_args_get(opts, "json")->seen, conf);
         free(job_dir);
         tony_args_free(opts);
+        tony_conf_free(conf);
         return yc;
     }
     bool live;
@@ -86,6 +102,7 @@ int tony_cmd_status(int argc, char **argv) {
     json_decref(job);
     free(job_dir);
     tony_args_free(opts);
+    tony_conf_free(conf);
     return code;
 }
 
@@ -93,18 +110,23 @@ int tony_cmd_kill(int argc, char **argv) {
     tony_opt opts[] = {COMMON_OPTS, {NULL, NULL, false, false, NULL, false, {0}}};
     tony_error err;
     char *job_dir = NULL;
-    int rc = resolve(argc, argv, opts, "usage: tony kill JOB_ID", &job_dir, &err);
+    tony_conf *conf = tony_conf_new();
+    int rc = resolve(argc, argv, opts, "usage: tony kill JOB_ID [--conf K=V] [--conf_file FILE]", conf, &job_dir, &err);
     tony_args_free(opts);
     if (rc) {
+        tony_conf_free(conf);
         if (rc > 0) return TONY_EXIT_OK;
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
     }
     if (tony_yarn_is_job(job_dir)) {
-        int yc = tony_yarn_kill(job_dir);
+        int yc = tony_yarn_kill(job_dir, conf);
         free(job_dir);
+        tony_conf_free(conf);
         return yc;
     }
+    /* A local job's coordinator has its own conf; nothing more is read here. */
+    tony_conf_free(conf);
     char *url = NULL, *secret = NULL;
     int pid = 0, code = TONY_EXIT_OK;
     if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_proc_alive(pid)) {
@@ -219,10 +241,14 @@ int tony_cmd_logs(int argc, char **argv) {
                        {NULL, NULL, false, false, NULL, false, {0}}};
     tony_error err;
     char *job_dir = NULL;
-    int rc = resolve(argc, argv, opts, "usage: tony logs JOB_ID [--task worker:1 [-f]] [--attempt N] [--am]", &job_dir,
-                     &err);
+    tony_conf *conf = tony_conf_new();
+    int rc = resolve(argc, argv, opts,
+                     "usage: tony logs JOB_ID [--task worker:1 [-f]] [--attempt N] [--am] [--conf K=V] "
+                     "[--conf_file FILE]",
+                     conf, &job_dir, &err);
     if (rc) {
         tony_args_free(opts);
+        tony_conf_free(conf);
         if (rc > 0) return TONY_EXIT_OK;
         fprintf(stderr, "tony: error: %s\n", err.msg);
         return TONY_EXIT_USAGE;
@@ -250,10 +276,11 @@ int tony_cmd_logs(int argc, char **argv) {
         char *norm = want ? tony_sprintf("%s:%d", role, index) : NULL;
         tony_yarn_logs_opts yo = {.task = norm, .follow = follow, .am = tony_args_get(opts, "am")->seen,
                                   .attempt = (int)attempt};
-        code = tony_yarn_logs(job_dir, &yo);
+        code = tony_yarn_logs(job_dir, &yo, conf);
         free(norm);
         free(job_dir);
         tony_args_free(opts);
+        tony_conf_free(conf);
         return code;
     }
     if (code == 0 && tony_args_get(opts, "am")->seen) {
@@ -293,6 +320,7 @@ int tony_cmd_logs(int argc, char **argv) {
     json_decref(job);
     free(job_dir);
     tony_args_free(opts);
+    tony_conf_free(conf);
     return code;
 }
 
@@ -300,15 +328,27 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 int tony_cmd_list(int argc, char **argv) {
     tony_opt opts[] = {COMMON_OPTS, {NULL, NULL, false, false, NULL, false, {0}}};
+    const char *usage = "usage: tony list [--root DIR] [--conf K=V] [--conf_file FILE]";
     tony_strv pos = {0};
     tony_error err;
-    if (tony_args_parse(argc, argv, opts, &pos, &err)) {
-        fprintf(stderr, "tony: error: %s\n", err.msg);
+    tony_conf *conf = tony_conf_new();
+    int rc = tony_args_parse(argc, argv, opts, &pos, &err);
+    if (rc == 0 && tony_args_get(opts, "help")->seen) {
+        tony_args_usage(usage, opts);
+    } else if (rc == 0 && pos.len) {
+        rc = tony_err(&err, "unexpected '%s'; %s", pos.items[0], usage);
+    } else if (rc == 0) {
+        rc = tony_confargs_load(opts, conf, &err);
+    }
+    if (rc || tony_args_get(opts, "help")->seen) {
+        if (rc) fprintf(stderr, "tony: error: %s\n", err.msg);
         tony_args_free(opts);
         tony_strv_free(&pos);
-        return TONY_EXIT_USAGE;
+        tony_conf_free(conf);
+        return rc ? TONY_EXIT_USAGE : TONY_EXIT_OK;
     }
-    char *root = tony_jobs_root(tony_args_value(opts, "root"));
+    char *root = tony_confargs_root(opts, conf);
+    tony_conf_free(conf);
     char *jobs = tony_path_join(root, "jobs");
     tony_strv ids = {0};
     DIR *d = opendir(jobs);

@@ -146,8 +146,9 @@ void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
 }
 
 /* A REST client for the job's RM: the one it was submitted to, then those of
- * HADOOP_CONF_DIR (an HA pair may have failed over since). */
-tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, tony_error *err) {
+ * HADOOP_CONF_DIR (an HA pair may have failed over since), where the verb's
+ * own keys win as they do for submit. */
+tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, const tony_conf *conf, tony_error *err) {
     const char *rm = json_string_value(json_object_get(rec, "rm"));
     const char *user = json_string_value(json_object_get(rec, "user"));
     char *me = user ? NULL : tony_yarn_user();
@@ -161,7 +162,7 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, ton
     const char *hc = getenv("HADOOP_CONF_DIR");
     if (hc && *hc) {
         tony_hadoop_conf *h = tony_hadoop_conf_new();
-        if (tony_hadoop_conf_load(h, hc, NULL, NULL) == 0) tony_yarn_rest_add_conf(r, h);
+        if (tony_hadoop_conf_load(h, hc, conf, NULL) == 0) tony_yarn_rest_add_conf(r, h);
         tony_hadoop_conf_free(h);
     }
     if (tony_yarn_rest_connect(r, err)) {
@@ -171,7 +172,7 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, ton
     return r;
 }
 
-int tony_yarn_status(const char *job_dir, bool as_json) {
+int tony_yarn_status(const char *job_dir, bool as_json, const tony_conf *conf) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *app_id = json_string_value(json_object_get(rec, "app_id"));
     if (!app_id) {
@@ -182,7 +183,7 @@ int tony_yarn_status(const char *job_dir, bool as_json) {
     tony_error err;
     json_t *app = NULL, *job = NULL;
     int code = TONY_EXIT_OK;
-    tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, &err);
+    tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, conf, &err);
     if (!rest || tony_yarn_rest_app(rest, app_id, &app, &err)) {
         fprintf(stderr, "tony: error: %s\ntony: showing what was last recorded in %s\n", err.msg, job_dir);
         code = TONY_EXIT_UNAVAILABLE;
@@ -234,13 +235,13 @@ int tony_yarn_status(const char *job_dir, bool as_json) {
     return code;
 }
 
-int tony_yarn_kill(const char *job_dir) {
+int tony_yarn_kill(const char *job_dir, const tony_conf *conf) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *app_id = json_string_value(json_object_get(rec, "app_id"));
     tony_error err;
     int code = TONY_EXIT_OK;
     json_t *app = NULL;
-    tony_yarn_rest *rest = app_id ? tony_yarn_connect_rm(rec, job_dir, &err) : NULL;
+    tony_yarn_rest *rest = app_id ? tony_yarn_connect_rm(rec, job_dir, conf, &err) : NULL;
     if (!app_id) {
         tony_err(&err, "%s/%s is unreadable or has no app_id", job_dir, TONY_JOBDIR_YARN);
         code = TONY_EXIT_UNAVAILABLE;

@@ -27,7 +27,7 @@ typedef struct ylogs {
     json_t *app;     /* the RM's report, or what was recorded */
     json_t *job;     /* the coordinator's /v1/job, live or last saved */
     char *am;        /* the live coordinator's URL, or NULL */
-    bool aggregated; /* yarn.log-aggregation-enable in HADOOP_CONF_DIR */
+    bool aggregated; /* yarn.log-aggregation-enable (HADOOP_CONF_DIR, --conf) */
     int attempt;
     bool failed;     /* something could not be read */
 } ylogs;
@@ -275,12 +275,12 @@ static void show_am(ylogs *y, const json_t *rec) {
     }
 }
 
-static bool aggregation_on(void) {
+static bool aggregation_on(const tony_conf *conf) {
     const char *hc = getenv("HADOOP_CONF_DIR");
     bool on = false;
     if (hc && *hc) {
         tony_hadoop_conf *h = tony_hadoop_conf_new();
-        if (tony_hadoop_conf_load(h, hc, NULL, NULL) == 0) {
+        if (tony_hadoop_conf_load(h, hc, conf, NULL) == 0) {
             char *v = tony_hadoop_conf_get(h, "yarn.log-aggregation-enable");
             on = v && strcmp(v, "true") == 0;
             free(v);
@@ -290,7 +290,7 @@ static bool aggregation_on(void) {
     return on;
 }
 
-int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o) {
+int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony_conf *conf) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *app_id = json_string_value(json_object_get(rec, "app_id"));
     if (!app_id) {
@@ -298,9 +298,9 @@ int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o) {
         json_decref(rec);
         return TONY_EXIT_UNAVAILABLE;
     }
-    ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on()};
+    ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on(conf)};
     tony_error err;
-    tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, &err);
+    tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, conf, &err);
     if (rest && tony_yarn_rest_app(rest, app_id, &y.app, &err) == 0) {
         tony_yarn_record_update(job_dir, y.app);
     } else {

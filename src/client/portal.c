@@ -25,6 +25,7 @@
 #include "am/webui.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/confargs.h"
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
@@ -545,11 +546,13 @@ int tony_cmd_portal(int argc, char **argv) {
         {"port", NULL, true, false, "port to listen on (default 19886, TonY's; 0: any free port)", false, {0}},
         {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
          {0}},
-        {"root", NULL, true, false, "tony root whose jobs/ holds local logs (default $TONY_HOME or ~/.tony)", false,
-         {0}},
+        {"root", NULL, true, false,
+         "tony root whose jobs/ holds local logs (default tony.local.root, else $TONY_HOME or ~/.tony)", false, {0}},
+        TONY_CONF_OPTS,
         {"help", "h", false, false, "show this help", false, {0}},
         {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony portal [--location DIR|hdfs://NAMENODE/DIR] [--port N] [--host ADDR]";
+    const char *usage = "usage: tony portal [--location DIR|hdfs://NAMENODE/DIR] [--port N] [--host ADDR] [--conf K=V] "
+                        "[--conf_file FILE]";
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
@@ -577,12 +580,12 @@ int tony_cmd_portal(int argc, char **argv) {
         fprintf(stderr, "tony: error: --host is empty; give an address such as 127.0.0.1 or 0.0.0.0\n");
         goto out;
     }
-    if (tony_conf_load_layers(conf, NULL, &err)) {
+    if (tony_confargs_load(opts, conf, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         goto out;
     }
-    const char *loc = tony_args_value(opts, "location"), *root_opt = tony_args_value(opts, "root");
-    p.root = tony_jobs_root(root_opt ? root_opt : tony_conf_get(conf, "tony.local.root"));
+    const char *loc = tony_args_value(opts, "location");
+    p.root = tony_confargs_root(opts, conf);
     if (tony_hist_source_open(&p.src, conf, loc, p.root, &err) || tony_hist_source_refresh(&p.src, NULL, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         if (p.src.unreachable) code = TONY_EXIT_UNAVAILABLE;

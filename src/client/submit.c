@@ -13,6 +13,7 @@
 #include "backend/local/local.h"
 #include "client/args.h"
 #include "client/client.h"
+#include "client/confargs.h"
 #include "client/follow.h"
 #include "client/report.h"
 #include "client/stage.h"
@@ -33,8 +34,7 @@ static tony_opt submit_opts[] = {
     {"python_binary_path", NULL, true, false, "interpreter; relative paths resolve inside venv/", false, {0}},
     {"shell_env", NULL, true, true, "K=V for the user's process (repeatable)", false, {0}},
     {"container_env", NULL, true, true, "K=V for the container (repeatable)", false, {0}},
-    {"conf", NULL, true, true, "K=V configuration override (repeatable)", false, {0}},
-    {"conf_file", NULL, true, false, "tony.xml to use instead of ./tony.xml", false, {0}},
+    TONY_CONF_OPTS,
     {"sidecar_tensorboard_log_dir", NULL, true, false, "run a TensorBoard sidecar on this log dir", false, {0}},
     {"hdfs_classpath", NULL, true, false, "HDFS paths added to every container (yarn backend)", false, {0}},
     {"backend", NULL, true, false, "local or yarn (tony.application.backend)", false, {0}},
@@ -128,20 +128,7 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
 }
 
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
-    if (tony_conf_load_layers(c, tony_args_value(o, "conf_file"), err)) return -1;
-    tony_opt *confs = tony_args_get(o, "conf");
-    for (size_t i = 0; i < confs->values.len; i++) {
-        char *kv = tony_strdup(confs->values.items[i]);
-        char *eq = strchr(kv, '=');
-        if (eq) *eq = '\0';
-        char *key = tony_trim(kv);
-        if (!*key) {
-            free(kv);
-            return tony_err(err, "--conf %s: expected KEY=VALUE", confs->values.items[i]);
-        }
-        tony_conf_set_cli(c, key, eq ? tony_trim(eq + 1) : "");
-        free(kv);
-    }
+    if (tony_confargs_load(o, c, err)) return -1;
     char *cmd = build_command(o);
     if (cmd) tony_conf_set(c, "tony.containers.command", cmd, "--executes");
     free(cmd);
@@ -186,17 +173,35 @@ static void print_env_line(const char *kv) {
     printf("      %s\n", kv);
 }
 
-static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) {
+/* The one fit check of a local job, for a real submit and --dry-run alike:
+ * says on stderr that vcores are oversubscribed, or what does not fit.
+ * -1 when the job cannot run on this machine. */
+static int report_local_fit(const tony_local_pool *pool, const tony_local_fit *fit) {
+    char *notice = tony_local_fit_notice(pool, fit);
+    if (notice) fprintf(stderr, "tony: %s\n", notice);
+    free(notice);
+    for (size_t i = 0; i < fit->problems.len; i++) fprintf(stderr, "tony: error: %s\n", fit->problems.items[i]);
+    return fit->problems.len ? -1 : 0;
+}
+
+/* pool: the local machine's, NULL on yarn. The whole plan is printed even
+ * when it does not fit: seeing it is how the user finds what to change. */
+static void dry_run(const tony_plan *p, const char *backend, const tony_local_pool *pool) {
     const tony_runtime *rt = tony_runtime_find(p->framework);
     printf("Plan (dry run; nothing was started)\n");
-    printf("  backend:    %s\n  framework:  %s\n  mode:       %s%s\n", backend, p->framework,
+    printf("  backend:    %s\n", backend);
+    if (pool)
+        printf("  machine:    %d %s, %lldm memory, %d GPU(s)\n", pool->vcores,
+               pool->vcores_capped ? "vcores (tony.local.vcores)" : "cores (vcores may oversubscribe them)",
+               pool->memory_mb, pool->gpus);
+    printf("  framework:  %s\n  mode:       %s%s\n", p->framework,
            p->single_node ? "single node (the command runs in the coordinator)" : (p->gang ? "GANG" : "FCFS"),
            p->lockstep ? ", lock-step: one failed worker ends the attempt" : "");
     printf("  restarts:   %d (tony.am.retry-count)\n", p->retry_count);
     printf("  heartbeat:  every %lld ms, expires after %d missed\n", p->heartbeat_interval_ms, p->max_missed_heartbeats);
     if (p->single_node) {
         printf("  command:    %s\n", p->am_command);
-        return 0;
+        return;
     }
     /* Addresses are placeholders: real ones exist once executors register. */
     json_t *spec = json_object();
@@ -229,8 +234,6 @@ static int dry_run(const tony_conf *c, const tony_plan *p, const char *backend) 
     }
     printf("\n  (host:port values are placeholders; real ones are assigned when executors register)\n");
     json_decref(spec);
-    (void)c;
-    return 0;
 }
 
 /* f: the follower, when one draws on stdout. */
@@ -291,6 +294,7 @@ int tony_cmd_submit(int argc, char **argv) {
     tony_error err = {{0}};
     tony_conf *conf = NULL;
     tony_plan plan = {0};
+    tony_local_fit fit = {0};
     bool have_plan = false;
     char *job_dir = NULL, *app_id = NULL;
     int code = TONY_EXIT_USAGE;
@@ -318,7 +322,8 @@ int tony_cmd_submit(int argc, char **argv) {
     tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
     if (strcmp(backend, "yarn") == 0) {
         if (tony_args_get(submit_opts, "dry-run")->seen) {
-            code = dry_run(conf, &plan, backend);
+            dry_run(&plan, backend, NULL);
+            code = TONY_EXIT_OK;
             goto out;
         }
         struct sigaction sa = {.sa_handler = on_interrupt};
@@ -335,9 +340,17 @@ int tony_cmd_submit(int argc, char **argv) {
     if (tony_args_value(submit_opts, "hdfs_classpath"))
         fprintf(stderr, "tony: warning: --hdfs_classpath applies to the yarn backend; the local backend ignores it\n");
     tony_local_pool pool;
-    if (tony_local_pool_from_conf(conf, &pool, &err) || tony_local_check_plan(&pool, &plan, &err)) goto fail;
+    if (tony_local_pool_from_conf(conf, &pool, &err)) goto fail;
+    tony_local_fit_plan(&pool, &plan, &fit);
+    if (tony_args_get(submit_opts, "dry-run")->seen) dry_run(&plan, backend, &pool);
+    /* A job that cannot fit is bad input for this machine: exit 2, as the
+     * same job refused by a real submit. */
+    if (report_local_fit(&pool, &fit)) {
+        code = TONY_EXIT_USAGE;
+        goto out;
+    }
     if (tony_args_get(submit_opts, "dry-run")->seen) {
-        code = dry_run(conf, &plan, backend);
+        code = TONY_EXIT_OK;
         goto out;
     }
     if (tony_stage_local_job(conf, &in, &job_dir, &app_id, &err)) goto fail;
@@ -391,6 +404,7 @@ fail_code:
     fprintf(stderr, "tony: error: %s\n", err.msg);
 out:
     if (have_plan) tony_plan_free(&plan);
+    tony_local_fit_free(&fit);
     tony_conf_free(conf);
     tony_strv_free(&positional);
     tony_args_free(submit_opts);

@@ -31,9 +31,10 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
 /* True when job_dir is a YARN job's local record. */
 bool tony_yarn_is_job(const char *job_dir);
 /* The verbs for a YARN job; each returns the exit code and prints its own
- * messages. */
-int tony_yarn_status(const char *job_dir, bool as_json);
-int tony_yarn_kill(const char *job_dir);
+ * messages. conf: the verb's configuration (--conf, tony.xml), whose fs.*,
+ * yarn.* keys go over HADOOP_CONF_DIR's as for submit. */
+int tony_yarn_status(const char *job_dir, bool as_json, const tony_conf *conf);
+int tony_yarn_kill(const char *job_dir, const tony_conf *conf);
 typedef struct tony_yarn_logs_opts {
     const char *task; /* "role:index", or NULL for every task */
     bool follow;      /* with task: its stdout as it grows, until the job ends */
@@ -42,13 +43,14 @@ typedef struct tony_yarn_logs_opts {
 } tony_yarn_logs_opts;
 /* Prints tasks' output: while the job runs through the coordinator's API,
  * afterwards from the NodeManagers (logs_yarn.c). */
-int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o);
+int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony_conf *conf);
 /* The RM state and final status recorded for `tony list` ("" if none). */
 void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal);
 
 /* Shared by submit and the verbs (jobs_yarn.c). */
-/* A REST client for the job's RM (the recorded one, then HADOOP_CONF_DIR's). */
-tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, tony_error *err);
+/* A REST client for the job's RM (the recorded one, then HADOOP_CONF_DIR's
+ * with conf's yarn.* keys on top; conf may be NULL). */
+tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, const tony_conf *conf, tony_error *err);
 /* http://host:port of the coordinator's API from the app report, or NULL. */
 char *tony_yarn_am_url(const json_t *app);
 /* Lines pointing at the NodeManager log links of the job's tasks: every

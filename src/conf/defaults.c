@@ -139,7 +139,8 @@ static const tony_conf_default defaults[] = {
 
     /* Local backend */
     {"tony.local.root", NULL, "Directory of local jobs' state; unset means ~/.tony."},
-    {"tony.local.vcores", NULL, "Virtual cores the local backend may hand out; unset means this machine's CPUs."},
+    {"tony.local.vcores", NULL,
+     "Caps the vcores the local backend hands out at once; unset, vcores oversubscribe this machine's CPUs (as on YARN)."},
     {"tony.local.memory", NULL, "Memory the local backend may hand out; unset means this machine's memory."},
     {"tony.local.gpus", NULL, "GPUs the local backend may hand out; unset means the GPUs found on this machine."},
 };

@@ -39,6 +39,64 @@ def test_dry_run_prints_plan_and_runs_nothing(tony):
     assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir())
 
 
+# TonY's ordinary job, asking more vcores than this machine has cores: chief
+# + ps + 2 workers of `nproc` vcores each.
+CORES = os.cpu_count()
+USUAL_JOB = ["--conf", "tony.chief.instances=1", "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2",
+             "--conf", f"tony.worker.vcores={CORES}", "--conf", "tony.chief.memory=256m", *SMALL]
+
+
+def machine_memory_gib():
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 1024 ** 3
+
+
+def nothing_staged(tony):
+    jobs = tony.home / "jobs"
+    return not jobs.exists() or not any(jobs.iterdir())
+
+
+def test_vcores_oversubscribe_the_cpus_unless_capped(tony):
+    # tony.run, not tony.submit: no tony.local.vcores, the machine's own pool
+    r = tony.run("submit", "--dry-run", "--executes", "true", *USUAL_JOB)
+    assert r.rc == 0, r
+    assert f"machine:    {CORES} cores" in r.out
+    assert f"asks {2 + 2 * CORES} vcores at once and this machine has {CORES} cores" in r.err, r
+    r = tony.run("submit", "--executes", "sh -c 'echo ran $JOB_NAME:$TASK_INDEX'", *USUAL_JOB)
+    assert r.rc == 0, r
+    assert "oversubscribed (set tony.local.vcores to cap)" in r.err, r
+    assert r.status()["final_status"] == "SUCCEEDED"
+    # every task ran; the gang barrier released them all at once
+    assert r.log("chief", 0).strip() == "ran chief:0"
+    assert r.log("worker", 1).strip() == "ran worker:1"
+    # capped explicitly: the pool is a hard limit again, named
+    r = tony.run("submit", "--executes", "true", *USUAL_JOB, "--conf", f"tony.local.vcores={CORES}")
+    assert r.rc == 2, r
+    assert f"tony.local.vcores={CORES}" in r.err and "vcores at once" in r.err, r
+    assert "oversubscribed" not in r.err
+    assert len(list((tony.home / "jobs").iterdir())) == 1  # only the first job was staged
+
+
+def test_dry_run_of_a_job_too_big_prints_the_plan_then_what_does_not_fit(tony):
+    too_much = f"{machine_memory_gib() + 100}g"
+    r = tony.run("submit", "--dry-run", "--executes", "python train.py", *USUAL_JOB,
+                 "--conf", f"tony.worker.memory={too_much}")
+    assert r.rc == 2, r
+    # the whole plan, every role
+    for role in ("chief", "ps", "worker"):
+        assert f"role {role}:" in r.out, r
+    assert "worker:1 env:" in r.out
+    # then what does not fit, naming the key to change
+    assert "tony.worker.memory=" in r.err and "more than this machine's" in r.err, r
+    assert nothing_staged(tony)
+    # with vcores capped too, both are named
+    r = tony.run("submit", "--dry-run", "--executes", "python train.py", *USUAL_JOB,
+                 "--conf", f"tony.worker.memory={too_much}", "--conf", "tony.local.vcores=1")
+    assert r.rc == 2, r
+    assert "role worker:" in r.out and "1 vcores (tony.local.vcores)" in r.out
+    assert "tony.worker.memory=" in r.err and "tony.local.vcores=1" in r.err, r
+    assert nothing_staged(tony)
+
+
 def test_conf_file_and_precedence(tony, tmp_path):
     conf = tmp_path / "tony.xml"
     conf.write_text("""<configuration>
@@ -195,6 +253,44 @@ def test_unknown_verb_and_help(tony):
     assert r.rc == 2 and "unknown verb" in r.err
     r = tony.run("submit", "--help")
     assert r.rc == 0 and "--src_dir" in r.out
+
+
+def conf_xml(path, **keys):
+    props = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in keys.items())
+    path.write_text(f"<configuration>{props}</configuration>")
+    return path
+
+
+def test_day_to_day_verbs_take_conf_like_submit(tony, tmp_path):
+    root = tmp_path / "elsewhere"
+    r = tony.submit("--conf", f"tony.local.root={root}", "--executes", "echo from-root",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job_id = next((root / "jobs").iterdir()).name
+    assert job_id not in tony.run("list", check_rc=0).out  # TONY_HOME's jobs: not there
+    assert job_id in tony.run("list", "--conf", f"tony.local.root={root}", check_rc=0).out
+    conf = conf_xml(tmp_path / "tony.xml", **{"tony.local.root": root})
+    assert job_id in tony.run("list", "--conf_file", str(conf), check_rc=0).out
+    s = tony.run("status", job_id, "--conf_file", str(conf), check_rc=0)
+    assert "SUCCEEDED" in s.out, s
+    lg = tony.run("logs", job_id, "--task", "worker:0", "--conf", f"tony.local.root={root}", check_rc=0)
+    assert "from-root" in lg.out, lg
+    k = tony.run("kill", job_id, "--conf=tony.local.root=" + str(root), check_rc=0)
+    assert "SUCCEEDED" in k.out, k
+    # --conf wins over the file, --root over both
+    assert tony.run("status", job_id, "--conf_file", str(conf), "--conf", f"tony.local.root={tmp_path}").rc == 2
+    r = tony.run("status", job_id, "--root", str(tony.home), "--conf", f"tony.local.root={root}")
+    assert r.rc == 2 and f"no job '{job_id}' under {tony.home}/jobs" in r.err, r
+
+
+@pytest.mark.parametrize("verb", [["status", "app"], ["kill", "app"], ["logs", "app"], ["list"], ["history"],
+                                  ["portal", "--port", "0"], ["submit", "--executes", "true"]])
+def test_malformed_conf_is_refused_naming_the_flag(tony, tmp_path, verb):
+    r = tony.run(*verb, "--conf", "foo")
+    assert r.rc == 2, r
+    assert "--conf foo: expected KEY=VALUE" in r.err, r
+    r = tony.run(*verb, "--conf_file", str(tmp_path / "missing.xml"))
+    assert r.rc == 2 and str(tmp_path / "missing.xml") in r.err, r
 
 
 def test_logs_follow_streams_until_the_job_ends(tony):

@@ -6,11 +6,13 @@ endpoints answer while a job runs."""
 import json
 import os
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 import fastavro
 
-from conftest import call, wait_for
+from conftest import TONY, call, wait_for
 
 FAST = ["--conf", "tony.task.metrics-interval-ms=200", "--conf", "tony.worker.instances=1"]
 TONY_METRICS = ["MAX_MEMORY_BYTES", "AVG_MEMORY_BYTES", "MAX_GPU_UTILIZATION", "AVG_GPU_UTILIZATION",
@@ -246,3 +248,34 @@ def test_history_bad_input(tony, tmp_path):
     assert "application_5_0001" in r.out and "FAILED" in r.out
     r = tony.run("history", "application_5_0001", "--location", str(tmp_path))
     assert r.rc == 3 and "application_5_0001-1-2-bob-FAILED.jhist" in r.err, r
+
+
+def test_history_and_portal_take_the_location_from_conf(tony, tmp_path):
+    hist = tmp_path / "hist"
+    r = tony.submit("--executes", "true", "--conf", f"tony.history.location={hist}", *FAST)
+    assert r.rc == 0, r
+    app_id = r.job_dir().name
+    assert app_id not in tony.run("history", check_rc=0).out  # the default location has none
+    h = tony.run("history", "--conf", f"tony.history.location={hist}", check_rc=0)
+    assert app_id in h.out and "SUCCEEDED" in h.out, h
+    conf = tmp_path / "tony.xml"
+    conf.write_text(f"<configuration><property><name>tony.history.location</name><value>{hist}</value>"
+                    "</property></configuration>")
+    h = tony.run("history", "--conf_file", str(conf), check_rc=0)
+    assert app_id in h.out, h
+    h = tony.run("history", app_id, "--conf_file", str(conf), check_rc=0)
+    assert "APPLICATION_FINISHED" in h.out, h
+    # --location still wins over the configuration
+    h = tony.run("history", app_id, "--conf_file", str(conf), "--location", str(tmp_path))
+    assert h.rc == 2 and f"no job {app_id}" in h.err, h
+    p = subprocess.Popen([TONY, "portal", "--port", "0", "--conf_file", str(conf)], env=tony.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("tony: portal at ") and f"(history under {hist})" in line, line
+        code, d = call(line.split()[3] + "v1/jobs")
+        assert code == 200 and [j["app_id"] for j in d["jobs"]] == [app_id], d
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err

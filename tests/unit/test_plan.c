@@ -13,28 +13,7 @@
 
 #include "conf/conf.h"
 #include "conf/plan.h"
-
-#define assert_contains(haystack, needle)                                                              \
-    do {                                                                                               \
-        const char *h_ = (haystack), *n_ = (needle);                                                   \
-        if (!h_ || !strstr(h_, n_)) fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_); \
-    } while (0)
-
-/* Defaults plus "key=value" pairs, as the client would merge them. */
-static tony_conf *conf_with(const char *const *kvs) {
-    tony_conf *c = tony_conf_new();
-    tony_conf_load_defaults(c);
-    for (int i = 0; kvs[i]; i++) {
-        const char *eq = strchr(kvs[i], '=');
-        assert_non_null(eq);
-        char *key = strndup(kvs[i], (size_t)(eq - kvs[i]));
-        tony_conf_set_cli(c, key, eq + 1);
-        free(key);
-    }
-    return c;
-}
-
-#define CONF(...) conf_with((const char *const[]){__VA_ARGS__, NULL})
+#include "conf_pairs.h"
 
 /* Builds a plan that must succeed. */
 static void plan_ok(tony_conf *c, tony_plan *p) {

@@ -79,6 +79,9 @@ static int detect_gpus(void) {
 
 int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_error *err) {
     long long v;
+    const char *cap = tony_conf_get(c, "tony.local.vcores");
+    /* Blank means not given, as for every key. */
+    pool->vcores_capped = cap && strspn(cap, " \t\r\n") != strlen(cap);
     if (tony_conf_get_ll(c, "tony.local.vcores", sysconf(_SC_NPROCESSORS_ONLN), &v, err)) return -1;
     if (v <= 0) return tony_err(err, "tony.local.vcores must be a positive number of cores, got %lld", v);
     pool->vcores = (int)v;
@@ -112,47 +115,80 @@ static bool runs_in_stage(const tony_plan *plan, const tony_role *r, int stage) 
     return true;
 }
 
-int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, tony_error *err) {
+void tony_local_fit_plan(const tony_local_pool *pool, const tony_plan *plan, tony_local_fit *fit) {
+    memset(fit, 0, sizeof *fit);
+    /* One task above the pool is named by its own key; the job's total for
+     * that resource would only repeat it. */
+    bool task_memory = false, task_gpus = false;
+    for (size_t i = 0; i < plan->nroles; i++) {
+        const tony_role *r = &plan->roles[i];
+        if (r->gpus > 0 && pool->gpus == 0) {
+            tony_strv_pushf(&fit->problems,
+                            "tony.%s.gpus=%d but this machine has no GPU (nvidia-smi found none). "
+                            "Set tony.%s.gpus=0, or tony.local.gpus if the GPUs are there",
+                            r->name, r->gpus, r->name);
+            task_gpus = true;
+        } else if (r->gpus > pool->gpus) {
+            tony_strv_pushf(&fit->problems, "tony.%s.gpus=%d but this machine has only %d GPU(s) (tony.local.gpus)",
+                            r->name, r->gpus, pool->gpus);
+            task_gpus = true;
+        }
+        if (r->memory_mb > pool->memory_mb) {
+            tony_strv_pushf(&fit->problems,
+                            "tony.%s.memory=%lldm is more than this machine's %lldm of memory: lower tony.%s.memory "
+                            "(tony.local.memory sets the pool)",
+                            r->name, r->memory_mb, pool->memory_mb, r->name);
+            task_memory = true;
+        }
+    }
+    long long peak_mem = 0;
+    int peak_gpus = 0;
     for (int stage = TONY_STAGE_PREPARE; stage <= TONY_STAGE_TRAINING; stage++) {
         long long mem = 0;
         int vcores = 0, gpus = 0;
         for (size_t i = 0; i < plan->nroles; i++) {
             const tony_role *r = &plan->roles[i];
             if (!runs_in_stage(plan, r, stage)) continue;
-            if (r->gpus > 0 && pool->gpus == 0)
-                return tony_err(err,
-                                "tony.%s.gpus=%d but this machine has no GPU (nvidia-smi found none). "
-                                "Set tony.%s.gpus=0, or tony.local.gpus if the GPUs are there",
-                                r->name, r->gpus, r->name);
-            if (r->gpus > pool->gpus)
-                return tony_err(err, "tony.%s.gpus=%d but this machine has only %d GPU(s) (tony.local.gpus)", r->name,
-                                r->gpus, pool->gpus);
-            if (r->memory_mb > pool->memory_mb)
-                return tony_err(err, "tony.%s.memory=%lldm is more than this machine's %lldm (tony.local.memory)", r->name,
-                                r->memory_mb, pool->memory_mb);
             mem += r->memory_mb * r->instances;
             vcores += r->vcores * r->instances;
             gpus += r->gpus * r->instances;
         }
-        /* All tasks of a stage run at once (gang barrier), so the stage must
-         * fit in the pool as a whole, or the job would wait forever. */
-        if (vcores > pool->vcores)
-            return tony_err(err,
-                            "the job needs %d vcores at once but this machine offers %d: lower tony.<role>.vcores or "
-                            "instances, or raise tony.local.vcores to oversubscribe the CPUs",
-                            vcores, pool->vcores);
-        if (mem > pool->memory_mb)
-            return tony_err(err,
-                            "the job needs %lldm of memory at once but this machine offers %lldm: lower "
-                            "tony.<role>.memory or instances, or set tony.local.memory",
-                            mem, pool->memory_mb);
-        if (gpus > pool->gpus)
-            return tony_err(err,
-                            "the job needs %d GPUs at once but this machine has %d: lower tony.<role>.gpus or "
-                            "instances (tony.local.gpus sets the pool)",
-                            gpus, pool->gpus);
+        if (mem > peak_mem) peak_mem = mem;
+        if (vcores > fit->peak_vcores) fit->peak_vcores = vcores;
+        if (gpus > peak_gpus) peak_gpus = gpus;
     }
-    return 0;
+    if (fit->peak_vcores > pool->vcores) {
+        if (pool->vcores_capped)
+            tony_strv_pushf(&fit->problems,
+                            "the job needs %d vcores at once but tony.local.vcores=%d caps this machine at %d: lower "
+                            "tony.<role>.vcores or instances, or raise tony.local.vcores (unset, vcores oversubscribe "
+                            "the CPUs)",
+                            fit->peak_vcores, pool->vcores, pool->vcores);
+        else
+            fit->oversubscribed = true;
+    }
+    if (peak_mem > pool->memory_mb && !task_memory)
+        tony_strv_pushf(&fit->problems,
+                        "the job needs %lldm of memory at once but this machine offers %lldm: lower "
+                        "tony.<role>.memory or instances, or set tony.local.memory",
+                        peak_mem, pool->memory_mb);
+    if (peak_gpus > pool->gpus && !task_gpus)
+        tony_strv_pushf(&fit->problems,
+                        "the job needs %d GPUs at once but this machine has %d: lower tony.<role>.gpus or "
+                        "instances (tony.local.gpus sets the pool)",
+                        peak_gpus, pool->gpus);
+}
+
+void tony_local_fit_free(tony_local_fit *fit) {
+    tony_strv_free(&fit->problems);
+    memset(fit, 0, sizeof *fit);
+}
+
+char *tony_local_fit_notice(const tony_local_pool *pool, const tony_local_fit *fit) {
+    if (!fit->oversubscribed) return NULL;
+    return tony_sprintf("the job asks %d vcores at once and this machine has %d cores; running them oversubscribed "
+                        "(set tony.local.vcores to cap)",
+                        fit->peak_vcores, pool->vcores);
 }
 
 static container *find(local_backend *b, const char *role, int index, int attempt) {
@@ -187,8 +223,10 @@ static void remove_container(local_backend *b, container *c) {
 static bool fits(const local_backend *b, const container *c) {
     int free_gpus = 0;
     for (int i = 0; i < b->pool.gpus; i++) free_gpus += !b->gpu_busy[i];
-    return b->used_vcores + c->vcores <= b->pool.vcores && b->used_memory_mb + c->memory_mb <= b->pool.memory_mb &&
-           c->gpus <= free_gpus;
+    /* Uncapped vcores are a count, not a limit: every task of the job may
+     * run at once, however few cores there are. */
+    bool vcores_ok = !b->pool.vcores_capped || b->used_vcores + c->vcores <= b->pool.vcores;
+    return vcores_ok && b->used_memory_mb + c->memory_mb <= b->pool.memory_mb && c->gpus <= free_gpus;
 }
 
 /* Puts each resource into the work dir under its name, like a NodeManager:
@@ -427,8 +465,18 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     free(s.rss_kb);
 }
 
+/* The client refused a job that does not fit before staging it; this is
+ * the coordinator's own guard (the pool it reads is the same conf's). */
 static int local_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
-    return tony_local_check_plan(&((local_backend *)base)->pool, plan, err);
+    const tony_local_pool *pool = &((local_backend *)base)->pool;
+    tony_local_fit fit;
+    tony_local_fit_plan(pool, plan, &fit);
+    char *notice = tony_local_fit_notice(pool, &fit);
+    if (notice) tony_info("%s", notice);
+    free(notice);
+    int rc = fit.problems.len ? tony_err(err, "%s", fit.problems.items[0]) : 0;
+    tony_local_fit_free(&fit);
+    return rc;
 }
 
 static int local_active(const tony_backend *base) { return (int)((const local_backend *)base)->len; }

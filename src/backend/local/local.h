@@ -1,17 +1,25 @@
 /* The local backend: containers are process sessions on this machine, drawn
  * from a pool of its vcores, memory and GPUs (tony.local.vcores / .memory /
- * .gpus override what is detected), each with its own work dir under the job
+ * .gpus override what is detected; vcores oversubscribe the CPUs unless
+ * tony.local.vcores caps them), each with its own work dir under the job
  * dir, CUDA_VISIBLE_DEVICES from the GPU pool and a physical-memory limit
  * enforced like YARN's NodeManager does. */
 #ifndef TONY_BACKEND_LOCAL_H
 #define TONY_BACKEND_LOCAL_H
 
+#include <stdbool.h>
+
 #include "backend/backend.h"
 #include "common/reaper.h"
+#include "common/strv.h"
 #include "conf/conf.h"
 
 typedef struct tony_local_pool {
+    /* With vcores_capped (tony.local.vcores set) a hard limit; else this
+     * machine's cores, which vcores may oversubscribe: like YARN, a vcore is
+     * a scheduling unit, not a promise of a core. */
     int vcores;
+    bool vcores_capped;
     long long memory_mb;
     int gpus;
 } tony_local_pool;
@@ -19,9 +27,22 @@ typedef struct tony_local_pool {
 /* The pool from conf, or detected from the machine (CPUs, MemTotal,
  * `nvidia-smi -L`). Errors name a malformed tony.local.* key. */
 int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_error *err);
-/* Rejects a plan whose stages cannot fit the pool at once (gang start needs
- * every task of a stage running together). */
-int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, tony_error *err);
+
+/* How a plan fits the pool. A gang start needs every task of a stage
+ * running together, so a stage that cannot fit as a whole would wait
+ * forever: such a job is refused before anything starts. */
+typedef struct tony_local_fit {
+    tony_strv problems;  /* what does not fit, a sentence each naming the key to change; empty: it fits */
+    int peak_vcores;     /* the most vcores the job holds at once */
+    bool oversubscribed; /* peak_vcores is above the machine's cores, which is allowed as they are not capped */
+} tony_local_fit;
+
+/* I/O-free, for the client (submit and --dry-run alike) and the coordinator. */
+void tony_local_fit_plan(const tony_local_pool *pool, const tony_plan *plan, tony_local_fit *fit);
+void tony_local_fit_free(tony_local_fit *fit);
+/* The one-line notice for an oversubscribed fit (malloc'ed, no newline),
+ * or NULL when the fit is not oversubscribed. */
+char *tony_local_fit_notice(const tony_local_pool *pool, const tony_local_fit *fit);
 
 /* Puts each resource (TonY syntax, staged paths) into work_dir under its
  * name, as a NodeManager localizes a container. */
