@@ -26,7 +26,7 @@ prints its table. --tasks and --memory size the job: 6 tasks of 1536 MB
 cannot share fewer than the cluster's 3 NodeManagers of 4096 MB.
 
 usage: build/pyenv/bin/python bench/yarn_launch.py [--runs 5] [--tony build/bin/tony]
-         [--baseline path/to/other/tony] [--tasks 3] [--memory 256]
+         [--baseline path/to/other/tony [--title T --intro TEXT]] [--tasks 3] [--memory 256]
 """
 import argparse
 import os
@@ -257,6 +257,8 @@ def main():
     ap.add_argument("--baseline", help="another tony binary to compare with, instead of DistributedShell")
     ap.add_argument("--tasks", type=int, default=TASKS)
     ap.add_argument("--memory", type=int, default=256, help="MB per task container")
+    ap.add_argument("--title", help="with --baseline: write the table as this section of --out")
+    ap.add_argument("--intro", default="", help="with --title: the paragraph above the table")
     a = ap.parse_args()
     TASKS = a.tasks
     tony_exe = os.path.realpath(a.tony)
@@ -363,25 +365,37 @@ def main():
 
 
 def print_comparison(a, results):
-    """The --baseline table: medians and every run, on stdout only."""
+    """The --baseline table: medians and every run, on stdout; with
+    --title also into that section of bench/REPORT.md (or --out)."""
     def med(kind, key):
         return statistics.median(r[key] for r in results[kind])
 
-    print(f"{TASKS} tasks x {a.memory} MB, median of {a.runs} alternating runs; "
-          f"tony = {a.tony}, baseline = {a.baseline}\n")
-    print("| measure | tony | baseline |\n| --- | ---: | ---: |")
-    print(f"| submit → client prints RUNNING for all {TASKS} workers | {med('tony', 'running'):.2f} s "
-          f"| {med('base', 'running'):.2f} s |")
-    print(f"| submit → first user command started | {med('tony', 'first'):.2f} s | {med('base', 'first'):.2f} s |")
-    print(f"| submit → all {TASKS} user commands started | {med('tony', 'started'):.2f} s "
-          f"| {med('base', 'started'):.2f} s |")
-    print(f"| first → last user command started | {med('tony', 'started') - med('tony', 'first'):.2f} s "
-          f"| {med('base', 'started') - med('base', 'first'):.2f} s |")
-    print(f"| client wall time | {med('tony', 'wall'):.2f} s | {med('base', 'wall'):.2f} s |")
-    print("\n| run | tony RUNNING | tony all started | baseline RUNNING | baseline all started |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    def row(label, key, unit="s"):
+        t, b = med("tony", key), med("base", key)
+        if unit == "MiB":
+            t, b = t / 1024, b / 1024
+        ratio = f"{t / b:.2f}" if b else "–"
+        return f"| {label} | {t:.2f} {unit} | {b:.2f} {unit} | {ratio} |"
+
+    lines = [f"{TASKS} tasks x {a.memory} MB, median of {a.runs} alternating runs; "
+             f"tony = `{a.tony}`, baseline = `{a.baseline}`.", "",
+             "| measure | tony | baseline | ratio |", "| --- | ---: | ---: | ---: |",
+             row(f"submit → client prints RUNNING for all {TASKS} workers", "running"),
+             row("submit → first user command started", "first"),
+             row(f"submit → all {TASKS} user commands started", "started"),
+             row("client wall time", "wall"),
+             row("peak RSS of the AM process", "am", "MiB"),
+             row("peak RSS of one executor", "task", "MiB"),
+             row("peak RSS of the client", "client", "MiB"),
+             "", "| run | tony RUNNING | tony all started | baseline RUNNING | baseline all started |",
+             "| --- | ---: | ---: | ---: | ---: |"]
     for i, (t, b) in enumerate(zip(results["tony"], results["base"])):
-        print(f"| {i + 1} | {t['running']:.2f} s | {t['started']:.2f} s | {b['running']:.2f} s | {b['started']:.2f} s |")
+        lines.append(f"| {i + 1} | {t['running']:.2f} s | {t['started']:.2f} s | {b['running']:.2f} s "
+                     f"| {b['started']:.2f} s |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.title:
+        replace_section(a.out, a.title, f"# {a.title}\n\n{a.intro}\n\n{text}")
 
 
 NOTES = """
