@@ -262,6 +262,43 @@ static void test_extract_refuses_escapes(void **state) {
     free(dst);
 }
 
+/* tar.gz of named files (what `tony pack` writes): names as given, modes
+ * kept; a missing member is an error naming it and leaves no archive. */
+static void test_tgz_of_named_files(void **state) {
+    (void)state;
+    write_at("a.bin", "launcher", 8, 0755);
+    write_at("b.so", "library", 7, 0644);
+    char *a = tony_path_join(tmp, "a.bin"), *b = tony_path_join(tmp, "b.so");
+    char *out = tony_path_join(tmp, "t.tar.gz"), *dest = tony_path_join(tmp, "out");
+    tony_archive_member m[] = {{a, "pre/bin/tony"}, {b, "pre/lib/tony/libx.so.1"}};
+    tony_error err;
+    assert_int_equal(tony_archive_write_tgz(out, m, 2, &err), 0);
+    assert_true(tony_archive_is_archive(out));
+    assert_int_equal(tony_archive_extract(out, dest, &err), 0);
+    char *got = tony_path_join(dest, "pre/bin/tony");
+    assert_file(got, "launcher", 8);
+    struct stat st;
+    assert_int_equal(stat(got, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0755);
+    free(got);
+    got = tony_path_join(dest, "pre/lib/tony/libx.so.1");
+    assert_file(got, "library", 7);
+    assert_int_equal(stat(got, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    free(got);
+
+    char *missing = tony_path_join(tmp, "nope.so");
+    tony_archive_member bad[] = {{a, "bin/tony"}, {missing, "lib/nope.so"}};
+    assert_int_equal(tony_archive_write_tgz(out, bad, 2, &err), -1);
+    assert_non_null(strstr(err.msg, missing));
+    assert_false(tony_file_exists(out));
+    free(missing);
+    free(a);
+    free(b);
+    free(out);
+    free(dest);
+}
+
 static void test_magic(void **state) {
     (void)state;
     write_at("empty.zip", "PK\5\6\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 22, 0644);
@@ -296,6 +333,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_zip_errors_name_the_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tar_gz_extract, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extract_refuses_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tgz_of_named_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_magic, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
