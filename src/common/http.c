@@ -18,12 +18,39 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *userp) {
     return size * nmemb;
 }
 
+/* The CA bundle for HTTPS. libcurl knows only the path of the system it was
+ * built on (Debian's); the self-contained tony runs its libcurl on any
+ * distribution, whose bundle may live elsewhere. NULL: libcurl's own. */
+static const char *ca_file;
+
+const char *tony_http_pick_ca_file(const char *builtin, const char *const *others) {
+    if (!builtin || access(builtin, R_OK) == 0) return NULL;
+    for (size_t i = 0; others[i]; i++)
+        if (access(others[i], R_OK) == 0) return others[i];
+    return NULL;
+}
+
 static void init_once(void) {
     static int curl_ready = 0;
     if (!curl_ready) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
+        static const char *const elsewhere[] = {
+            "/etc/pki/tls/certs/ca-bundle.crt",                  /* RHEL, Fedora, Amazon Linux */
+            "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* RHEL 7+ */
+            "/etc/ssl/ca-bundle.pem",                            /* SUSE */
+            "/etc/ssl/cert.pem",                                 /* Alpine */
+            "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu */
+            NULL};
+        ca_file = tony_http_pick_ca_file(curl_version_info(CURLVERSION_NOW)->cainfo, elsewhere);
         curl_ready = 1;
     }
+}
+
+static CURL *new_handle(void) {
+    init_once();
+    CURL *h = curl_easy_init();
+    if (h && ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
+    return h;
 }
 
 /* Runs a prepared request whose body collects into out; on success the
@@ -43,11 +70,10 @@ static int perform(CURL *h, const char *method, const char *url, tony_buf *out, 
 
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err) {
-    init_once();
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
-    CURL *h = curl_easy_init();
+    CURL *h = new_handle();
     if (!h) return tony_err(err, "cannot create an HTTP handle");
     tony_buf out = {0};
     tony_buf_puts(&out, "");
@@ -90,7 +116,6 @@ static void transfer_limits(CURL *h, long stall_s) {
 
 int tony_http_put_file(const char *url, const char *path, long stall_s, long max_s, tony_http_response *resp,
                        tony_error *err) {
-    init_once();
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
@@ -101,7 +126,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, long max
         if (f) fclose(f);
         return tony_err(err, "cannot read %s: %s", path, strerror(e));
     }
-    CURL *h = curl_easy_init();
+    CURL *h = new_handle();
     if (!h) {
         fclose(f);
         return tony_err(err, "cannot create an HTTP handle");
@@ -129,11 +154,10 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, long max
 }
 
 int tony_http_get_file(const char *url, const char *path, long stall_s, long *status, tony_error *err) {
-    init_once();
     *status = 0;
     FILE *f = fopen(path, "wbe");
     if (!f) return tony_err(err, "cannot write %s: %s", path, strerror(errno));
-    CURL *h = curl_easy_init();
+    CURL *h = new_handle();
     if (!h) {
         fclose(f);
         return tony_err(err, "cannot create an HTTP handle");

@@ -17,6 +17,11 @@ typedef struct tony_http_response {
 /* The job's secret travels in this header on every state-changing call. */
 #define TONY_SECRET_HEADER "X-Tony-Secret"
 
+/* The CA bundle to use instead of libcurl's built-in one (builtin) when that
+ * is missing here: the first readable of others (NULL-terminated), else
+ * NULL (keep libcurl's). Exposed for its unit test. */
+const char *tony_http_pick_ca_file(const char *builtin, const char *const *others);
+
 /* method "GET"/"POST"; body may be NULL; secret may be NULL. Returns -1 when
  * no HTTP response came (refused, timeout), naming the URL. */
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
