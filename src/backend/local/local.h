@@ -23,10 +23,6 @@ int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_er
  * every task of a stage running together). */
 int tony_local_check_plan(const tony_local_pool *pool, const tony_plan *plan, tony_error *err);
 
-/* Puts each resource (TonY syntax, staged paths) into work_dir under its
- * name, as a NodeManager localizes a container. */
-int tony_local_localize(const char *work_dir, const char *resources, tony_error *err);
-
 tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
                                      const tony_conf *conf, tony_error *err);
 
