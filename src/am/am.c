@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "am/am_internal.h"
-#include "backend/local/local.h" /* single-node mode localizes as the local backend does */
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/log.h"
@@ -215,12 +214,20 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     am_advance(am);
 }
 
+/* Ends the single-node command and whatever it started (pid: its process,
+ * or 0 once reaped): its own process group, or, where it stays in the
+ * container's group (see tony_am_place), that group but the coordinator. */
+static void kill_single(const tony_am *am, pid_t pid) {
+    if (am->single.share_group) tony_proc_kill_group_but_me(getpgrp(), SIGKILL);
+    else if (pid > 0) kill(-pid, SIGKILL);
+}
+
 void am_on_kill_request(tony_am *am) {
     tony_info("kill requested");
     am->killed = true;
     am_record_kill(am);
     if (am->plan.single_node) {
-        if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
+        if (am->single_pid > 0) kill_single(am, am->single_pid);
         return;
     }
     am_job_end_attempt(&am->job, AM_FINAL_KILLED, "Killed by the user");
@@ -239,7 +246,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
         if (am->plan.app_timeout_ms > 0 && now - am->started_ms > am->plan.app_timeout_ms && !am->timed_out) {
             am->timed_out = true;
             if (am->plan.single_node) {
-                if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
+                if (am->single_pid > 0) kill_single(am, am->single_pid);
             } else {
                 am_job_end_attempt(&am->job, AM_FINAL_FAILED, "Application timed out after %lld ms (tony.application.timeout)",
                                    am->plan.app_timeout_ms);
@@ -250,7 +257,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
             tony_warn("the command ran longer than its execution timeout (%lld ms); killing it",
                       am->plan.execution_timeout_ms);
             am->timed_out = true;
-            kill(-am->single_pid, SIGKILL);
+            kill_single(am, am->single_pid);
         }
         if (!am->plan.single_node) {
             am_task *t = am_job_check_heartbeats(&am->job, now);
@@ -288,12 +295,15 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 }
 
 /* Single-node mode (no instances): the command runs here, in the
- * coordinator's own work dir, as TonY's AM does. */
+ * coordinator's own container, as TonY's AM does; the backend says where
+ * (tony_am_place). */
 static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
     tony_am *am = ctx;
-    kill(-pid, SIGKILL); /* whatever the command left in its group */
+    kill_single(am, pid); /* whatever the command left behind */
     int code = tony_proc_exit_code(wait_status);
     am->single_pid = 0;
+    am->single_exited = true;
+    am->single_exit_code = code;
     char meaning[160], *diag;
     if (am->killed) {
         finish_job(am, AM_FINAL_KILLED, "Killed by the user");
@@ -307,44 +317,42 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
 }
 
 static int start_single_node(tony_am *am, tony_error *err) {
-    am->single_dir = tony_jobdir_am_dir(am->job_dir);
-    char *work = tony_path_join(am->single_dir, "work");
-    char *out = tony_path_join(am->single_dir, "stdout"), *errp = tony_path_join(am->single_dir, "stderr");
-    int rc = tony_mkdir_p(work, 0755, err);
-    /* The coordinator's container gets the staged files the way the
-     * backend localizes them for tasks. */
+    if (!am->backend->ops->prepare_am_command)
+        return tony_err(err, "the %s backend runs no single-node job: set tony.<role>.instances for at least one role",
+                        am->backend->ops->name);
+    char *resources = task_resources(am, tony_conf_get(am->conf, "tony.containers.resources"));
+    int rc = am->backend->ops->prepare_am_command(am->backend, resources, &am->single, err);
+    free(resources);
+    if (rc) return rc;
+    const tony_am_place *at = &am->single;
+    /* What an executor does first in its task's work dir. */
+    if (tony_unpack_job_files(at->work_dir, am->app_id, err)) return -1;
+    char *out = tony_path_join(at->log_dir, "stdout"), *errp = tony_path_join(at->log_dir, "stderr");
+    tony_env env = {0};
+    tony_env_merge(&env, &am->plan.container_env);
+    tony_env_merge(&env, &am->plan.shell_env);
+    tony_env_set(&env, "JOB_ID", am->app_id);
+    tony_env_set(&env, "appid", am->app_id);
+    tony_env_set(&env, "PREPROCESSING_JOB", "true");
+    tony_env_set(&env, "HOME", at->work_dir);
+    tony_env_set(&env, "SESSION_ID", "0");
+    if (am->shared_dir) tony_env_set(&env, "TONY_JOB_DIR", am->shared_dir);
+    tony_env_unset(&env, "MALLOC_ARENA_MAX");
+    tony_strv envp = {0};
+    tony_env_build_envp(&env, &envp);
+    char *argv[] = {"bash", "-c", am->plan.am_command, NULL};
+    tony_spawn s = {.argv = argv, .envp = envp.items, .cwd = at->work_dir, .stdout_path = out, .stderr_path = errp,
+                    .keep_group = at->share_group};
+    pid_t pid;
+    rc = tony_proc_spawn(&s, &pid, err);
     if (rc == 0) {
-        char *resources = task_resources(am, tony_conf_get(am->conf, "tony.containers.resources"));
-        rc = tony_local_localize(work, resources, err);
-        free(resources);
+        am->single_pid = pid;
+        tony_reaper_watch(am->reaper, pid, on_single_exit, am);
+        tony_info("single-node mode: running `%s` (pid %d) in %s; its output goes to %s", am->plan.am_command,
+                  (int)pid, at->work_dir, at->log_dir);
     }
-    if (rc == 0) rc = tony_unpack_job_files(work, am->app_id, err);
-    if (rc == 0) {
-        tony_env env = {0};
-        tony_env_merge(&env, &am->plan.container_env);
-        tony_env_merge(&env, &am->plan.shell_env);
-        tony_env_set(&env, "JOB_ID", am->app_id);
-        tony_env_set(&env, "appid", am->app_id);
-        tony_env_set(&env, "PREPROCESSING_JOB", "true");
-        tony_env_set(&env, "HOME", work);
-        tony_env_set(&env, "SESSION_ID", "0");
-        if (am->shared_dir) tony_env_set(&env, "TONY_JOB_DIR", am->shared_dir);
-        tony_env_unset(&env, "MALLOC_ARENA_MAX");
-        tony_strv envp = {0};
-        tony_env_build_envp(&env, &envp);
-        char *argv[] = {"bash", "-c", am->plan.am_command, NULL};
-        tony_spawn s = {.argv = argv, .envp = envp.items, .cwd = work, .stdout_path = out, .stderr_path = errp};
-        pid_t pid;
-        rc = tony_proc_spawn(&s, &pid, err);
-        if (rc == 0) {
-            am->single_pid = pid;
-            tony_reaper_watch(am->reaper, pid, on_single_exit, am);
-            tony_info("single-node mode: running `%s` (pid %d)", am->plan.am_command, (int)pid);
-        }
-        tony_strv_free(&envp);
-        tony_env_free(&env);
-    }
-    free(work);
+    tony_strv_free(&envp);
+    tony_env_free(&env);
     free(out);
     free(errp);
     return rc;
@@ -426,7 +434,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
 }
 
 static void am_teardown(tony_am *am) {
-    if (am->single_pid > 0) kill(-am->single_pid, SIGKILL);
+    if (am->single_pid > 0) kill_single(am, am->single_pid);
     /* Reads of task logs in flight belong to the backend: dropped first. */
     am_logfetch_free_all(am);
     /* The history's last copy is over, or given up, before the cluster
@@ -462,7 +470,7 @@ static void am_teardown(tony_am *am) {
     free(am->host);
     free(am->url);
     free(am->diagnostics);
-    free(am->single_dir);
+    tony_am_place_free(&am->single);
     free(am->shared_dir);
 }
 

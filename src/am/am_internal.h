@@ -63,8 +63,11 @@ typedef struct tony_am {
     struct event *tick;
     struct event *exit_timer;
     struct event *sigterm, *sigint;
-    int single_pid;       /* single-node mode: the user's process in the coordinator */
-    char *single_dir;
+    /* Single-node mode: the user's command runs in the coordinator. */
+    int single_pid;       /* while it runs */
+    bool single_exited;
+    int single_exit_code; /* once it exited: 0..255, 128+signal */
+    tony_am_place single; /* where it runs and logs (empty before it starts) */
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;

@@ -174,6 +174,27 @@ static const am_task *serving_tensorboard(const tony_am *am) {
     return NULL;
 }
 
+/* A single-node job's command as the job's one task, am:0, with a task's
+ * log fields, so that readers (tony logs, the page) find its output where
+ * they find any task's. */
+static json_t *single_node_task_json(const tony_am *am) {
+    const tony_am_place *at = &am->single;
+    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", "role", "am", "index", 0, "state",
+                          am->done ? am_final_status_name(am->final_status) : "RUNNING", "attempt", 0, "host", am->host);
+    if (am->single_exited) {
+        char meaning[160];
+        json_object_set_new(t, "exit_status", json_integer(am->single_exit_code));
+        json_object_set_new(t, "exit_meaning",
+                            json_string(tony_exit_status_meaning(am->single_exit_code, meaning, sizeof meaning)));
+    }
+    if (at->container) json_object_set_new(t, "container", json_string(at->container));
+    if (at->log_url) json_object_set_new(t, "log_url", json_string(at->log_url));
+    json_object_set_new(t, "log_dir", json_string(at->log_dir));
+    json_object_set_new(t, "stdout", json_sprintf("%s/stdout", at->log_dir));
+    json_object_set_new(t, "stderr", json_sprintf("%s/stderr", at->log_dir));
+    return t;
+}
+
 json_t *am_job_json(const tony_am *am) {
     const char *state = am->done                         ? "FINISHED"
                         : am->plan.single_node           ? "RUNNING"
@@ -192,15 +213,7 @@ json_t *am_job_json(const tony_am *am) {
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->job.tasks[i]));
-    if (am->plan.single_node && am->single_dir) {
-        json_t *t = json_pack("{s:s,s:i,s:s}", "role", "am", "index", 0, "state",
-                              am->done ? am_final_status_name(am->final_status) : "RUNNING");
-        char *out = tony_sprintf("%s/stdout", am->single_dir), *err = tony_sprintf("%s/stderr", am->single_dir);
-        json_object_set_new(t, "stdout", json_string(out));
-        json_object_set_new(t, "stderr", json_string(err));
-        free(out), free(err);
-        json_array_append_new(tasks, t);
-    }
+    if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, "tasks", tasks);
     const am_task *tb = serving_tensorboard(am);
     if (tb) {
@@ -398,8 +411,8 @@ static bool secret_ok(tony_am *am, struct evhttp_request *req) {
  * container on this node); else the job dir's layout (the local backend). */
 static char *task_log_dir(const tony_am *am, const char *role, int index, int attempt) {
     if (am->plan.single_node) {
-        if (strcmp(role, "am") != 0 || index != 0 || !am->single_dir) return NULL;
-        return tony_strdup(am->single_dir);
+        if (strcmp(role, "am") != 0 || index != 0 || !am->single.log_dir) return NULL;
+        return tony_strdup(am->single.log_dir);
     }
     const am_task *t = am_job_task((am_job *)&am->job, role, index);
     if (!t) return NULL;

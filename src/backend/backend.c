@@ -1,7 +1,9 @@
 /* Picks a backend by name, so that the coordinator names none: each one's
- * constructor and options stay behind its own header. */
+ * constructor and options stay behind its own header. Also frees what every
+ * backend hands out alike (tony_am_place). */
 #include "backend/backend.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/local/local.h"
@@ -17,4 +19,12 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
     }
     tony_err(err, "no backend called '%s' (there are: local, yarn)", name);
     return NULL;
+}
+
+void tony_am_place_free(tony_am_place *p) {
+    free(p->work_dir);
+    free(p->log_dir);
+    free(p->log_url);
+    free(p->container);
+    *p = (tony_am_place){0};
 }

@@ -53,6 +53,20 @@ typedef struct tony_launch {
 
 typedef struct tony_backend tony_backend;
 
+/* Where a single-node job's command runs: in the coordinator's own
+ * container, with a task's layout (its cwd holds the job's files, its
+ * stdout and stderr go to a log dir beside the coordinator's log). */
+typedef struct tony_am_place {
+    char *work_dir;   /* the command's cwd (and HOME); the archives are unpacked there */
+    char *log_dir;    /* its stdout and stderr */
+    char *log_url;    /* people's link to log_dir (a YARN NodeManager's page), or NULL */
+    char *container;  /* the coordinator's container id, or NULL */
+    bool share_group; /* the command stays in the container's process group, the
+                         only one its killer signals (YARN's NodeManager) */
+} tony_am_place;
+
+void tony_am_place_free(tony_am_place *p);
+
 /* Called from the event loop when a container of ours ended. host is where it
  * ran (NULL if it never started); log_dir where its stdout/stderr are. */
 typedef void (*tony_backend_exit_cb)(void *ctx, const char *role, int index, int attempt, int exit_status,
@@ -115,6 +129,10 @@ typedef struct tony_backend_ops {
                     tony_error *err);
     /* Drops a read whose callback has not run yet; it never will. */
     void (*cancel_log)(tony_backend *b, tony_log_read *read);
+    /* Prepares the place of a single-node job's command (see
+     * tony_am_place); resources (TonY syntax, staged paths) are what every
+     * container gets, put there unless the backend already did. */
+    int (*prepare_am_command)(tony_backend *b, const char *resources, tony_am_place *out, tony_error *err);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     /* Also drops log reads still in flight, without their callbacks. */

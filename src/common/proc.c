@@ -134,29 +134,54 @@ void tony_proc_scan(tony_proc_visit_fn fn, void *ctx) {
 }
 
 typedef struct {
-    pid_t id;
-    bool by_group; /* id is a process group, else a session */
+    pid_t sid;
     int sig;
     int count;
 } kill_target;
 
 static void kill_visit(void *ctx, const tony_proc_info *p) {
     kill_target *v = ctx;
-    pid_t of = v->by_group ? p->pgrp : p->sid;
-    if (of == v->id && p->pid != getpid() && kill(p->pid, v->sig) == 0) v->count++;
+    if (p->sid == v->sid && p->pid != getpid() && kill(p->pid, v->sig) == 0) v->count++;
 }
 
 int tony_proc_kill_session(pid_t sid, int sig) {
     if (sid <= 1) return 0;
-    kill_target v = {sid, false, sig, 0};
+    kill_target v = {sid, sig, 0};
     tony_proc_scan(kill_visit, &v);
     return v.count;
 }
 
+/* The caller and its ancestors, by ppid links: the ones a group kill spares. */
+#define LINEAGE_MAX 64
+typedef struct group_target {
+    pid_t pgrp;
+    int sig;
+    int count;
+    pid_t lineage[LINEAGE_MAX];
+    int nlineage;
+} group_target;
+
+static void group_visit(void *ctx, const tony_proc_info *p) {
+    group_target *v = ctx;
+    if (p->pgrp != v->pgrp) return;
+    for (int i = 0; i < v->nlineage; i++)
+        if (v->lineage[i] == p->pid) return;
+    if (kill(p->pid, v->sig) == 0) v->count++;
+}
+
 int tony_proc_kill_group_but_me(pid_t pgrp, int sig) {
     if (pgrp <= 1) return 0;
-    kill_target v = {pgrp, true, sig, 0};
-    tony_proc_scan(kill_visit, &v);
+    group_target v = {.pgrp = pgrp, .sig = sig};
+    /* The shell that started the caller may lead the group and wait for it
+     * (YARN's launch runs `bash -c "<command> 1>… 2>…"`, which forks):
+     * killing it would end the container under the caller. */
+    for (pid_t cur = getpid(); cur > 1 && v.nlineage < LINEAGE_MAX;) {
+        v.lineage[v.nlineage++] = cur;
+        tony_proc_info info;
+        if (!read_stat(cur, &info)) break;
+        cur = info.ppid;
+    }
+    tony_proc_scan(group_visit, &v);
     return v.count;
 }
 

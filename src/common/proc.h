@@ -38,7 +38,9 @@ typedef struct tony_proc_info {
 typedef void (*tony_proc_visit_fn)(void *ctx, const tony_proc_info *p);
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
 /* Sends sig to every process of session sid (or of process group pgrp),
- * the caller excepted; returns how many got it. */
+ * the caller excepted (for a group, the caller's ancestors too: the shell
+ * that started it may share its group and wait for it); returns how many
+ * got it. */
 int tony_proc_kill_session(pid_t sid, int sig);
 int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
 /* pid runs (or is someone else's): neither gone nor a zombie. */

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -187,11 +188,9 @@ def scripts(tmp_path):
 SHIPMENT_SEEN = ["True", "payload payload", "inner from-archive"]
 
 
-def shipment(tmp_path, scripts):
-    """Submit arguments shipping a real virtualenv zip (copies, no pip), a
-    file, the same file renamed, a directory and an archive unpacked under
-    a name, with a check.py that reads them all."""
-    import zipfile
+def make_venv_zip(tmp_path):
+    """A real virtualenv (copies, no pip) zipped as --python_venv takes it:
+    tmp_path/venv.zip."""
     venv = tmp_path / "venv"
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
     venv_zip = tmp_path / "venv.zip"
@@ -199,6 +198,14 @@ def shipment(tmp_path, scripts):
         for p in venv.rglob("*"):
             if p.is_file():
                 z.write(p, p.relative_to(venv))
+    return venv_zip
+
+
+def shipment(tmp_path, scripts):
+    """Submit arguments shipping a real virtualenv zip (copies, no pip), a
+    file, the same file renamed, a directory and an archive unpacked under
+    a name, with a check.py that reads them all."""
+    venv_zip = make_venv_zip(tmp_path)
     (tmp_path / "data.txt").write_text("payload\n")
     resdir = tmp_path / "resdir"
     resdir.mkdir()

@@ -54,6 +54,22 @@ def new_app_id(y, before):
     return wait_for(found, timeout=60, what="the application id")
 
 
+def run_out(p, flag):
+    """Lets the job that waits for flag end; its `tony submit` succeeds."""
+    flag.write_text("")
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 0, (out, err)
+
+
+def let_go(p, flag):
+    """The end of a test whose job waits for flag: a failed check must not
+    leave the job waiting, nor its `tony submit` running."""
+    flag.write_text("")
+    if p.poll() is None:
+        p.kill()
+        p.communicate()
+
+
 @pytest.fixture(autouse=True)
 def needs_web_node(hadoop):
     if not web_nodes(hadoop):
@@ -113,10 +129,7 @@ def test_logs_during_and_after_the_job(yarn, tmp_path):
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, (out, err)
     finally:
-        flag.write_text("")  # a failed check must not leave the job waiting
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+        let_go(p, flag)
     yarn.cluster.wait_app(app_id)
 
     # Afterwards: from the NodeManager, the coordinator being gone.
@@ -173,14 +186,9 @@ def test_an_earlier_attempts_log_comes_from_its_own_container(yarn, tmp_path):
         d = wait_for(lambda: (lambda c, b: json.loads(b) if c == 200 and "says hi" in b else None)(
             *get(f"{url}/v1/tasks/worker/0/log")), timeout=30, what="attempt 1's output")
         assert d["data"] == "attempt-1 says hi\n" and d["attempt"] == 1, d
-        flag.write_text("")
-        out, err = p.communicate(timeout=180)
-        assert p.returncode == 0, (out, err)
+        run_out(p, flag)
     finally:
-        flag.write_text("")
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+        let_go(p, flag)
     yarn.cluster.wait_app(app_id)
 
 

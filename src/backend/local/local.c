@@ -231,8 +231,9 @@ static bool fits(const local_backend *b, const container *c) {
 
 /* Puts each resource into the work dir under its name, like a NodeManager:
  * archives unpacked into a directory of that name, directories copied,
- * files hard-linked (copied across file systems). */
-int tony_local_localize(const char *work_dir, const char *resources, tony_error *err) {
+ * files hard-linked (copied across file systems). Resources are in TonY's
+ * syntax, with staged paths. */
+static int localize(const char *work_dir, const char *resources, tony_error *err) {
     tony_resource_list list = {0};
     if (tony_resource_parse_list(resources, &list, err)) return -1;
     int rc = 0;
@@ -298,7 +299,7 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
     char *work = tony_path_join(c->task_dir, "work");
     char *exec_log = tony_path_join(c->task_dir, "executor.log");
     int rc = tony_mkdir_p(work, 0755, err);
-    if (rc == 0 && tony_local_localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
+    if (rc == 0 && localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
     if (rc == 0) {
         c->gpu_ids = tony_xcalloc((size_t)c->gpus + 1, sizeof(int));
         tony_buf devs = {0};
@@ -502,12 +503,25 @@ static void local_free(tony_backend *base) {
     free(b);
 }
 
+/* A single-node job's command runs under the job dir's attempts/0/am, laid
+ * out as a task: work/ with the job's files, stdout and stderr beside it. */
+static int local_prepare_am_command(tony_backend *base, const char *resources, tony_am_place *out, tony_error *err) {
+    local_backend *b = (local_backend *)base;
+    *out = (tony_am_place){0};
+    out->log_dir = tony_jobdir_am_dir(b->job_dir);
+    out->work_dir = tony_path_join(out->log_dir, "work");
+    if (tony_mkdir_p(out->work_dir, 0755, err) == 0 && localize(out->work_dir, resources, err) == 0) return 0;
+    tony_am_place_free(out);
+    return -1;
+}
+
 static const tony_backend_ops local_ops = {
     .name = "local",
     .check_plan = local_check_plan,
     .launch = local_launch,
     .stop = local_stop,
     .active = local_active,
+    .prepare_am_command = local_prepare_am_command,
     .shutdown = local_shutdown,
     .free = local_free,
 };

@@ -44,10 +44,6 @@ void tony_local_fit_free(tony_local_fit *fit);
  * or NULL when the fit is not oversubscribed. */
 char *tony_local_fit_notice(const tony_local_pool *pool, const tony_local_fit *fit);
 
-/* Puts each resource (TonY syntax, staged paths) into work_dir under its
- * name, as a NodeManager localizes a container. */
-int tony_local_localize(const char *work_dir, const char *resources, tony_error *err);
-
 tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
                                      const tony_conf *conf, tony_error *err);
 

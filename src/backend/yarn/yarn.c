@@ -22,6 +22,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "conf/resource.h"
 
 #define RPC_TIMEOUT_MS 15000
 /* The final stops of the containers left at the end, all nodes together:
@@ -67,6 +68,7 @@ typedef struct yarn_backend {
     yarn_nm_pool *nm;
     yarn_nmlog *logs; /* reads of tasks' logs from their NodeManagers */
     yarn_register_info info;
+    char *job_dir; /* the AM container's work dir */
     manifest_file *files;
     size_t nfiles;
     char **roles; /* priority = position + 1 */
@@ -538,6 +540,7 @@ static void yarn_free(tony_backend *base) {
         free(b->files[i].uri);
     }
     free(b->files);
+    free(b->job_dir);
     for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
     free(b->roles);
     if (b->heartbeat) event_free(b->heartbeat);
@@ -564,6 +567,45 @@ static void yarn_cancel_log(tony_backend *base, tony_log_read *read) {
     yarn_nmlog_cancel(read);
 }
 
+/* A single-node job's command runs as an executor's does, in the
+ * container's work dir where the NodeManager localized the job's files, and
+ * writes its stdout and stderr into the container's log dir, where YARN's
+ * log links and aggregation look and which outlives the work dir. */
+static int yarn_prepare_am_command(tony_backend *base, const char *resources, tony_am_place *out, tony_error *err) {
+    yarn_backend *b = (yarn_backend *)base;
+    *out = (tony_am_place){0};
+    const char *log_dirs = getenv("LOG_DIRS");
+    if (!log_dirs || !*log_dirs)
+        return tony_err(err, "LOG_DIRS is not set: a single-node job's command runs only in the coordinator's YARN "
+                             "container, whose log dir takes its stdout and stderr");
+    const char *comma = strchr(log_dirs, ',');
+    out->log_dir = comma ? tony_sprintf("%.*s", (int)(comma - log_dirs), log_dirs) : tony_strdup(log_dirs);
+    out->work_dir = tony_strdup(b->job_dir);
+    const char *container = getenv("CONTAINER_ID"), *host = getenv("NM_HOST"), *port = getenv("NM_HTTP_PORT");
+    if (container && *container) out->container = tony_strdup(container);
+    if (host && port) {
+        char *addr = tony_sprintf("%s:%s", host, port);
+        out->log_url = tony_nmweb_container_log_link(addr, container);
+        free(addr);
+    }
+    out->share_group = true;
+    /* Only the job's own files were localized into this container (the
+     * client names them in the AM's launch context); say which of the
+     * containers' resources the command will not find. */
+    tony_resource_list list = {0};
+    tony_error perr;
+    if (tony_resource_parse_list(resources, &list, &perr)) tony_warn("%s", perr.msg);
+    for (size_t i = 0; i < list.len; i++) {
+        char *here = tony_path_join(out->work_dir, list.items[i].name);
+        if (!tony_file_exists(here))
+            tony_warn("resource %s (tony.containers.resources) is not localized into the coordinator's container: a "
+                      "single-node job's command does not find %s", list.items[i].source, list.items[i].name);
+        free(here);
+    }
+    tony_resource_list_free(&list);
+    return 0;
+}
+
 static const tony_backend_ops yarn_ops = {
     .name = "yarn",
     .check_plan = yarn_check_plan,
@@ -574,6 +616,7 @@ static const tony_backend_ops yarn_ops = {
     .check_log_url = yarn_check_log_url,
     .read_log = yarn_read_log,
     .cancel_log = yarn_cancel_log,
+    .prepare_am_command = yarn_prepare_am_command,
     .shutdown = yarn_shutdown,
     .free = yarn_free,
 };
@@ -585,6 +628,7 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     b->heartbeat = evtimer_new(base, on_heartbeat, b);
     b->notify = evtimer_new(base, on_notify, b);
     b->logs = yarn_nmlog_new(base);
+    b->job_dir = tony_strdup(o->job_dir);
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
