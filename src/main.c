@@ -58,6 +58,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    tony_self_tidy_cmdline(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <link.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,6 +71,45 @@ void tony_self_free(tony_self *s) {
     free(s->command);
     free(s->root);
     memset(s, 0, sizeof *s);
+}
+
+/* Fields 48 and 49 of /proc/self/stat: where the kernel keeps argv's
+ * strings (Linux 3.5 and later). */
+static int arg_area(char **start, char **end) {
+    char *stat = NULL;
+    size_t len = 0;
+    if (tony_read_file("/proc/self/stat", &stat, &len, NULL)) return -1;
+    int rc = -1;
+    char *p = strrchr(stat, ')'); /* the command name may hold spaces */
+    for (int field = 2; p && field < 48; field++) p = strchr(p + 1, ' ');
+    unsigned long a = 0, b = 0;
+    if (p && sscanf(p + 1, "%lu %lu", &a, &b) == 2 && a && b > a) {
+        *start = (char *)a;
+        *end = (char *)b;
+        rc = 0;
+    }
+    free(stat);
+    return rc;
+}
+
+void tony_self_tidy_cmdline(int argc, char **argv) {
+    char *start, *end;
+    if (argc < 1 || arg_area(&start, &end) || argv[0] == start) return;
+    size_t total = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i] < start || argv[i] >= end) return; /* not the kernel's strings: leave them */
+        total += strlen(argv[i]) + 1;
+    }
+    if (total > (size_t)(end - start)) return;
+    char *copy = tony_xcalloc(1, total), *q = copy;
+    for (int i = 0; i < argc; i++) q = stpcpy(q, argv[i]) + 1;
+    memcpy(start, copy, total);
+    memset(start + total, 0, (size_t)(end - start) - total);
+    free(copy);
+    for (int i = 0, off = 0; i < argc; i++) {
+        argv[i] = start + off;
+        off += (int)strlen(argv[i]) + 1;
+    }
 }
 
 /* --- packing */

@@ -30,6 +30,13 @@ typedef struct tony_self {
 int tony_self_find(tony_self *s, tony_error *err);
 void tony_self_free(tony_self *s);
 
+/* Run through the launcher, the kernel's view of this process's command line
+ * (/proc/<pid>/cmdline, what ps and pgrep show) starts with the loader and
+ * its options. This rewrites it in place to argv (argv[0] being the name
+ * the launcher was run by), as nginx's setproctitle does, and points argv at
+ * the rewritten strings. Nothing happens when argv already starts there. */
+void tony_self_tidy_cmdline(int argc, char **argv);
+
 /* Writes a self-contained tony as a gzip'ed tar to out, every path under
  * prefix ("" or "tony-1.2.3/"). From a self-contained tony that is its own
  * tree; from a plain build it is assembled from the program, the

@@ -85,6 +85,18 @@ def test_tarball_runs_where_unpacked_and_through_a_symlink(dist, tmp_path):
     for exe in (launcher, link_dir / "tony"):
         r = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.strip() == f"tony {version()}", r
+    # What ps shows is tony's own command line, not the loader's with its options.
+    (tmp_path / "history" / "finished").mkdir(parents=True)
+    portal = subprocess.Popen([str(launcher), "portal", "--port", "0", "--location", str(tmp_path / "history")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "portal at http" in portal.stdout.readline()
+        argv = Path(f"/proc/{portal.pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        assert argv == [str(launcher).encode(), b"portal", b"--port", b"0", b"--location",
+                        str(tmp_path / "history").encode()], argv
+    finally:
+        portal.terminate()
+        portal.wait(timeout=30)
     env = clean_env(tmp_path, f"{link_dir}:/usr/bin:/bin")
     r = subprocess.run(["tony", "submit", "--executes", "echo from-the-tarball",
                         "--conf", "tony.worker.instances=1", "--conf", "tony.application.framework=generic"],
