@@ -148,8 +148,9 @@ def main():
 
     mib = 2 ** 20
     if st_b <= st_p * 1.05:
-        start_note = ("the extra exec through the launcher does not make it slower to start (the loader finds "
-                      "every library in one directory, and maps a 9 KB ICU data library instead of 31 MB)")
+        start_note = ("the extra exec through the launcher does not make it slower to start (likely because the "
+                      "loader finds every library in one directory and maps a 9 KB ICU data library instead of "
+                      "31 MB)")
     else:
         start_note = f"the extra exec through the launcher costs {st_b - st_p:.1f} ms at start"
     text = f"""# Self-contained tony

@@ -26,7 +26,7 @@ prints its table. --tasks and --memory size the job: 6 tasks of 1536 MB
 cannot share fewer than the cluster's 3 NodeManagers of 4096 MB.
 
 usage: build/pyenv/bin/python bench/yarn_launch.py [--runs 5] [--tony build/bin/tony]
-         [--baseline path/to/other/tony [--title T --intro TEXT]] [--tasks 3] [--memory 256]
+         [--baseline path/to/other/tony [--cold-cache] [--title T --intro TEXT]] [--tasks 3] [--memory 256]
 """
 import argparse
 import os
@@ -257,6 +257,8 @@ def main():
     ap.add_argument("--baseline", help="another tony binary to compare with, instead of DistributedShell")
     ap.add_argument("--tasks", type=int, default=TASKS)
     ap.add_argument("--memory", type=int, default=256, help="MB per task container")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="tony's side uploads itself anew each run (a fresh tony.yarn.dist-cache): a new build's first job")
     ap.add_argument("--title", help="with --baseline: write the table as this section of --out")
     ap.add_argument("--intro", default="", help="with --title: the paragraph above the table")
     a = ap.parse_args()
@@ -264,19 +266,20 @@ def main():
     tony_exe = os.path.realpath(a.tony)
     if not os.access(tony_exe, os.X_OK):
         die(f"{tony_exe} is not an executable: build it with `make build` or pass --tony")
-    java = shutil.which("java")
-    if not java:
-        die("java not found on PATH: the DistributedShell client is a Java program")
     htc = Path(a.htc)
     check_cluster(htc)
     conf = htc / "conf"
-    ds_jar, cli_jar, cluster_cp = find_jars(Path(a.cache))
-
     work = Path(tempfile.mkdtemp(prefix="tony-yarn-bench-"))
     os.chmod(work, 0o755)
-    dsconf = work / "dsconf"
-    ds_conf(conf, dsconf, f"{dsconf}:{cli_jar}:{cluster_cp}")
-    java_argv = [java, "-XX:+UseSerialGC"] + [x for m in OPENS for x in ("--add-opens", f"java.base/{m}=ALL-UNNAMED")]
+    if not a.baseline:  # DistributedShell is the baseline
+        java = shutil.which("java")
+        if not java:
+            die("java not found on PATH: the DistributedShell client is a Java program")
+        ds_jar, cli_jar, cluster_cp = find_jars(Path(a.cache))
+        dsconf = work / "dsconf"
+        ds_conf(conf, dsconf, f"{dsconf}:{cli_jar}:{cluster_cp}")
+        java_argv = [java, "-XX:+UseSerialGC"] + [x for m in OPENS
+                                                   for x in ("--add-opens", f"java.base/{m}=ALL-UNNAMED")]
     env = dict(os.environ, HADOOP_CONF_DIR=str(conf))
     results = {"tony": [], "ds": []}
     n = [0]
@@ -294,6 +297,8 @@ def main():
             argv = [exe, "submit", "--backend", "yarn", "--executes", cmd,
                     "--conf", f"tony.worker.instances={TASKS}", "--conf", f"tony.worker.memory={a.memory}m",
                     "--conf", "tony.am.memory=256m"]
+            if kind == "tony" and a.cold_cache:
+                argv += ["--conf", f"tony.yarn.dist-cache=/tmp/tony-bench-cache-{os.getpid()}-{n[0]}"]
             e = dict(env, TONY_HOME=str(home))
         else:
             argv = java_argv + ["-cp", f"{dsconf}:{cli_jar}:{cluster_cp}:{ds_jar}", DS_CLIENT,
