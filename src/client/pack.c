@@ -1,6 +1,7 @@
 /* `tony pack OUT.tar.gz [--prefix DIR/]`: writes this tony as a
  * self-contained archive (common/self.h), the one `make dist` turns into the
  * tarball, the wheel and the .deb, and the one the yarn backend localizes. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,14 +10,17 @@
 
 int tony_cmd_pack(int argc, char **argv) {
     const char *out = NULL, *prefix = "";
-    for (int i = 0; i < argc; i++) {
+    bool usage = false;
+    for (int i = 0; i < argc && !usage; i++) {
         if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc) prefix = argv[++i];
         else if (argv[i][0] != '-' && !out) out = argv[i];
-        else out = NULL, argc = -1;
+        else usage = true; /* --help, an unknown flag, a second OUT */
     }
-    if (!out || argc < 0) {
-        fprintf(stderr, "usage: tony pack OUT.tar.gz [--prefix DIR/]   (a self-contained tony, as `make dist` ships)\n");
-        return TONY_EXIT_USAGE;
+    bool help = argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    if (!out || usage) {
+        fprintf(help ? stdout : stderr,
+                "usage: tony pack OUT.tar.gz [--prefix DIR/]   (a self-contained tony, as `make dist` ships)\n");
+        return help ? TONY_EXIT_OK : TONY_EXIT_USAGE;
     }
     tony_self self;
     tony_error err;

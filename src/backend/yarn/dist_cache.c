@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fs.h"
@@ -40,14 +41,10 @@ static int upload(tony_webhdfs *w, const tony_self *self, const char *dir, const
     char *local = tony_path_join(tmp, name);
     int rc = tony_self_pack(self, local, "", err);
     char *uri = tony_webhdfs_uri(w, path);
-    if (rc == 0) {
-        long long size = 0;
-        FILE *f = fopen(local, "rb");
-        if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-        if (f) fclose(f);
-        fprintf(stderr, "tony: uploading tony %s (%.1f MiB) to %s%s\n", TONY_VERSION, (double)size / (1 << 20), uri,
-                shared ? ", once for this build" : "");
-    }
+    struct stat st;
+    if (rc == 0 && stat(local, &st) == 0)
+        fprintf(stderr, "tony: uploading tony %s (%.1f MiB) to %s%s\n", TONY_VERSION, (double)st.st_size / (1 << 20),
+                uri, shared ? ", once for this build" : "");
     /* Uploaded under a name of its own, then renamed into place. */
     char *part = tony_sprintf("%s/.%s.%d.part", dir, name, (int)getpid());
     if (rc == 0 && ((rc = tony_webhdfs_mkdirs(w, dir, "700", err)) || (rc = tony_webhdfs_put(w, local, part, NULL, err))))
