@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/kerberos.h"
 #include "backend/yarn/rest.h"
 #include "common/fs.h"
 #include "common/strv.h"
@@ -184,11 +185,14 @@ static int hdfs_namenodes(tony_hist_source *s, const tony_conf *conf, const char
                           key, uri, hc, fs, s->hadoop->default_fs_from);
         }
     }
+    bool secure = false;
+    char *user = NULL;
+    if (rc == 0) rc = tony_yarn_client_login(s->hadoop, conf, &user, &secure, err);
     if (rc == 0) {
-        char *user = tony_yarn_user();
         s->w = tony_webhdfs_new(s->hadoop, user);
-        free(user);
+        if (secure) tony_webhdfs_use_kerberos(s->w);
     }
+    free(user);
     free(uri);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/kerberos.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
 #include "client/client.h"
@@ -134,7 +135,16 @@ void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
     h->nnns = 1;
     tony_webhdfs *w = tony_webhdfs_new(h, user);
     tony_error err;
-    if (tony_webhdfs_delete(w, path, true, &err)) {
+    int rc = 0;
+    if (json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS))) {
+        /* This process's ticket: kinit's, or the keytab's submit logged in with. */
+        tony_krb5_identity id;
+        rc = tony_krb5_login(NULL, &id, &err);
+        if (rc == 0) tony_webhdfs_use_kerberos(w);
+        tony_krb5_identity_free(&id);
+    }
+    if (rc == 0) rc = tony_webhdfs_delete(w, path, true, &err);
+    if (rc) {
         if (!quiet) fprintf(stderr, "tony: warning: could not delete the staging dir %s: %s\n", path, err.msg);
     } else {
         json_object_set_new(rec, "staging_deleted", json_true());
@@ -160,10 +170,23 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, con
         free(from);
     }
     const char *hc = getenv("HADOOP_CONF_DIR");
+    bool kerberos = json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS));
     if (hc && *hc) {
         tony_hadoop_conf *h = tony_hadoop_conf_new();
-        if (tony_hadoop_conf_load(h, hc, conf, NULL) == 0) tony_yarn_rest_add_conf(r, h);
+        if (tony_hadoop_conf_load(h, hc, conf, NULL) == 0) {
+            tony_yarn_rest_add_conf(r, h);
+            kerberos = kerberos || tony_yarn_kerberized(h, conf);
+        }
         tony_hadoop_conf_free(h);
+    }
+    tony_krb5_identity id;
+    if (kerberos) {
+        if (tony_krb5_login(conf, &id, err)) {
+            tony_yarn_rest_free(r);
+            return NULL;
+        }
+        tony_krb5_identity_free(&id);
+        tony_yarn_rest_use_kerberos(r);
     }
     if (tony_yarn_rest_connect(r, err)) {
         tony_yarn_rest_free(r);

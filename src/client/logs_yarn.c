@@ -28,6 +28,7 @@ typedef struct ylogs {
     json_t *job;     /* the coordinator's /v1/job, live or last saved */
     char *am;        /* the live coordinator's URL, or NULL */
     bool aggregated; /* yarn.log-aggregation-enable (HADOOP_CONF_DIR, --conf) */
+    bool kerberos;   /* a secure cluster: NodeManagers' web pages want SPNEGO */
     int attempt;
     bool failed;     /* something could not be read */
 } ylogs;
@@ -50,12 +51,13 @@ static void aggregation_hint(const ylogs *y, const char *container) {
 /* The whole of one log file of a container from its NodeManager: 0 and the
  * bytes in out, 1 when the file does not exist (nothing written to it), -1
  * with err when the node cannot be read. */
-static int nm_read(const char *link, const char *file, tony_buf *out, tony_error *err) {
+static int nm_read(const ylogs *y, const char *link, const char *file, tony_buf *out, tony_error *err) {
     char *base, *container;
     if (tony_nmweb_parse_link(link, &base, &container, err)) return -1;
     char *url = tony_nmweb_file_url(base, container, file, 0);
     tony_http_response r;
-    int rc = tony_http_call("GET", url, NULL, NULL, NM_TIMEOUT_MS, &r, err);
+    int rc = y->kerberos ? tony_http_call_negotiate("GET", url, NULL, NM_TIMEOUT_MS, &r, err)
+                         : tony_http_call("GET", url, NULL, NULL, NM_TIMEOUT_MS, &r, err);
     if (rc) {
         tony_err_wrap(err, "cannot reach the NodeManager at %s", base);
     } else if (r.status == 404 && strstr(r.body, "Cannot find this log")) {
@@ -150,7 +152,7 @@ static void show_done_task(ylogs *y, const json_t *t, const char *stream, bool h
     tony_error err;
     if (link) {
         if (header) printf("==> %s %s (%s) <==\n", name, stream, link);
-        int rc = nm_read(link, stream, &b, &err);
+        int rc = nm_read(y, link, stream, &b, &err);
         if (rc == 0) print_bytes(b.data, b.len, header);
         else if (rc == 1 && header) printf("(nothing written to it)\n");
         if (rc < 0) {
@@ -233,7 +235,7 @@ static void follow_task(ylogs *y, const json_t *t) {
     const json_t *now = find_task(y, name);
     const char *link = now ? json_string_value(json_object_get(now, "log_url")) : NULL;
     tony_buf b = {0};
-    int rc = link ? nm_read(link, "stdout", &b, &err) : -1;
+    int rc = link ? nm_read(y, link, "stdout", &b, &err) : -1;
     if (rc == 0 && (long long)b.len > offset) print_bytes(b.data + offset, b.len - (size_t)offset, false);
     if (rc < 0 && link) {
         fprintf(stderr, "tony: error: %s: %s\n", name, err.msg);
@@ -261,7 +263,7 @@ static void show_am(ylogs *y, const json_t *rec) {
         tony_buf b = {0};
         tony_error err;
         printf("==> coordinator %s (%s) <==\n", files[i], link);
-        int rc = nm_read(link, files[i], &b, &err);
+        int rc = nm_read(y, link, files[i], &b, &err);
         if (rc == 0) print_bytes(b.data, b.len, true);
         else if (rc == 1) printf("(nothing written to it)\n");
         else {
@@ -298,7 +300,8 @@ int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony
         json_decref(rec);
         return TONY_EXIT_UNAVAILABLE;
     }
-    ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on(conf)};
+    ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on(conf),
+               .kerberos = json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS))};
     tony_error err;
     tony_yarn_rest *rest = tony_yarn_connect_rm(rec, job_dir, conf, &err);
     if (rest && tony_yarn_rest_app(rest, app_id, &y.app, &err) == 0) {

@@ -12,6 +12,7 @@
 #include "backend/yarn/cluster_check.h"
 #include "backend/yarn/dist_cache.h"
 #include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/kerberos.h"
 #include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
@@ -111,7 +112,7 @@ static json_t *local_resource(const char *uri, const char *type, const char *vis
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
-                          const char *secret, const tony_hadoop_conf *h, const char *user,
+                          const char *secret, const json_t *tokens, const tony_hadoop_conf *h, const char *user,
                           const tony_env *container_env) {
     json_t *res = json_array();
     size_t i;
@@ -143,10 +144,21 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     tony_env_merge(&env, container_env);
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
     const char *secrets[] = {TONY_YARN_SECRET_ALIAS, b64};
-    json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:{s:o}}", "local-resources", "entry", res, "environment",
+    json_t *creds = json_pack("{s:o}", "secrets", kv_entries(secrets, 2));
+    /* The job's delegation tokens (secure clusters): the RM renews them and
+     * hands them to the AM's container, which hands them to every task. */
+    if (tokens && json_object_size(tokens)) {
+        json_t *entries = json_array();
+        const char *alias;
+        json_t *v;
+        json_object_foreach((json_t *)tokens, alias, v) json_array_append_new(
+            entries, json_pack("{s:s, s:O}", "key", alias, "value", v));
+        json_object_set_new(creds, "tokens", json_pack("{s:o}", "entry", entries));
+    }
+    json_t *spec = json_pack("{s:{s:o}, s:o, s:{s:s}, s:o}", "local-resources", "entry", res, "environment",
                              env_entries(&env), "commands", "command",
                              TONY_YARN_TONY_COMMAND " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
-                             "credentials", "secrets", kv_entries(secrets, 2));
+                             "credentials", creds);
     free(b64);
     free(nn_list);
     tony_env_free(&env);
@@ -330,25 +342,52 @@ static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir,
 }
 
 static void write_record(const char *job_dir, const char *rm, const char *app_id, const char *user,
-                         const staged *st, const tony_hadoop_conf *h) {
+                         const staged *st, const tony_hadoop_conf *h, bool secure) {
     /* Until the AM registers, the RM's own page of the app is the tracking URL. */
     char *tracking = tony_sprintf("%s/cluster/app/%s", rm, app_id);
     json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "backend", "yarn", "rm", rm, "app_id",
                             app_id, "user", user, "staging_uri", st->staging_uri, "staging_path", st->staging_path,
                             "tracking_url", tracking, "namenode_http", h->nns[0].http, "default_fs", h->default_fs);
+    /* The verbs that come later talk to the same cluster the same way. */
+    if (secure) json_object_set_new(rec, TONY_YARN_RECORD_KERBEROS, json_true());
     free(tracking);
     tony_jobdir_write_json(job_dir, TONY_JOBDIR_YARN, rec, NULL);
     json_decref(rec);
 }
 
+/* The host of an http://host:port URL (malloc'ed). */
+static char *url_host(const char *url) {
+    const char *s = strstr(url, "://");
+    s = s ? s + 3 : url;
+    return tony_sprintf("%.*s", (int)strcspn(s, ":/"), s);
+}
+
+/* A secure cluster's job gets an HDFS delegation token that the RM renews
+ * (alias: its service, as Hadoop's clients file it). */
+static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_conf *h, json_t **tokens,
+                      tony_error *err) {
+    char *host = url_host(tony_yarn_rest_url(rest));
+    char *renewer = NULL, *service = NULL, *token = NULL;
+    int rc = tony_yarn_rm_principal(h, host, &renewer, err);
+    if (rc == 0) rc = tony_yarn_hdfs_token_service(h, &service, err);
+    if (rc == 0) rc = tony_webhdfs_delegation_token(w, renewer, service, &token, err);
+    if (rc == 0) *tokens = json_pack("{s:s}", service, token);
+    free(host);
+    free(renewer);
+    free(service);
+    free(token);
+    return rc;
+}
+
 int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_input *in,
                      const tony_yarn_submit_opts *opts, tony_error *err) {
     int code = TONY_EXIT_USAGE;
-    char *user = tony_yarn_user();
+    char *user = NULL;
+    bool secure = false;
     tony_hadoop_conf *h = tony_hadoop_conf_new();
-    tony_yarn_rest *rest = tony_yarn_rest_new(user);
+    tony_yarn_rest *rest = NULL;
     tony_webhdfs *w = NULL;
-    json_t *sched = NULL, *labels = NULL, *maxcap = NULL, *ctx = NULL;
+    json_t *sched = NULL, *labels = NULL, *maxcap = NULL, *ctx = NULL, *tokens = NULL;
     char *app_id = NULL, *job_dir = NULL, *secret = NULL;
     staged st = {0};
     const char *hc = getenv("HADOOP_CONF_DIR");
@@ -358,11 +397,19 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
         goto out;
     }
     if (tony_hadoop_conf_load(h, hc, conf, err)) goto out;
+    if (tony_yarn_client_login(h, conf, &user, &secure, err)) goto out;
     code = TONY_EXIT_UNAVAILABLE;
+    rest = tony_yarn_rest_new(user);
     tony_yarn_rest_add_conf(rest, h);
-    if (tony_yarn_rest_connect(rest, err)) goto out;
     w = tony_webhdfs_new(h, user);
+    if (secure) {
+        tony_yarn_rest_use_kerberos(rest);
+        tony_webhdfs_use_kerberos(w);
+    }
+    if (tony_yarn_rest_connect(rest, err)) goto out;
     if (tony_webhdfs_connect(w, err)) goto out;
+    /* Before anything is staged, so that a refusal leaves nothing behind. */
+    if (secure && job_tokens(w, rest, h, &tokens, err)) goto out;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/scheduler", &sched, err)) goto out;
     tony_error lerr;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/get-node-labels", &labels, &lerr)) labels = NULL;
@@ -397,14 +444,14 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     }
     const char *scheduler = tony_yarn_rest_scheduler(rest);
     ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
-                     scheduler ? scheduler : "", secret, h, user, &plan->container_env);
+                     scheduler ? scheduler : "", secret, tokens, h, user, &plan->container_env);
     if (tony_yarn_rest_submit(rest, ctx, err)) {
         code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
         tony_webhdfs_delete(w, st.staging_path, true, NULL);
         tony_rm_rf(job_dir, NULL);
         goto out;
     }
-    write_record(job_dir, tony_yarn_rest_url(rest), app_id, user, &st, h);
+    write_record(job_dir, tony_yarn_rest_url(rest), app_id, user, &st, h, secure);
     json_t *report = NULL;
     tony_error rerr;
     if (tony_yarn_rest_app(rest, app_id, &report, &rerr) == 0) tony_yarn_record_update(job_dir, report);
@@ -425,6 +472,7 @@ out:
     json_decref(sched);
     json_decref(labels);
     json_decref(maxcap);
+    json_decref(tokens);
     free(app_id);
     free(job_dir);
     free(secret);

@@ -16,6 +16,8 @@
 #include "conf/plan.h"
 
 #define TONY_JOBDIR_YARN "yarn.json" /* {"rm","app_id","staging_uri","tracking_url",...} */
+/* yarn.json's flag for a job of a kerberized cluster (its verbs use SPNEGO). */
+#define TONY_YARN_RECORD_KERBEROS "kerberos"
 #define TONY_YARN_APP_TYPE "TONY"
 
 typedef struct tony_yarn_submit_opts {

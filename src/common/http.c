@@ -68,8 +68,8 @@ static int perform(CURL *h, const char *method, const char *url, tony_buf *out, 
     return 0;
 }
 
-int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
-                   tony_http_response *resp, tony_error *err) {
+static int call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                bool negotiate, tony_http_response *resp, tony_error *err) {
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
@@ -92,6 +92,12 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 3000 ? timeout_ms : 3000);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    if (negotiate) {
+        /* Answer the server's 401 "Negotiate" with a Kerberos service ticket;
+         * the empty user makes libcurl take the ticket cache's identity. */
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_NEGOTIATE);
+        curl_easy_setopt(h, CURLOPT_USERPWD, ":");
+    }
     if (body) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     } else if (strcmp(method, "POST") == 0) {
@@ -102,6 +108,16 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
     free(auth);
     curl_easy_cleanup(h);
     return ret;
+}
+
+int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                   tony_http_response *resp, tony_error *err) {
+    return call(method, url, secret, body, timeout_ms, false, resp, err);
+}
+
+int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
+                             tony_http_response *resp, tony_error *err) {
+    return call(method, url, NULL, body, timeout_ms, true, resp, err);
 }
 
 /* A file transfer has no overall limit (files can be large): it fails when

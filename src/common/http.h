@@ -4,6 +4,7 @@
 #ifndef TONY_HTTP_H
 #define TONY_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -26,6 +27,10 @@ const char *tony_http_pick_ca_file(const char *builtin, const char *const *other
  * no HTTP response came (refused, timeout), naming the URL. */
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err);
+/* The same, proving who we are with SPNEGO (Kerberos, this process's
+ * ticket cache: KRB5CCNAME) as Hadoop's secure web endpoints want. */
+int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
+                             tony_http_response *resp, tony_error *err);
 /* PUTs the bytes of a local file (application/octet-stream), e.g. to a
  * WebHDFS DataNode. A transfer that moves nothing for stall_s seconds fails;
  * max_s > 0 also bounds the whole transfer (0: none, for large files). */

@@ -277,11 +277,44 @@ static void test_token_writable_and_base64(void **state) {
     assert_string_equal(s, "");
     free(s);
     tony_buf_free(&b);
+    char *url = yarn_token_url_string(t);
+    assert_string_equal(url, "Avv_AT4BSwNzdmM"); /* Token.encodeToUrlString's form */
+    free(url);
     yarn_token *d = yarn_token_dup(t);
     assert_string_equal(d->service, "svc");
     yarn_token_free(d);
     yarn_token_free(t);
     assert_null(yarn_token_dup(NULL));
+}
+
+/* A task container gets every token of the AM's but its AMRMToken, and no
+ * secrets (the job's secret travels otherwise). */
+static void test_credentials_for_tasks(void **state) {
+    (void)state;
+    yarn_credentials *c = yarn_credentials_new();
+    yarn_token *amrm = yarn_token_new("a", 1, "p", 1, YARN_AMRM_TOKEN_KIND, "127.0.0.1:8030");
+    yarn_token *hdfs = yarn_token_new("h", 1, "q", 1, YARN_HDFS_TOKEN_KIND, "127.0.0.1:8020");
+    tony_buf out = {0};
+    assert_false(yarn_credentials_write_for_tasks(c, &out)); /* nothing to give */
+    assert_int_equal(out.len, 0);
+    yarn_credentials_add_token(c, "amrm", amrm);
+    yarn_credentials_add_secret(c, "tony.job.secret", "s3cret", 6);
+    assert_false(yarn_credentials_write_for_tasks(c, &out)); /* only the AM's own */
+    yarn_credentials_add_token(c, "127.0.0.1:8020", hdfs);
+    assert_true(yarn_credentials_write_for_tasks(c, &out));
+    yarn_credentials *back = NULL;
+    tony_error err;
+    assert_int_equal(yarn_credentials_parse(out.data, out.len, "the tasks' tokens", &back, &err), 0);
+    assert_int_equal(back->n_tokens, 1);
+    assert_int_equal(back->n_secrets, 0);
+    assert_string_equal(back->tokens[0].alias, "127.0.0.1:8020");
+    assert_string_equal(back->tokens[0].token->kind, YARN_HDFS_TOKEN_KIND);
+    assert_null(yarn_credentials_find_kind(back, YARN_AMRM_TOKEN_KIND));
+    yarn_credentials_free(back);
+    yarn_credentials_free(c);
+    yarn_token_free(amrm);
+    yarn_token_free(hdfs);
+    tony_buf_free(&out);
 }
 
 /* --- ids */
@@ -368,7 +401,8 @@ int main(void) {
         cmocka_unit_test(test_vlong_encodings),      cmocka_unit_test(test_vlong_round_trips),
         cmocka_unit_test(test_vint_range),           cmocka_unit_test(test_credentials_writable),
         cmocka_unit_test(test_credentials_bad_headers), cmocka_unit_test(test_credentials_protobuf),
-        cmocka_unit_test(test_token_writable_and_base64), cmocka_unit_test(test_container_ids),
+        cmocka_unit_test(test_token_writable_and_base64),
+        cmocka_unit_test(test_credentials_for_tasks), cmocka_unit_test(test_container_ids),
         cmocka_unit_test(test_app_and_attempt_ids),  cmocka_unit_test(test_container_id_pb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

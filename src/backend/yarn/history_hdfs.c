@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/yarn/tokens.h"
 #include "backend/yarn/webhdfs.h"
 #include "common/fs.h"
 #include "common/jhist.h"
@@ -110,6 +111,24 @@ static void h_stop(void *ctx) {
     atomic_store(&c->stopping, false);
 }
 
+/* On a secure cluster the coordinator has no Kerberos ticket, only the job's
+ * HDFS delegation token in its container's token file: WebHDFS takes it as
+ * delegation=. None there (an insecure cluster): user.name= as ever. */
+static void use_job_token(tony_webhdfs *w) {
+    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
+    yarn_credentials *creds = NULL;
+    tony_error err;
+    if (!path || !*path || yarn_credentials_read_file(path, &creds, &err)) return;
+    const yarn_token *t = yarn_credentials_find_kind(creds, YARN_HDFS_TOKEN_KIND);
+    if (t) {
+        char *s = yarn_token_url_string(t);
+        tony_webhdfs_use_delegation(w, s);
+        free(s);
+        tony_info("history: HDFS calls use the job's delegation token (service %s)", t->service);
+    }
+    yarn_credentials_free(creds);
+}
+
 tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
     const char *nns = getenv(TONY_YARN_WEBHDFS_ENV), *fs = getenv(TONY_YARN_DEFAULT_FS_ENV);
     const char *user = getenv(TONY_YARN_HDFS_USER_ENV);
@@ -123,6 +142,7 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
     c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs,
                                TONY_YARN_DEFAULT_FS_ENV " in the AM's environment", user);
     tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S, TONY_YARN_HISTORY_PUT_MAX_S);
+    use_job_token(c->w);
     c->authority = tony_strdup(fs + strlen("hdfs://"));
     size_t n = strlen(c->authority);
     if (n && c->authority[n - 1] == '/') c->authority[n - 1] = '\0';

@@ -21,6 +21,7 @@ typedef struct rm_candidate {
 
 struct tony_yarn_rest {
     char *user;
+    bool kerberos; /* SPNEGO instead of ?user.name= */
     rm_candidate *rms;
     size_t nrms;
     size_t active; /* index into rms once connected */
@@ -58,6 +59,8 @@ void tony_yarn_rest_add_conf(tony_yarn_rest *r, const tony_hadoop_conf *h) {
     for (size_t i = 0; i < h->nrms; i++)
         tony_yarn_rest_add_rm(r, h->rms[i].webapp, h->rms[i].webapp_from, h->rms[i].scheduler);
 }
+
+void tony_yarn_rest_use_kerberos(tony_yarn_rest *r) { r->kerberos = true; }
 
 bool tony_yarn_rest_unreachable(const tony_yarn_rest *r) { return r->unreachable; }
 const char *tony_yarn_rest_url(const tony_yarn_rest *r) { return r->nrms ? r->rms[r->active].webapp : NULL; }
@@ -97,15 +100,23 @@ json_t *tony_yarn_json_list(json_t *v) {
 static int call(tony_yarn_rest *r, const char *method, const char *path, bool write, const char *body,
                 const long *ok_status, const char *what, tony_http_response *resp, tony_error *err) {
     rm_candidate *rm = &r->rms[r->active];
-    char *url = write ? tony_sprintf("%s%s%suser.name=%s", rm->webapp, path, strchr(path, '?') ? "&" : "?", r->user)
-                      : tony_sprintf("%s%s", rm->webapp, path);
+    char *url = write && !r->kerberos
+                    ? tony_sprintf("%s%s%suser.name=%s", rm->webapp, path, strchr(path, '?') ? "&" : "?", r->user)
+                    : tony_sprintf("%s%s", rm->webapp, path);
     tony_error herr;
-    int rc = tony_http_call(method, url, NULL, body, REST_TIMEOUT_MS, resp, &herr);
+    int rc = r->kerberos ? tony_http_call_negotiate(method, url, body, REST_TIMEOUT_MS, resp, &herr)
+                         : tony_http_call(method, url, NULL, body, REST_TIMEOUT_MS, resp, &herr);
     free(url);
     r->unreachable = rc != 0;
     if (rc) return tony_err(err, "cannot reach the ResourceManager at %s (from %s): %s", rm->webapp, rm->from, herr.msg);
     for (const long *s = ok_status; *s; s++)
         if (resp->status == *s) return 0;
+    if (resp->status == 401 && r->kerberos) {
+        tony_err(err, "the ResourceManager at %s refused %s: Kerberos (SPNEGO) authentication failed (HTTP 401); check "
+                 "`klist`, and that the KDC knows HTTP/<RM host> (the RM's web principal)", rm->webapp, what);
+        tony_http_response_free(resp);
+        return -1;
+    }
     char *re = tony_yarn_remote_exception(resp->body);
     size_t blen = strcspn(resp->body, "\n");
     tony_err(err, "the ResourceManager at %s refused %s (HTTP %ld): %s%.*s", rm->webapp, what, resp->status,

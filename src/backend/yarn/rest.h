@@ -1,7 +1,8 @@
 /* The ResourceManager's REST API (/ws/v1/cluster) for the client: find the
  * active RM, ask for an application id, submit, read an app report, kill,
  * and read the scheduler, nodes and labels to check a job before staging.
- * Writes carry ?user.name= (pseudo auth on insecure clusters). */
+ * Writes carry ?user.name= (pseudo auth on insecure clusters), or SPNEGO on
+ * kerberized ones. */
 #ifndef TONY_YARN_REST_H
 #define TONY_YARN_REST_H
 
@@ -21,6 +22,10 @@ void tony_yarn_rest_free(tony_yarn_rest *r);
 void tony_yarn_rest_add_rm(tony_yarn_rest *r, const char *webapp, const char *from, const char *scheduler);
 /* Every RM of a Hadoop configuration, in rm-id order. */
 void tony_yarn_rest_add_conf(tony_yarn_rest *r, const tony_hadoop_conf *h);
+
+/* Calls prove the user with SPNEGO (this process's Kerberos ticket) rather
+ * than ?user.name=, as a kerberized RM wants (kerberos.h logs in). */
+void tony_yarn_rest_use_kerberos(tony_yarn_rest *r);
 
 /* Tries each candidate's /ws/v1/cluster/info until one says it is ACTIVE.
  * When none answers the error says "cannot reach the ResourceManager at URL

@@ -291,6 +291,25 @@ void yarn_token_write(const yarn_token *t, tony_buf *out) {
     write_text(out, t->service);
 }
 
+char *yarn_token_url_string(const yarn_token *t) {
+    tony_buf b = {0};
+    yarn_token_write(t, &b);
+    char *s = tony_base64_encode(b.data, b.len, true);
+    tony_buf_free(&b);
+    return s;
+}
+
+bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out) {
+    yarn_credentials *tasks = yarn_credentials_new();
+    for (size_t i = 0; c && i < c->n_tokens; i++)
+        if (strcmp(c->tokens[i].token->kind, YARN_AMRM_TOKEN_KIND) != 0)
+            yarn_credentials_add_token(tasks, c->tokens[i].alias, c->tokens[i].token);
+    bool any = tasks->n_tokens > 0;
+    if (any) yarn_credentials_write(tasks, out);
+    yarn_credentials_free(tasks);
+    return any;
+}
+
 void yarn_credentials_write(const yarn_credentials *c, tony_buf *out) {
     tony_buf_append(out, "HDTS\0", 5);
     yarn_vlong_write(out, (int64_t)c->n_tokens);

@@ -5,6 +5,7 @@
 #ifndef TONY_YARN_TOKENS_H
 #define TONY_YARN_TOKENS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,17 @@ int yarn_credentials_read_file(const char *path, yarn_credentials **out, tony_er
 void yarn_credentials_write(const yarn_credentials *c, tony_buf *out);
 /* Appends one token in Writable form (what Token.encodeToUrlString encodes). */
 void yarn_token_write(const yarn_token *t, tony_buf *out);
+
+/* The token as Token.encodeToUrlString writes it (URL-safe base64 of its
+ * Writable form, no padding): what WebHDFS's delegation= and the RM REST
+ * submission's credentials take. malloc'ed. */
+char *yarn_token_url_string(const yarn_token *t);
+/* The kind of an HDFS delegation token. */
+#define YARN_HDFS_TOKEN_KIND "HDFS_DELEGATION_TOKEN"
+/* The token storage a task container gets: every token of c but the AMRMToken
+ * (which only the AM may use), and no secrets. Appended to out in Writable
+ * form; false (nothing appended) when no token is left to give. */
+bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out);
 
 /* Hadoop WritableUtils variable-length integers (not protobuf varints). */
 void yarn_vlong_write(tony_buf *out, int64_t v);

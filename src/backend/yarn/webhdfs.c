@@ -17,6 +17,8 @@ struct tony_webhdfs {
     tony_strv http, http_from; /* each NameNode's web address and where it was set */
     char *default_fs, *default_fs_from;
     char *user;
+    bool kerberos;    /* SPNEGO (the client, logged in) instead of user.name= */
+    char *delegation; /* a delegation token's URL string (the coordinator) */
     size_t active; /* index into http */
     long timeout_ms, stall_s, transfer_max_s; /* transfer_max_s 0: no overall limit */
 };
@@ -68,6 +70,7 @@ void tony_webhdfs_free(tony_webhdfs *w) {
     free(w->default_fs);
     free(w->default_fs_from);
     free(w->user);
+    free(w->delegation);
     free(w);
 }
 
@@ -76,6 +79,13 @@ const char *tony_webhdfs_default_fs(const tony_webhdfs *w) { return w->default_f
 const char *tony_webhdfs_user(const tony_webhdfs *w) { return w->user; }
 
 static const char *nn_url(const tony_webhdfs *w) { return tony_webhdfs_namenode(w); }
+
+void tony_webhdfs_use_kerberos(tony_webhdfs *w) { w->kerberos = true; }
+
+void tony_webhdfs_use_delegation(tony_webhdfs *w, const char *url_string) {
+    free(w->delegation);
+    w->delegation = tony_strdup(url_string);
+}
 
 static void escape_path(tony_buf *b, const char *path) {
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
@@ -90,7 +100,12 @@ static char *op_url(const tony_webhdfs *w, const char *path, const char *op, con
     tony_buf b = {0};
     tony_buf_printf(&b, "%s/webhdfs/v1", nn_url(w));
     escape_path(&b, path);
-    tony_buf_printf(&b, "?op=%s&user.name=%s%s%s", op, w->user, extra ? "&" : "", extra ? extra : "");
+    /* Who we are: a delegation token, SPNEGO (nothing in the URL), or the
+     * name an insecure cluster takes on trust. */
+    if (w->delegation) tony_buf_printf(&b, "?op=%s&delegation=%s", op, w->delegation);
+    else if (w->kerberos) tony_buf_printf(&b, "?op=%s", op);
+    else tony_buf_printf(&b, "?op=%s&user.name=%s", op, w->user);
+    tony_buf_printf(&b, "%s%s", extra ? "&" : "", extra ? extra : "");
     return b.data;
 }
 
@@ -101,7 +116,9 @@ static int call(tony_webhdfs *w, const char *method, const char *path, const cha
     char *url = op_url(w, path, op, extra);
     tony_http_response r;
     tony_error herr;
-    int rc = tony_http_call(method, url, NULL, strcmp(method, "GET") ? "" : NULL, w->timeout_ms, &r, &herr);
+    const char *body = strcmp(method, "GET") ? "" : NULL;
+    int rc = w->kerberos && !w->delegation ? tony_http_call_negotiate(method, url, body, w->timeout_ms, &r, &herr)
+                                           : tony_http_call(method, url, NULL, body, w->timeout_ms, &r, &herr);
     free(url);
     if (rc && !w->default_fs_from)
         return tony_err(err, "cannot reach HDFS's NameNode at %s (from %s): %s", nn_url(w),
@@ -116,6 +133,12 @@ static int call(tony_webhdfs *w, const char *method, const char *path, const cha
     }
     bool good = false;
     for (const long *s = ok; *s; s++) good = good || r.status == *s;
+    if (!good && r.status == 401 && w->kerberos && !w->delegation) {
+        tony_err(err, "HDFS %s %s: the NameNode at %s refused Kerberos (SPNEGO) authentication (HTTP 401); check "
+                 "`klist`, and that the KDC knows HTTP/<NameNode host> (its web principal)", op, path, nn_url(w));
+        tony_http_response_free(&r);
+        return -1;
+    }
     if (!good) {
         char *re = tony_yarn_remote_exception(r.body);
         size_t blen = strcspn(r.body, "\n");
@@ -210,6 +233,33 @@ int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, b
     json_decref(j);
     if (rc) return tony_err(err, "HDFS GETFILESTATUS %s: no FileStatus in the NameNode's answer", path);
     return 0;
+}
+
+static void escape_query(tony_buf *b, const char *v) {
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-~", *p))
+            tony_buf_append(b, (const char *)p, 1);
+        else
+            tony_buf_printf(b, "%%%02X", *p);
+    }
+}
+
+int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const char *service, char **url_string,
+                                  tony_error *err) {
+    tony_buf q = {0};
+    tony_buf_puts(&q, "kind=HDFS_DELEGATION_TOKEN&renewer=");
+    escape_query(&q, renewer);
+    tony_buf_puts(&q, "&service=");
+    escape_query(&q, service);
+    json_t *j = NULL;
+    int rc = call(w, "GET", "/", "GETDELEGATIONTOKEN", q.data, OK200, NULL, &j, err);
+    tony_buf_free(&q);
+    if (rc) return -1;
+    const char *t = json_string_value(json_object_get(json_object_get(j, "Token"), "urlString"));
+    if (t && *t) *url_string = tony_strdup(t);
+    else rc = tony_err(err, "HDFS GETDELEGATIONTOKEN: the NameNode at %s gave no token (is security on?)", nn_url(w));
+    json_decref(j);
+    return rc;
 }
 
 int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err) {

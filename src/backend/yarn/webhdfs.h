@@ -43,6 +43,20 @@ const char *tony_webhdfs_namenode(const tony_webhdfs *w);
 const char *tony_webhdfs_default_fs(const tony_webhdfs *w);
 const char *tony_webhdfs_user(const tony_webhdfs *w);
 
+/* How calls prove who they are (default: user.name=, insecure clusters):
+ * SPNEGO with this process's Kerberos ticket (the client on a kerberized
+ * cluster), or a delegation token in its URL-string form (the coordinator,
+ * which has no ticket, only the job's tokens). */
+void tony_webhdfs_use_kerberos(tony_webhdfs *w);
+void tony_webhdfs_use_delegation(tony_webhdfs *w, const char *url_string);
+/* GETDELEGATIONTOKEN (needs SPNEGO): an HDFS delegation token that renewer
+ * (the ResourceManager's principal) may renew, with service set to the
+ * NameNode's RPC address as HDFS clients look tokens up by (e.g.
+ * "127.0.0.1:8020" or "ha-hdfs:<nameservice>"). *url_string: the token in
+ * Hadoop's URL-safe encoding, as the RM's REST submission takes it. */
+int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const char *service, char **url_string,
+                                  tony_error *err);
+
 /* Finds a NameNode that answers (the active one with HA). Errors name
  * fs.defaultFS / dfs.namenode.http-address and where they were set. */
 int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err);

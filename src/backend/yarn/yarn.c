@@ -80,6 +80,7 @@ typedef struct yarn_backend {
     bool ask_now;    /* asks changed meanwhile: the next heartbeat at once */
     bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
+    tony_buf task_tokens; /* the token storage each task container gets */
 } yarn_backend;
 
 /* --- the manifest written by the client */
@@ -262,6 +263,10 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     if (link) tony_env_set(&r->env, "TONY_TASK_LOG_URL", link);
     free(link);
     ctx.env = &r->env;
+    /* YARN writes them to the container's token file and points
+     * HADOOP_TOKEN_FILE_LOCATION at it: the user's code reads HDFS with them. */
+    ctx.tokens = b->task_tokens.len ? b->task_tokens.data : NULL;
+    ctx.tokens_len = b->task_tokens.len;
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
     ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
@@ -361,7 +366,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
 
 /* The AMRMToken from the container's token file and the scheduler address
  * the client put in our env (nothing in a container names it otherwise). */
-static yarn_amrm *amrm_from_container(tony_error *err) {
+/* The AM's container_tokens: its AMRMToken for the scheduler, and the job's
+ * other tokens (HDFS delegation tokens on a secure cluster), which every
+ * task container gets in turn (task_tokens; empty when there are none). */
+static yarn_amrm *amrm_from_container(tony_buf *task_tokens, tony_error *err) {
     const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
     const char *addr = getenv(TONY_YARN_SCHEDULER_ENV);
     if (!path || !*path) {
@@ -385,6 +393,7 @@ static yarn_amrm *amrm_from_container(tony_error *err) {
         char *host = tony_sprintf("%.*s", (int)(colon - addr), addr);
         am = yarn_amrm_new(host, (int)port, t, err);
         free(host);
+        yarn_credentials_write_for_tasks(creds, task_tokens);
     }
     yarn_credentials_free(creds);
     return am;
@@ -541,6 +550,7 @@ static void yarn_free(tony_backend *base) {
     }
     free(b->files);
     free(b->job_dir);
+    tony_buf_free(&b->task_tokens);
     for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
     free(b->roles);
     if (b->heartbeat) event_free(b->heartbeat);
@@ -632,7 +642,7 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
-    b->amrm = amrm_from_container(err);
+    b->amrm = amrm_from_container(&b->task_tokens, err);
     if (!b->amrm) goto fail;
     yarn_amrm_set_timeout(b->amrm, RPC_TIMEOUT_MS);
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;

@@ -1,0 +1,52 @@
+/* Kerberos for the client verbs on a secure Hadoop cluster
+ * (hadoop.security.authentication=kerberos): whether the cluster is one, and
+ * the login that the HTTP calls then prove with SPNEGO, either the ticket
+ * cache the user filled with kinit or TonY's keytab keys. Errors say what is
+ * wrong (no ticket, an expired one, an unknown realm, an unreachable KDC,
+ * the clock, the keytab) and the command that fixes it. */
+#ifndef TONY_YARN_KERBEROS_H
+#define TONY_YARN_KERBEROS_H
+
+#include <stdbool.h>
+
+#include "backend/yarn/hadoop_conf.h"
+#include "common/error.h"
+#include "conf/conf.h"
+
+/* TonY's keys. */
+#define TONY_SECURITY_ENABLED_KEY "tony.application.security.enabled"
+#define TONY_KEYTAB_USER_KEY "tony.keytab.user"
+#define TONY_KEYTAB_LOCATION_KEY "tony.keytab.location"
+
+/* True when the cluster's core-site.xml says kerberos and the job does not
+ * turn security off (tony.application.security.enabled=false). */
+bool tony_yarn_kerberized(const tony_hadoop_conf *h, const tony_conf *job);
+
+typedef struct tony_krb5_identity {
+    char *principal;   /* user/instance@REALM */
+    char *short_name;  /* Hadoop's user name for it: the first component */
+    long long expires; /* the ticket-granting ticket's end, seconds since the epoch */
+    bool from_keytab;
+} tony_krb5_identity;
+
+/* With tony.keytab.user and tony.keytab.location, obtains a ticket from the
+ * keytab into a ticket cache private to this process (KRB5CCNAME is set to
+ * it, so that libcurl's GSS-API uses it); else checks that the default
+ * ticket cache holds a ticket-granting ticket that has not expired. */
+int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err); /* job may be NULL */
+void tony_krb5_identity_free(tony_krb5_identity *id);
+
+/* The client's user on the cluster. Kerberized: logs in and gives the
+ * principal's short name (*secure true; the caller then makes its REST and
+ * WebHDFS calls use SPNEGO); else HADOOP_USER_NAME or this process's user. */
+int tony_yarn_client_login(const tony_hadoop_conf *h, const tony_conf *job, char **user, bool *secure, tony_error *err);
+
+/* The principal that renews the job's delegation tokens: the RM's
+ * (yarn.resourcemanager.principal, _HOST made rm_host). malloc'ed. */
+int tony_yarn_rm_principal(const tony_hadoop_conf *h, const char *rm_host, char **out, tony_error *err);
+/* The service an HDFS delegation token is looked up by, as Hadoop's clients
+ * name it for fs.defaultFS: "<ip>:<port>" of the NameNode's RPC address, or
+ * "ha-hdfs:<nameservice>" for an HA name without a port. malloc'ed. */
+int tony_yarn_hdfs_token_service(const tony_hadoop_conf *h, char **out, tony_error *err);
+
+#endif
