@@ -14,6 +14,7 @@
 
 #include "am/am_internal.h"
 #include "common/fs.h"
+#include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -59,7 +60,7 @@ static void task_env(tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, "AM_PORT", "%d", am->port);
     if (am->shared_dir) tony_env_set(env, "TONY_JOB_DIR", am->shared_dir);
     tony_env_set(env, "TONY_AM_URL", am->url);
-    tony_env_set(env, "TONY_SECRET", am->secret);
+    tony_env_set(env, TONY_SECRET_ENV, am->secret);
     tony_env_setf(env, "TONY_TASK_ID", "%s:%d", t->role->name, t->index);
     tony_env_setf(env, "TONY_ATTEMPT", "%d", am->job.attempt);
     tony_env_setf(env, "TONY_HEARTBEAT_INTERVAL_MS", "%lld", p->heartbeat_interval_ms);

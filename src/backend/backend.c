@@ -21,6 +21,8 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
     return NULL;
 }
 
+int tony_backend_task_secret(char **out, tony_error *err) { return tony_yarn_task_secret(out, err); }
+
 void tony_am_place_free(tony_am_place *p) {
     free(p->work_dir);
     free(p->log_dir);

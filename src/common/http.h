@@ -17,6 +17,9 @@ typedef struct tony_http_response {
 
 /* The job's secret travels in this header on every state-changing call. */
 #define TONY_SECRET_HEADER "X-Tony-Secret"
+/* ... and reaches a task's executor in this variable, unless its backend
+ * delivers it otherwise (tony_backend_task_secret). */
+#define TONY_SECRET_ENV "TONY_SECRET"
 
 /* The CA bundle to use instead of libcurl's built-in one (builtin) when that
  * is missing here: the first readable of others (NULL-terminated), else

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "common/env.h"
 #include "common/http.h"
 #include "common/log.h"
@@ -194,7 +195,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_env all = {0};
     tony_env_build_envp(&env, &all.kv);
     tony_env_free(&env);
-    tony_env_unset(&all, "TONY_SECRET");
+    tony_env_unset(&all, TONY_SECRET_ENV);
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
@@ -294,7 +295,10 @@ int tony_executor_main(void) {
 
     int code = 1;
     const char *attempt;
-    if (!(x.am_url = need_env("TONY_AM_URL", &err)) || !(x.secret = need_env("TONY_SECRET", &err)) ||
+    char *secret = NULL;
+    if (!getenv(TONY_SECRET_ENV) && tony_backend_task_secret(&secret, &err)) goto fail;
+    x.secret = secret;
+    if (!(x.am_url = need_env("TONY_AM_URL", &err)) || (!x.secret && !(x.secret = need_env(TONY_SECRET_ENV, &err))) ||
         !need_env("TONY_TASK_ID", &err) || !(attempt = need_env("TONY_ATTEMPT", &err)) ||
         !(x.log_dir = need_env("TONY_LOG_DIR", &err)))
         goto fail;
@@ -324,9 +328,11 @@ int tony_executor_main(void) {
     json_decref(go);
     if (code < 0) goto fail;
     tony_metrics_sampler_free(x.sampler);
+    free(secret);
     return code;
 fail:
     tony_metrics_sampler_free(x.sampler);
+    free(secret);
     tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);
     if (x.tb_fd >= 0) close(x.tb_fd);

@@ -89,3 +89,27 @@ def test_a_relative_dist_cache_is_refused(yarn):
                     "--conf", "tony.yarn.dist-cache=relative/dir")
     assert r.rc == 2, r
     assert "tony.yarn.dist-cache" in r.err and "absolute" in r.err, r
+
+
+def test_the_job_secret_is_in_no_file_yarn_serves(yarn):
+    """YARN writes each container's env into launch_container.sh in its log
+    dir, which the NodeManager serves and log aggregation keeps: the secret
+    that authorizes heartbeats and kills must reach the executors through the
+    containers' token files instead."""
+    r = yarn.submit("--executes", "echo done", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.node-label=gpu")
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+    secret = (r.job_dir() / "secret").read_text().strip()
+    assert len(secret) >= 16
+    logs = yarn.cluster.container_logs(app_id)
+    assert len(logs) == 3
+    scripts = [p for d in logs for p in d.rglob("launch_container.sh")]
+    assert scripts, f"no launch_container.sh kept in {logs}: the test would prove nothing"
+    for d in logs:
+        for f in d.rglob("*"):
+            if f.is_file():
+                assert secret not in f.read_text(errors="replace"), f"the job's secret is in {f}"
+    # and the executors had it: they registered and heartbeated
+    for i in (0, 1):
+        assert "done" in yarn.task_log(app_id, "worker", i)

@@ -287,8 +287,9 @@ static void test_token_writable_and_base64(void **state) {
     assert_null(yarn_token_dup(NULL));
 }
 
-/* A task container gets every token of the AM's but its AMRMToken, and no
- * secrets (the job's secret travels otherwise). */
+/* A task container gets every token and secret of the AM's but its
+ * AMRMToken: the job's HDFS tokens for the user's code, the job's secret for
+ * the executor (which must not travel in the env, written to YARN's logs). */
 static void test_credentials_for_tasks(void **state) {
     (void)state;
     yarn_credentials *c = yarn_credentials_new();
@@ -298,18 +299,21 @@ static void test_credentials_for_tasks(void **state) {
     assert_false(yarn_credentials_write_for_tasks(c, &out)); /* nothing to give */
     assert_int_equal(out.len, 0);
     yarn_credentials_add_token(c, "amrm", amrm);
-    yarn_credentials_add_secret(c, "tony.job.secret", "s3cret", 6);
     assert_false(yarn_credentials_write_for_tasks(c, &out)); /* only the AM's own */
+    yarn_credentials_add_secret(c, "tony.job.secret", "s3cret", 6);
     yarn_credentials_add_token(c, "127.0.0.1:8020", hdfs);
     assert_true(yarn_credentials_write_for_tasks(c, &out));
     yarn_credentials *back = NULL;
     tony_error err;
     assert_int_equal(yarn_credentials_parse(out.data, out.len, "the tasks' tokens", &back, &err), 0);
     assert_int_equal(back->n_tokens, 1);
-    assert_int_equal(back->n_secrets, 0);
     assert_string_equal(back->tokens[0].alias, "127.0.0.1:8020");
     assert_string_equal(back->tokens[0].token->kind, YARN_HDFS_TOKEN_KIND);
     assert_null(yarn_credentials_find_kind(back, YARN_AMRM_TOKEN_KIND));
+    const yarn_secret *sec = yarn_credentials_find_secret(back, "tony.job.secret");
+    assert_non_null(sec);
+    assert_int_equal(sec->len, 6);
+    assert_memory_equal(sec->data, "s3cret", 6);
     yarn_credentials_free(back);
     yarn_credentials_free(c);
     yarn_token_free(amrm);

@@ -15,28 +15,38 @@
 #include "backend/yarn/tokens.h"
 #include "backend/yarn/yarn_backend.h"
 #include "common/fs.h"
+#include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
 
-/* Writes the job's secret where the coordinator reads it (job dir, 0600). */
-static int write_secret(const char *job_dir, tony_error *err) {
+int tony_yarn_task_secret(char **out, tony_error *err) {
     const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
     if (!path || !*path)
-        return tony_err(err, "HADOOP_TOKEN_FILE_LOCATION is not set: `tony am --yarn` runs only in a YARN AM container");
+        return tony_err(err, "neither %s nor HADOOP_TOKEN_FILE_LOCATION is set: the job's secret reaches a "
+                             "container through one of them (is this a YARN container started by tony?)",
+                        TONY_SECRET_ENV);
     yarn_credentials *creds = NULL;
     if (yarn_credentials_read_file(path, &creds, err)) return -1;
     const yarn_secret *secret = yarn_credentials_find_secret(creds, TONY_YARN_SECRET_ALIAS);
-    int rc;
-    if (!secret || secret->len == 0) {
+    int rc = 0;
+    if (!secret || secret->len == 0)
         rc = tony_err(err, "%s holds no secret %s: was the job submitted by `tony submit`?", path,
                       TONY_YARN_SECRET_ALIAS);
-    } else {
-        char *file = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
-        rc = tony_write_file(file, (const char *)secret->data, secret->len, 0600, err);
-        free(file);
-    }
+    else
+        *out = tony_sprintf("%.*s", (int)secret->len, (const char *)secret->data);
     yarn_credentials_free(creds);
+    return rc;
+}
+
+/* Writes the job's secret where the coordinator reads it (job dir, 0600). */
+static int write_secret(const char *job_dir, tony_error *err) {
+    char *secret = NULL;
+    if (tony_yarn_task_secret(&secret, err)) return -1;
+    char *file = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
+    int rc = tony_write_file(file, secret, strlen(secret), 0600, err);
+    free(file);
+    free(secret);
     return rc;
 }
 

@@ -304,7 +304,9 @@ bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out) 
     for (size_t i = 0; c && i < c->n_tokens; i++)
         if (strcmp(c->tokens[i].token->kind, YARN_AMRM_TOKEN_KIND) != 0)
             yarn_credentials_add_token(tasks, c->tokens[i].alias, c->tokens[i].token);
-    bool any = tasks->n_tokens > 0;
+    for (size_t i = 0; c && i < c->n_secrets; i++)
+        yarn_credentials_add_secret(tasks, c->secrets[i].alias, c->secrets[i].data, c->secrets[i].len);
+    bool any = tasks->n_tokens > 0 || tasks->n_secrets > 0;
     if (any) yarn_credentials_write(tasks, out);
     yarn_credentials_free(tasks);
     return any;

@@ -73,9 +73,9 @@ void yarn_token_write(const yarn_token *t, tony_buf *out);
 char *yarn_token_url_string(const yarn_token *t);
 /* The kind of an HDFS delegation token. */
 #define YARN_HDFS_TOKEN_KIND "HDFS_DELEGATION_TOKEN"
-/* The token storage a task container gets: every token of c but the AMRMToken
- * (which only the AM may use), and no secrets. Appended to out in Writable
- * form; false (nothing appended) when no token is left to give. */
+/* The token storage a task container gets: every token and secret of c but
+ * the AMRMToken (which only the AM may use). Appended to out in Writable
+ * form; false (nothing appended) when nothing is left to give. */
 bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out);
 
 /* Hadoop WritableUtils variable-length integers (not protobuf varints). */

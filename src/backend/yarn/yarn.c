@@ -20,6 +20,7 @@
 #include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
+#include "common/http.h"
 #include "common/log.h"
 #include "common/strv.h"
 #include "conf/resource.h"
@@ -262,6 +263,9 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     char *link = tony_nmweb_container_log_link(r->container.node_http_address, r->container.id);
     if (link) tony_env_set(&r->env, "TONY_TASK_LOG_URL", link);
     free(link);
+    /* The secret goes in the token file below, never in the env: YARN
+     * writes the env into launch_container.sh in the container's log dir. */
+    tony_env_unset(&r->env, TONY_SECRET_ENV);
     ctx.env = &r->env;
     /* YARN writes them to the container's token file and points
      * HADOOP_TOKEN_FILE_LOCATION at it: the user's code reads HDFS with them. */

@@ -37,6 +37,11 @@ typedef struct tony_yarn_backend_opts {
 /* Connects to the scheduler and registers the application master. */
 tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err);
 
+/* The job's secret from this container's token file
+ * (HADOOP_TOKEN_FILE_LOCATION), where the coordinator put it for every task
+ * container instead of the env. */
+int tony_yarn_task_secret(char **out, tony_error *err);
+
 /* `tony am --yarn`: the coordinator inside its AM container. Reads the
  * job's secret from container_tokens, then runs the coordinator with the
  * yarn backend. Returns the process exit code. */
