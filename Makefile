@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop clean
+.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-secure clean
 
 all: build
 
@@ -46,15 +46,25 @@ test-e2e: build
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop" tests/e2e
 
 # The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
-# it, check it, run every test marked `hadoop` against it, stop it.
+# it, check it, run every test marked `hadoop` against it, stop it. Tests
+# marked `secure` need the kerberized one: make test-secure.
 HTC := $(CURDIR)/build/hadoop-test
 test-hadoop: build asan
 	@scripts/hadoop-test-cluster start $(HTC)
 	@scripts/hadoop-test-cluster selftest $(HTC) && \
-	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m hadoop tests/e2e && \
+	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "hadoop and not secure" tests/e2e && \
 	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
-	   $(PY) -m pytest -q -m "hadoop and not ml" tests/e2e; rc=$$?; \
+	   $(PY) -m pytest -q -m "hadoop and not ml and not secure" tests/e2e; rc=$$?; \
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
+
+# The same cluster kerberized (start --secure: a KDC, SPNEGO, HTTPS WebHDFS),
+# and every test marked `secure` against it. Not part of `make test`.
+HTC_SECURE := $(CURDIR)/build/hadoop-test-secure
+test-secure: build
+	@scripts/hadoop-test-cluster start --secure $(HTC_SECURE)
+	@scripts/hadoop-test-cluster selftest $(HTC_SECURE) && \
+	 TONY_HTC_SECURE_DIR=$(HTC_SECURE) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m secure tests/e2e; \
+	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC_SECURE); exit $$rc
 
 test: deps
 	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop

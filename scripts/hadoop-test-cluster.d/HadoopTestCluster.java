@@ -20,6 +20,14 @@
 //                    before the NodeManagers of other JVMs can register
 //   htc.external.nms how many of htc.nodemanagers run in JVMs of their own
 //                    ("HadoopTestCluster nm"); they are the last ones
+//   htc.hdfs / htc.yarn  false: leave HDFS / YARN out of this JVM (a secure
+//                    cluster runs them in JVMs of their own: one Kerberos
+//                    login per JVM); the HDFS-only JVM writes its ports to
+//                    htc.ready and serves on
+//   htc.principal, htc.keytab  log in from this keytab before anything starts
+//                    (secure cluster; the daemons' configuration is Kerberos)
+//   htc.user         HDFS user whose /user/<name> is made theirs (secure
+//                    cluster: the test principal, not the JVM's user)
 //
 // "HadoopTestCluster nm" runs one NodeManager with its web UI in this JVM (the
 // configuration on the classpath names the RM); with htc.ready it writes
@@ -47,6 +55,9 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.security.Credentials;
+import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
@@ -137,7 +148,9 @@ public final class HadoopTestCluster {
     boolean labelExclusive = Boolean.parseBoolean(prop("htc.label.exclusive", "false"));
     int labelNodes = intProp("htc.label.nodes", 1);
     int nExt = intProp("htc.external.nms", 0);
-    if (nExt < 0 || nExt >= nNm) {
+    boolean withHdfs = Boolean.parseBoolean(prop("htc.hdfs", "true"));
+    boolean withYarn = Boolean.parseBoolean(prop("htc.yarn", "true"));
+    if (withYarn && (nExt < 0 || nExt >= nNm)) {
       // MiniYARNCluster needs at least one NodeManager of its own.
       throw new IllegalArgumentException("htc.external.nms must be 0.." + (nNm - 1) + ", got " + nExt);
     }
@@ -147,38 +160,30 @@ public final class HadoopTestCluster {
     System.setProperty("hadoop.tmp.dir", new File(data, "tmp").getAbsolutePath());
 
     Runtime.getRuntime().addShutdownHook(new Thread(HadoopTestCluster::shutdown, "htc-stop"));
+    loginFromKeytab();
 
-    // ---- HDFS ----
-    long t0 = System.nanoTime();
-    Configuration hconf = new HdfsConfiguration();
-    dfs = new MiniDFSCluster.Builder(hconf, new File(data, "dfs"))
-        .numDataNodes(nDn)
-        .nameNodePort(intProp("htc.nn.port", 0))
-        .nameNodeHttpPort(intProp("htc.nn.http.port", 0))
-        .format(true)
-        .waitSafeMode(true)
-        .build();
-    dfs.waitActive();
-    int nnPort = dfs.getNameNodePort();
-    int nnHttpPort = dfs.getNameNode().getHttpAddress().getPort();
-    String defaultFs = "hdfs://localhost:" + nnPort;
-    say("HDFS up at " + defaultFs + ", web port " + nnHttpPort + " ("
-        + (System.nanoTime() - t0) / 1000000 + " ms)");
-
-    // The directories a client expects on a fresh cluster.
-    FileSystem fs = dfs.getFileSystem();
-    String user = System.getProperty("user.name");
-    fs.mkdirs(new Path("/tmp"));
-    fs.setPermission(new Path("/tmp"), new FsPermission((short) 01777));
-    fs.mkdirs(new Path("/user/" + user));
-    fs.mkdirs(new Path("/tmp/hadoop-yarn/staging"));
-    fs.setPermission(new Path("/tmp/hadoop-yarn"), new FsPermission((short) 01777));
-    fs.setPermission(new Path("/tmp/hadoop-yarn/staging"), new FsPermission((short) 01777));
+    StringBuilder sb = new StringBuilder();
+    sb.append("HTC_PID=").append(ProcessHandle.current().pid()).append('\n');
+    // Without HDFS here (a secure cluster's YARN JVM) YARN keeps file:/// as
+    // its default file system: nothing of it needs HDFS to start, and
+    // applications name HDFS in their resources' URLs.
+    String defaultFs = "";
+    long t0;
+    if (withHdfs) {
+      defaultFs = startHdfs(data, nDn, sb);
+      if (!withYarn) {
+        writeAtomically(ready, sb.toString());
+        say("ready (HDFS)");
+        serveForever();
+      }
+    }
 
     // ---- YARN ----
     t0 = System.nanoTime();
     YarnConfiguration yconf = new YarnConfiguration(new Configuration());
-    yconf.set("fs.defaultFS", defaultFs);
+    if (!defaultFs.isEmpty()) {
+      yconf.set("fs.defaultFS", defaultFs);
+    }
     yconf.set(YarnConfiguration.FS_NODE_LABELS_STORE_ROOT_DIR,
         new File(data, "node-labels").toURI().toString());
     // NodeManager web UIs off: every YARN webapp in one JVM shares Guice's
@@ -192,10 +197,6 @@ public final class HadoopTestCluster {
 
     Configuration rc = rm.getConfig();
     fixTrackingUrls(rm, port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));
-    StringBuilder sb = new StringBuilder();
-    sb.append("HTC_PID=").append(ProcessHandle.current().pid()).append('\n');
-    sb.append("HTC_NN_PORT=").append(nnPort).append('\n');
-    sb.append("HTC_NN_HTTP_PORT=").append(nnHttpPort).append('\n');
     sb.append("HTC_RM_PORT=").append(rm.getClientRMService().getBindAddress().getPort()).append('\n');
     sb.append("HTC_RM_SCHEDULER_PORT=")
         .append(rm.getApplicationMasterService().getBindAddress().getPort()).append('\n');
@@ -265,6 +266,60 @@ public final class HadoopTestCluster {
     writeAtomically(ready, sb.toString());
     say("ready");
     serveForever();
+  }
+
+  // ---- HDFS ----
+  private static String startHdfs(File data, int nDn, StringBuilder sb) throws Exception {
+    long t0 = System.nanoTime();
+    Configuration hconf = new HdfsConfiguration();
+    dfs = new MiniDFSCluster.Builder(hconf, new File(data, "dfs"))
+        .numDataNodes(nDn)
+        .nameNodePort(intProp("htc.nn.port", 0))
+        .nameNodeHttpPort(intProp("htc.nn.http.port", 0))
+        .format(true)
+        .waitSafeMode(true)
+        .build();
+    dfs.waitActive();
+    int nnPort = dfs.getNameNodePort();
+    // HTTPS_ONLY (secure cluster): no plain HTTP port.
+    java.net.InetSocketAddress http = dfs.getNameNode().getHttpAddress();
+    java.net.InetSocketAddress https = dfs.getNameNode().getHttpsAddress();
+    int nnHttpPort = http == null ? 0 : http.getPort();
+    int nnHttpsPort = https == null ? 0 : https.getPort();
+    String defaultFs = "hdfs://localhost:" + nnPort;
+    say("HDFS up at " + defaultFs + ", web port " + nnHttpPort + ", https port " + nnHttpsPort
+        + " (" + (System.nanoTime() - t0) / 1000000 + " ms)");
+
+    // The directories a client expects on a fresh cluster.
+    FileSystem fs = dfs.getFileSystem();
+    String owner = prop("htc.user", "");
+    String user = owner.isEmpty() ? System.getProperty("user.name") : owner;
+    fs.mkdirs(new Path("/tmp"));
+    fs.setPermission(new Path("/tmp"), new FsPermission((short) 01777));
+    fs.mkdirs(new Path("/user/" + user));
+    if (!owner.isEmpty()) {
+      fs.setOwner(new Path("/user/" + user), owner, null);
+    }
+    fs.mkdirs(new Path("/tmp/hadoop-yarn/staging"));
+    fs.setPermission(new Path("/tmp/hadoop-yarn"), new FsPermission((short) 01777));
+    fs.setPermission(new Path("/tmp/hadoop-yarn/staging"), new FsPermission((short) 01777));
+    sb.append("HTC_NN_PORT=").append(nnPort).append('\n');
+    sb.append("HTC_NN_HTTP_PORT=").append(nnHttpPort).append('\n');
+    sb.append("HTC_NN_HTTPS_PORT=").append(nnHttpsPort).append('\n');
+    return defaultFs;
+  }
+
+  // A secure cluster's daemons: the JVM's Kerberos login, before any of them
+  // starts (the ResourceManager and NodeManagers of a MiniYARNCluster do not
+  // log in themselves; the NameNode and DataNode log in again as the same).
+  private static void loginFromKeytab() throws Exception {
+    String principal = prop("htc.principal", "");
+    if (principal.isEmpty()) {
+      return;
+    }
+    UserGroupInformation.setConfiguration(new Configuration());
+    UserGroupInformation.loginUserFromKeytab(principal, prop("htc.keytab", ""));
+    say("logged in as " + UserGroupInformation.getLoginUser());
   }
 
   // Readers poll for the file: it appears whole or not at all.
@@ -361,17 +416,30 @@ public final class HadoopTestCluster {
   }
 
   /**
-   * "HadoopTestCluster am SECONDS GPUS LABEL": a minimal ApplicationMaster for
-   * the script's selftest. Registers, asks for one container with GPUS
-   * yarn.io/gpu on node label LABEL ("-" = none) and runs "echo ...; sleep
-   * SECONDS" in it, then unregisters SUCCEEDED if that container exited 0.
+   * "HadoopTestCluster am SECONDS GPUS LABEL [HDFS_PATH]": a minimal
+   * ApplicationMaster for the script's selftest. Registers, asks for one
+   * container with GPUS yarn.io/gpu on node label LABEL ("-" = none) and runs
+   * "echo ...; sleep SECONDS" in it, then unregisters SUCCEEDED if that
+   * container exited 0. With HDFS_PATH (secure cluster) it first names the
+   * tokens it was given and reads that path's status from HDFS: it has no
+   * Kerberos ticket, so that works only with a delegation token the
+   * submission passed.
    */
   static final class SelfTestAM {
     static void run(String[] args) throws Exception {
       int seconds = Integer.parseInt(args[1]);
       long gpus = Long.parseLong(args[2]);
       String label = args[3].equals("-") ? null : args[3];
+      String hdfsPath = args.length > 4 && !args[4].equals("-") ? args[4] : null;
       YarnConfiguration conf = new YarnConfiguration();
+      if (hdfsPath != null) {
+        Credentials creds = UserGroupInformation.getCurrentUser().getCredentials();
+        for (Token<?> t : creds.getAllTokens()) {
+          say("token " + t.getKind() + " for " + t.getService());
+        }
+        say("HDFS " + hdfsPath + " as " + UserGroupInformation.getCurrentUser() + ": "
+            + FileSystem.get(conf).getFileStatus(new Path(hdfsPath)));
+      }
       AMRMClient<ContainerRequest> rm = AMRMClient.createAMRMClient();
       rm.init(conf);
       rm.start();

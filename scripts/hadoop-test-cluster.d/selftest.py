@@ -4,22 +4,67 @@ WebHDFS) and runs one application through the RM REST API. Called by
 `scripts/hadoop-test-cluster selftest DIR`; arguments come from the script.
 
 usage: selftest.py RM_WEB NN_WEB USER NODEMANAGERS GPUS_PER_NM LABEL AM_COMMAND [NM_WEB,...]
+
+With HTC_SECURE=1 and HTC_DIR (a secure cluster) every request goes through
+curl with SPNEGO (--negotiate) and the cluster's CA, after DIR/kinit into a
+ticket cache of the selftest's own; first it checks Kerberos itself: kinit,
+401 without a ticket, a WebHDFS delegation token, and the application is
+submitted with that token, which its AM uses to read HDFS.
 """
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
+import hadoop_token
+
 RM, NN, USER, NMS, GPUS, LABEL, AM_CMD = sys.argv[1:8]
 NM_WEB = [w for w in (sys.argv[8] if len(sys.argv) > 8 else "").split(",") if w]
 NMS, GPUS = int(NMS), int(GPUS)
+SECURE = os.environ.get("HTC_SECURE") == "1"
+HTC_DIR = os.environ.get("HTC_DIR", "")
 failures = []
 # Everything is on localhost: never go through an http_proxy from the environment.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The selftest's own ticket caches: one it logs into, one that stays empty.
+TMP = tempfile.mkdtemp(prefix="htc-selftest-")
+CCACHE, NO_TICKET = "FILE:%s/krb5cc" % TMP, "FILE:%s/none" % TMP
+# user.name= is how a simple cluster knows the caller; Kerberos ignores it.
+AS_USER = "" if SECURE else "&user.name=" + USER
+
+
+def curl(method, url, body=None, ctype=None, accept="application/json", ccache=None):
+    """(status, headers, body) of one request with SPNEGO, through curl."""
+    hdr, out = os.path.join(TMP, "headers"), os.path.join(TMP, "body")
+    cmd = ["curl", "--noproxy", "*", "-sS", "--max-time", "30", "-X", method, "-D", hdr, "-o", out,
+           "-w", "%{http_code}", "--negotiate", "-u", ":", "--cacert", os.path.join(HTC_DIR, "ssl/ca.pem"),
+           "-H", "Accept: " + accept]
+    if ctype:
+        cmd += ["-H", "Content-Type: " + ctype]
+    if body is not None:
+        cmd += ["--data-binary", "@-"]
+    env = dict(os.environ, KRB5_CONFIG=os.path.join(HTC_DIR, "krb5.conf"), KRB5CCNAME=ccache or CCACHE)
+    r = subprocess.run(cmd + [url], input=body or b"", capture_output=True, env=env, timeout=60)
+    headers = {}
+    if os.path.exists(hdr):
+        for line in open(hdr, "rb").read().decode("latin-1").splitlines():
+            k, sep, v = line.partition(":")
+            if sep:
+                headers[k.strip()] = v.strip()
+    data = open(out, "rb").read() if os.path.exists(out) else b""
+    for f in (hdr, out):
+        if os.path.exists(f):
+            os.unlink(f)
+    return int(r.stdout or b"0"), headers, data
 
 
 def http(method, url, body=None, ctype=None, accept="application/json"):
+    if SECURE:
+        return curl(method, url, body, ctype, accept)
     req = urllib.request.Request(url, data=body, method=method)
     if ctype:
         req.add_header("Content-Type", ctype)
@@ -48,6 +93,29 @@ def check(name, ok, detail=""):
     if not ok:
         failures.append(name)
 
+
+hdfs_token = None
+if SECURE:
+    realm = os.environ.get("HTC_REALM", "EXAMPLE.COM")
+    env = dict(os.environ, KRB5CCNAME=CCACHE, KRB5_CONFIG=os.path.join(HTC_DIR, "krb5.conf"))
+    r = subprocess.run([os.path.join(HTC_DIR, "kinit")], capture_output=True, text=True, env=env)
+    k = subprocess.run(["klist"], capture_output=True, text=True, env=env)
+    who = [line for line in k.stdout.splitlines() if line.startswith("Default principal:")]
+    check("kinit", r.returncode == 0 and who == ["Default principal: %s@%s" % (USER, realm)],
+          (r.stderr.strip() or (who or [k.stderr.strip()])[0])[:200])
+    for name, url in (("RM REST", RM + "/ws/v1/cluster/info"), ("WebHDFS LISTSTATUS", NN + "/webhdfs/v1/?op=LISTSTATUS")):
+        without = curl("GET", url, ccache=NO_TICKET)[0]
+        code = curl("GET", url)[0]
+        check("%s: 401 without a ticket, 200 with" % name, without == 401 and code == 200,
+              "%d without, %d with" % (without, code))
+    code, _, body = curl("GET", NN + "/webhdfs/v1/?op=GETDELEGATIONTOKEN&renewer=rm/localhost@" + realm)
+    try:
+        hdfs_token = json.loads(body)["Token"]["urlString"]
+        t = hadoop_token.decode(hdfs_token)
+        detail = "%s, renewer %s" % (t["kind"], hadoop_token.identifier(t)["renewer"])
+    except (ValueError, KeyError) as e:
+        detail = "%d %r (%s)" % (code, body[:200], e)
+    check("WebHDFS GETDELEGATIONTOKEN", hdfs_token is not None, detail)
 
 info = get(RM + "/ws/v1/cluster/info")["clusterInfo"]
 check("RM /ws/v1/cluster/info", info["state"] == "STARTED",
@@ -86,20 +154,23 @@ for w in NM_WEB:
 
 # WebHDFS: mkdir, two-step create, read back.
 path = "/tmp/htc-selftest-%d" % int(time.time() * 1000)
-code, _, body = http("PUT", "%s/webhdfs/v1%s?op=MKDIRS&user.name=%s" % (NN, path, USER))
+code, _, body = http("PUT", "%s/webhdfs/v1%s?op=MKDIRS%s" % (NN, path, AS_USER))
 check("WebHDFS MKDIRS", code == 200 and b"true" in body, body.decode()[:100])
-code, hdrs, body = http("PUT", "%s/webhdfs/v1%s/f?op=CREATE&overwrite=true&noredirect=true&user.name=%s"
-                        % (NN, path, USER))
+code, hdrs, body = http("PUT", "%s/webhdfs/v1%s/f?op=CREATE&overwrite=true&noredirect=true%s"
+                        % (NN, path, AS_USER))
 loc = json.loads(body).get("Location") if code == 200 else None
 code2 = http("PUT", loc, b"hello\n", "application/octet-stream")[0] if loc else code
-data = http("GET", "%s/webhdfs/v1%s/f?op=OPEN&user.name=%s" % (NN, path, USER))[2] if code2 == 201 else b""
+# OPEN redirects to the DataNode: read the Location it names.
+code3, hdrs, body = http("GET", "%s/webhdfs/v1%s/f?op=OPEN&noredirect=true%s" % (NN, path, AS_USER))
+loc = json.loads(body).get("Location") if code3 == 200 else None
+data = http("GET", loc, accept="*/*")[2] if code2 == 201 and loc else b""
 check("WebHDFS CREATE+OPEN", code2 == 201 and data == b"hello\n", "create %s, read %r" % (code2, data))
-http("DELETE", "%s/webhdfs/v1%s?op=DELETE&recursive=true&user.name=%s" % (NN, path, USER))
+http("DELETE", "%s/webhdfs/v1%s?op=DELETE&recursive=true%s" % (NN, path, AS_USER))
 
 # One application through the RM REST API; its AM asks for a yarn.io/gpu
 # container on the labelled node and runs `sleep 1` there.
 t0 = time.time()
-code, _, body = http("POST", "%s/ws/v1/cluster/apps/new-application?user.name=%s" % (RM, USER))
+code, _, body = http("POST", "%s/ws/v1/cluster/apps/new-application?%s" % (RM, AS_USER[1:]))
 app = json.loads(body)["application-id"]
 sub = {
     "application-id": app,
@@ -113,7 +184,13 @@ sub = {
         "environment": {"entry": [{"key": "HTC_SELFTEST", "value": "1"}]},
     },
 }
-code, hdrs, body = http("POST", "%s/ws/v1/cluster/apps?user.name=%s" % (RM, USER),
+if hdfs_token:
+    # The RM renews what it is given at once and refuses the application if
+    # it cannot: WebHDFS's token as it comes (kind SWEBHDFS, service the
+    # NameNode's RPC address) it cannot, so it goes as an HDFS_DELEGATION_TOKEN.
+    sub["am-container-spec"]["credentials"] = {"tokens": {"entry": [
+        {"key": "hdfs", "value": hadoop_token.with_kind(hdfs_token, hadoop_token.HDFS_KIND)}]}}
+code, hdrs, body = http("POST", "%s/ws/v1/cluster/apps?%s" % (RM, AS_USER[1:]),
                         json.dumps(sub).encode(), "application/json")
 check("RM REST submit", code == 202, "%s %d" % (app, code))
 state = final = diag = ""
@@ -121,10 +198,11 @@ deadline = time.time() + 180
 while time.time() < deadline:
     a = get("%s/ws/v1/cluster/apps/%s" % (RM, app))["app"]
     state, final, diag = a["state"], a["finalStatus"], a.get("diagnostics", "")
+    diag += "" if a.get("user") == USER else " (user %s, not %s)" % (a.get("user"), USER)
     if state in ("FINISHED", "FAILED", "KILLED"):
         break
     time.sleep(0.5)
-check("application", state == "FINISHED" and final == "SUCCEEDED",
+check("application", state == "FINISHED" and final == "SUCCEEDED" and a.get("user") == USER,
       "%s %s/%s in %.1f s %s" % (app, state, final, time.time() - t0, diag[:300]))
 
 # Its container ran on the labelled node, which is the one with a web UI when

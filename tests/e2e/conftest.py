@@ -22,6 +22,7 @@ PYTHON = sys.executable  # the test venv's interpreter: sees torch, tensorflow
 def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
     config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
+    config.addinivalue_line("markers", "secure: runs against the kerberized Hadoop test cluster (make test-secure)")
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +39,25 @@ def hadoop():
     cluster = htc.start(directory)
     try:
         yield cluster
+    finally:
+        htc.stop(directory)
+
+
+@pytest.fixture(scope="session")
+def secure_hadoop(tmp_path_factory):
+    """The kerberized YARN + HDFS test cluster (hadoop.SecureCluster): the one
+    in TONY_HTC_SECURE_DIR (started there if it does not run; left running),
+    else one this session starts in a temporary directory and stops. Tests
+    that use it are marked `hadoop` and `secure`."""
+    import hadoop as htc
+
+    given = os.environ.get("TONY_HTC_SECURE_DIR")
+    if given:
+        yield htc.start_secure(given)
+        return
+    directory = tmp_path_factory.mktemp("secure-hadoop")
+    try:
+        yield htc.start_secure(directory)
     finally:
         htc.stop(directory)
 

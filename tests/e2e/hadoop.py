@@ -5,11 +5,17 @@ scripts/hadoop-test-cluster runs an unmodified Hadoop 3.4.1 (YARN + HDFS,
 this machine. `make test-hadoop` starts one and passes its directory in
 TONY_HTC_DIR; without it the session starts its own under build/ and stops
 it at the end. Helpers here speak plain REST/WebHDFS with urllib so that
-tests can check tony's work independently of tony's own client."""
+tests can check tony's work independently of tony's own client.
+
+SecureCluster is the same for `start --secure` (tests marked `secure`, the
+`secure_hadoop` fixture: TONY_HTC_SECURE_DIR or a cluster of the session's
+own): Kerberos, SPNEGO through curl, HTTPS WebHDFS, delegation tokens."""
 import getpass
 import json
 import os
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -122,3 +128,147 @@ def start(directory, env=None):
 
 def stop(directory):
     subprocess.run([str(SCRIPT), "stop", str(directory)], check=False, timeout=120)
+
+
+# ---------------------------------------------------------------- secure cluster
+
+sys.path.insert(0, str(REPO / "scripts" / "hadoop-test-cluster.d"))
+import hadoop_token  # noqa: E402  (the token codec the cluster's selftest uses)
+
+
+class SecureCluster(Cluster):
+    """A running secure test cluster (`start --secure`): Kerberos with its own
+    KDC, SPNEGO on the RM, NodeManager and NameNode web servers, WebHDFS over
+    HTTPS only. Requests go through curl --negotiate (no Python GSS-API here)
+    with a ticket cache of the caller's choosing: `ccache=None` is the
+    cluster's DIR/krb5cc, anything else a FILE: path (one that does not
+    exist = no ticket). The RM and WebHDFS helpers of Cluster work unchanged,
+    with the default ticket cache (call kinit() first)."""
+
+    def __init__(self, directory):
+        super().__init__(directory)
+        self.realm = self.vars["TONY_HTC_REALM"]
+        self.principal = self.vars["TONY_HTC_PRINCIPAL"]
+        self.user = self.principal.split("@")[0]
+        self.keytab = self.vars["TONY_HTC_KEYTAB"]
+        self.krb5_conf = self.vars["KRB5_CONFIG"]
+        self.ccache = self.vars["KRB5CCNAME"]
+        self.ca_cert = self.vars["TONY_HTC_CA_CERT"]
+        self.rm_principal = self.vars["TONY_HTC_RM_PRINCIPAL"]
+        self.kinit_script = self.vars["TONY_HTC_KINIT"]
+
+    def env(self, ccache=None):
+        """os.environ for a Kerberos client of this cluster (kinit, curl, tony)."""
+        return dict(os.environ, KRB5_CONFIG=self.krb5_conf, KRB5CCNAME=ccache or self.ccache,
+                    HADOOP_CONF_DIR=self.conf_dir)
+
+    def kinit(self, *options, ccache=None):
+        """Logs the test user in from its keytab (DIR/kinit); options go to
+        kinit, e.g. "-l", "5s"."""
+        subprocess.run([self.kinit_script, *options], check=True, timeout=60, env=self.env(ccache),
+                       capture_output=True)
+
+    def curl(self, method, url, body=None, ccache=None, headers=None, negotiate=True):
+        """(status, headers dict with lower-case names, body bytes); status 0
+        when curl got no answer (its error is in headers['curl-error'])."""
+        with tempfile.TemporaryDirectory() as tmp:
+            hdr, out = os.path.join(tmp, "h"), os.path.join(tmp, "b")
+            cmd = ["curl", "--noproxy", "*", "-sS", "--max-time", "60", "-X", method, "-D", hdr, "-o", out,
+                   "-w", "%{http_code}", "--cacert", self.ca_cert]
+            if negotiate:
+                cmd += ["--negotiate", "-u", ":"]
+            for k, v in (headers or {}).items():
+                cmd += ["-H", f"{k}: {v}"]
+            if body is not None:
+                cmd += ["--data-binary", "@-"]
+            r = subprocess.run(cmd + [url], input=body or b"", capture_output=True, env=self.env(ccache),
+                               timeout=90)
+            got = {}
+            if os.path.exists(hdr):
+                for line in Path(hdr).read_bytes().decode("latin-1").splitlines():
+                    k, sep, v = line.partition(":")
+                    if sep:
+                        got[k.strip().lower()] = v.strip()
+            if r.returncode:
+                got["curl-error"] = r.stderr.decode(errors="replace").strip()
+            data = Path(out).read_bytes() if os.path.exists(out) else b""
+            return int(r.stdout or b"0"), got, data
+
+    def _json(self, method, url, body=None, ok=(200,)):
+        code, _, data = self.curl(method, url, None if body is None else json.dumps(body).encode(),
+                                  headers={"Accept": "application/json", "Content-Type": "application/json"})
+        if code not in ok:
+            raise AssertionError(f"{method} {url}: {code} {data[:300]!r}")
+        return json.loads(data) if data else {}
+
+    # --- ResourceManager REST (Cluster's app, apps, wait_app ... use rm_get)
+    def rm_get(self, path):
+        return self._json("GET", self.rm + path)
+
+    def submit(self, command, tokens=None, queue="default", name="secure-test", memory=256, **extra):
+        """Submits an application whose AM runs `command` over the RM REST API
+        (SPNEGO as the test user); tokens: {alias: URL-form token} for its
+        credentials. Returns the application id."""
+        app_id = self._json("POST", self.rm + "/ws/v1/cluster/apps/new-application")["application-id"]
+        spec = {"commands": {"command": command}}
+        if tokens:
+            spec["credentials"] = {"tokens": {"entry": [{"key": k, "value": v} for k, v in tokens.items()]}}
+        sub = {"application-id": app_id, "application-name": name, "application-type": "TEST", "queue": queue,
+               "max-app-attempts": 1, "resource": {"memory": memory, "vCores": 1}, "am-container-spec": spec}
+        sub.update(extra)
+        self._json("POST", self.rm + "/ws/v1/cluster/apps", sub, ok=(202,))
+        return app_id
+
+    # --- WebHDFS (HTTPS, SPNEGO)
+    def hdfs_url(self, path, op, **params):
+        q = "&".join([f"op={op}"] + [f"{k}={v}" for k, v in params.items()])
+        return f"{self.nn_web}/webhdfs/v1{path}?{q}"
+
+    def hdfs_status(self, path):
+        code, _, data = self.curl("GET", self.hdfs_url(path, "GETFILESTATUS"))
+        if code == 404:
+            return None
+        assert code == 200, (code, data[:300])
+        return json.loads(data)["FileStatus"]
+
+    def hdfs_list(self, path):
+        code, _, data = self.curl("GET", self.hdfs_url(path, "LISTSTATUS"))
+        if code == 404:
+            return []
+        assert code == 200, (code, data[:300])
+        return [s["pathSuffix"] for s in json.loads(data)["FileStatuses"]["FileStatus"]]
+
+    def hdfs_put(self, path, data, permission="644"):
+        code, _, body = self.curl("PUT", self.hdfs_url(path, "CREATE", overwrite="true", permission=permission,
+                                                       noredirect="true"))
+        assert code == 200, (code, body[:300])
+        code, _, body = self.curl("PUT", json.loads(body)["Location"], data,
+                                  headers={"Content-Type": "application/octet-stream"})
+        assert code == 201, (code, body[:300])
+        return self.hdfs_status(path)
+
+    def delegation_token(self, renewer=None):
+        """An HDFS delegation token from WebHDFS GETDELEGATIONTOKEN, in URL
+        form as it comes (kind SWEBHDFS delegation, service the NameNode's
+        RPC address); renewer None = the RM's principal."""
+        r = self.rm_principal if renewer is None else renewer
+        url = self.hdfs_url("/", "GETDELEGATIONTOKEN", **({"renewer": r} if r else {}))
+        return self._json("GET", url)["Token"]["urlString"]
+
+    # --- Hadoop's own Java client
+    def hadoop_java(self, main_class, *args, ccache=None, timeout=120):
+        """Runs a Hadoop class (e.g. org.apache.hadoop.fs.FsShell) with the
+        cluster's classpath and configuration, as the ticket cache's user."""
+        cp = Path(os.environ.get("TONY_HADOOP_CACHE", Path.home() / ".cache" / "tony-hadoop"))
+        jars = (cp / os.environ.get("TONY_HADOOP_VERSION", "3.4.1") / "classpath.txt").read_text().strip()
+        cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               f"-Djava.security.krb5.conf={self.krb5_conf}", "-cp", f"{self.conf_dir}:{jars}", main_class, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env(ccache))
+
+
+def start_secure(directory, env=None):
+    """Starts (or finds running) the secure cluster of directory; env adds
+    settings (TONY_HTC_* of scripts/hadoop-test-cluster.md)."""
+    subprocess.run([str(SCRIPT), "start", "--secure", str(directory)], check=True, timeout=600,
+                   env=dict(os.environ, **(env or {})))
+    return SecureCluster(directory)
