@@ -18,9 +18,9 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *userp) {
     return size * nmemb;
 }
 
-/* The CA bundle for HTTPS. libcurl knows only the path of the system it was
- * built on (Debian's); the self-contained tony runs its libcurl on any
- * distribution, whose bundle may live elsewhere. NULL: libcurl's own. */
+/* The CA bundle for HTTPS: $SSL_CERT_FILE when set; else libcurl's own,
+ * which knows only the path of the system it was built on (Debian's), so
+ * the self-contained tony looks where other distributions keep theirs. */
 static const char *ca_file;
 
 const char *tony_http_pick_ca_file(const char *builtin, const char *const *others) {
@@ -41,7 +41,10 @@ static void init_once(void) {
             "/etc/ssl/cert.pem",                                 /* Alpine */
             "/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu */
             NULL};
-        ca_file = tony_http_pick_ca_file(curl_version_info(CURLVERSION_NOW)->cainfo, elsewhere);
+        /* OpenSSL's own variable names the bundle outright (a cluster whose
+         * HTTPS endpoints use a private CA). */
+        const char *env = getenv("SSL_CERT_FILE");
+        ca_file = env && *env ? env : tony_http_pick_ca_file(curl_version_info(CURLVERSION_NOW)->cainfo, elsewhere);
         curl_ready = 1;
     }
 }

@@ -57,7 +57,8 @@ def secure_hadoop(tmp_path_factory):
         return
     directory = tmp_path_factory.mktemp("secure-hadoop")
     try:
-        yield htc.start_secure(directory)
+        # as make test-secure starts it: tokens renewed every 20 s
+        yield htc.start_secure(directory, env={"TONY_HTC_TOKEN_RENEW_INTERVAL_MS": "20000"})
     finally:
         htc.stop(directory)
 

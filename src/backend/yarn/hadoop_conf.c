@@ -15,6 +15,7 @@
 #define RM_WEBAPP_PORT 8088
 #define RM_SCHEDULER_PORT 8030
 #define NN_HTTP_PORT 9870
+#define NN_HTTPS_PORT 9871
 #define NN_RPC_PORT 8020
 
 tony_hadoop_conf *tony_hadoop_conf_new(void) { return tony_xcalloc(1, sizeof(tony_hadoop_conf)); }
@@ -190,7 +191,24 @@ static void add_nn(tony_hadoop_conf *h, char *http, char *from) {
     h->nns[h->nnns++] = (tony_hadoop_nn){http, from};
 }
 
+/* Which of the NameNode's web endpoints WebHDFS must use: HTTPS when
+ * dfs.http.policy is HTTPS_ONLY (secure clusters often are), else HTTP. */
+typedef struct nn_web {
+    const char *scheme; /* "http" or "https" */
+    const char *key;    /* dfs.namenode.http-address or dfs.namenode.https-address */
+    int port;
+} nn_web;
+
+static nn_web web_endpoint(const tony_hadoop_conf *h) {
+    char *policy = tony_hadoop_conf_get(h, "dfs.http.policy");
+    bool https = policy && strcasecmp(policy, "HTTPS_ONLY") == 0;
+    free(policy);
+    return https ? (nn_web){"https", "dfs.namenode.https-address", NN_HTTPS_PORT}
+                 : (nn_web){"http", "dfs.namenode.http-address", NN_HTTP_PORT};
+}
+
 static int load_nns(tony_hadoop_conf *h, tony_error *err) {
+    nn_web web = web_endpoint(h);
     char *fs = tony_hadoop_conf_get(h, "fs.defaultFS");
     h->default_fs_from = tony_hadoop_conf_where(h, "fs.defaultFS");
     if (!fs || !tony_str_starts_with(fs, "hdfs://") || !fs[7] || fs[7] == '/') {
@@ -211,14 +229,14 @@ static int load_nns(tony_hadoop_conf *h, tony_error *err) {
         tony_strv ids = {0};
         tony_split_csv(ha_ids, &ids);
         for (size_t i = 0; rc == 0 && i < ids.len; i++) {
-            char *k = tony_sprintf("dfs.namenode.http-address.%s.%s", authority, ids.items[i]);
+            char *k = tony_sprintf("%s.%s.%s", web.key, authority, ids.items[i]);
             char *v = tony_hadoop_conf_get(h, k);
             if (!v) {
                 char *w = tony_hadoop_conf_where(h, ha_key);
                 rc = tony_err(err, "%s names NameNode '%s' but %s is not set", w, ids.items[i], k);
                 free(w);
             } else {
-                add_nn(h, tony_sprintf("http://%s", v), tony_hadoop_conf_where(h, k));
+                add_nn(h, tony_sprintf("%s://%s", web.scheme, v), tony_hadoop_conf_where(h, k));
             }
             free(k);
             free(v);
@@ -229,17 +247,17 @@ static int load_nns(tony_hadoop_conf *h, tony_error *err) {
         int port = 0;
         rc = split_addr(authority, h->default_fs_from, NN_RPC_PORT, &host, &port, err);
         if (rc == 0) h->default_fs = tony_sprintf("hdfs://%s:%d", host, port);
-        char *v = rc == 0 ? tony_hadoop_conf_get(h, "dfs.namenode.http-address") : NULL;
+        char *v = rc == 0 ? tony_hadoop_conf_get(h, web.key) : NULL;
         char *from = NULL, *whost = NULL;
-        int wport = NN_HTTP_PORT;
+        int wport = web.port;
         if (rc == 0 && v) {
-            from = tony_hadoop_conf_where(h, "dfs.namenode.http-address");
-            rc = split_addr(v, from, NN_HTTP_PORT, &whost, &wport, err);
+            from = tony_hadoop_conf_where(h, web.key);
+            rc = split_addr(v, from, web.port, &whost, &wport, err);
         } else if (rc == 0) {
-            from = tony_sprintf("dfs.namenode.http-address unset, so the host of %s and port %d", h->default_fs_from,
-                                NN_HTTP_PORT);
+            from = tony_sprintf("%s unset, so the host of %s and port %d", web.key, h->default_fs_from, web.port);
         }
-        if (rc == 0) add_nn(h, tony_sprintf("http://%s:%d", is_wildcard(whost) ? host : whost, wport), from);
+        if (rc == 0)
+            add_nn(h, tony_sprintf("%s://%s:%d", web.scheme, is_wildcard(whost) ? host : whost, wport), from);
         else free(from);
         free(v);
         free(whost);

@@ -1,0 +1,190 @@
+"""tony on the kerberized test cluster (scripts/hadoop-test-cluster start
+--secure: a KDC, SPNEGO on the RM, NodeManager and NameNode web servers,
+WebHDFS over HTTPS only, HDFS delegation tokens renewed by the RM). The
+client logs in from `kinit`'s ticket cache or TonY's keytab keys, gets the
+job an HDFS delegation token, and every container gets the job's tokens: the
+coordinator copies history with them and the user's code reads and writes
+HDFS with them alone, as a TensorFlow job would through libhdfs (here with
+Hadoop's own FsShell). Bad logins fail before anything is staged."""
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TONY
+
+pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
+
+SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m", "--conf", "tony.chief.memory=256m",
+         "--conf", "tony.am.memory=256m"]
+
+# worker:0 writes and reads an HDFS file with Hadoop's own client, holding no
+# Kerberos ticket: only the tokens YARN put in its container's token file.
+HDFS_RW = """#!/bin/sh
+set -e
+export KRB5CCNAME=FILE:/nonexistent/no-ticket
+fs() {
+  java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.krb5.conf="$HTC_KRB5" \\
+    -cp "$HTC_CP" org.apache.hadoop.fs.FsShell "$@"
+}
+[ -n "$SLEEP_FIRST" ] && sleep "$SLEEP_FIRST"
+echo "written by $JOB_NAME:$TASK_INDEX with the job's tokens" | fs -put - "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
+fs -cat "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
+"""
+
+
+class Secure:
+    """The tony fixture pointed at the secure cluster, with its own ticket cache."""
+
+    def __init__(self, tony, cluster, tmp_path):
+        self.tony, self.cluster, self.tmp = tony, cluster, tmp_path
+        self.ccache = f"FILE:{tmp_path / 'krb5cc'}"
+        tony.env.update(HADOOP_CONF_DIR=cluster.conf_dir, KRB5_CONFIG=cluster.krb5_conf, KRB5CCNAME=self.ccache,
+                        SSL_CERT_FILE=cluster.ca_cert)
+
+    def kinit(self, *options):
+        self.cluster.kinit(*options, ccache=self.ccache)
+
+    def submit(self, *args, timeout=240):
+        # The coordinator reaches WebHDFS over HTTPS too: the cluster's CA.
+        return self.tony.run("submit", "--backend", "yarn", *SMALL,
+                             "--conf", f"tony.containers.envs=SSL_CERT_FILE={self.cluster.ca_cert}", *args,
+                             timeout=timeout)
+
+    def apps(self):
+        apps = (self.cluster.rm_get("/ws/v1/cluster/apps").get("apps") or {}).get("app") or []
+        return {a["id"] for a in apps}
+
+    def staged(self):
+        return set(self.cluster.hdfs_list(f"/user/{self.cluster.user}/.tony"))
+
+
+@pytest.fixture
+def secure(tony, secure_hadoop, tmp_path):
+    secure_hadoop.kinit()  # the helpers' own ticket (cluster DIR/krb5cc)
+    s = Secure(tony, secure_hadoop, tmp_path)
+    yield s
+    # Under ASan/UBSan the coordinator's and executors' reports land in their
+    # container logs: fail on any.
+    jobs = tony.home / "jobs"
+    for app_id in [d.name for d in jobs.iterdir()] if jobs.exists() else []:
+        for d in secure_hadoop.container_logs(app_id):
+            for log in list(d.glob("am.std*")) + list(d.glob("executor.*")):
+                text = log.read_text(errors="replace")
+                for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+                    assert marker not in text, f"{marker} in {log}:\n{text[-3000:]}"
+
+
+def hadoop_classpath(cluster):
+    cache = Path(os.environ.get("TONY_HADOOP_CACHE", Path.home() / ".cache" / "tony-hadoop"))
+    jars = (cache / os.environ.get("TONY_HADOOP_VERSION", "3.4.1") / "classpath.txt").read_text().strip()
+    return f"{cluster.conf_dir}:{jars}"
+
+
+def hdfs_job_args(secure, tmp_path, sleep_first=0):
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "hdfs_rw.sh").write_text(HDFS_RW)
+    (src / "hdfs_rw.sh").chmod(0o755)
+    out = f"/user/{secure.cluster.user}/tony-secure-{uuid.uuid4().hex[:8]}"
+    cmd = 'case "$JOB_NAME:$TASK_INDEX" in worker:0) sh hdfs_rw.sh ;; ps:*) sleep 300 ;; *) echo "$JOB_NAME ok" ;; esac'
+    args = ["--src_dir", str(src), "--executes", cmd,
+            "--shell_env", f"HTC_CP={hadoop_classpath(secure.cluster)}", "--shell_env", f"HTC_OUT={out}",
+            "--shell_env", f"HTC_KRB5={secure.cluster.krb5_conf}", "--shell_env", f"SLEEP_FIRST={sleep_first}",
+            "--conf", "tony.worker.memory=768m"]
+    return args, out
+
+
+def test_a_kinit_user_runs_a_multi_role_job_whose_task_uses_hdfs_with_the_jobs_tokens(secure, tmp_path):
+    secure.kinit()
+    args, out = hdfs_job_args(secure, tmp_path)
+    history = f"/user/{secure.cluster.user}/tony-history-{uuid.uuid4().hex[:8]}"
+    r = secure.submit(*args, "--conf", "tony.ps.instances=1", "--conf", "tony.chief.instances=1",
+                      "--conf", "tony.worker.instances=2", "--conf", f"tony.history.location={history}")
+    assert r.rc == 0, r
+    app_id = r.job_dir().name
+    stdout = secure.tony.run("logs", app_id, "--task", "worker:0")
+    assert stdout.rc == 0, stdout
+    assert "written by worker:0 with the job's tokens" in stdout.out
+    st = secure.cluster.hdfs_status(f"{out}/worker-0.txt")
+    assert st and st["owner"] == secure.cluster.user, st
+    # verbs on the secure cluster: status, history from HDFS (SPNEGO, HTTPS)
+    s = secure.tony.run("status", app_id, "--json")
+    assert s.rc == 0, s
+    assert json.loads(s.out)["final_status"] == "SUCCEEDED"
+    h = secure.tony.run("history", "--location", f"hdfs://{history}")  # hdfs:///user/...: fs.defaultFS
+    assert h.rc == 0, h
+    assert app_id in h.out
+    # the job's staging dir is gone with it
+    assert app_id not in secure.staged()
+
+
+def test_a_keytab_instead_of_a_ticket_cache(secure, tmp_path):
+    # no kinit: the cache named by KRB5CCNAME is empty
+    r = secure.submit("--executes", "echo from-a-keytab-job", "--conf", "tony.worker.instances=1",
+                      "--conf", f"tony.keytab.user={secure.cluster.principal}",
+                      "--conf", f"tony.keytab.location={secure.cluster.keytab}")
+    assert r.rc == 0, r
+    assert "SUCCEEDED" in r.out
+
+
+def test_kill_on_the_secure_cluster(secure):
+    secure.kinit()
+    r = secure.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    app_id = r.job_dir().name
+    k = secure.tony.run("kill", app_id, timeout=120)
+    assert k.rc == 0, k
+    app = secure.cluster.wait_app(app_id, timeout=120)
+    assert app["state"] in ("KILLED", "FINISHED") and app["finalStatus"] in ("KILLED", "FAILED"), app
+
+
+def test_a_job_outlives_its_tokens_renew_interval(secure, tmp_path):
+    """The cluster's tokens must be renewed every TONY_HTC_TOKEN_RENEW_INTERVAL_MS
+    (20 s in make test-secure); the RM renews the job's. The task uses HDFS
+    only after 30 s, and the coordinator copies history at the end."""
+    interval = int(secure.cluster.vars.get("TONY_HTC_TOKEN_RENEW_INTERVAL_MS") or 0)
+    if not interval or interval > 25000:
+        pytest.skip("this cluster's tokens live long (start it with TONY_HTC_TOKEN_RENEW_INTERVAL_MS=20000)")
+    secure.kinit()
+    args, out = hdfs_job_args(secure, tmp_path, sleep_first=interval // 1000 + 10)
+    r = secure.submit(*args, "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
+
+
+@pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong keytab", "unreachable KDC"])
+def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
+    args = ["--executes", "true", "--conf", "tony.worker.instances=1"]
+    if case == "expired ticket":
+        secure.kinit("-l", "5s")
+        time.sleep(7)
+        want = ["expired", "kinit"]
+    elif case == "wrong keytab":
+        other = Path(secure.cluster.keytab).parent / "HTTP.keytab"  # another principal's keys
+        args += ["--conf", f"tony.keytab.user={secure.cluster.principal}", "--conf", f"tony.keytab.location={other}"]
+        want = ["keytab", "tony.keytab.location"]
+    elif case == "unreachable KDC":
+        conf = tmp_path / "krb5-dead-kdc.conf"
+        text = Path(secure.cluster.krb5_conf).read_text()
+        import re
+        conf.write_text(re.sub(r"kdc = [^\n]+", "kdc = tcp/127.0.0.1:1", text))
+        secure.tony.env["KRB5_CONFIG"] = str(conf)
+        args += ["--conf", f"tony.keytab.user={secure.cluster.principal}",
+                 "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
+        want = ["KDC"]
+    else:
+        want = ["no Kerberos ticket", "kinit"]
+    apps, staged = secure.apps(), secure.staged()
+    r = secure.submit(*args, timeout=120)
+    assert r.rc != 0, r
+    for w in want:
+        assert w in r.err, (w, r)
+    assert "Traceback" not in r.err and "Segmentation" not in r.err
+    assert secure.apps() == apps, "an application reached the ResourceManager"
+    assert secure.staged() == staged, "something was staged in HDFS"
