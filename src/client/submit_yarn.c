@@ -362,20 +362,46 @@ static char *url_host(const char *url) {
     return tony_sprintf("%.*s", (int)strcspn(s, ":/"), s);
 }
 
-/* A secure cluster's job gets an HDFS delegation token that the RM renews
- * (alias: its service, as Hadoop's clients file it). */
-static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_conf *h, json_t **tokens,
+/* One HDFS's delegation token for the job, filed under its service. */
+static int hdfs_token(tony_webhdfs *w, const tony_hadoop_conf *fs, const char *renewer, json_t *tokens,
                       tony_error *err) {
-    char *host = url_host(tony_yarn_rest_url(rest));
-    char *renewer = NULL, *service = NULL, *token = NULL;
-    int rc = tony_yarn_rm_principal(h, host, &renewer, err);
-    if (rc == 0) rc = tony_yarn_hdfs_token_service(h, &service, err);
-    if (rc == 0) rc = tony_webhdfs_delegation_token(w, renewer, service, &token, err);
-    if (rc == 0) *tokens = json_pack("{s:s}", service, token);
-    free(host);
-    free(renewer);
+    char *service = NULL, *token = NULL;
+    int rc = tony_yarn_hdfs_token_service(fs, &service, err);
+    if (rc == 0 && !json_object_get(tokens, service)) {
+        rc = tony_webhdfs_delegation_token(w, renewer, service, &token, err);
+        if (rc == 0) json_object_set_new(tokens, service, json_string(token));
+    }
     free(service);
     free(token);
+    return rc;
+}
+
+/* A secure cluster's job gets HDFS delegation tokens that the RM renews, for
+ * fs.defaultFS and each of TonY's tony.other.namenodes (alias: the token's
+ * service, as Hadoop's clients file it). */
+static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_conf *h, const tony_conf *conf,
+                      const char *user, json_t **tokens, tony_error *err) {
+    char *host = url_host(tony_yarn_rest_url(rest));
+    char *renewer = NULL;
+    *tokens = json_object();
+    int rc = tony_yarn_rm_principal(h, host, &renewer, err);
+    if (rc == 0) rc = hdfs_token(w, h, renewer, *tokens, err);
+    tony_strv others = {0};
+    tony_conf_get_list(conf, "tony.other.namenodes", &others);
+    for (size_t i = 0; rc == 0 && i < others.len; i++) {
+        tony_hadoop_conf *o = NULL;
+        rc = tony_hadoop_conf_other_hdfs(h, others.items[i], "tony.other.namenodes", &o, err);
+        tony_webhdfs *ow = rc == 0 ? tony_webhdfs_new(o, user) : NULL;
+        if (ow) tony_webhdfs_use_kerberos(ow);
+        if (rc == 0) rc = tony_webhdfs_connect(ow, err);
+        if (rc == 0) rc = hdfs_token(ow, o, renewer, *tokens, err);
+        if (rc) tony_err_wrap(err, "tony.other.namenodes %s", others.items[i]);
+        tony_webhdfs_free(ow);
+        tony_hadoop_conf_free(o);
+    }
+    tony_strv_free(&others);
+    free(host);
+    free(renewer);
     return rc;
 }
 
@@ -409,7 +435,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     if (tony_yarn_rest_connect(rest, err)) goto out;
     if (tony_webhdfs_connect(w, err)) goto out;
     /* Before anything is staged, so that a refusal leaves nothing behind. */
-    if (secure && job_tokens(w, rest, h, &tokens, err)) goto out;
+    if (secure && job_tokens(w, rest, h, conf, user, &tokens, err)) goto out;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/scheduler", &sched, err)) goto out;
     tony_error lerr;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/get-node-labels", &labels, &lerr)) labels = NULL;

@@ -158,7 +158,8 @@ def test_a_job_outlives_its_tokens_renew_interval(secure, tmp_path):
     assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
 
 
-@pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong keytab", "unreachable KDC"])
+@pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong keytab", "unreachable KDC",
+                                  "unreachable other namenode"])
 def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
     args = ["--executes", "true", "--conf", "tony.worker.instances=1"]
     if case == "expired ticket":
@@ -178,6 +179,10 @@ def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
         args += ["--conf", f"tony.keytab.user={secure.cluster.principal}",
                  "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
         want = ["KDC"]
+    elif case == "unreachable other namenode":
+        secure.kinit()
+        args += ["--conf", "tony.other.namenodes=hdfs://127.0.0.1:1"]  # TonY's key: tokens for it too
+        want = ["tony.other.namenodes", "127.0.0.1"]
     else:
         want = ["no Kerberos ticket", "kinit"]
     apps, staged = secure.apps(), secure.staged()

@@ -17,6 +17,7 @@
 
 #include "backend/yarn/cluster_check.h"
 #include "backend/yarn/hadoop_conf.h"
+#include "backend/yarn/kerberos.h"
 #include "backend/yarn/rest.h"
 #include "common/fs.h"
 #include "common/strv.h"
@@ -174,6 +175,47 @@ static void test_nn_ha(void **state) {
     write_site(f->dir, "hdfs-site.xml", "dfs.ha.namenodes.ns1", "nn1,nn2", "dfs.namenode.http-address.ns1.nn1",
                "h1:9870", NULL);
     load_fails(f->dir, "dfs.namenode.http-address.ns1.nn2", "'nn2'");
+}
+
+/* Secure clusters often serve WebHDFS on HTTPS only; TonY's
+ * tony.other.namenodes name other file systems to get tokens for. */
+static void test_https_only_and_other_hdfs(void **state) {
+    fixture *f = *state;
+    write_site(f->dir, "core-site.xml", "fs.defaultFS", "hdfs://nn.example:8020", NULL);
+    write_site(f->dir, "hdfs-site.xml", "dfs.http.policy", "HTTPS_ONLY", "dfs.namenode.https-address",
+               "nn.example:50470", "dfs.ha.namenodes.ns2", "a,b", "dfs.namenode.https-address.ns2.a", "a.example:9871",
+               "dfs.namenode.https-address.ns2.b", "b.example:9871", NULL);
+    write_site(f->dir, "yarn-site.xml", "yarn.resourcemanager.hostname", "rm.example", NULL);
+    tony_hadoop_conf *h = load_ok(f->dir, NULL);
+    assert_string_equal(h->nns[0].http, "https://nn.example:50470");
+    assert_contains(h->nns[0].http_from, "dfs.namenode.https-address");
+
+    tony_hadoop_conf *o = NULL;
+    tony_error err;
+    assert_int_equal(tony_hadoop_conf_other_hdfs(h, "hdfs://ns2/data", "tony.other.namenodes", &o, &err), 0);
+    assert_string_equal(o->default_fs, "hdfs://ns2");
+    assert_int_equal(o->nnns, 2);
+    assert_string_equal(o->nns[0].http, "https://a.example:9871");
+    assert_string_equal(o->nns[1].http, "https://b.example:9871");
+    char *service = NULL;
+    assert_int_equal(tony_yarn_hdfs_token_service(o, &service, &err), 0);
+    assert_string_equal(service, "ha-hdfs:ns2");
+    free(service);
+    tony_hadoop_conf_free(o);
+
+    /* a plain NameNode of another cluster: its web port on its host */
+    assert_int_equal(tony_hadoop_conf_other_hdfs(h, "hdfs://127.0.0.1:9000", "tony.other.namenodes", &o, &err), 0);
+    assert_string_equal(o->default_fs, "hdfs://127.0.0.1:9000");
+    assert_int_equal(o->nnns, 1);
+    assert_string_equal(o->nns[0].http, "https://127.0.0.1:9871");
+    assert_int_equal(tony_yarn_hdfs_token_service(o, &service, &err), 0);
+    assert_string_equal(service, "127.0.0.1:9000");
+    free(service);
+    tony_hadoop_conf_free(o);
+
+    assert_int_equal(tony_hadoop_conf_other_hdfs(h, "s3a://bucket/x", "tony.other.namenodes", &o, &err), -1);
+    assert_contains(err.msg, "tony.other.namenodes");
+    tony_hadoop_conf_free(h);
 }
 
 static void test_job_keys_win(void **state) {
@@ -374,6 +416,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_wildcard_and_substitution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rm_ha, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_ha, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_https_only_and_other_hdfs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_keys_win, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test(test_check_queues),

@@ -207,25 +207,25 @@ static nn_web web_endpoint(const tony_hadoop_conf *h) {
                  : (nn_web){"http", "dfs.namenode.http-address", NN_HTTP_PORT};
 }
 
-static int load_nns(tony_hadoop_conf *h, tony_error *err) {
+/* dst's default_fs and NameNodes for the HDFS at fs (hdfs://authority,
+ * named by from in messages), with h's keys: an HA nameservice's NameNodes
+ * each at their own web address; a single NameNode at h's web address when
+ * it is h's own file system (own), else on its host at the web port of the
+ * scheme (a plain host:port of another cluster names nothing more). */
+static int fill_nns(const tony_hadoop_conf *h, const char *fs, const char *from, bool own, tony_hadoop_conf *dst,
+                    tony_error *err) {
     nn_web web = web_endpoint(h);
-    char *fs = tony_hadoop_conf_get(h, "fs.defaultFS");
-    h->default_fs_from = tony_hadoop_conf_where(h, "fs.defaultFS");
-    if (!fs || !tony_str_starts_with(fs, "hdfs://") || !fs[7] || fs[7] == '/') {
-        tony_err(err, "%s is '%s': the yarn backend stages files in HDFS; set it to the NameNode's hdfs://host:port",
-                 h->default_fs_from, fs ? fs : "file:///");
-        free(fs);
-        return -1;
-    }
+    if (!fs || !tony_str_starts_with(fs, "hdfs://") || !fs[7] || fs[7] == '/')
+        return tony_err(err, "%s is '%s': it must name a NameNode, hdfs://host:port or hdfs://nameservice", from,
+                        fs ? fs : "file:///");
     char *authority = tony_sprintf("%.*s", (int)strcspn(fs + 7, "/"), fs + 7);
-    free(fs);
     int rc = 0;
     char *ha_key = tony_sprintf("dfs.ha.namenodes.%s", authority);
     char *ha_ids = tony_hadoop_conf_get(h, ha_key);
     if (ha_ids) {
         /* A nameservice: the authority is a logical name, each NameNode has
          * its own web address. */
-        h->default_fs = tony_sprintf("hdfs://%s", authority);
+        dst->default_fs = tony_sprintf("hdfs://%s", authority);
         tony_strv ids = {0};
         tony_split_csv(ha_ids, &ids);
         for (size_t i = 0; rc == 0 && i < ids.len; i++) {
@@ -236,7 +236,7 @@ static int load_nns(tony_hadoop_conf *h, tony_error *err) {
                 rc = tony_err(err, "%s names NameNode '%s' but %s is not set", w, ids.items[i], k);
                 free(w);
             } else {
-                add_nn(h, tony_sprintf("%s://%s", web.scheme, v), tony_hadoop_conf_where(h, k));
+                add_nn(dst, tony_sprintf("%s://%s", web.scheme, v), tony_hadoop_conf_where(h, k));
             }
             free(k);
             free(v);
@@ -245,20 +245,22 @@ static int load_nns(tony_hadoop_conf *h, tony_error *err) {
     } else {
         char *host = NULL;
         int port = 0;
-        rc = split_addr(authority, h->default_fs_from, NN_RPC_PORT, &host, &port, err);
-        if (rc == 0) h->default_fs = tony_sprintf("hdfs://%s:%d", host, port);
-        char *v = rc == 0 ? tony_hadoop_conf_get(h, web.key) : NULL;
-        char *from = NULL, *whost = NULL;
+        rc = split_addr(authority, from, NN_RPC_PORT, &host, &port, err);
+        if (rc == 0) dst->default_fs = tony_sprintf("hdfs://%s:%d", host, port);
+        char *v = rc == 0 && own ? tony_hadoop_conf_get(h, web.key) : NULL;
+        char *wfrom = NULL, *whost = NULL;
         int wport = web.port;
         if (rc == 0 && v) {
-            from = tony_hadoop_conf_where(h, web.key);
-            rc = split_addr(v, from, web.port, &whost, &wport, err);
+            wfrom = tony_hadoop_conf_where(h, web.key);
+            rc = split_addr(v, wfrom, web.port, &whost, &wport, err);
         } else if (rc == 0) {
-            from = tony_sprintf("%s unset, so the host of %s and port %d", web.key, h->default_fs_from, web.port);
+            wfrom = own ? tony_sprintf("%s unset, so the host of %s and port %d", web.key, from, web.port)
+                        : tony_sprintf("the host of %s and the default %s port %d", from, web.scheme, web.port);
         }
         if (rc == 0)
-            add_nn(h, tony_sprintf("%s://%s:%d", web.scheme, is_wildcard(whost) ? host : whost, wport), from);
-        else free(from);
+            add_nn(dst, tony_sprintf("%s://%s:%d", web.scheme, whost && !is_wildcard(whost) ? whost : host, wport),
+                   wfrom);
+        else free(wfrom);
         free(v);
         free(whost);
         free(host);
@@ -267,6 +269,30 @@ static int load_nns(tony_hadoop_conf *h, tony_error *err) {
     free(ha_key);
     free(authority);
     return rc;
+}
+
+static int load_nns(tony_hadoop_conf *h, tony_error *err) {
+    char *fs = tony_hadoop_conf_get(h, "fs.defaultFS");
+    h->default_fs_from = tony_hadoop_conf_where(h, "fs.defaultFS");
+    int rc = fill_nns(h, fs, h->default_fs_from, true, h, err);
+    if (rc && (!fs || !tony_str_starts_with(fs, "hdfs://")))
+        tony_err(err, "%s is '%s': the yarn backend stages files in HDFS; set it to the NameNode's hdfs://host:port",
+                 h->default_fs_from, fs ? fs : "file:///");
+    free(fs);
+    return rc;
+}
+
+int tony_hadoop_conf_other_hdfs(const tony_hadoop_conf *h, const char *uri, const char *from, tony_hadoop_conf **out,
+                                tony_error *err) {
+    tony_hadoop_conf *o = tony_hadoop_conf_new();
+    o->conf_dir = tony_strdup(h->conf_dir);
+    o->default_fs_from = tony_strdup(from);
+    if (fill_nns(h, uri, from, false, o, err)) {
+        tony_hadoop_conf_free(o);
+        return -1;
+    }
+    *out = o;
+    return 0;
 }
 
 static bool is_hadoop_key(const char *k) {

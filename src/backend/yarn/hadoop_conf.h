@@ -44,6 +44,14 @@ void tony_hadoop_conf_free(tony_hadoop_conf *h);
  * keys of job (may be NULL), which win. Errors name the file and key. */
 int tony_hadoop_conf_load(tony_hadoop_conf *h, const char *conf_dir, const tony_conf *job, tony_error *err);
 
+/* Another HDFS than fs.defaultFS (TonY's tony.other.namenodes: uri is
+ * hdfs://host:port or hdfs://nameservice; from names where it came from):
+ * *out has its default_fs and NameNodes (HA ones from h's keys; a plain
+ * host:port's web endpoint on that host at the default port), no RMs and no
+ * site keys. */
+int tony_hadoop_conf_other_hdfs(const tony_hadoop_conf *h, const char *uri, const char *from, tony_hadoop_conf **out,
+                                tony_error *err);
+
 /* A site value with ${key} references expanded (Hadoop's variable
  * substitution); NULL if unset. malloc'ed. */
 char *tony_hadoop_conf_get(const tony_hadoop_conf *h, const char *key);
