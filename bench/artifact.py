@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from report import replace_section
+from yarn_launch import hwm_kb
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -43,17 +44,6 @@ def loaded_libraries(tony):
             if p.startswith("/") and os.path.exists(p):
                 paths.add(os.path.realpath(p))
     return paths
-
-
-def hwm_kb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def role_of(pid):

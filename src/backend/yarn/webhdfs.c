@@ -87,14 +87,19 @@ void tony_webhdfs_use_delegation(tony_webhdfs *w, const char *url_string) {
     w->delegation = tony_strdup(url_string);
 }
 
-static void escape_path(tony_buf *b, const char *path) {
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._-~", *p))
+/* Percent-encodes all but unreserved characters and those of keep. */
+static void escape(tony_buf *b, const char *v, const char *keep) {
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-~", *p) ||
+            strchr(keep, *p))
             tony_buf_append(b, (const char *)p, 1);
         else
             tony_buf_printf(b, "%%%02X", *p);
     }
 }
+
+static void escape_path(tony_buf *b, const char *path) { escape(b, path, "/"); }
+static void escape_query(tony_buf *b, const char *v) { escape(b, v, ""); }
 
 static char *op_url(const tony_webhdfs *w, const char *path, const char *op, const char *extra) {
     tony_buf b = {0};
@@ -233,15 +238,6 @@ int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, b
     json_decref(j);
     if (rc) return tony_err(err, "HDFS GETFILESTATUS %s: no FileStatus in the NameNode's answer", path);
     return 0;
-}
-
-static void escape_query(tony_buf *b, const char *v) {
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-~", *p))
-            tony_buf_append(b, (const char *)p, 1);
-        else
-            tony_buf_printf(b, "%%%02X", *p);
-    }
 }
 
 int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const char *service, char **url_string,
