@@ -107,6 +107,53 @@ public final class HadoopTestCluster {
     }
   }
 
+  /* Set when this JVM's NodeManagers run web UIs (Hadoop before 3.4). */
+  private static boolean nmWebInThisJvm = false;
+
+  /* The MiniYARNCluster with the NodeManagers' web UIs off where the Hadoop
+   * version can (3.4 added a constructor with that switch), else with them on
+   * (3.3 and older). Every YARN web app in one JVM shares Guice's static
+   * GuiceFilter pipeline, and the web app started last (an NM's) takes it over:
+   * the RM's port would then answer the NM's pages, and /ws/v1/cluster/*
+   * with 404. Chosen by reflection so that this file compiles against both. */
+  private static MiniYARNCluster newMiniYarnCluster(int nms) throws Exception {
+    try {
+      return MiniYARNCluster.class
+          .getConstructor(String.class, int.class, int.class, int.class, boolean.class)
+          .newInstance("htc", nms, 1, 1, false);
+    } catch (NoSuchMethodException e) {
+      nmWebInThisJvm = true;
+      return new MiniYARNCluster("htc", nms, 1, 1);
+    }
+  }
+
+  /* Before 3.4 the NodeManagers of this JVM start web apps after the RM's,
+   * and the last Guice injector made becomes the pipeline of every
+   * GuiceFilter that Jetty created (those have no pipeline injected). The RM
+   * keeps the GuiceFilter its injector made, which holds the RM's own
+   * pipeline: make that the shared one again, so that the RM's port serves
+   * the RM (the NMs of this JVM then serve the RM's pages as well; the
+   * NodeManagers whose web UI matters run in JVMs of their own). */
+  private static void giveGuiceFilterBackToRm(ResourceManager rm) throws Exception {
+    java.lang.reflect.Method getWebapp = ResourceManager.class.getDeclaredMethod("getWebapp");
+    getWebapp.setAccessible(true);
+    Object webApp = getWebapp.invoke(rm);
+    java.lang.reflect.Field gf = org.apache.hadoop.yarn.webapp.WebApp.class.getDeclaredField("guiceFilter");
+    gf.setAccessible(true);
+    Object rmFilter = gf.get(webApp);
+    Class<?> guiceFilter = Class.forName("com.google.inject.servlet.GuiceFilter");
+    java.lang.reflect.Field injected = guiceFilter.getDeclaredField("injectedPipeline");
+    injected.setAccessible(true);
+    Object rmPipeline = injected.get(rmFilter);
+    if (rmPipeline == null) {
+      throw new IllegalStateException("the RM's GuiceFilter has no pipeline of its own");
+    }
+    java.lang.reflect.Field shared = guiceFilter.getDeclaredField("pipeline");
+    shared.setAccessible(true);
+    shared.set(null, rmPipeline);
+    say("NodeManager web UIs of this JVM on (Hadoop < 3.4): gave the shared Guice pipeline back to the RM");
+  }
+
   private static int port(String hostPort) {
     return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
   }
@@ -186,14 +233,14 @@ public final class HadoopTestCluster {
     }
     yconf.set(YarnConfiguration.FS_NODE_LABELS_STORE_ROOT_DIR,
         new File(data, "node-labels").toURI().toString());
-    // NodeManager web UIs off: every YARN webapp in one JVM shares Guice's
-    // static GuiceFilter pipeline, so the last one started (an NM's) would
-    // answer on the RM's port too and /ws/v1/cluster/* would be 404.
     int nInternal = nNm - nExt;
-    yarn = new MiniYARNCluster("htc", nInternal, 1, 1, false);
+    yarn = newMiniYarnCluster(nInternal);
     yarn.init(yconf);
     yarn.start();
     ResourceManager rm = yarn.getResourceManager();
+    if (nmWebInThisJvm) {
+      giveGuiceFilterBackToRm(rm);
+    }
 
     Configuration rc = rm.getConfig();
     fixTrackingUrls(rm, port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));
