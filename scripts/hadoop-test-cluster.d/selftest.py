@@ -123,10 +123,20 @@ check("RM /ws/v1/cluster/info", info["state"] == "STARTED",
 
 nodes = aslist(get(RM + "/ws/v1/cluster/nodes")["nodes"]["node"])
 running = [n for n in nodes if n["state"] == "RUNNING"]
-gpu_ok = all(
-    any(ri["name"] == "yarn.io/gpu" and int(ri["value"]) == GPUS
-        for ri in aslist(n["totalResource"]["resourceInformations"]["resourceInformation"]))
-    for n in running)
+
+
+def node_gpus(n):
+    """A node's yarn.io/gpu: its totalResource (Hadoop 3.3+), else what is
+    used plus what is available (3.2 reports no total)."""
+    def gpus(res):
+        return sum(int(ri["value"]) for ri in aslist(res["resourceInformations"]["resourceInformation"])
+                   if ri["name"] == "yarn.io/gpu")
+    if "totalResource" in n:
+        return gpus(n["totalResource"])
+    return gpus(n["usedResource"]) + gpus(n["availableResource"])
+
+
+gpu_ok = all(node_gpus(n) == GPUS for n in running)
 check("RM nodes", len(running) == NMS and gpu_ok,
       "%d RUNNING, yarn.io/gpu=%d each: %s" % (len(running), GPUS, gpu_ok))
 
