@@ -452,7 +452,7 @@ static void am_teardown(tony_am *am) {
     }
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
-    if (am->http) evhttp_free(am->http);
+    tony_http_server_free(am->http);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);
     if (am->sigterm) event_free(am->sigterm);

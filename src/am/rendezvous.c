@@ -4,11 +4,10 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "common/httpserver.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -21,7 +20,7 @@ typedef struct entry {
 } entry;
 
 struct am_rendezvous {
-    struct evhttp *http;
+    tony_http_server *http;
     int port;
     entry *items;
     size_t len, cap;
@@ -110,21 +109,17 @@ static void handle(struct evhttp_request *req, void *arg) {
 
 am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, tony_error *err) {
     am_rendezvous *r = tony_xcalloc(1, sizeof *r);
-    r->http = evhttp_new(base);
-    evhttp_set_gencb(r->http, handle, r);
-    evhttp_set_max_body_size(r->http, MAX_VALUE_BYTES);
-    evhttp_set_allowed_methods(r->http, EVHTTP_REQ_GET | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
-    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(r->http, host, 0);
-    if (!sock) {
-        evhttp_free(r->http);
+    tony_http_server_opts o = {.what = "the Horovod rendezvous",
+                               .max_body = MAX_VALUE_BYTES,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE,
+                               .handler = handle,
+                               .arg = r};
+    r->http = tony_http_server_new(base, &o);
+    if (tony_http_server_listen(r->http, host, 0, &r->port, err)) {
+        tony_http_server_free(r->http);
         free(r);
-        tony_err(err, "cannot listen on %s for the Horovod rendezvous", host);
         return NULL;
     }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    getsockname(evhttp_bound_socket_get_fd(sock), (struct sockaddr *)&ss, &len);
-    r->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     r->scope_sizes = json_object();
     r->finished = json_object();
     return r;
@@ -148,6 +143,6 @@ void am_rendezvous_free(am_rendezvous *r) {
     free(r->items);
     json_decref(r->scope_sizes);
     json_decref(r->finished);
-    evhttp_free(r->http);
+    tony_http_server_free(r->http);
     free(r);
 }

@@ -29,6 +29,7 @@
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
+#include "common/httpserver.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
@@ -45,7 +46,7 @@
 
 typedef struct portal {
     struct event_base *base;
-    struct evhttp *http;
+    tony_http_server *http;
     tony_hist_source src; /* src.scan: the local tree (or the HDFS tree's cache) */
     long long synced_ms;  /* the last sync of a remote tree */
     char *sync_problem;   /* why the last sync failed, NULL when it did not */
@@ -509,12 +510,20 @@ static int serve(portal *p, const char *host, int port) {
         return TONY_EXIT_USAGE;
     }
     p->base = event_base_new();
-    p->http = evhttp_new(p->base);
-    evhttp_set_gencb(p->http, handle, p);
-    evhttp_set_allowed_methods(p->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE);
-    evhttp_set_max_body_size(p->http, 1 << 16);
-    evhttp_accept_socket_with_handle(p->http, fd);
+    tony_http_server_opts o = {.what = "the portal",
+                               .max_body = 1 << 16,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                                  EVHTTP_REQ_DELETE,
+                               .handler = handle,
+                               .arg = p};
+    p->http = tony_http_server_new(p->base, &o);
+    if (tony_http_server_adopt(p->http, fd, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        evutil_closesocket(fd);
+        tony_http_server_free(p->http);
+        event_base_free(p->base);
+        return TONY_EXIT_UNAVAILABLE;
+    }
     struct event *sigint = evsignal_new(p->base, SIGINT, on_signal, p->base);
     struct event *sigterm = evsignal_new(p->base, SIGTERM, on_signal, p->base);
     evsignal_add(sigint, NULL);
@@ -532,7 +541,7 @@ static int serve(portal *p, const char *host, int port) {
     event_base_dispatch(p->base);
     event_free(sigint);
     event_free(sigterm);
-    evhttp_free(p->http);
+    tony_http_server_free(p->http);
     event_base_free(p->base);
     return TONY_EXIT_OK;
 }

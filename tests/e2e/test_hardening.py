@@ -1,0 +1,93 @@
+"""The coordinator's HTTP servers against what a hostile client on the
+network does (issue 11): connections held open saying nothing while the
+coordinator's descriptors are scarce, headers of hundreds of MB, values too
+large for Horovod's rendezvous store. Each time the running job must not
+notice: its API keeps answering, its executors keep heartbeating and it
+succeeds."""
+import json
+import socket
+import subprocess
+import time
+
+from conftest import call, wait_for
+
+SMALL = ["--conf", "tony.worker.memory=256m"]
+
+
+def start_job(tony, seconds, *extra):
+    """A detached job of two workers that end on their own after `seconds`,
+    declared dead after 5 missed heartbeats (5 s): (job dir, API url, pid of
+    its coordinator), once both run."""
+    r = tony.submit("--detach", "--executes", f"sleep {seconds}", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.task.max-missed-heartbeats=5", *SMALL, *extra)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    wait_for(lambda: (job / "status.json").exists() and
+             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
+             what="tasks running")
+    info = json.loads((job / "am.json").read_text())
+    return job, info["url"], info["pid"]
+
+
+def address(url):
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    return host, int(port)
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
+
+
+def closed_by_peer(s):
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def final_status(job):
+    return json.loads((job / "status.json").read_text()).get("final_status")
+
+
+def test_idle_connections_do_not_exhaust_the_coordinator(tony):
+    """60 connections that never say a word, and 5 that stop mid-header,
+    against a coordinator allowed 40 descriptors (as the issue's run): it
+    keeps answering and heartbeats keep arriving (5 missed would fail the
+    job), it does not spin on accept() nor fill am.log, and it closes the
+    silent connections after its timeout (10 s)."""
+    job, url, pid = start_job(tony, 30)
+    subprocess.run(["prlimit", f"--pid={pid}", "--nofile=40:40"], check=True)
+    am_log = job / "am.log"
+    log_before = am_log.stat().st_size
+    cpu_before, t0 = cpu_seconds(pid), time.time()
+    idle = [socket.create_connection(address(url), timeout=5) for _ in range(60)]
+    for _ in range(5):
+        s = socket.create_connection(address(url), timeout=5)
+        s.sendall(b"GET /v1/job HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        idle.append(s)
+    worst = 0.0
+    while time.time() - t0 < 13:
+        start = time.time()
+        st, body = call(url + "/v1/job")
+        worst = max(worst, time.time() - start)
+        assert st == 200 and body["state"] == "RUNNING", body
+        time.sleep(0.5)
+    assert worst < 2, f"the API took {worst:.1f} s to answer"
+    busy = (cpu_seconds(pid) - cpu_before) / (time.time() - t0)
+    assert busy < 0.5, f"the coordinator used {busy:.0%} of a core with idle connections open"
+    # Every silent connection was closed: at the cap (half the descriptors)
+    # for a newer one, or after the timeout.
+    for s in idle:
+        s.settimeout(3)
+    still_open = [s for s in idle if not closed_by_peer(s)]
+    for s in idle:
+        s.close()
+    assert not still_open, f"{len(still_open)} of {len(idle)} idle connections still open after 13 s"
+    grown = am_log.stat().st_size - log_before
+    assert grown < 16 * 1024, f"am.log grew by {grown} bytes:\n{am_log.read_text()[-3000:]}"
+    wait_for(lambda: final_status(job) == "SUCCEEDED", 60, what="the job to succeed")
+    assert "missed" not in am_log.read_text()
+
