@@ -255,6 +255,7 @@ tony_http_server *tony_http_server_new(struct event_base *base, const tony_http_
     evhttp_set_gencb(s->http, on_request, s);
     evhttp_set_bevcb(s->http, new_connection, s);
     evhttp_set_timeout(s->http, o->timeout_s > 0 ? o->timeout_s : TONY_HTTP_TIMEOUT_S);
+    evhttp_set_max_headers_size(s->http, (ev_ssize_t)(o->max_headers ? o->max_headers : TONY_HTTP_MAX_HEADERS));
     evhttp_set_max_body_size(s->http, (ev_ssize_t)(o->max_body ? o->max_body : TONY_HTTP_MAX_BODY));
     if (o->allowed_methods) evhttp_set_allowed_methods(s->http, (ev_uint16_t)o->allowed_methods);
     s->adopt_ev = event_new(base, -1, 0, adopt_new, s);

@@ -1,9 +1,9 @@
 /* The HTTP servers tony runs (the coordinator's API, Horovod's rendezvous,
  * the history portal) on libevent's evhttp, with the limits evhttp leaves
- * off: idle, read and write timeouts, a body size limit, and a cap on open
- * connections that keeps descriptors for the rest of the process. At the
- * cap the connection idle longest (no request being answered) is closed for
- * the new one; when accept() itself fails (out of
+ * off: idle, read and write timeouts, header and body size limits, and a
+ * cap on open connections that keeps descriptors for the rest of the
+ * process. At the cap the connection idle longest (no request being
+ * answered) is closed for the new one; when accept() itself fails (out of
  * descriptors) the server stops accepting for a moment and says so in one
  * log line per interval instead of spinning. */
 #ifndef TONY_HTTPSERVER_H
@@ -20,6 +20,8 @@ typedef struct tony_http_server tony_http_server;
 /* A connection that says nothing for this long (between requests, or in the
  * middle of one) is closed, and so is one that reads nothing of a reply. */
 #define TONY_HTTP_TIMEOUT_S 10
+/* Request line and headers together (evhttp answers 400 beyond). */
+#define TONY_HTTP_MAX_HEADERS (64 * 1024)
 /* One request's body, unless the server says otherwise. */
 #define TONY_HTTP_MAX_BODY (1024 * 1024)
 /* The most connections a server keeps open, whatever the descriptor limit. */
@@ -28,6 +30,7 @@ typedef struct tony_http_server tony_http_server;
 typedef struct tony_http_server_opts {
     const char *what;   /* names the server in log lines: "the coordinator API" */
     size_t max_body;    /* bytes of one request's body, 413 beyond; 0: TONY_HTTP_MAX_BODY */
+    size_t max_headers; /* 0: TONY_HTTP_MAX_HEADERS */
     int timeout_s;      /* 0: TONY_HTTP_TIMEOUT_S */
     int max_conns;      /* 0: half the descriptor limit (RLIMIT_NOFILE), at most TONY_HTTP_MAX_CONNS */
     int allowed_methods; /* EVHTTP_REQ_* */

@@ -91,3 +91,51 @@ def test_idle_connections_do_not_exhaust_the_coordinator(tony):
     wait_for(lambda: final_status(job) == "SUCCEEDED", 60, what="the job to succeed")
     assert "missed" not in am_log.read_text()
 
+
+def rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def flood_headers(url, total):
+    """Sends a request whose headers go on for `total` bytes, until the
+    server stops taking them: (bytes it took, its answer)."""
+    s = socket.create_connection(address(url), timeout=10)
+    sent = 0
+    answer = b""
+    try:
+        s.sendall(b"GET /v1/job HTTP/1.1\r\nHost: x\r\n")
+        line = b"X-Flood: " + b"a" * (64 * 1024 - 11) + b"\r\n"
+        while sent < total:
+            s.sendall(line)
+            sent += len(line)
+        s.sendall(b"\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    try:
+        while chunk := s.recv(65536):
+            answer += chunk
+    except (ConnectionResetError, socket.timeout):
+        pass
+    s.close()
+    return sent, answer
+
+
+def test_huge_headers_are_cut_off(tony):
+    """256 MiB of request headers: the coordinator stops reading them at its
+    limit (64 KiB) with a 400 and closes the connection, and its memory does
+    not grow with them."""
+    job, url, pid = start_job(tony, 300)
+    before = rss_kib(pid)
+    sent, answer = flood_headers(url, 256 * 1024 * 1024)
+    assert sent < 16 * 1024 * 1024, f"the coordinator took {sent >> 20} MiB of headers"
+    assert answer == b"" or answer.split(b" ")[1] in (b"400", b"413"), answer[:200]
+    grown = rss_kib(pid) - before
+    assert grown < 32 * 1024, f"the coordinator's RSS grew by {grown >> 10} MiB"
+    st, body = call(url + "/v1/job")
+    assert st == 200 and body["state"] == "RUNNING"
+    secret = (job / "secret").read_text().strip()
+    assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
+    wait_for(lambda: final_status(job) == "KILLED", 30, what="KILLED")

@@ -18,6 +18,7 @@ import fastavro
 import pytest
 
 from conftest import TONY, Tony, call, http_get, job_processes, wait_for
+from test_hardening import flood_headers, rss_kib
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
 MB = 1024 * 1024
@@ -307,6 +308,18 @@ def test_bad_requests(hist):
     # the page and its files are there
     for path in ("", "ui/portal.js", "ui/plots.js", "ui/portal.css", "ui/style.css"):
         assert http_get(p.url + path)[0] == 200, path
+
+
+def test_huge_headers_are_cut_off(hist):
+    """The portal stops reading a request's headers at 64 KiB, as the
+    coordinator does, and keeps serving."""
+    p = hist["portal"]
+    before = rss_kib(p.proc.pid)
+    sent, answer = flood_headers(p.url, 128 * 1024 * 1024)
+    assert sent < 16 * 1024 * 1024, f"the portal took {sent >> 20} MiB of headers"
+    assert answer == b"" or answer.split(b" ")[1] == b"400", answer[:200]
+    assert rss_kib(p.proc.pid) - before < 32 * 1024
+    assert p.get("v1/jobs")[0] == 200
 
 
 def test_bad_flags(hist, tmp_path):
