@@ -91,7 +91,7 @@ class Portal:
         self.proc = subprocess.Popen([TONY, "portal", "--port", "0", *args], env=tony.env, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True)
         line = self.proc.stdout.readline()
-        assert line.startswith("tony: portal at http://127.0.0.1:"), (line, self.err_path.read_text())
+        assert line.startswith("tony: portal at http://"), (line, self.err_path.read_text())
         self.url = line.split()[3]
 
     def get(self, path):
@@ -268,11 +268,12 @@ def test_damaged_and_foreign_history(hist):
     assert r.rc == 3 and "is damaged" in r.err
 
 
-def raw_get(url, target):
+def raw_get(url, target, host_header=None):
     """A request line sent as is: no client normalizes the path."""
     host, port = url.split("//")[1].rstrip("/").split(":")
+    host_header = f"{host}:{port}" if host_header is None else host_header
     with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -308,6 +309,40 @@ def test_bad_requests(hist):
     # the page and its files are there
     for path in ("", "ui/portal.js", "ui/plots.js", "ui/portal.css", "ui/style.css"):
         assert http_get(p.url + path)[0] == 200, path
+
+
+def test_only_its_own_host_names(hist):
+    """DNS rebinding: a page of another site, its name pointed at 127.0.0.1,
+    reaches the portal with that name in Host. Only the portal's own names
+    and address, with its port, are answered; others get a 421 that says
+    why, and no job's data."""
+    p = hist["portal"]
+    port = p.url.rstrip("/").rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", "localhost", f"[::1]:{port}"):
+        code, _, body = raw_get(p.url, "/v1/jobs", host)
+        assert code == 200 and json.loads(body)["jobs"], (host, code, body[:200])
+    for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{int(port) + 1}", f"localhost.evil.example:{port}",
+                 f"127.0.0.1:{port}:1", f"[::1]x:{port}", "", f"10.1.2.3:{port}"):
+        code, _, body = raw_get(p.url, "/v1/jobs", host)
+        assert code == 421, (host, code, body[:200])
+        assert b"application_" not in body
+        assert "DNS rebinding" in json.loads(body)["error"] and "--host" in json.loads(body)["error"]
+    code, _, body = raw_get(p.url, "/", f"evil.example:{port}")
+    assert code == 421 and b"<html" not in body.lower()
+
+
+def test_host_names_with_every_interface(hist):
+    """--host 0.0.0.0: any address of this machine and its host name are
+    answered, other names still not."""
+    p = Portal(hist["tony"], "--host", "0.0.0.0")
+    try:
+        port = p.url.rstrip("/").rsplit(":", 1)[1]
+        url = f"http://127.0.0.1:{port}/"
+        for host in (f"{socket.gethostname()}:{port}", f"192.0.2.7:{port}", f"127.0.0.1:{port}"):
+            assert raw_get(url, "/v1/jobs", host)[0] == 200, host
+        assert raw_get(url, "/v1/jobs", f"evil.example:{port}")[0] == 421
+    finally:
+        assert p.stop()[0] == 0
 
 
 def test_huge_headers_are_cut_off(hist):
