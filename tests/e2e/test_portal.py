@@ -446,3 +446,73 @@ def test_job_whose_coordinator_died_shows_lost(tony):
         # the orphaned executor would stop after its missed heartbeats; no need to wait
         for p in job_processes(tony.home):
             os.kill(p, signal.SIGKILL)
+
+
+def test_links_in_log_dirs_are_not_followed(tony, tmp_path):
+    """Whoever can write to a shared history tree (or to the tony root) can
+    plant a `stdout` that is a symbolic link to a file only the portal's user
+    may read (here a temp file standing for /etc/shadow), or point a task's
+    recorded log dir at such a place: the portal refuses to serve it, with
+    why, and never shows its bytes. A FIFO there does not hang it."""
+    r = tony.submit("--executes", "echo hello; echo oops >&2", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    app = job.name
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$very-secret-hash:19000:0:99999:7:::\n")
+    task_dir = job / "attempts/0/worker-0"
+    (task_dir / "stdout").unlink()
+    (task_dir / "stdout").symlink_to(secret)
+    portal = Portal(tony)
+    try:
+        base = f"v1/jobs/{app}/tasks/worker/0/log"
+
+        def log(stream):
+            code, _, body = http_get(portal.url + f"{base}?stream={stream}")
+            assert b"very-secret-hash" not in body, body
+            return code, body
+
+        code, body = log("stdout")
+        assert code == 403 and "symbolic link" in json.loads(body)["error"], body
+        assert log("stderr") == (200, b"oops\n")
+        st, detail = portal.get(f"v1/jobs/{app}")
+        streams = [x["stream"] for x in next(t for t in detail["tasks"] if t["task"] == "worker:0")["logs"]]
+        assert streams == ["stderr"], detail
+        # the am.log, the same way
+        (job / "am.log").rename(job / "am.log.real")
+        (job / "am.log").symlink_to(secret)
+        code, _, body = http_get(portal.url + f"v1/jobs/{app}/am.log")
+        assert code == 403 and b"very-secret-hash" not in body, body
+        assert "am_log" not in portal.get(f"v1/jobs/{app}")[1]
+        # a directory of the local layout that is a link out of the job dir
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "stdout").write_text("root:$6$very-secret-hash\n")
+        task_dir.rename(job / "attempts/0/worker-0.real")
+        task_dir.symlink_to(elsewhere)
+        code, body = log("stdout")
+        assert code == 403 and "outside" in json.loads(body)["error"], body
+        task_dir.unlink()
+        # a recorded log dir (history's metrics.json) with a planted link,
+        # one behind a linked directory, one with a FIFO
+        metrics = next((tony.home / "history").glob(f"finished/*/*/*/{app}/metrics.json"))
+        m = json.loads(metrics.read_text())
+        planted = tmp_path / "planted" / app
+        planted.mkdir(parents=True)
+        (planted / "stdout").symlink_to(secret)
+        os.mkfifo(planted / "stderr")
+        (tmp_path / "linked").mkdir()
+        (tmp_path / "linked" / app).symlink_to(elsewhere)
+        for log_dir, stream, why in ((planted, "stdout", "symbolic link"), (planted, "stderr", "not a regular file"),
+                                     (tmp_path / "linked" / app, "stdout", "outside")):
+            for a in m["attempts"]:
+                for t in a["tasks"]:
+                    t["log_dir"] = str(log_dir)
+            metrics.write_text(json.dumps(m))
+            code, body = log(stream)
+            assert code == 403 and why in json.loads(body)["error"], (log_dir, stream, body)
+        assert portal.proc.poll() is None
+    finally:
+        rc, err = portal.stop()
+    assert rc == 0, err
