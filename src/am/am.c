@@ -421,7 +421,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->backend->cb_ctx = am;
     if (am->backend->ops->check_plan(am->backend, &am->plan, err)) return -1;
 
-    json_t *info = json_pack("{s:s,s:i}", "url", am->url, "pid", (int)getpid());
+    json_t *info = tony_jobdir_am_info_self(am->url);
     char *s = json_dumps(info, 0);
     json_decref(info);
     char *info_path = tony_path_join(am->job_dir, TONY_JOBDIR_AM_INFO);

@@ -4,11 +4,12 @@ bad input (naming the key, file or flag) with a non-zero exit."""
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import SHIPMENT_SEEN, shipment, wait_for
+from conftest import SHIPMENT_SEEN, job_processes, shipment, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
 
@@ -304,3 +305,35 @@ def test_logs_follow_streams_until_the_job_ends(tony):
     assert tony.run("status", job_id).out.count("SUCCEEDED") >= 1
     bad = tony.run("logs", job_id, "-f")
     assert bad.rc == 2 and "--follow needs --task" in bad.err
+
+
+def test_kill_never_signals_a_process_that_reused_the_pid(tony):
+    """The coordinator is gone and another process has its pid since: `tony
+    kill` must tell, from when that process started, that it is not the
+    coordinator, and leave it alone (it used to send it SIGTERM when the
+    coordinator's API did not answer). `tony status` does not take it for
+    the coordinator either."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    info = json.loads((job / "am.json").read_text())
+    wait_for(lambda: json.loads((job / "status.json").read_text())["tasks"][0]["state"] == "RUNNING", 60,
+             what="running")
+    for pid in job_processes(tony.home):
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not job_processes(tony.home), 10, what="the job's processes gone")
+    # an unrelated process now holds the pid am.json names
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        info["pid"] = bystander.pid
+        (job / "am.json").write_text(json.dumps(info))
+        k = tony.run("kill", job.name, timeout=60)
+        time.sleep(0.5)
+        assert bystander.poll() is None, f"tony kill signalled pid {bystander.pid}, not the coordinator:\n{k}"
+        assert "SIGTERM" not in k.err and "is not running" in k.err, k
+        st = tony.run("status", job.name)
+        assert "coordinator not running" in st.out, st
+    finally:
+        bystander.kill()
+        bystander.wait()
