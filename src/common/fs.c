@@ -248,3 +248,23 @@ char *tony_abspath(const char *path) {
     if (!getcwd(cwd, sizeof cwd)) return tony_strdup(path);
     return tony_path_join(cwd, path);
 }
+
+int tony_make_private(const char *path, tony_error *err) {
+    struct stat st;
+    if (lstat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (S_ISLNK(st.st_mode)) return 0;
+    if ((st.st_mode & 077) && chmod(path, st.st_mode & 07700))
+        return tony_err(err, "cannot make %s private (chmod): %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return 0;
+    DIR *d = opendir(path);
+    if (!d) return tony_err(err, "cannot read directory %s: %s", path, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char *child = tony_path_join(path, e->d_name);
+        rc = tony_make_private(child, err);
+        free(child);
+    }
+    closedir(d);
+    return rc;
+}

@@ -34,6 +34,9 @@ int tony_write_file(const char *path, const char *data, size_t len, int mode, to
 int tony_copy_file(const char *src, const char *dst, tony_error *err);
 /* Copies a directory tree (files and dirs; symlinks kept as links). */
 int tony_copy_tree(const char *src, const char *dst, tony_error *err);
+/* Clears the group and other bits of path and everything under it
+ * (symlinks are not followed). */
+int tony_make_private(const char *path, tony_error *err);
 char *tony_path_join(const char *a, const char *b); /* malloc'ed */
 const char *tony_basename(const char *path);       /* points into path */
 /* Absolute form of path (relative to the cwd); malloc'ed. */

@@ -61,7 +61,7 @@ json_t *tony_jobdir_read_json(const char *job_dir, const char *name) {
 int tony_jobdir_write_json(const char *job_dir, const char *name, const json_t *j, tony_error *err) {
     char *text = json_dumps(j, JSON_INDENT(2));
     char *p = tony_path_join(job_dir, name);
-    int rc = tony_write_file(p, text, strlen(text), 0644, err);
+    int rc = tony_write_file(p, text, strlen(text), 0600, err);
     free(p);
     free(text);
     return rc;

@@ -25,8 +25,8 @@ static void child_fail(int fd, const char *what) {
     _exit(127);
 }
 
-static void redirect(int target, const char *path, int errfd) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+static void redirect(int target, const char *path, int errfd, bool private_output) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, private_output ? 0600 : 0644);
     if (fd < 0) child_fail(errfd, path);
     if (dup2(fd, target) < 0) child_fail(errfd, "dup2");
     close(fd);
@@ -63,8 +63,8 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
             dup2(devnull, 0);
             close(devnull);
         }
-        if (s->stdout_path) redirect(1, s->stdout_path, pfd[1]);
-        if (s->stderr_path) redirect(2, s->stderr_path, pfd[1]);
+        if (s->stdout_path) redirect(1, s->stdout_path, pfd[1], s->private_output);
+        if (s->stderr_path) redirect(2, s->stderr_path, pfd[1], s->private_output);
         if (s->envp) execvpe(s->argv[0], s->argv, s->envp);
         else execvp(s->argv[0], s->argv);
         child_fail(pfd[1], s->argv[0]);

@@ -17,6 +17,7 @@ typedef struct tony_spawn {
     const char *stderr_path; /* appended; NULL: inherit */
     bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) ... */
     bool keep_group;        /* ... unless this: stay in the caller's process group */
+    bool private_output;    /* stdout/stderr files made 0600 (a job dir's logs), else 0644 */
 } tony_spawn;
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);

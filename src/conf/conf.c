@@ -468,7 +468,7 @@ int tony_conf_write_file(const tony_conf *c, const char *path, tony_error *err) 
         tony_buf_puts(&b, "</property>\n");
     }
     tony_buf_puts(&b, "</configuration>\n");
-    int rc = tony_write_file(path, b.data, b.len, 0644, err);
+    int rc = tony_write_file(path, b.data, b.len, 0600, err);
     tony_buf_free(&b);
     return rc;
 }

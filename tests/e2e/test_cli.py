@@ -337,3 +337,32 @@ def test_kill_never_signals_a_process_that_reused_the_pid(tony):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_job_dirs_are_private(tony, tmp_path, scripts):
+    """A job dir holds its config, logs and staged sources (a file
+    symlinked into src_dir is packed by content): only its user may read
+    it. Job dirs and every dir in them are 0700, the files in them 0600 (a
+    staged script keeps its user's exec bit); what the task's work dir holds
+    (its unpacked sources, what the user's code writes) is the user's, in a
+    0700 dir."""
+    (scripts / "train.sh").write_text("echo trained\n")
+    (scripts / "train.sh").chmod(0o755)
+    (tmp_path / "data.txt").write_text("payload\n")
+    (tmp_path / "data.txt").chmod(0o644)
+    r = tony.submit("--src_dir", str(scripts), "--executes", "bash train.sh", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m", "--conf", f"tony.containers.resources={tmp_path / 'data.txt'}")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    assert r.log("worker", 0).strip() == "trained"
+    open_to_others = []
+    for p in [job, *job.rglob("*")]:
+        if p.is_symlink() or "work" in p.relative_to(job).parts[:-1]:
+            continue
+        mode = p.stat().st_mode & 0o777
+        if mode & 0o077 or (p.is_dir() and mode != 0o700):
+            open_to_others.append(f"{oct(mode)} {p.relative_to(job.parent)}")
+    assert not open_to_others, "\n".join(open_to_others)
+    for name in ("tony-final.xml", "status.json", "am.json", "am.log", "secret",
+                 "attempts/0/worker-0/stdout", "attempts/0/worker-0/stderr", "attempts/0/worker-0/executor.log"):
+        assert (job / name).stat().st_mode & 0o777 == 0o600, name
