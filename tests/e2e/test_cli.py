@@ -366,3 +366,23 @@ def test_job_dirs_are_private(tony, tmp_path, scripts):
     for name in ("tony-final.xml", "status.json", "am.json", "am.log", "secret",
                  "attempts/0/worker-0/stdout", "attempts/0/worker-0/stderr", "attempts/0/worker-0/executor.log"):
         assert (job / name).stat().st_mode & 0o777 == 0o600, name
+
+
+def test_submit_refuses_what_would_fail_later(tony):
+    """Bad input is refused at submit (exit 2, naming the key), not left to
+    fail the coordinator or an executor: --conf values that are not UTF-8
+    text (tony-final.xml cannot carry them), and job type names longer than
+    63 characters. A name of 63 runs."""
+    base = ["--executes", "echo hi", "--conf", "tony.worker.memory=256m"]
+    for value in ("bad\udcffbyte", "ctrl\x01char"):
+        r = tony.submit(*base, "--conf", "tony.worker.instances=1", "--conf", f"tony.application.name={value}")
+        assert r.rc == 2, r
+        assert "tony.application.name (from --conf)" in r.err and "not UTF-8 text" in r.err, r
+    assert not (tony.home / "jobs").exists() or not list((tony.home / "jobs").iterdir())
+    long = "a" * 64
+    r = tony.submit(*base, "--conf", f"tony.{long}.instances=1", "--conf", f"tony.{long}.memory=256m")
+    assert r.rc == 2 and f"tony.{long}.instances" in r.err and "at most 63 characters" in r.err, r
+    ok = "b" * 63
+    r = tony.submit(*base, "--conf", f"tony.{ok}.instances=1", "--conf", f"tony.{ok}.memory=256m")
+    assert r.rc == 0, r
+    assert r.log(ok, 0).strip() == "hi"
