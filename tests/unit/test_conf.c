@@ -444,8 +444,16 @@ static void test_resources(void **state) {
     assert_int_equal(l.len, 2);
     assert_int_equal(tony_resource_parse_list("c.txt,x::y::z", &l, &err), -1);
     assert_contains(err.msg, "'x::y::z'");
+    assert_int_equal(l.len, 2); /* as it was */
     tony_resource_list_free(&l);
     assert_int_equal(l.len, 0);
+
+    /* A bad entry after good ones: nothing is added, nothing is left to free
+     * (callers give up without freeing; under ASan a leak fails this test). */
+    tony_resource_list fresh = {0};
+    assert_int_equal(tony_resource_parse_list("a.txt,b.zip::bee#archive,::/abs::x", &fresh, &err), -1);
+    assert_int_equal(fresh.len, 0);
+    assert_null(fresh.items);
 }
 
 static double now_s(void) {
