@@ -37,7 +37,7 @@ static void write_status(tony_am *am) {
     json_decref(j);
     char *path = tony_path_join(am->job_dir, TONY_JOBDIR_STATUS);
     tony_error err;
-    if (tony_write_file(path, s, strlen(s), 0644, &err)) tony_warn("%s", err.msg);
+    if (tony_write_file(path, s, strlen(s), 0600, &err)) tony_warn("%s", err.msg);
     free(path);
     free(s);
     am->status_dirty = false;
@@ -125,7 +125,7 @@ static void start_attempt(tony_am *am, int attempt) {
     tony_info("attempt %d: asking for %zu container(s)", attempt, am->job.ntasks);
     char *dir = tony_sprintf("%s/attempts/%d", am->job_dir, attempt);
     tony_error err;
-    if (tony_mkdir_p(dir, 0755, &err)) tony_warn("%s", err.msg);
+    if (tony_mkdir_p(dir, 0700, &err)) tony_warn("%s", err.msg);
     free(dir);
     request_ready_tasks(am);
     am_advance(am);
@@ -342,7 +342,10 @@ static int start_single_node(tony_am *am, tony_error *err) {
     tony_strv envp = {0};
     tony_env_build_envp(&env, &envp);
     char *argv[] = {"bash", "-c", am->plan.am_command, NULL};
+    /* In a job dir the logs are private; a YARN container's log dir is
+     * read by its NodeManager (its own modes apply). */
     tony_spawn s = {.argv = argv, .envp = envp.items, .cwd = at->work_dir, .stdout_path = out, .stderr_path = errp,
+                    .private_output = !am->on_cluster,
                     .keep_group = at->share_group};
     pid_t pid;
     rc = tony_proc_spawn(&s, &pid, err);
@@ -392,7 +395,8 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     const char *shared = tony_conf_get(am->conf, "tony.application.shared-dir");
     if (shared && *shared) am->shared_dir = tony_strdup(shared);
     else if (!o->yarn) am->shared_dir = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
-    if (am->shared_dir && tony_mkdir_p(am->shared_dir, 0755, err)) return -1;
+    /* The job dir's own shared/ is the job's; a dir the user names is theirs to set. */
+    if (am->shared_dir && tony_mkdir_p(am->shared_dir, shared && *shared ? 0755 : 0700, err)) return -1;
 
     am->base = event_base_new();
     am->reaper = tony_reaper_new(am->base);
@@ -422,11 +426,11 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->backend->cb_ctx = am;
     if (am->backend->ops->check_plan(am->backend, &am->plan, err)) return -1;
 
-    json_t *info = json_pack("{s:s,s:i}", "url", am->url, "pid", (int)getpid());
+    json_t *info = tony_jobdir_am_info_self(am->url);
     char *s = json_dumps(info, 0);
     json_decref(info);
     char *info_path = tony_path_join(am->job_dir, TONY_JOBDIR_AM_INFO);
-    rc = tony_write_file(info_path, s, strlen(s), 0644, err);
+    rc = tony_write_file(info_path, s, strlen(s), 0600, err);
     free(info_path);
     free(s);
     tony_info("coordinator of %s listening at %s (%s backend, %s)", am->app_id, am->url, am->backend->ops->name,
@@ -453,7 +457,7 @@ static void am_teardown(tony_am *am) {
     }
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
-    if (am->http) evhttp_free(am->http);
+    tony_http_server_free(am->http);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);
     if (am->sigterm) event_free(am->sigterm);

@@ -13,6 +13,7 @@
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
+#include "common/httpserver.h"
 #include "common/reaper.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
@@ -34,7 +35,7 @@ typedef struct am_logfetch am_logfetch;
 
 typedef struct tony_am {
     struct event_base *base;
-    struct evhttp *http;
+    tony_http_server *http;
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;

@@ -772,17 +772,13 @@ static void handle(struct evhttp_request *req, void *arg) {
 }
 
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
-    am->http = evhttp_new(am->base);
-    evhttp_set_gencb(am->http, handle, am);
-    evhttp_set_max_body_size(am->http, 1 << 20);
-    evhttp_set_allowed_methods(am->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(am->http, bind_host, 0);
-    if (!sock) return tony_err(err, "cannot listen on %s for the coordinator API", bind_host);
-    evutil_socket_t fd = evhttp_bound_socket_get_fd(sock);
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    am->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    tony_http_server_opts o = {.what = "the coordinator API",
+                               .max_body = 1 << 20,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST,
+                               .handler = handle,
+                               .arg = am};
+    am->http = tony_http_server_new(am->base, &o);
+    if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
     return 0;
 }

@@ -4,15 +4,23 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
-#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "common/httpserver.h"
 #include "common/log.h"
 #include "common/strv.h"
 
-#define MAX_VALUE_BYTES (64 << 20)
+/* Horovod's gloo rendezvous stores a few addresses per rank: small values.
+ * Anyone who can reach the port can PUT, so what the store holds is capped
+ * (every entry counted with its names and bookkeeping); a PUT past either
+ * cap is a 413 that says which. evhttp stops reading a body at twice the
+ * value cap, so that a value just over it still gets those words. */
+#define MAX_VALUE_BYTES (1 << 20)
+#define MAX_STORE_BYTES (64 << 20)
+#define ENTRY_OVERHEAD 64
 
 typedef struct entry {
     char *scope, *key;
@@ -21,10 +29,11 @@ typedef struct entry {
 } entry;
 
 struct am_rendezvous {
-    struct evhttp *http;
+    tony_http_server *http;
     int port;
     entry *items;
     size_t len, cap;
+    size_t bytes; /* what the entries hold, as entry_bytes counts */
     json_t *scope_sizes;
     json_t *finished; /* scope -> number of workers that DELETEd */
 };
@@ -32,8 +41,28 @@ struct am_rendezvous {
 static void reply(struct evhttp_request *req, int code, const void *body, size_t len) {
     struct evbuffer *buf = evbuffer_new();
     if (len) evbuffer_add(buf, body, len);
-    evhttp_send_reply(req, code, code == 200 ? "OK" : code == 404 ? "Not Found" : "Bad Request", buf);
+    evhttp_send_reply(req, code,
+                      code == 200   ? "OK"
+                      : code == 404 ? "Not Found"
+                      : code == 413 ? "Payload Too Large"
+                                    : "Bad Request",
+                      buf);
     evbuffer_free(buf);
+}
+
+static size_t entry_bytes(const char *scope, const char *key, size_t len) {
+    return strlen(scope) + strlen(key) + len + ENTRY_OVERHEAD;
+}
+
+static void refuse(struct evhttp_request *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(struct evhttp_request *req, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; charset=utf-8");
+    reply(req, 413, text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
 }
 
 static entry *find(am_rendezvous *r, const char *scope, const char *key) {
@@ -43,6 +72,7 @@ static entry *find(am_rendezvous *r, const char *scope, const char *key) {
 }
 
 static void drop(am_rendezvous *r, size_t i) {
+    r->bytes -= entry_bytes(r->items[i].scope, r->items[i].key, r->items[i].len);
     free(r->items[i].scope);
     free(r->items[i].key);
     free(r->items[i].value);
@@ -73,6 +103,19 @@ static void handle(struct evhttp_request *req, void *arg) {
     } else if (cmd == EVHTTP_REQ_PUT) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(in);
+        size_t now = r->bytes - (e ? entry_bytes(scope, key, e->len) : 0) + entry_bytes(scope, key, len);
+        if (len > MAX_VALUE_BYTES) {
+            refuse(req, "the Horovod rendezvous takes values of at most %d bytes; this one has %zu\n",
+                   MAX_VALUE_BYTES, len);
+            return;
+        }
+        if (now > MAX_STORE_BYTES) {
+            refuse(req, "the Horovod rendezvous store is full: it holds at most %d bytes and has %zu; nothing "
+                        "more is stored until the job's workers finish their scopes\n",
+                   MAX_STORE_BYTES, r->bytes);
+            return;
+        }
+        r->bytes = now;
         unsigned char *v = tony_xmalloc(len);
         evbuffer_remove(in, v, len);
         if (!e) {
@@ -110,21 +153,17 @@ static void handle(struct evhttp_request *req, void *arg) {
 
 am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, tony_error *err) {
     am_rendezvous *r = tony_xcalloc(1, sizeof *r);
-    r->http = evhttp_new(base);
-    evhttp_set_gencb(r->http, handle, r);
-    evhttp_set_max_body_size(r->http, MAX_VALUE_BYTES);
-    evhttp_set_allowed_methods(r->http, EVHTTP_REQ_GET | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
-    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(r->http, host, 0);
-    if (!sock) {
-        evhttp_free(r->http);
+    tony_http_server_opts o = {.what = "the Horovod rendezvous",
+                               .max_body = 2 * MAX_VALUE_BYTES,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE,
+                               .handler = handle,
+                               .arg = r};
+    r->http = tony_http_server_new(base, &o);
+    if (tony_http_server_listen(r->http, host, 0, &r->port, err)) {
+        tony_http_server_free(r->http);
         free(r);
-        tony_err(err, "cannot listen on %s for the Horovod rendezvous", host);
         return NULL;
     }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    getsockname(evhttp_bound_socket_get_fd(sock), (struct sockaddr *)&ss, &len);
-    r->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     r->scope_sizes = json_object();
     r->finished = json_object();
     return r;
@@ -148,6 +187,6 @@ void am_rendezvous_free(am_rendezvous *r) {
     free(r->items);
     json_decref(r->scope_sizes);
     json_decref(r->finished);
-    evhttp_free(r->http);
+    tony_http_server_free(r->http);
     free(r);
 }

@@ -14,7 +14,6 @@
 #include "client/yarn_client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
-#include "common/proc.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
@@ -139,13 +138,11 @@ char *tony_hist_lost_reason(const tony_hist_job *j, const char *root) {
                                   state, j->meta.app_id);
         json_decref(yarn);
     } else if (tony_is_dir(dir)) {
-        char *url = NULL;
         int pid = 0;
-        if (tony_jobdir_am_url(dir, &url, &pid, NULL) == 0 && pid > 0 && !tony_proc_alive(pid))
+        if (!tony_jobdir_am_running(dir, &pid) && pid > 0)
             reason = tony_sprintf("its coordinator (pid %d on this machine) is no longer running and never "
                                   "finished the history (killed or crashed; its log: %s/%s)",
                                   pid, dir, TONY_JOBDIR_AM_LOG);
-        free(url);
     }
     free(dir);
     return reason;

@@ -17,7 +17,6 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
-#include "common/proc.h"
 #include "common/strv.h"
 
 /* How long `tony kill` waits for the coordinator to take the request before
@@ -129,9 +128,16 @@ int tony_cmd_kill(int argc, char **argv) {
     tony_conf_free(conf);
     char *url = NULL, *secret = NULL;
     int pid = 0, code = TONY_EXIT_OK;
-    if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_proc_alive(pid)) {
+    /* A pid in am.json that another process took since is not ours to
+     * signal: the coordinator runs only if it is the process that wrote it. */
+    if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_jobdir_am_running(job_dir, NULL)) {
         bool live;
         json_t *job = load_job(job_dir, &live);
+        const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+        if (job && state && strcmp(state, "FINISHED") != 0)
+            fprintf(stderr, "tony: the job's coordinator%s is not running (killed or crashed before the job ended; "
+                            "see %s/%s): nothing to kill\n",
+                    pid > 0 ? " (the process am.json names)" : "", job_dir, TONY_JOBDIR_AM_LOG);
         if (job) {
             tony_report_final(stdout, job);
         } else {
@@ -149,7 +155,7 @@ int tony_cmd_kill(int argc, char **argv) {
         bool asked = tony_http_call("POST", u, secret, "{}", KILL_ASK_MS, &r, &err) == 0;
         if (asked) {
             tony_http_response_free(&r);
-        } else if (kill(pid, SIGTERM) == 0) {
+        } else if (tony_jobdir_signal_am(job_dir, SIGTERM) == 0) {
             /* A coordinator too busy to answer (thousands of processes on
              * two cores do that) still takes its signal: SIGTERM is a kill
              * request to it, the same path as the API's. */

@@ -5,6 +5,7 @@
  * at once; what each job's tony-final.xml says is kept until it changes. A
  * tree on HDFS is read from its local cache (histcache.h), synced on a job
  * list request at most every PORTAL_SYNC_MS. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,6 +31,7 @@
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
+#include "common/httpserver.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
@@ -45,7 +48,7 @@
 
 typedef struct portal {
     struct event_base *base;
-    struct evhttp *http;
+    tony_http_server *http;
     tony_hist_source src; /* src.scan: the local tree (or the HDFS tree's cache) */
     long long synced_ms;  /* the last sync of a remote tree */
     char *sync_problem;   /* why the last sync failed, NULL when it did not */
@@ -53,6 +56,11 @@ typedef struct portal {
     /* tony-final.xml path -> {"mtime_ns","size","facts"|"error"}; rebuilt
      * on each scan so that it holds only jobs still there. */
     json_t *facts;
+    /* Host header values it answers (DNS rebinding): the names below with
+     * its port; any IP address when it serves every interface. */
+    tony_strv host_names;
+    bool any_ip_host;
+    int port;
 } portal;
 
 static const char *reason(int code) {
@@ -61,7 +69,9 @@ static const char *reason(int code) {
     case 302: return "Found";
     case 400: return "Bad Request";
     case 404: return "Not Found";
+    case 403: return "Forbidden";
     case 405: return "Method Not Allowed";
+    case 421: return "Misdirected Request";
     default: return "Error";
     }
 }
@@ -187,28 +197,43 @@ static bool plausible_log_dir(const char *dir, const char *app_id) {
     return ok && has_id;
 }
 
-/* Where a task's stream of one attempt is on this machine, or NULL: the
- * local backend's layout under our tony root first, then the log dir the
- * executor reported for the attempt history recorded. */
-static char *log_path(const portal *p, const char *app_id, const json_t *task, int attempt, const char *stream) {
-    char *job_dir = tony_path_join(p->root, "jobs");
-    char *jd = tony_path_join(job_dir, app_id);
-    free(job_dir);
+/* The dir the tony root keeps a job's local files in: the root as the user
+ * named it (resolved: it is theirs), then jobs/<id> taken as is. */
+static char *local_job_dir(const portal *p, const char *app_id) {
+    char *root = realpath(p->root, NULL);
+    char *dir = tony_sprintf("%s/jobs/%s", root ? root : p->root, app_id);
+    free(root);
+    return dir;
+}
+
+/* A task's stream of one attempt on this machine, opened (*fd, and *path
+ * for messages): the local backend's layout under our tony root first, then
+ * the log dir the executor reported for the attempt history recorded.
+ * Either way the file must lie in that dir itself, not behind a symlink.
+ * Returns 0, 1 when this machine has no such log, -1 when one is there but
+ * refused (err says why). */
+static int open_task_log(const portal *p, const char *app_id, const json_t *task, int attempt, const char *stream,
+                         int *fd, char **path, tony_error *err) {
+    char *jd = local_job_dir(p, app_id);
     char *dir = tony_jobdir_task_dir(jd, attempt, json_string_value(json_object_get(task, "role")),
                                      (int)json_integer_value(json_object_get(task, "index")));
-    free(jd);
-    char *path = tony_path_join(dir, stream);
+    *path = tony_path_join(dir, stream);
     free(dir);
-    if (tony_file_exists(path) && !tony_is_dir(path)) return path;
-    free(path);
+    int rc = tony_open_within(jd, *path, fd, err);
+    free(jd);
+    if (rc <= 0) return rc;
+    free(*path);
+    *path = NULL;
     const char *rec = json_string_value(json_object_get(task, "log_dir"));
     json_t *at = json_object_get(task, "attempt");
-    if (json_is_integer(at) && json_integer_value(at) == attempt && plausible_log_dir(rec, app_id)) {
-        path = tony_path_join(rec, stream);
-        if (tony_file_exists(path) && !tony_is_dir(path)) return path;
-        free(path);
+    if (!json_is_integer(at) || json_integer_value(at) != attempt || !plausible_log_dir(rec, app_id)) return 1;
+    *path = tony_path_join(rec, stream);
+    rc = tony_open_within(rec, *path, fd, err);
+    if (rc == 1) {
+        free(*path);
+        *path = NULL;
     }
-    return NULL;
+    return rc;
 }
 
 static char *task_base_url(const char *app_id, const json_t *task) {
@@ -230,20 +255,32 @@ static void add_log_links(const portal *p, json_t *job) {
         for (json_int_t a = 0; a <= last && a < 100; a++) {
             for (int s = 0; s < 2; s++) {
                 const char *stream = s ? "stderr" : "stdout";
-                char *path = log_path(p, app_id, t, (int)a, stream);
+                char *path = NULL;
+                int fd = -1;
+                tony_error err;
                 struct stat st;
-                if (path && stat(path, &st) == 0) {
+                if (open_task_log(p, app_id, t, (int)a, stream, &fd, &path, &err) == 0 && fstat(fd, &st) == 0) {
                     char *url = tony_sprintf("%s/log?stream=%s&attempt=%lld", base, stream, (long long)a);
                     json_array_append_new(links, json_pack("{s:I,s:s,s:I,s:s}", "attempt", a, "stream", stream,
                                                            "bytes", (json_int_t)st.st_size, "url", url));
                     free(url);
                 }
+                if (fd >= 0) close(fd);
                 free(path);
             }
         }
         free(base);
         json_object_set_new(t, "logs", links);
     }
+}
+
+/* The job's coordinator log in the local layout (as open_task_log). */
+static int open_am_log(const portal *p, const char *app_id, int *fd, char **path, tony_error *err) {
+    char *jd = local_job_dir(p, app_id);
+    *path = tony_path_join(jd, TONY_JOBDIR_AM_LOG);
+    int rc = tony_open_within(jd, *path, fd, err);
+    free(jd);
+    return rc;
 }
 
 static int lookup(portal *p, struct evhttp_request *req, const char *app_id, tony_hist_list *l,
@@ -269,8 +306,13 @@ static void serve_job(portal *p, struct evhttp_request *req, const char *app_id)
         json_t *o = tony_hist_job_detail(j, TONY_HIST_WITH_CONFIG);
         tony_hist_note_lost(o, j, p->root);
         add_log_links(p, o);
-        char *am_log = tony_sprintf("%s/jobs/%s/%s", p->root, app_id, TONY_JOBDIR_AM_LOG);
-        if (tony_file_exists(am_log)) json_object_set_new(o, "am_log", json_sprintf("v1/jobs/%s/am.log", app_id));
+        int fd;
+        char *am_log = NULL;
+        tony_error err;
+        if (open_am_log(p, app_id, &fd, &am_log, &err) == 0) {
+            json_object_set_new(o, "am_log", json_sprintf("v1/jobs/%s/am.log", app_id));
+            close(fd);
+        }
         free(am_log);
         reply_json(req, 200, o);
     }
@@ -287,11 +329,14 @@ static int query_int(struct evkeyvalq *q, const char *name, long long def, long 
     return 0;
 }
 
-static void send_text_file(struct evhttp_request *req, const char *path, long long offset, bool tail) {
+/* The open file fd (path: its name for messages) as text, from offset or,
+ * with tail, its last PORTAL_LOG_MAX bytes. Closes fd. */
+static void send_text_file(struct evhttp_request *req, int fd, const char *path, long long offset, bool tail) {
     tony_buf data = {0};
     long long size = 0;
     tony_error err;
-    if (tony_read_range(path, tail ? 0 : offset, 0, &data, &size, &err)) {
+    if (tony_read_range_fd(fd, path, tail ? 0 : offset, 0, &data, &size, &err)) {
+        close(fd);
         reply_error(req, 500, "%s", err.msg);
         return;
     }
@@ -302,8 +347,9 @@ static void send_text_file(struct evhttp_request *req, const char *path, long lo
     if (tail && from > 0)
         evbuffer_add_printf(buf, "[tony portal: the last %d MiB of %lld bytes; add &offset=0 for the start]\n",
                             PORTAL_LOG_MAX >> 20, size);
-    if (from < size && tony_read_range(path, from, PORTAL_LOG_MAX, &data, &size, &err) == 0 && data.len)
+    if (from < size && tony_read_range_fd(fd, path, from, PORTAL_LOG_MAX, &data, &size, &err) == 0 && data.len)
         evbuffer_add(buf, data.data, data.len);
+    close(fd);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     /* text, never HTML: a log's bytes must not become a page */
     evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
@@ -363,13 +409,15 @@ static void serve_task(portal *p, struct evhttp_request *req, const char *app_id
                 task = t;
         }
         if (attempt < 0) attempt = json_integer_value(json_object_get(task, "attempt"));
-        char *path = task ? log_path(p, app_id, task, (int)attempt, stream) : NULL;
+        char *path = NULL;
+        int fd, rc = task ? open_task_log(p, app_id, task, (int)attempt, stream, &fd, &path, &err) : 1;
         if (!task) reply_error(req, 404, "job %s has no task %s:%lld", app_id, role, index);
-        else if (!path)
+        else if (rc < 0) reply_error(req, 403, "%s", err.msg);
+        else if (rc > 0)
             reply_error(req, 404, "no %s of %s:%lld (attempt %lld) on this machine: the local backend keeps logs under "
                         "%s/jobs/%s/attempts/; YARN's are in the container's log dir on its node (yarn logs -applicationId %s)",
                         stream, role, index, attempt, p->root, app_id, app_id);
-        else send_text_file(req, path, offset < 0 ? 0 : offset, offset < 0);
+        else send_text_file(req, fd, path, offset < 0 ? 0 : offset, offset < 0);
         free(path);
         json_decref(o);
     }
@@ -382,10 +430,13 @@ static void serve_am_log(portal *p, struct evhttp_request *req, const char *app_
     long long offset;
     if (query_int(q, "offset", -1, 1LL << 50, &offset)) reply_error(req, 400, "offset must be a byte offset >= 0");
     else if (lookup(p, req, app_id, &l, &j) == 0) {
-        char *path = tony_sprintf("%s/jobs/%s/%s", p->root, app_id, TONY_JOBDIR_AM_LOG);
-        if (!tony_file_exists(path))
-            reply_error(req, 404, "no coordinator log of %s on this machine (%s)", app_id, path);
-        else send_text_file(req, path, offset < 0 ? 0 : offset, offset < 0);
+        char *path = NULL;
+        int fd;
+        tony_error err;
+        int rc = open_am_log(p, app_id, &fd, &path, &err);
+        if (rc < 0) reply_error(req, 403, "%s", err.msg);
+        else if (rc > 0) reply_error(req, 404, "no coordinator log of %s on this machine (%s)", app_id, path);
+        else send_text_file(req, fd, path, offset < 0 ? 0 : offset, offset < 0);
         free(path);
     }
     tony_hist_list_free(&l);
@@ -435,8 +486,56 @@ static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, 
     free(copy);
 }
 
+/* Whether a request's Host header names this portal. A web page from
+ * another site whose name the attacker points at 127.0.0.1 (DNS rebinding)
+ * reaches the portal with its own name there, and a browser lets that page
+ * read the answers; an address or one of the portal's own names cannot be
+ * another site's. No header (HTTP/1.0) is no browser. */
+static bool host_allowed(const portal *p, const char *host) {
+    if (!host) return true;
+    const char *end, *colon;
+    if (*host == '[') {
+        end = strchr(host, ']');
+        if (!end) return false;
+        colon = end[1] == ':' ? end + 1 : NULL;
+        if (end[1] && !colon) return false;
+    } else {
+        colon = strchr(host, ':');
+        if (colon && strchr(colon + 1, ':')) return false;
+        end = colon ? colon : host + strlen(host);
+    }
+    if (colon) {
+        long long port;
+        const char *ps = colon + 1;
+        if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5 || !tony_parse_ll(ps, &port) ||
+            port != p->port)
+            return false;
+    }
+    const char *name = host + (*host == '[');
+    size_t len = (size_t)(end - name);
+    char buf[256];
+    if (len == 0 || len >= sizeof buf) return false;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    for (size_t i = 0; i < p->host_names.len; i++)
+        if (strcasecmp(buf, p->host_names.items[i]) == 0) return true;
+    unsigned char addr[sizeof(struct in6_addr)];
+    return p->any_ip_host && (inet_pton(AF_INET, buf, addr) == 1 || inet_pton(AF_INET6, buf, addr) == 1);
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     portal *p = arg;
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (!host_allowed(p, host)) {
+        char *names = tony_strv_join(&p->host_names, ", ");
+        reply_error(req, 421,
+                    "this portal answers requests for %s%s on port %d, not for Host '%.200s' (a web page of another "
+                    "site may be trying to read it through DNS rebinding); to reach it under that name, start it "
+                    "with --host NAME",
+                    names, p->any_ip_host ? " or any address of this machine" : "", p->port, host);
+        free(names);
+        return;
+    }
     struct evhttp_uri *uri = evhttp_uri_parse(evhttp_request_get_uri(req));
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     struct evkeyvalq q;
@@ -509,30 +608,46 @@ static int serve(portal *p, const char *host, int port) {
         return TONY_EXIT_USAGE;
     }
     p->base = event_base_new();
-    p->http = evhttp_new(p->base);
-    evhttp_set_gencb(p->http, handle, p);
-    evhttp_set_allowed_methods(p->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE);
-    evhttp_set_max_body_size(p->http, 1 << 16);
-    evhttp_accept_socket_with_handle(p->http, fd);
+    tony_http_server_opts o = {.what = "the portal",
+                               .max_body = 1 << 16,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                                  EVHTTP_REQ_DELETE,
+                               .handler = handle,
+                               .arg = p};
+    p->http = tony_http_server_new(p->base, &o);
+    if (tony_http_server_adopt(p->http, fd, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        evutil_closesocket(fd);
+        tony_http_server_free(p->http);
+        event_base_free(p->base);
+        return TONY_EXIT_UNAVAILABLE;
+    }
     struct event *sigint = evsignal_new(p->base, SIGINT, on_signal, p->base);
     struct event *sigterm = evsignal_new(p->base, SIGTERM, on_signal, p->base);
     evsignal_add(sigint, NULL);
     evsignal_add(sigterm, NULL);
     signal(SIGPIPE, SIG_IGN);
     char shown[256];
+    p->port = bound;
+    tony_strv_push(&p->host_names, "localhost");
+    tony_strv_push(&p->host_names, "127.0.0.1");
+    tony_strv_push(&p->host_names, "::1");
     if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
         if (gethostname(shown, sizeof shown)) snprintf(shown, sizeof shown, "localhost");
         shown[sizeof shown - 1] = '\0';
+        p->any_ip_host = true;
+        if (strcmp(shown, "localhost") != 0) tony_strv_push(&p->host_names, shown);
     } else {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
+        if (strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0 && strcmp(host, "::1") != 0)
+            tony_strv_push(&p->host_names, host);
     }
     printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
     fflush(stdout);
     event_base_dispatch(p->base);
     event_free(sigint);
     event_free(sigterm);
-    evhttp_free(p->http);
+    tony_http_server_free(p->http);
     event_base_free(p->base);
     return TONY_EXIT_OK;
 }
@@ -608,6 +723,7 @@ int tony_cmd_portal(int argc, char **argv) {
     code = serve(&p, host ? host : "127.0.0.1", (int)port);
 out:
     json_decref(p.facts);
+    tony_strv_free(&p.host_names);
     free(p.root);
     tony_hist_source_free(&p.src);
     free(p.sync_problem);

@@ -37,7 +37,8 @@ static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_er
     for (int seq = 1; seq < 10000; seq++) {
         char *id = tony_sprintf("application_%lld_%04d", ms, seq);
         char *dir = tony_path_join(jobs, id);
-        if (mkdir(dir, 0755) == 0) {
+        /* Only its user reads a job: its config, logs and staged sources. */
+        if (mkdir(dir, 0700) == 0) {
             *job_dir = dir;
             *app_id = id;
             free(jobs);
@@ -93,7 +94,7 @@ static int stage_resources(const char *key, const char *list, const char *tmp_di
                 dest = tony_sprintf("res%d/%s.zip", n, tony_basename(r->source));
                 local = tony_path_join(tmp_dir, dest);
                 char *dir = tony_sprintf("%s/res%d", tmp_dir, n);
-                rc = tony_mkdir_p(dir, 0755, err);
+                rc = tony_mkdir_p(dir, 0700, err);
                 free(dir);
                 if (rc == 0) rc = tony_archive_zip_dir(r->source, local, err);
                 archive = true;
@@ -172,7 +173,7 @@ static int local_put(void *ctx, const char *local, const char *dest, const char 
     if (strcmp(local, dst) != 0) {
         char *dir = tony_strdup(dst);
         *strrchr(dir, '/') = '\0';
-        rc = tony_mkdir_p(dir, 0755, err);
+        rc = tony_mkdir_p(dir, 0700, err);
         free(dir);
         if (rc == 0) rc = tony_copy_file(local, dst, err);
     }
@@ -194,9 +195,12 @@ int tony_stage_local_job(tony_conf *conf, const tony_stage_input *in, char **job
     free(root);
     if (rc) return -1;
     char *staging = tony_path_join(job_dir, TONY_JOBDIR_STAGING);
-    rc = tony_mkdir_p(staging, 0755, err);
+    rc = tony_mkdir_p(staging, 0700, err);
     tony_stage_sink sink = {.ctx = staging, .put = local_put, .remote = local_remote, .list_job_files = true};
     if (rc == 0) rc = tony_stage_files(conf, in, app_id, staging, &sink, err);
+    /* Copies keep their source's mode and archives get the umask's: none
+     * keeps a bit for others. */
+    if (rc == 0) rc = tony_make_private(staging, err);
     char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
     if (rc == 0) rc = tony_conf_write_file(conf, final, err);
     if (rc == 0) rc = tony_stage_write_secret(job_dir, NULL, err);
@@ -220,7 +224,8 @@ int tony_start_local_am(const char *job_dir, int *pid_out, tony_error *err) {
     char *argv[] = {self.command, "am", (char *)job_dir, NULL};
     /* Its own session: Ctrl-C in this terminal reaches the client, which asks
      * the coordinator to kill the job, rather than killing it mid-step. */
-    tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true};
+    tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true,
+                    .private_output = true};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     free(log);

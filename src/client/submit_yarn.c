@@ -455,7 +455,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     job_dir = tony_sprintf("%s/jobs/%s", root, app_id);
     free(root);
     code = TONY_EXIT_USAGE;
-    if (tony_mkdir_p(job_dir, 0755, err) || tony_stage_write_secret(job_dir, &secret, err)) goto out;
+    if (tony_mkdir_p(job_dir, 0700, err) || tony_stage_write_secret(job_dir, &secret, err)) goto out;
     if (stage(w, conf, in, app_id, user, job_dir, &st, &code, err)) {
         tony_rm_rf(job_dir, NULL);
         goto out;

@@ -15,7 +15,12 @@
 
 #define SYNC_LEN 16
 #define MAX_DEPTH 64         /* schema nesting followed; a recursive type stops here */
-#define MAX_FREE_ITEMS 65536 /* items of one block that may take no bytes at all (nulls) */
+/* What a file can make the reader hold is bounded by its size: items of
+ * arrays, maps and blocks that take no bytes at all (nulls, records of
+ * nulls) are at most this many in the whole file, and the values decoded
+ * at most VALUES_PER_BYTE per byte of the file plus this many. */
+#define MAX_FREE_ITEMS 16384
+#define VALUES_PER_BYTE 8
 
 typedef struct cursor {
     const unsigned char *p, *end;
@@ -25,6 +30,8 @@ typedef struct reader {
     const unsigned char *base;
     json_t *names; /* named types, by full and by short name */
     tony_error *err;
+    size_t free_left;   /* items that take no bytes still allowed */
+    size_t values_left; /* values still allowed */
 } reader;
 
 static json_t *bad(reader *r, const cursor *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -111,6 +118,18 @@ static void collect_names(json_t *names, json_t *s, const char *ns, int depth) {
 
 static json_t *decode(reader *r, cursor *c, const json_t *s, int depth);
 
+/* Whether an item that began at `at` took bytes, or may be one more of the
+ * file's few that take none. */
+static bool took_bytes(reader *r, const cursor *c, const unsigned char *at) {
+    if (c->p != at) return true;
+    if (r->free_left == 0) {
+        bad(r, c, "more than %d items that take no bytes (nulls): a damaged or hostile file", MAX_FREE_ITEMS);
+        return false;
+    }
+    r->free_left--;
+    return true;
+}
+
 /* Arrays and maps: blocks of items, a count of 0 ends them; a negative
  * count is followed by the block's size in bytes. */
 static json_t *decode_blocks(reader *r, cursor *c, const json_t *s, bool map, int depth) {
@@ -132,14 +151,16 @@ static json_t *decode_blocks(reader *r, cursor *c, const json_t *s, bool map, in
             break;
         }
         if (n < 0) n = -n;
-        if ((uint64_t)n > left(c) + MAX_FREE_ITEMS) {
+        if ((uint64_t)n > left(c) + r->free_left) {
             bad(r, c, "an %s block of %lld items in %zu bytes", what, (long long)n, left(c));
             break;
         }
         bool ok = true;
         for (int64_t i = 0; i < n && ok; i++) {
+            const unsigned char *at = c->p;
             json_t *key = map ? decode(r, c, string, depth + 1) : NULL;
             json_t *v = !map || key ? decode(r, c, item, depth + 1) : NULL;
+            if (v && !took_bytes(r, c, at)) json_decref(v), v = NULL;
             ok = v != NULL;
             if (v && map) json_object_set_new(out, json_string_value(key), v);
             else if (v) json_array_append_new(out, v);
@@ -154,6 +175,10 @@ static json_t *decode_blocks(reader *r, cursor *c, const json_t *s, bool map, in
 
 static json_t *decode(reader *r, cursor *c, const json_t *s, int depth) {
     if (depth > MAX_DEPTH) return bad(r, c, "the schema nests deeper than %d levels", MAX_DEPTH);
+    if (r->values_left == 0)
+        return bad(r, c, "more values than a file of its size holds (%d per byte): a damaged or hostile file",
+                   VALUES_PER_BYTE);
+    r->values_left--;
     if (json_is_array(s)) {
         int64_t i;
         if (!read_long(c, &i)) return bad(r, c, "cut short in a union's branch");
@@ -262,7 +287,8 @@ static json_t *read_header(reader *r, cursor *c) {
 int tony_avro_decode(const void *data, size_t len, json_t **records, tony_error *err) {
     *records = json_array();
     cursor c = {data, (const unsigned char *)data + len};
-    reader r = {data, NULL, err};
+    size_t values = len > (SIZE_MAX - MAX_FREE_ITEMS) / VALUES_PER_BYTE ? SIZE_MAX : len * VALUES_PER_BYTE + MAX_FREE_ITEMS;
+    reader r = {data, NULL, err, MAX_FREE_ITEMS, values};
     if (len < 4 || memcmp(data, "Obj\x01", 4) != 0)
         return tony_err(err, "not an Avro data file (one starts with \"Obj\" and version byte 1)");
     c.p += 4;
@@ -286,14 +312,16 @@ int tony_avro_decode(const void *data, size_t len, json_t **records, tony_error 
         /* A block running past the end is a writer's unfinished last one,
          * unless a sync marker shows that more blocks follow it. */
         if (!whole && !memmem(head.p, left(&head), sync, SYNC_LEN)) break;
-        if (!whole || n < 0 || (uint64_t)n > (uint64_t)size + MAX_FREE_ITEMS) {
+        if (!whole || n < 0 || (uint64_t)n > (uint64_t)size + r.free_left) {
             bad(&r, &head, "a damaged block header");
             rc = -1;
             break;
         }
         cursor block = {c.p, c.p + size};
         for (int64_t i = 0; i < n && rc == 0; i++) {
+            const unsigned char *at = block.p;
             json_t *v = decode(&r, &block, schema, 0);
+            if (v && !took_bytes(&r, &block, at)) json_decref(v), v = NULL;
             if (v) json_array_append_new(*records, v);
             else rc = -1;
         }

@@ -1,9 +1,11 @@
 /* A careful reader of Avro object container files (the format of TonY's
  * .jhist history): the writer's schema from the file's header drives the
  * decoding, and every length, count and index read is checked against the
- * bytes that are there. avro-c's own reader trusts them (a corrupt file
- * makes it allocate exabytes, leak, or hand back wild pointers), and the
- * history portal reads whatever files it finds. */
+ * bytes that are there, and what a file can make it hold is bounded by the
+ * file's size (values that take no bytes, such as nulls, are few per file).
+ * avro-c's own reader trusts them (a corrupt file makes it allocate
+ * exabytes, leak, or hand back wild pointers), and the history portal reads
+ * whatever files it finds. */
 #ifndef TONY_AVROREAD_H
 #define TONY_AVROREAD_H
 

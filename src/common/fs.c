@@ -86,11 +86,15 @@ int tony_read_range(const char *path, long long offset, size_t max, tony_buf *ou
     *size = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT ? 0 : tony_err(err, "cannot open %s: %s", path, strerror(errno));
+    int rc = tony_read_range_fd(fd, path, offset, max, out, size, err);
+    close(fd);
+    return rc;
+}
+
+int tony_read_range_fd(int fd, const char *path, long long offset, size_t max, tony_buf *out, long long *size,
+                       tony_error *err) {
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
-    }
+    if (fstat(fd, &st) != 0) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
     *size = (long long)st.st_size;
     char buf[16384];
     size_t got = 0;
@@ -98,15 +102,44 @@ int tony_read_range(const char *path, long long offset, size_t max, tony_buf *ou
         size_t want = max - got < sizeof buf ? max - got : sizeof buf;
         ssize_t n = pread(fd, buf, want, (off_t)(offset + (long long)got));
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            close(fd);
-            return tony_err(err, "cannot read %s: %s", path, strerror(errno));
-        }
+        if (n < 0) return tony_err(err, "cannot read %s: %s", path, strerror(errno));
         if (n == 0) break;
         tony_buf_append(out, buf, (size_t)n);
         got += (size_t)n;
     }
-    close(fd);
+    return 0;
+}
+
+int tony_open_within(const char *dir, const char *path, int *fd, tony_error *err) {
+    size_t dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/') dlen--;
+    /* O_NONBLOCK: opening a FIFO someone put there must not hang us. */
+    int f = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return 1;
+        if (errno == ELOOP) return tony_err(err, "%s is a symbolic link: not served", path);
+        return tony_err(err, "cannot open %s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    char link[64], real[PATH_MAX + 1];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", f);
+    ssize_t n = readlink(link, real, sizeof real - 1);
+    int rc = 0;
+    if (fstat(f, &st) || !S_ISREG(st.st_mode)) rc = tony_err(err, "%s is not a regular file: not served", path);
+    else if (n <= 0 || n >= (ssize_t)sizeof real - 1) rc = tony_err(err, "cannot tell where %s is: not served", path);
+    if (rc == 0) {
+        real[n] = '\0';
+        /* What was opened, not what the name said a moment before. */
+        if (strncmp(real, dir, dlen) != 0 || real[dlen] != '/')
+            rc = tony_err(err, "%s leads outside %.*s (to %s) through a symbolic link: not served", path, (int)dlen, dir,
+                          real);
+    }
+    if (rc) {
+        close(f);
+        return rc;
+    }
+    fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK);
+    *fd = f;
     return 0;
 }
 
@@ -214,4 +247,24 @@ char *tony_abspath(const char *path) {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return tony_strdup(path);
     return tony_path_join(cwd, path);
+}
+
+int tony_make_private(const char *path, tony_error *err) {
+    struct stat st;
+    if (lstat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (S_ISLNK(st.st_mode)) return 0;
+    if ((st.st_mode & 077) && chmod(path, st.st_mode & 07700))
+        return tony_err(err, "cannot make %s private (chmod): %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return 0;
+    DIR *d = opendir(path);
+    if (!d) return tony_err(err, "cannot read directory %s: %s", path, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char *child = tony_path_join(path, e->d_name);
+        rc = tony_make_private(child, err);
+        free(child);
+    }
+    closedir(d);
+    return rc;
 }

@@ -21,10 +21,22 @@ int tony_read_file(const char *path, char **out, size_t *len, tony_error *err);
  * *size to the file's size; a file that does not exist yet reads as empty. */
 int tony_read_range(const char *path, long long offset, size_t max, struct tony_buf *out, long long *size,
                     tony_error *err);
+/* The same from an open file. */
+int tony_read_range_fd(int fd, const char *path, long long offset, size_t max, struct tony_buf *out, long long *size,
+                       tony_error *err);
+/* Opens path for reading only if it is a regular file whose real path lies
+ * under dir (an absolute path taken as is: every component of path below
+ * it must be no symlink): *fd gets it. For files named by data others may
+ * have written (history), so that a planted link or FIFO serves nothing.
+ * Returns 0, 1 when there is no such file, -1 when it is refused (err). */
+int tony_open_within(const char *dir, const char *path, int *fd, tony_error *err);
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err);
 int tony_copy_file(const char *src, const char *dst, tony_error *err);
 /* Copies a directory tree (files and dirs; symlinks kept as links). */
 int tony_copy_tree(const char *src, const char *dst, tony_error *err);
+/* Clears the group and other bits of path and everything under it
+ * (symlinks are not followed). */
+int tony_make_private(const char *path, tony_error *err);
 char *tony_path_join(const char *a, const char *b); /* malloc'ed */
 const char *tony_basename(const char *path);       /* points into path */
 /* Absolute form of path (relative to the cwd); malloc'ed. */

@@ -1,8 +1,11 @@
 /* Job directory paths and the small files in it. */
 #include "common/jobdir.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,7 +61,7 @@ json_t *tony_jobdir_read_json(const char *job_dir, const char *name) {
 int tony_jobdir_write_json(const char *job_dir, const char *name, const json_t *j, tony_error *err) {
     char *text = json_dumps(j, JSON_INDENT(2));
     char *p = tony_path_join(job_dir, name);
-    int rc = tony_write_file(p, text, strlen(text), 0644, err);
+    int rc = tony_write_file(p, text, strlen(text), 0600, err);
     free(p);
     free(text);
     return rc;
@@ -66,9 +69,8 @@ int tony_jobdir_write_json(const char *job_dir, const char *name, const json_t *
 
 json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
     char *url = NULL;
-    int pid = 0;
     *live = false;
-    if (tony_jobdir_am_url(job_dir, &url, &pid, NULL) == 0 && tony_proc_alive(pid)) {
+    if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0 && tony_jobdir_am_running(job_dir, NULL)) {
         json_t *j = tony_jobdir_fetch_job(url);
         free(url);
         if (j) {
@@ -127,6 +129,53 @@ int tony_jobdir_am_url(const char *job_dir, char **url, int *pid, tony_error *er
     }
     json_decref(j);
     return rc;
+}
+
+json_t *tony_jobdir_am_info_self(const char *url) {
+    char boot[40];
+    tony_proc_boot_id(boot);
+    return json_pack("{s:s,s:i,s:I,s:s}", "url", url, "pid", (int)getpid(), "start",
+                     (json_int_t)tony_proc_start_ticks(getpid()), "boot_id", boot);
+}
+
+/* am.json's process: pid, start (-1: not said) and boot id. */
+static bool am_process(const char *job_dir, int *pid, long long *start, char boot[40]) {
+    json_t *j = tony_jobdir_read_json(job_dir, TONY_JOBDIR_AM_INFO);
+    *pid = 0;
+    *start = -1;
+    boot[0] = '\0';
+    if (!j) return false;
+    *pid = (int)json_integer_value(json_object_get(j, "pid"));
+    json_t *st = json_object_get(j, "start");
+    if (json_is_integer(st) && json_integer_value(st) >= 0) *start = json_integer_value(st);
+    const char *b = json_string_value(json_object_get(j, "boot_id"));
+    snprintf(boot, 40, "%s", b ? b : "");
+    json_decref(j);
+    return *pid > 0;
+}
+
+bool tony_jobdir_am_running(const char *job_dir, int *pid) {
+    long long start;
+    char boot[40];
+    int p;
+    bool known = am_process(job_dir, &p, &start, boot);
+    if (pid) *pid = p;
+    if (!known) return false;
+    /* am.json of a coordinator before start times were recorded */
+    if (start < 0) return tony_proc_alive(p);
+    return tony_proc_same(p, start, boot);
+}
+
+int tony_jobdir_signal_am(const char *job_dir, int sig) {
+    long long start;
+    char boot[40];
+    int pid;
+    if (!am_process(job_dir, &pid, &start, boot)) {
+        errno = ESRCH;
+        return -1;
+    }
+    if (start < 0) return tony_proc_alive(pid) ? kill(pid, sig) : (errno = ESRCH, -1);
+    return tony_proc_signal_same(pid, start, boot, sig);
 }
 
 int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err) {

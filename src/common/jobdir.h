@@ -11,7 +11,7 @@
 
 #define TONY_JOBDIR_CONF "tony-final.xml"
 #define TONY_JOBDIR_SECRET "secret"    /* 0600: the job's API secret */
-#define TONY_JOBDIR_AM_INFO "am.json"  /* {"url","pid"} once the coordinator listens */
+#define TONY_JOBDIR_AM_INFO "am.json"  /* {"url","pid","start","boot_id"} once the coordinator listens */
 #define TONY_JOBDIR_STATUS "status.json" /* the job's state, rewritten as it changes */
 #define TONY_JOBDIR_AM_LOG "am.log"
 #define TONY_JOBDIR_STAGING "staging"
@@ -41,6 +41,18 @@ int tony_jobdir_write_json(const char *job_dir, const char *name, const struct j
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err);
 /* The coordinator's URL and the secret, read from the job dir. */
 int tony_jobdir_am_url(const char *job_dir, char **url, int *pid, tony_error *err);
+/* The coordinator's entry of am.json for the process that writes it (the
+ * coordinator itself): url, pid, and when it started on which boot. */
+struct json_t *tony_jobdir_am_info_self(const char *url);
+/* Whether the coordinator am.json names still runs: its pid alive and,
+ * where am.json says when it started, started then on this boot (a pid
+ * since taken by another process is not it). *pid gets the pid, 0 when
+ * am.json has none. */
+bool tony_jobdir_am_running(const char *job_dir, int *pid);
+/* Sends sig to the job's coordinator, only if tony_jobdir_am_running would
+ * say it runs (checked race-free where the kernel can). 0, or -1 with errno
+ * (ESRCH: it does not). */
+int tony_jobdir_signal_am(const char *job_dir, int sig);
 int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +25,8 @@ static void child_fail(int fd, const char *what) {
     _exit(127);
 }
 
-static void redirect(int target, const char *path, int errfd) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+static void redirect(int target, const char *path, int errfd, bool private_output) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, private_output ? 0600 : 0644);
     if (fd < 0) child_fail(errfd, path);
     if (dup2(fd, target) < 0) child_fail(errfd, "dup2");
     close(fd);
@@ -62,8 +63,8 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
             dup2(devnull, 0);
             close(devnull);
         }
-        if (s->stdout_path) redirect(1, s->stdout_path, pfd[1]);
-        if (s->stderr_path) redirect(2, s->stderr_path, pfd[1]);
+        if (s->stdout_path) redirect(1, s->stdout_path, pfd[1], s->private_output);
+        if (s->stderr_path) redirect(2, s->stderr_path, pfd[1], s->private_output);
         if (s->envp) execvpe(s->argv[0], s->argv, s->envp);
         else execvp(s->argv[0], s->argv);
         child_fail(pfd[1], s->argv[0]);
@@ -198,4 +199,56 @@ bool tony_proc_alive(pid_t pid) {
     buf[n] = '\0';
     const char *paren = strrchr(buf, ')');
     return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+}
+
+long long tony_proc_start_ticks(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Field 22; the fields after the command name's closing parenthesis
+     * start at 3 (the name itself may hold spaces and parentheses). */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+    long long ticks;
+    return p && sscanf(p + 1, "%lld", &ticks) == 1 ? ticks : -1;
+}
+
+void tony_proc_boot_id(char out[40]) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return;
+    if (!fgets(out, 40, f)) out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+bool tony_proc_same(pid_t pid, long long start, const char *boot_id) {
+    char boot[40];
+    tony_proc_boot_id(boot);
+    if (boot_id && *boot_id && *boot && strcmp(boot, boot_id) != 0) return false;
+    return tony_proc_alive(pid) && tony_proc_start_ticks(pid) == start;
+}
+
+int tony_proc_signal_same(pid_t pid, long long start, const char *boot_id, int sig) {
+    /* The pidfd pins the process: checked through /proc after it is open,
+     * the signal cannot reach a process that took the pid meanwhile. */
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0 && errno != ENOSYS) return -1;
+    int rc;
+    if (!tony_proc_same(pid, start, boot_id)) {
+        errno = ESRCH;
+        rc = -1;
+    } else {
+        rc = fd >= 0 ? (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) : kill(pid, sig);
+    }
+    if (fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return rc;
 }

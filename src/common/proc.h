@@ -17,6 +17,7 @@ typedef struct tony_spawn {
     const char *stderr_path; /* appended; NULL: inherit */
     bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) ... */
     bool keep_group;        /* ... unless this: stay in the caller's process group */
+    bool private_output;    /* stdout/stderr files made 0600 (a job dir's logs), else 0644 */
 } tony_spawn;
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
@@ -45,5 +46,17 @@ int tony_proc_kill_session(pid_t sid, int sig);
 int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
 /* pid runs (or is someone else's): neither gone nor a zombie. */
 bool tony_proc_alive(pid_t pid);
+/* When pid started, in clock ticks since boot (/proc/<pid>/stat), or -1.
+ * With the boot's id it names one process for good: a pid is reused, its
+ * start time on one boot is not. */
+long long tony_proc_start_ticks(pid_t pid);
+/* This boot's id (/proc/sys/kernel/random/boot_id) into out, "" if unknown. */
+void tony_proc_boot_id(char out[40]);
+/* Whether pid is alive (no zombie) and still the process that started at
+ * start on boot boot_id. */
+bool tony_proc_same(pid_t pid, long long start, const char *boot_id);
+/* Sends sig to pid only if tony_proc_same; race-free through a pidfd where
+ * the kernel has them (5.3+). 0, or -1 with errno (ESRCH: not that process). */
+int tony_proc_signal_same(pid_t pid, long long start, const char *boot_id, int sig);
 
 #endif

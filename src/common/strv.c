@@ -269,6 +269,18 @@ char *tony_utf8_sanitize(const char *s, size_t n, size_t *used) {
     return out.data;
 }
 
+long tony_text_bad_byte(const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        if (u[i] < 0x20 && u[i] != '\t' && u[i] != '\n' && u[i] != '\r') return (long)i;
+        int len = utf8_seq(u + i, n - i);
+        if (len <= 0) return (long)i;
+        i += (size_t)len;
+    }
+    return -1;
+}
+
 unsigned long long tony_hash64(const void *data, size_t n) {
     const unsigned char *p = data;
     unsigned long long h = 14695981039346656037ULL;

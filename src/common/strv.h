@@ -65,6 +65,10 @@ void tony_buf_free(tony_buf *b);
  * *used (how many input bytes the copy stands for) may be up to 3 less
  * than n. */
 char *tony_utf8_sanitize(const char *s, size_t n, size_t *used);
+/* The offset of the first byte of the string s that is not text an XML
+ * file can carry: not UTF-8 (or cut short), or a control character other
+ * than tab, newline and carriage return. -1 when there is none. */
+long tony_text_bad_byte(const char *s);
 /* FNV-1a, 64 bits: a cheap fingerprint (ETags), not for security. */
 unsigned long long tony_hash64(const void *data, size_t n);
 

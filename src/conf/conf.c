@@ -28,6 +28,11 @@ struct tony_conf {
     conf_entry *items; /* insertion order: --dry-run and tony-final.xml read like the inputs */
     size_t len;
     size_t cap;
+    /* items by key (open addressing, linear probing): an item's index + 1,
+     * 0 for none; never more than half full. A file of many properties
+     * would otherwise take a walk over the table per property. */
+    size_t *slots;
+    size_t nslots; /* a power of two, or 0 before the first key */
 };
 
 #define TONY_DEFAULT_CONF_DIR "/export/apps/tony/conf"
@@ -44,7 +49,28 @@ void tony_conf_free(tony_conf *c) {
     if (!c) return;
     for (size_t i = 0; i < c->len; i++) entry_free(&c->items[i]);
     free(c->items);
+    free(c->slots);
     free(c);
+}
+
+static size_t slot_of(const tony_conf *c, const char *key) {
+    return (size_t)tony_hash64(key, strlen(key)) & (c->nslots - 1);
+}
+
+static void index_add(tony_conf *c, size_t i) {
+    size_t h = slot_of(c, c->items[i].key);
+    while (c->slots[h]) h = (h + 1) & (c->nslots - 1);
+    c->slots[h] = i + 1;
+}
+
+/* After the items moved (a key removed) or outgrew the slots. */
+static void index_rebuild(tony_conf *c) {
+    size_t n = 64;
+    while (n < 2 * c->len + 2) n *= 2;
+    free(c->slots);
+    c->slots = tony_xcalloc(n, sizeof *c->slots);
+    c->nslots = n;
+    for (size_t i = 0; i < c->len; i++) index_add(c, i);
 }
 
 tony_conf *tony_conf_clone(const tony_conf *c) {
@@ -57,12 +83,14 @@ tony_conf *tony_conf_clone(const tony_conf *c) {
         d->items[i].source = tony_strdup(c->items[i].source);
         d->items[i].final = c->items[i].final;
     }
+    index_rebuild(d);
     return d;
 }
 
 static conf_entry *find(const tony_conf *c, const char *key) {
-    for (size_t i = 0; i < c->len; i++)
-        if (strcmp(c->items[i].key, key) == 0) return &c->items[i];
+    if (!c->nslots) return NULL;
+    for (size_t h = slot_of(c, key); c->slots[h]; h = (h + 1) & (c->nslots - 1))
+        if (strcmp(c->items[c->slots[h] - 1].key, key) == 0) return &c->items[c->slots[h] - 1];
     return NULL;
 }
 
@@ -80,6 +108,8 @@ static conf_entry *put(tony_conf *c, const char *key, const char *value, const c
         e = &c->items[c->len++];
         e->key = tony_strdup(key);
         e->final = false;
+        if (2 * c->len + 2 > c->nslots) index_rebuild(c);
+        else index_add(c, c->len - 1);
     }
     e->value = tony_strdup(value);
     e->source = tony_strdup(source ? source : "");
@@ -118,6 +148,7 @@ void tony_conf_unset(tony_conf *c, const char *key) {
     entry_free(e);
     memmove(&c->items[i], &c->items[i + 1], (c->len - i - 1) * sizeof *c->items);
     c->len--;
+    index_rebuild(c);
 }
 
 const char *tony_conf_get(const tony_conf *c, const char *key) {
@@ -437,7 +468,7 @@ int tony_conf_write_file(const tony_conf *c, const char *path, tony_error *err) 
         tony_buf_puts(&b, "</property>\n");
     }
     tony_buf_puts(&b, "</configuration>\n");
-    int rc = tony_write_file(path, b.data, b.len, 0644, err);
+    int rc = tony_write_file(path, b.data, b.len, 0600, err);
     tony_buf_free(&b);
     return rc;
 }

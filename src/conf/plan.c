@@ -395,9 +395,39 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
     return 0;
 }
 
+/* What would fail later, in the coordinator or an executor, refused here:
+ * keys and values that tony-final.xml cannot carry (not UTF-8, control
+ * characters), and job type names longer than the API's paths take. */
+static int check_text(const tony_conf *c, tony_error *err) {
+    static const char prefix[] = "tony.", suffix[] = ".instances";
+    for (size_t i = 0; i < tony_conf_size(c); i++) {
+        const char *key = tony_conf_key_at(c, i), *value = tony_conf_value_at(c, i);
+        const char *source = tony_conf_get_source(c, key);
+        long at = tony_text_bad_byte(key);
+        const char *bad = at >= 0 ? key : (at = tony_text_bad_byte(value)) >= 0 ? value : NULL;
+        if (bad) {
+            char *shown = tony_utf8_sanitize(key, strlen(key), &(size_t){0});
+            int rc = tony_err(err, "%s%s%s%s: its %s is not UTF-8 text (byte %ld is 0x%02x); give it as UTF-8, without "
+                                   "control characters",
+                              shown, source && *source ? " (from " : "", source && *source ? source : "",
+                              source && *source ? ")" : "", bad == key ? "name" : "value", at + 1,
+                              (unsigned char)bad[at]);
+            free(shown);
+            return rc;
+        }
+        size_t n = strlen(key), p = sizeof prefix - 1, s = sizeof suffix - 1;
+        if (n > p + s + TONY_ROLE_NAME_MAX && strncmp(key, prefix, p) == 0 && strcmp(key + n - s, suffix) == 0 &&
+            strspn(key + p, "abcdefghijklmnopqrstuvwxyz") == n - p - s)
+            return tony_err(err, "%s: a job type's name is at most %d characters; this one has %zu", key,
+                            TONY_ROLE_NAME_MAX, n - p - s);
+    }
+    return 0;
+}
+
 int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
     memset(out, 0, sizeof *out);
     const tony_runtime *rt = NULL;
+    if (check_text(c, err)) goto fail;
     if (find_framework(c, &rt, err)) goto fail;
     out->framework = tony_strdup(rt->name);
     if (build_roles(c, out, err)) goto fail;

@@ -22,6 +22,10 @@ typedef enum {
 
 typedef enum { TONY_STAGE_PREPARE = 0, TONY_STAGE_TRAINING = 1 } tony_stage;
 
+/* The longest job type name: the coordinator's API paths and the
+ * executors take no longer ones. */
+#define TONY_ROLE_NAME_MAX 63
+
 typedef struct tony_role {
     char *name;
     int instances;

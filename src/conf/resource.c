@@ -71,6 +71,7 @@ out:
 int tony_resource_parse_list(const char *list, tony_resource_list *out, tony_error *err) {
     tony_strv entries = {0};
     tony_split_csv(list, &entries);
+    size_t had = out->len;
     int rc = 0;
     for (size_t i = 0; i < entries.len && rc == 0; i++) {
         tony_resource r;
@@ -80,6 +81,15 @@ int tony_resource_parse_list(const char *list, tony_resource_list *out, tony_err
         out->items[out->len++] = r;
     }
     tony_strv_free(&entries);
+    /* A list with a bad entry adds nothing: callers that give up on the
+     * error need not free what came before it. */
+    if (rc) {
+        while (out->len > had) tony_resource_free(&out->items[--out->len]);
+        if (had == 0) {
+            free(out->items);
+            out->items = NULL;
+        }
+    }
     return rc;
 }
 

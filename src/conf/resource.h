@@ -22,7 +22,8 @@ typedef struct tony_resource_list {
 /* Parses one entry; more than one "::" or an empty source is an error that
  * names the entry. */
 int tony_resource_parse(const char *entry, tony_resource *out, tony_error *err);
-/* Parses a comma list, skipping empty entries; appends to out. */
+/* Parses a comma list, skipping empty entries; appends to out. On an error
+ * out is left as it was. */
 int tony_resource_parse_list(const char *list, tony_resource_list *out, tony_error *err);
 void tony_resource_free(tony_resource *r);
 void tony_resource_list_free(tony_resource_list *l);

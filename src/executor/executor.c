@@ -200,8 +200,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};
+    /* On this machine (the local backend) the logs are private; a YARN
+     * container's log dir is read by its NodeManager. */
     tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
-                    .keep_group = share_container_group()};
+                    .keep_group = share_container_group(), .private_output = getenv("TONY_PRIVATE_LOGS") != NULL};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     /* The child has its copies until exec closes them; the ports are free

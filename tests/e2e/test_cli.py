@@ -4,11 +4,12 @@ bad input (naming the key, file or flag) with a non-zero exit."""
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import SHIPMENT_SEEN, shipment, wait_for
+from conftest import SHIPMENT_SEEN, job_processes, shipment, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
 
@@ -304,3 +305,84 @@ def test_logs_follow_streams_until_the_job_ends(tony):
     assert tony.run("status", job_id).out.count("SUCCEEDED") >= 1
     bad = tony.run("logs", job_id, "-f")
     assert bad.rc == 2 and "--follow needs --task" in bad.err
+
+
+def test_kill_never_signals_a_process_that_reused_the_pid(tony):
+    """The coordinator is gone and another process has its pid since: `tony
+    kill` must tell, from when that process started, that it is not the
+    coordinator, and leave it alone (it used to send it SIGTERM when the
+    coordinator's API did not answer). `tony status` does not take it for
+    the coordinator either."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    info = json.loads((job / "am.json").read_text())
+    wait_for(lambda: json.loads((job / "status.json").read_text())["tasks"][0]["state"] == "RUNNING", 60,
+             what="running")
+    for pid in job_processes(tony.home):
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not job_processes(tony.home), 10, what="the job's processes gone")
+    # an unrelated process now holds the pid am.json names
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        info["pid"] = bystander.pid
+        (job / "am.json").write_text(json.dumps(info))
+        k = tony.run("kill", job.name, timeout=60)
+        time.sleep(0.5)
+        assert bystander.poll() is None, f"tony kill signalled pid {bystander.pid}, not the coordinator:\n{k}"
+        assert "SIGTERM" not in k.err and "is not running" in k.err, k
+        st = tony.run("status", job.name)
+        assert "coordinator not running" in st.out, st
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_job_dirs_are_private(tony, tmp_path, scripts):
+    """A job dir holds its config, logs and staged sources (a file
+    symlinked into src_dir is packed by content): only its user may read
+    it. Job dirs and every dir in them are 0700, the files in them 0600 (a
+    staged script keeps its user's exec bit); what the task's work dir holds
+    (its unpacked sources, what the user's code writes) is the user's, in a
+    0700 dir."""
+    (scripts / "train.sh").write_text("echo trained\n")
+    (scripts / "train.sh").chmod(0o755)
+    (tmp_path / "data.txt").write_text("payload\n")
+    (tmp_path / "data.txt").chmod(0o644)
+    r = tony.submit("--src_dir", str(scripts), "--executes", "bash train.sh", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m", "--conf", f"tony.containers.resources={tmp_path / 'data.txt'}")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    assert r.log("worker", 0).strip() == "trained"
+    open_to_others = []
+    for p in [job, *job.rglob("*")]:
+        if p.is_symlink() or "work" in p.relative_to(job).parts[:-1]:
+            continue
+        mode = p.stat().st_mode & 0o777
+        if mode & 0o077 or (p.is_dir() and mode != 0o700):
+            open_to_others.append(f"{oct(mode)} {p.relative_to(job.parent)}")
+    assert not open_to_others, "\n".join(open_to_others)
+    for name in ("tony-final.xml", "status.json", "am.json", "am.log", "secret",
+                 "attempts/0/worker-0/stdout", "attempts/0/worker-0/stderr", "attempts/0/worker-0/executor.log"):
+        assert (job / name).stat().st_mode & 0o777 == 0o600, name
+
+
+def test_submit_refuses_what_would_fail_later(tony):
+    """Bad input is refused at submit (exit 2, naming the key), not left to
+    fail the coordinator or an executor: --conf values that are not UTF-8
+    text (tony-final.xml cannot carry them), and job type names longer than
+    63 characters. A name of 63 runs."""
+    base = ["--executes", "echo hi", "--conf", "tony.worker.memory=256m"]
+    for value in ("bad\udcffbyte", "ctrl\x01char"):
+        r = tony.submit(*base, "--conf", "tony.worker.instances=1", "--conf", f"tony.application.name={value}")
+        assert r.rc == 2, r
+        assert "tony.application.name (from --conf)" in r.err and "not UTF-8 text" in r.err, r
+    assert not (tony.home / "jobs").exists() or not list((tony.home / "jobs").iterdir())
+    long = "a" * 64
+    r = tony.submit(*base, "--conf", f"tony.{long}.instances=1", "--conf", f"tony.{long}.memory=256m")
+    assert r.rc == 2 and f"tony.{long}.instances" in r.err and "at most 63 characters" in r.err, r
+    ok = "b" * 63
+    r = tony.submit(*base, "--conf", f"tony.{ok}.instances=1", "--conf", f"tony.{ok}.memory=256m")
+    assert r.rc == 0, r
+    assert r.log(ok, 0).strip() == "hi"

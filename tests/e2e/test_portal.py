@@ -18,6 +18,7 @@ import fastavro
 import pytest
 
 from conftest import TONY, Tony, call, http_get, job_processes, wait_for
+from test_hardening import flood_headers, rss_kib
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
 MB = 1024 * 1024
@@ -90,7 +91,7 @@ class Portal:
         self.proc = subprocess.Popen([TONY, "portal", "--port", "0", *args], env=tony.env, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True)
         line = self.proc.stdout.readline()
-        assert line.startswith("tony: portal at http://127.0.0.1:"), (line, self.err_path.read_text())
+        assert line.startswith("tony: portal at http://"), (line, self.err_path.read_text())
         self.url = line.split()[3]
 
     def get(self, path):
@@ -267,11 +268,12 @@ def test_damaged_and_foreign_history(hist):
     assert r.rc == 3 and "is damaged" in r.err
 
 
-def raw_get(url, target):
+def raw_get(url, target, host_header=None):
     """A request line sent as is: no client normalizes the path."""
     host, port = url.split("//")[1].rstrip("/").split(":")
+    host_header = f"{host}:{port}" if host_header is None else host_header
     with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -307,6 +309,52 @@ def test_bad_requests(hist):
     # the page and its files are there
     for path in ("", "ui/portal.js", "ui/plots.js", "ui/portal.css", "ui/style.css"):
         assert http_get(p.url + path)[0] == 200, path
+
+
+def test_only_its_own_host_names(hist):
+    """DNS rebinding: a page of another site, its name pointed at 127.0.0.1,
+    reaches the portal with that name in Host. Only the portal's own names
+    and address, with its port, are answered; others get a 421 that says
+    why, and no job's data."""
+    p = hist["portal"]
+    port = p.url.rstrip("/").rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", "localhost", f"[::1]:{port}"):
+        code, _, body = raw_get(p.url, "/v1/jobs", host)
+        assert code == 200 and json.loads(body)["jobs"], (host, code, body[:200])
+    for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{int(port) + 1}", f"localhost.evil.example:{port}",
+                 f"127.0.0.1:{port}:1", f"[::1]x:{port}", "", f"10.1.2.3:{port}"):
+        code, _, body = raw_get(p.url, "/v1/jobs", host)
+        assert code == 421, (host, code, body[:200])
+        assert b"application_" not in body
+        assert "DNS rebinding" in json.loads(body)["error"] and "--host" in json.loads(body)["error"]
+    code, _, body = raw_get(p.url, "/", f"evil.example:{port}")
+    assert code == 421 and b"<html" not in body.lower()
+
+
+def test_host_names_with_every_interface(hist):
+    """--host 0.0.0.0: any address of this machine and its host name are
+    answered, other names still not."""
+    p = Portal(hist["tony"], "--host", "0.0.0.0")
+    try:
+        port = p.url.rstrip("/").rsplit(":", 1)[1]
+        url = f"http://127.0.0.1:{port}/"
+        for host in (f"{socket.gethostname()}:{port}", f"192.0.2.7:{port}", f"127.0.0.1:{port}"):
+            assert raw_get(url, "/v1/jobs", host)[0] == 200, host
+        assert raw_get(url, "/v1/jobs", f"evil.example:{port}")[0] == 421
+    finally:
+        assert p.stop()[0] == 0
+
+
+def test_huge_headers_are_cut_off(hist):
+    """The portal stops reading a request's headers at 64 KiB, as the
+    coordinator does, and keeps serving."""
+    p = hist["portal"]
+    before = rss_kib(p.proc.pid)
+    sent, answer = flood_headers(p.url, 128 * 1024 * 1024)
+    assert sent < 16 * 1024 * 1024, f"the portal took {sent >> 20} MiB of headers"
+    assert answer == b"" or answer.split(b" ")[1] == b"400", answer[:200]
+    assert rss_kib(p.proc.pid) - before < 32 * 1024
+    assert p.get("v1/jobs")[0] == 200
 
 
 def test_bad_flags(hist, tmp_path):
@@ -398,3 +446,73 @@ def test_job_whose_coordinator_died_shows_lost(tony):
         # the orphaned executor would stop after its missed heartbeats; no need to wait
         for p in job_processes(tony.home):
             os.kill(p, signal.SIGKILL)
+
+
+def test_links_in_log_dirs_are_not_followed(tony, tmp_path):
+    """Whoever can write to a shared history tree (or to the tony root) can
+    plant a `stdout` that is a symbolic link to a file only the portal's user
+    may read (here a temp file standing for /etc/shadow), or point a task's
+    recorded log dir at such a place: the portal refuses to serve it, with
+    why, and never shows its bytes. A FIFO there does not hang it."""
+    r = tony.submit("--executes", "echo hello; echo oops >&2", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.memory=256m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    app = job.name
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$very-secret-hash:19000:0:99999:7:::\n")
+    task_dir = job / "attempts/0/worker-0"
+    (task_dir / "stdout").unlink()
+    (task_dir / "stdout").symlink_to(secret)
+    portal = Portal(tony)
+    try:
+        base = f"v1/jobs/{app}/tasks/worker/0/log"
+
+        def log(stream):
+            code, _, body = http_get(portal.url + f"{base}?stream={stream}")
+            assert b"very-secret-hash" not in body, body
+            return code, body
+
+        code, body = log("stdout")
+        assert code == 403 and "symbolic link" in json.loads(body)["error"], body
+        assert log("stderr") == (200, b"oops\n")
+        st, detail = portal.get(f"v1/jobs/{app}")
+        streams = [x["stream"] for x in next(t for t in detail["tasks"] if t["task"] == "worker:0")["logs"]]
+        assert streams == ["stderr"], detail
+        # the am.log, the same way
+        (job / "am.log").rename(job / "am.log.real")
+        (job / "am.log").symlink_to(secret)
+        code, _, body = http_get(portal.url + f"v1/jobs/{app}/am.log")
+        assert code == 403 and b"very-secret-hash" not in body, body
+        assert "am_log" not in portal.get(f"v1/jobs/{app}")[1]
+        # a directory of the local layout that is a link out of the job dir
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "stdout").write_text("root:$6$very-secret-hash\n")
+        task_dir.rename(job / "attempts/0/worker-0.real")
+        task_dir.symlink_to(elsewhere)
+        code, body = log("stdout")
+        assert code == 403 and "outside" in json.loads(body)["error"], body
+        task_dir.unlink()
+        # a recorded log dir (history's metrics.json) with a planted link,
+        # one behind a linked directory, one with a FIFO
+        metrics = next((tony.home / "history").glob(f"finished/*/*/*/{app}/metrics.json"))
+        m = json.loads(metrics.read_text())
+        planted = tmp_path / "planted" / app
+        planted.mkdir(parents=True)
+        (planted / "stdout").symlink_to(secret)
+        os.mkfifo(planted / "stderr")
+        (tmp_path / "linked").mkdir()
+        (tmp_path / "linked" / app).symlink_to(elsewhere)
+        for log_dir, stream, why in ((planted, "stdout", "symbolic link"), (planted, "stderr", "not a regular file"),
+                                     (tmp_path / "linked" / app, "stdout", "outside")):
+            for a in m["attempts"]:
+                for t in a["tasks"]:
+                    t["log_dir"] = str(log_dir)
+            metrics.write_text(json.dumps(m))
+            code, body = log(stream)
+            assert code == 403 and why in json.loads(body)["error"], (log_dir, stream, body)
+        assert portal.proc.poll() is None
+    finally:
+        rc, err = portal.stop()
+    assert rc == 0, err

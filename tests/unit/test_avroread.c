@@ -246,10 +246,8 @@ static void test_blocks_sync_and_truncation(void **state) {
 
 /* A real .jhist from the writer; every byte changed to a few values and
  * every prefix: records or an error, nothing else. */
-static void test_real_file_survives_any_damage(void **state) {
-    (void)state;
-    char dir[] = "/tmp/tony-avro-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+/* The sample events as tony's writer puts them in a .jhist (dir: where). */
+static void real_jhist(const char *dir, char **data, size_t *len) {
     char *path = tony_path_join(dir, "a.jhist");
     tony_error err;
     tony_jhist_writer *w = tony_jhist_writer_new(path, &err);
@@ -257,9 +255,19 @@ static void test_real_file_survives_any_damage(void **state) {
     assert_int_equal(sample_jhist_events(w, &err), 0);
     assert_int_equal(tony_jhist_application_finished(w, 4, "application_1_0001", 2, 1, &err), 0);
     tony_jhist_writer_free(w);
+    assert_int_equal(tony_read_file(path, data, len, &err), 0);
+    unlink(path);
+    free(path);
+}
+
+static void test_real_file_survives_any_damage(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tony-avro-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    tony_error err;
     char *data;
     size_t len;
-    assert_int_equal(tony_read_file(path, &data, &len, &err), 0);
+    real_jhist(dir, &data, &len);
     json_t *out;
     assert_int_equal(tony_avro_decode(data, len, &out, &err), 0);
     assert_int_equal(json_array_size(out), 4);
@@ -305,7 +313,97 @@ static void test_real_file_survives_any_damage(void **state) {
     free(copy);
     free(data);
     tony_rm_rf(dir, NULL);
-    free(path);
+}
+
+/* jansson's allocations counted: what a decode holds at its peak. Each
+ * block carries its size in front. */
+static size_t held, peak;
+
+static void *counting_malloc(size_t n) {
+    size_t *p = malloc(n + sizeof(size_t));
+    if (!p) return NULL;
+    *p = n;
+    held += n;
+    if (held > peak) peak = held;
+    return p + 1;
+}
+
+static void counting_free(void *v) {
+    if (!v) return;
+    size_t *p = (size_t *)v - 1;
+    held -= *p;
+    free(p);
+}
+
+/* Decodes f counting what jansson allocates; returns the peak in bytes. */
+static size_t decode_peak(const tony_buf *f, int *rc, tony_error *err) {
+    json_set_alloc_funcs(counting_malloc, counting_free);
+    held = peak = 0;
+    json_t *records;
+    *rc = tony_avro_decode(f->data, f->len, &records, err);
+    json_decref(records);
+    json_set_alloc_funcs(malloc, free);
+    return peak;
+}
+
+/* Values that take no bytes (nulls, records of nulls) are where a small
+ * file could make the reader allocate without end: an array of arrays of
+ * 65536 nulls each made it hold 105 MB of JSON from 913 bytes, and a record of
+ * many null fields, repeated, does the like. Whatever the file says, what
+ * it can make the reader hold stays proportionate to its size. */
+static void test_small_file_cannot_make_it_allocate_much(void **state) {
+    (void)state;
+    tony_buf rec = {0}, f = {0};
+    int rc;
+    tony_error err;
+    /* one record: an array of 200 arrays of 65536 nulls each (819 bytes) */
+    for (int i = 0; i < 1; i++) {
+        put_long(&rec, 200);
+        for (int j = 0; j < 200; j++) {
+            put_long(&rec, 65536);
+            put_long(&rec, 0);
+        }
+        put_long(&rec, 0);
+    }
+    container(&f, "{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":\"null\"}}", NULL, 1, 1, &rec);
+    assert_true(f.len < 1000);
+    size_t p = decode_peak(&f, &rc, &err);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err.msg, "items"));
+    assert_true(p < 4 * 1024 * 1024);
+    tony_buf_free(&rec);
+    tony_buf_free(&f);
+
+    /* 65536 records (no bytes each) of a record of 60 null fields */
+    tony_buf schema = {0}, empty = {0};
+    const char *head = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[";
+    tony_buf_append(&schema, head, strlen(head));
+    for (int i = 0; i < 60; i++) {
+        char field[48];
+        int n = snprintf(field, sizeof field, "%s{\"name\":\"f%d\",\"type\":\"null\"}", i ? "," : "", i);
+        tony_buf_append(&schema, field, (size_t)n);
+    }
+    tony_buf_append(&schema, "]}", 3);
+    tony_buf_append(&empty, "", 0);
+    container(&f, schema.data, NULL, 1, 65536, &empty);
+    p = decode_peak(&f, &rc, &err);
+    assert_int_equal(rc, -1);
+    assert_true(p < 16 * 1024 * 1024);
+    tony_buf_free(&f);
+    tony_buf_free(&schema);
+    tony_buf_free(&empty);
+
+    /* The real file still reads whole. */
+    char dir[] = "/tmp/tony-avro-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    tony_buf real = {0};
+    size_t len;
+    real_jhist(dir, &real.data, &len);
+    real.len = len;
+    decode_peak(&real, &rc, &err);
+    assert_int_equal(rc, 0);
+    free(real.data);
+    rmdir(dir);
 }
 
 int main(void) {
@@ -314,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_damage_is_named),
         cmocka_unit_test(test_blocks_sync_and_truncation),
         cmocka_unit_test(test_real_file_survives_any_damage),
+        cmocka_unit_test(test_small_file_cannot_make_it_allocate_much),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

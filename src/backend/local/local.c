@@ -298,7 +298,7 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
     c->task_dir = tony_jobdir_task_dir(b->job_dir, c->attempt, c->role, c->index);
     char *work = tony_path_join(c->task_dir, "work");
     char *exec_log = tony_path_join(c->task_dir, "executor.log");
-    int rc = tony_mkdir_p(work, 0755, err);
+    int rc = tony_mkdir_p(work, 0700, err);
     if (rc == 0 && localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
     if (rc == 0) {
         c->gpu_ids = tony_xcalloc((size_t)c->gpus + 1, sizeof(int));
@@ -315,13 +315,14 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
         tony_env_set(&c->env, "NVIDIA_VISIBLE_DEVICES", c->gpus ? devs.data : "void");
         tony_buf_free(&devs);
         tony_env_set(&c->env, "TONY_LOG_DIR", c->task_dir);
+        tony_env_set(&c->env, "TONY_PRIVATE_LOGS", "1"); /* the executor makes the task's logs 0600 */
         tony_env_set(&c->env, "NM_HOST", "127.0.0.1");
         tony_env_setf(&c->env, "TONY_CONTAINER_MEMORY_MB", "%lld", c->memory_mb);
         tony_env_set(&c->env, "PWD", work);
         tony_strv envp = {0};
         tony_env_build_envp(&c->env, &envp);
         tony_spawn s = {.argv = c->argv.items, .envp = envp.items, .cwd = work, .stdout_path = exec_log,
-                        .stderr_path = exec_log, .new_session = true};
+                        .stderr_path = exec_log, .new_session = true, .private_output = true};
         rc = tony_proc_spawn(&s, &c->pid, err);
         tony_strv_free(&envp);
         if (rc == 0) {
@@ -510,7 +511,7 @@ static int local_prepare_am_command(tony_backend *base, const char *resources, t
     *out = (tony_am_place){0};
     out->log_dir = tony_jobdir_am_dir(b->job_dir);
     out->work_dir = tony_path_join(out->log_dir, "work");
-    if (tony_mkdir_p(out->work_dir, 0755, err) == 0 && localize(out->work_dir, resources, err) == 0) return 0;
+    if (tony_mkdir_p(out->work_dir, 0700, err) == 0 && localize(out->work_dir, resources, err) == 0) return 0;
     tony_am_place_free(out);
     return -1;
 }

@@ -1,0 +1,54 @@
+/* The HTTP servers tony runs (the coordinator's API, Horovod's rendezvous,
+ * the history portal) on libevent's evhttp, with the limits evhttp leaves
+ * off: idle, read and write timeouts, header and body size limits, and a
+ * cap on open connections that keeps descriptors for the rest of the
+ * process. At the cap the connection idle longest (no request being
+ * answered) is closed for the new one; when accept() itself fails (out of
+ * descriptors) the server stops accepting for a moment and says so in one
+ * log line per interval instead of spinning. */
+#ifndef TONY_HTTPSERVER_H
+#define TONY_HTTPSERVER_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+typedef struct tony_http_server tony_http_server;
+
+/* A connection that says nothing for this long (between requests, or in the
+ * middle of one) is closed, and so is one that reads nothing of a reply. */
+#define TONY_HTTP_TIMEOUT_S 10
+/* Request line and headers together (evhttp answers 400 beyond). */
+#define TONY_HTTP_MAX_HEADERS (64 * 1024)
+/* One request's body, unless the server says otherwise. */
+#define TONY_HTTP_MAX_BODY (1024 * 1024)
+/* The most connections a server keeps open, whatever the descriptor limit. */
+#define TONY_HTTP_MAX_CONNS 1024
+
+typedef struct tony_http_server_opts {
+    const char *what;   /* names the server in log lines: "the coordinator API" */
+    size_t max_body;    /* bytes of one request's body, 413 beyond; 0: TONY_HTTP_MAX_BODY */
+    size_t max_headers; /* 0: TONY_HTTP_MAX_HEADERS */
+    int timeout_s;      /* 0: TONY_HTTP_TIMEOUT_S */
+    int max_conns;      /* 0: half the descriptor limit (RLIMIT_NOFILE), at most TONY_HTTP_MAX_CONNS */
+    int allowed_methods; /* EVHTTP_REQ_* */
+    void (*handler)(struct evhttp_request *req, void *arg);
+    void *arg;
+} tony_http_server_opts;
+
+tony_http_server *tony_http_server_new(struct event_base *base, const tony_http_server_opts *o);
+
+/* Listens on host at port (0: any free one); *bound_port gets the port. */
+int tony_http_server_listen(tony_http_server *s, const char *host, int port, int *bound_port, tony_error *err);
+/* Serves on a socket already listening (the server closes it). */
+int tony_http_server_adopt(tony_http_server *s, evutil_socket_t fd, tony_error *err);
+
+/* Connections open now (for tests and log lines). */
+size_t tony_http_server_connections(const tony_http_server *s);
+/* Frees the server and every connection it has (requests held by the
+ * handler included: reply to none of them afterwards). */
+void tony_http_server_free(tony_http_server *s);
+
+#endif
