@@ -433,6 +433,10 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
         tony_webhdfs_use_kerberos(w);
     }
     if (tony_yarn_rest_connect(rest, err)) goto out;
+    if (tony_yarn_check_hadoop_version(tony_yarn_rest_hadoop_version(rest), tony_yarn_rest_url(rest), err)) {
+        code = TONY_EXIT_USAGE;
+        goto out;
+    }
     if (tony_webhdfs_connect(w, err)) goto out;
     /* Before anything is staged, so that a refusal leaves nothing behind. */
     if (secure && job_tokens(w, rest, h, conf, user, &tokens, err)) goto out;
@@ -482,7 +486,9 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     tony_error rerr;
     if (tony_yarn_rest_app(rest, app_id, &report, &rerr) == 0) tony_yarn_record_update(job_dir, report);
     json_decref(report);
-    printf("tony: job %s submitted to YARN (queue %s, user %s)\n", app_id, tony_yarn_queue(conf), user);
+    const char *hv = tony_yarn_rest_hadoop_version(rest);
+    printf("tony: job %s submitted to YARN (Hadoop %s, queue %s, user %s)\n", app_id, hv ? hv : "version unknown",
+           tony_yarn_queue(conf), user);
     printf("tony: ResourceManager: %s/cluster/app/%s\n", tony_yarn_rest_url(rest), app_id);
     printf("tony: staged in %s\n", st.staging_uri);
     fflush(stdout);

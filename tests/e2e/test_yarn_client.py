@@ -152,6 +152,9 @@ def test_submit_creates_the_app_with_tonys_fields(hadoop, pending):
     assert a["name"] == pending["name"]
     assert a["applicationType"] == "TONY"
     assert a["queue"] in ("root.ml", "ml")  # 3.4 reports the full path, 3.3 the short name
+    # submit says which Hadoop the ResourceManager runs
+    assert f"submitted to YARN (Hadoop {hadoop.rm_get('/ws/v1/cluster/info')['clusterInfo']['hadoopVersion']}," \
+        in pending["result"].out, pending["result"].out
     assert a["user"] == hadoop.user
     assert sorted(a["applicationTags"].split(",")) == ["nightly", "team:ml"]  # YARN lower-cases tags
     assert a["appNodeLabelExpression"] == "gpu"

@@ -384,6 +384,21 @@ static void test_check_labels(void **state) {
     cluster_free(&c);
 }
 
+/* tony speaks Hadoop 3; a 2.x RM is refused before anything is staged. */
+static void test_hadoop_versions(void **state) {
+    (void)state;
+    tony_error err;
+    assert_int_equal(tony_yarn_check_hadoop_version("3.4.1", "http://rm:8088", &err), 0);
+    assert_int_equal(tony_yarn_check_hadoop_version("3.3.6", "http://rm:8088", &err), 0);
+    assert_int_equal(tony_yarn_check_hadoop_version("3.1.1.7.1.7.1000-141", "http://rm:8088", &err), 0); /* a vendor's */
+    assert_int_equal(tony_yarn_check_hadoop_version(NULL, "http://rm:8088", &err), 0);
+    assert_int_equal(tony_yarn_check_hadoop_version("unknown", "http://rm:8088", &err), 0);
+    assert_int_equal(tony_yarn_check_hadoop_version("2.10.1", "http://rm:8088", &err), -1);
+    assert_contains(err.msg, "2.10.1");
+    assert_contains(err.msg, "http://rm:8088");
+    assert_contains(err.msg, "Hadoop 3");
+}
+
 static void test_json_list_and_remote_exception(void **state) {
     (void)state;
     json_t *one = json_pack("{s:s}", "name", "gpu");
@@ -423,6 +438,7 @@ int main(void) {
         cmocka_unit_test(test_check_resources),
         cmocka_unit_test(test_check_no_gpu_type),
         cmocka_unit_test(test_check_labels),
+        cmocka_unit_test(test_hadoop_versions),
         cmocka_unit_test(test_json_list_and_remote_exception),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,3 +209,14 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
     free(what);
     return rc;
 }
+
+int tony_yarn_check_hadoop_version(const char *version, const char *rm_url, tony_error *err) {
+    long long major = 0;
+    char head[16] = {0};
+    if (!version || sscanf(version, "%15[0-9]", head) != 1 || !tony_parse_ll(head, &major)) return 0;
+    if (major >= 3) return 0;
+    return tony_err(err,
+                    "the ResourceManager at %s runs Hadoop %s: tony speaks Hadoop 3 (tested with %s); a Hadoop 2 "
+                    "cluster needs TonY itself",
+                    rm_url ? rm_url : "?", version, TONY_YARN_HADOOP_TESTED);
+}

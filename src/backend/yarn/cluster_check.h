@@ -29,4 +29,11 @@ const char *tony_yarn_queue(const tony_conf *conf);
 int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const tony_yarn_cluster_info *info,
                          long long *am_memory_mb, int *am_vcores, tony_error *err);
 
+/* The Hadoop versions tony speaks with: 3.x (tested with 3.3 and 3.4; the
+ * REST submission, resource types and token formats of 2.x differ). version
+ * is what the RM reports (e.g. "3.4.1", or a vendor's "3.1.1.7.1.7.1000-141");
+ * NULL or unparseable passes (with nothing to go on, the job is tried). */
+#define TONY_YARN_HADOOP_TESTED "3.3 and 3.4"
+int tony_yarn_check_hadoop_version(const char *version, const char *rm_url, tony_error *err);
+
 #endif

@@ -22,6 +22,7 @@ typedef struct rm_candidate {
 struct tony_yarn_rest {
     char *user;
     bool kerberos; /* SPNEGO instead of ?user.name= */
+    char *hadoop_version; /* the active RM's clusterInfo.hadoopVersion */
     rm_candidate *rms;
     size_t nrms;
     size_t active; /* index into rms once connected */
@@ -43,6 +44,7 @@ void tony_yarn_rest_free(tony_yarn_rest *r) {
     }
     free(r->rms);
     free(r->user);
+    free(r->hadoop_version);
     free(r);
 }
 
@@ -61,6 +63,8 @@ void tony_yarn_rest_add_conf(tony_yarn_rest *r, const tony_hadoop_conf *h) {
 }
 
 void tony_yarn_rest_use_kerberos(tony_yarn_rest *r) { r->kerberos = true; }
+
+const char *tony_yarn_rest_hadoop_version(const tony_yarn_rest *r) { return r->hadoop_version; }
 
 bool tony_yarn_rest_unreachable(const tony_yarn_rest *r) { return r->unreachable; }
 const char *tony_yarn_rest_url(const tony_yarn_rest *r) { return r->nrms ? r->rms[r->active].webapp : NULL; }
@@ -157,6 +161,8 @@ int tony_yarn_rest_connect(tony_yarn_rest *r, tony_error *err) {
         const char *state = json_string_value(json_object_get(ci, "state"));
         bool active = (!ha || strcmp(ha, "ACTIVE") == 0) && (!state || strcmp(state, "STARTED") == 0);
         if (active) {
+            free(r->hadoop_version);
+            r->hadoop_version = tony_strdup(json_string_value(json_object_get(ci, "hadoopVersion")));
             json_decref(info);
             tony_strv_free(&problems);
             r->unreachable = false;

@@ -35,6 +35,9 @@ int tony_yarn_rest_connect(tony_yarn_rest *r, tony_error *err);
  * false when the RM answered with an error (bad input). */
 bool tony_yarn_rest_unreachable(const tony_yarn_rest *r);
 const char *tony_yarn_rest_url(const tony_yarn_rest *r);       /* the active RM's webapp URL */
+/* The Hadoop version the active RM reports (clusterInfo.hadoopVersion), or
+ * NULL when it reported none. */
+const char *tony_yarn_rest_hadoop_version(const tony_yarn_rest *r);
 const char *tony_yarn_rest_scheduler(const tony_yarn_rest *r); /* its scheduler host:port or NULL */
 
 /* GET path (e.g. "/ws/v1/cluster/scheduler") as JSON. */
