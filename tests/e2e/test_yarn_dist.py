@@ -47,8 +47,11 @@ def test_a_multi_role_job_on_a_node_without_tonys_libraries(yarn):
     assert r.status()["final_status"] == "SUCCEEDED"
     for role, index in (("ps", 0), ("chief", 0), ("worker", 0), ("worker", 1)):
         assert f"bare node: {role} {index}" in yarn.task_log(app_id, role, index)
-    # the coordinator ran there too, as the self-contained tony
-    assert "bare node" not in yarn.am_log(app_id)
+    # the coordinator ran there too (every container's log dir is the labelled,
+    # library-less NodeManager's, the last one: nm-2 of 3), as the self-contained tony
+    dirs = yarn.cluster.container_logs(app_id)
+    assert dirs and all("logDir-nm-2_" in str(d) for d in dirs), dirs
+    assert any(d.name.endswith("_000001") for d in dirs)
     assert len(yarn.cluster.container_logs(app_id)) == 5
 
 
