@@ -97,6 +97,10 @@ json_t *am_job_json(const tony_am *am);
 json_t *am_task_json(const tony_am *am, const am_task *t);
 /* Listens on bind_host, any free port; am->url names am->host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
+/* The server's handler of every request (arg: the tony_am); its own
+ * symbol so that the request fuzzer (tests/fuzz/fuzz_api.c) can hand it
+ * requests without a socket. */
+void am_api_handle(struct evhttp_request *req, void *arg);
 /* Answers every waiting executor whose gang is ready (or whose attempt ended). */
 void am_api_release_waiters(tony_am *am, bool force);
 void am_api_expire_waiters(tony_am *am, long long now_ms);

@@ -733,7 +733,7 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     else reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
 }
 
-static void handle(struct evhttp_request *req, void *arg) {
+void am_api_handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
     const char *uri = evhttp_request_get_uri(req);
     struct evhttp_uri *parsed = evhttp_uri_parse(uri);
@@ -775,7 +775,7 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     tony_http_server_opts o = {.what = "the coordinator API",
                                .max_body = 1 << 20,
                                .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST,
-                               .handler = handle,
+                               .handler = am_api_handle,
                                .arg = am};
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;

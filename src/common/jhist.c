@@ -168,7 +168,7 @@ void tony_jhist_writer_free(tony_jhist_writer *w) {
 
 /* Starts an event: sets type and timestamp, returns the union's branch. */
 static avro_value_t begin(tony_jhist_writer *w, int type, long long t_ms) {
-    avro_value_t f, u, branch;
+    avro_value_t f, u, branch = {0}; /* set_branch can fail before writing it */
     avro_value_reset(&w->rec);
     avro_value_get_by_name(&w->rec, "type", &f, NULL);
     avro_value_set_enum(&f, type);

@@ -1,0 +1,182 @@
+/* Fuzzes the coordinator's HTTP API (am/api.c: am_api_handle, the
+ * handler the coordinator's server runs for every request): paths, query
+ * strings, headers and JSON bodies of /v1/job, /v1/events, /v1/tasks/...
+ * (register, heartbeat, started, metrics, finished, log), /v1/job/kill and
+ * /finish, /tensorboard and the web UI, against a real tony_am of a
+ * 1 ps + 2 worker TensorFlow job. A request is built as evhttp would have
+ * parsed it off a socket and handed to the handler; with no connection
+ * behind it, evhttp frees it when it is answered. Input format: the method
+ * (GET, POST, ...) on the first line, the URI on the second, "Name: value"
+ * header lines up to an empty line, then the body; the job's secret header
+ * is added unless the input sets one. Properties: no crash, leak or UB;
+ * every request is answered exactly once (one left unanswered is a leak
+ * LeakSanitizer reports; one answered twice, a use after free). A stand-in
+ * backend (launch, stop and log reads refused) keeps the job in this
+ * process: the backend's own code is not what this fuzzes. */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "am/am_internal.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "fuzz_util.h"
+
+#define SECRET "fuzz-secret-0123456789"
+
+static tony_conf *conf;
+static tony_plan plan;
+static char *job_dir;
+
+static int be_launch(tony_backend *b, const tony_launch *l, tony_error *err) {
+    (void)b, (void)l;
+    return tony_err(err, "the fuzzer's backend launches nothing");
+}
+static void be_stop(tony_backend *b, const char *role, int index, int attempt) { (void)b, (void)role, (void)index, (void)attempt; }
+/* Containers always still running: an ended attempt waits for them and
+ * never reaches restart or exit, which would leave this process's loop. */
+static int be_active(const tony_backend *b) { return (void)b, 1; }
+static int be_check_log_url(const tony_backend *b, const char *link, tony_error *err) {
+    (void)b;
+    return strncmp(link, "http://nm:8042/", 15) == 0 ? 0 : tony_err(err, "not a NodeManager link: %s", link);
+}
+static int be_read_log(tony_backend *b, const tony_log_request *r, tony_log_cb cb, void *ctx, tony_log_read **out,
+                       tony_error *err) {
+    (void)b, (void)cb, (void)ctx, (void)out;
+    return tony_err(err, "cannot read %s's %s here", r->who, r->stream);
+}
+static void be_free(tony_backend *b) { (void)b; }
+static const tony_backend_ops be_ops = {.name = "fuzz", .launch = be_launch, .stop = be_stop, .active = be_active,
+                                        .check_log_url = be_check_log_url, .read_log = be_read_log, .free = be_free};
+static tony_backend backend = {.ops = &be_ops};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    fuzz_quiet();
+    conf = tony_conf_new();
+    tony_conf_load_defaults(conf);
+    tony_conf_set(conf, "tony.ps.instances", "1", "fuzz");
+    tony_conf_set(conf, "tony.worker.instances", "2", "fuzz");
+    tony_conf_set(conf, "tony.worker.command", "python train.py", "fuzz");
+    tony_conf_set(conf, "tony.ps.command", "python train.py", "fuzz");
+    tony_conf_set(conf, "tony.application.framework", "tensorflow", "fuzz");
+    tony_error err;
+    FUZZ_CHECK(tony_plan_from_conf(conf, &plan, &err) == 0, "the fuzzer's plan: %s", err.msg);
+    /* worker:0 of attempt 0 has some output for GET .../log to read. */
+    job_dir = tony_path_join(fuzz_scratch(), "job");
+    char *dir = tony_jobdir_task_dir(job_dir, 0, "worker", 0);
+    FUZZ_CHECK(tony_mkdir_p(dir, 0700, &err) == 0, "%s", err.msg);
+    char *out = tony_path_join(dir, "stdout");
+    FUZZ_CHECK(tony_write_file(out, "epoch 1\nepoch 2\n", 16, 0600, &err) == 0, "%s", err.msg);
+    free(out);
+    free(dir);
+    return 0;
+}
+
+static void am_init(tony_am *am) {
+    memset(am, 0, sizeof *am);
+    am->base = event_base_new();
+    am->conf = conf;
+    am->plan = plan;
+    am->runtime = tony_runtime_find(plan.framework);
+    am->backend = &backend;
+    am->job_dir = job_dir;
+    am->app_id = "application_1_0001";
+    am->secret = SECRET;
+    am->host = "127.0.0.1";
+    am->port = 4242;
+    am->url = "http://127.0.0.1:4242";
+    am->started_ms = am_now_ms();
+    am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
+    am_job_init(&am->job, &am->plan);
+    am->events = am_events_new(64);
+    am->nmetrics = am->job.ntasks;
+    am->metrics = tony_xcalloc(am->nmetrics, sizeof *am->metrics);
+    for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(16);
+}
+
+static void am_fini(tony_am *am) {
+    /* Every executor still waiting is answered, as the coordinator does
+     * when it ends. */
+    am_api_release_waiters(am, true);
+    free(am->waiters);
+    am_events_free(am->events);
+    for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
+    free(am->metrics);
+    am_job_free(&am->job);
+    event_base_free(am->base);
+}
+
+static enum evhttp_cmd_type method(const char *s) {
+    static const struct {
+        const char *name;
+        enum evhttp_cmd_type type;
+    } m[] = {{"GET", EVHTTP_REQ_GET},   {"POST", EVHTTP_REQ_POST},       {"HEAD", EVHTTP_REQ_HEAD},
+             {"PUT", EVHTTP_REQ_PUT},   {"DELETE", EVHTTP_REQ_DELETE},   {"OPTIONS", EVHTTP_REQ_OPTIONS},
+             {"PATCH", EVHTTP_REQ_PATCH}};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        if (strcmp(s, m[i].name) == 0) return m[i].type;
+    return EVHTTP_REQ_GET;
+}
+
+/* The next line of [*p, end), without its "\r\n" or "\n"; NULL at the end. */
+static char *next_line(const char **p, const char *end) {
+    if (*p >= end) return NULL;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *stop = nl ? nl : end;
+    size_t n = (size_t)(stop - *p);
+    if (n && (*p)[n - 1] == '\r') n--;
+    char *s = tony_xmalloc(n + 1);
+    memcpy(s, *p, n);
+    s[n] = '\0';
+    *p = nl ? nl + 1 : end;
+    return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const char *p = (const char *)data, *end = p + size;
+    char *m = next_line(&p, end);
+    char *uri = next_line(&p, end);
+    /* evhttp refuses request lines with a NUL or without a URI. */
+    if (!m || !uri || !*uri || strlen(uri) != strcspn(uri, "\r") || memchr(data, 0, (size_t)(p - (const char *)data))) {
+        free(m);
+        free(uri);
+        return 0;
+    }
+    struct evhttp_request *req = evhttp_request_new(NULL, NULL);
+    req->kind = EVHTTP_REQUEST;
+    req->type = method(m);
+    req->uri = uri;
+    /* As evhttp does on reading the request line: no parse, no request. */
+    req->uri_elems = evhttp_uri_parse_with_flags(uri, 0);
+    if (!req->uri_elems) {
+        evhttp_request_free(req);
+        free(m);
+        return 0;
+    }
+    bool secret_given = false;
+    char *line;
+    while ((line = next_line(&p, end)) && *line) {
+        char *colon = strchr(line, ':');
+        if (colon) {
+            *colon = '\0';
+            const char *v = colon + 1 + strspn(colon + 1, " ");
+            evhttp_add_header(req->input_headers, line, v);
+            if (strcasecmp(line, TONY_SECRET_HEADER) == 0) secret_given = true;
+        }
+        free(line);
+    }
+    free(line);
+    if (!secret_given) evhttp_add_header(req->input_headers, TONY_SECRET_HEADER, SECRET);
+    evbuffer_add(req->input_buffer, p, (size_t)(end - p));
+
+    tony_am am;
+    am_init(&am);
+    am_api_handle(req, &am);
+    am_fini(&am);
+    free(m);
+    return 0;
+}
