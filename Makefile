@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-secure clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-secure clean
 
 all: build
 
@@ -22,6 +22,26 @@ build:
 asan:
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTONY_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The libFuzzer harnesses of tests/fuzz (clang, ASan+UBSan, in build/fuzz):
+# `make fuzz` runs each for FUZZ_SECONDS (default 300), FUZZ_JOBS at a time;
+# `make test-fuzz` is CI's short run. tests/fuzz/run says what each did.
+FUZZ_BUILD   ?= build/fuzz
+FUZZ_SECONDS ?= 300
+fuzz-build: deps-build
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTONY_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers fuzz_seeds
+
+fuzz: fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(FUZZ_BUILD)
+
+# Seven harnesses, two at a time on two cores, 15 s each: about a minute.
+test-fuzz: fuzz-build
+	@FUZZ_SECONDS=15 tests/fuzz/run $(FUZZ_BUILD)
+
+# Rewrites tests/fuzz/corpus from tony's own writers (tests/fuzz/seeds.c).
+fuzz-seeds: fuzz-build
+	@rm -rf tests/fuzz/corpus && $(FUZZ_BUILD)/fuzz/fuzz_seeds tests/fuzz/corpus
 
 # A real distributed TensorFlow training on this machine: 2 workers,
 # MultiWorkerMirroredStrategy, scikit-learn's digits.
@@ -70,7 +90,7 @@ test-secure: build asan
 	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC_SECURE); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-secure
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-fuzz test-hadoop test-secure
 
 clean:
-	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2
+	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

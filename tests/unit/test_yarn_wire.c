@@ -193,6 +193,15 @@ static void test_challenge_errors(void **state) {
         assert_int_equal(yarn_sasl_parse_challenge(cases[i].challenge, strlen(cases[i].challenge), &ch, &err), -1);
         assert_contains(err.msg, cases[i].msg);
     }
+    /* An empty challenge, as protobuf-c hands over an empty bytes field
+     * (NULL, 0): refused, with no arithmetic on the NULL (found by
+     * tests/fuzz/fuzz_ipc.c; clang's UBSan flags NULL + 0, gcc's does not). */
+    {
+        yarn_digest_challenge ch;
+        tony_error err;
+        assert_int_equal(yarn_sasl_parse_challenge(NULL, 0, &ch, &err), -1);
+        assert_contains(err.msg, "no nonce");
+    }
     /* escapes, spaces, several realms and qops */
     const char c[] = " realm=\"a\\\"b\" , realm=\"second\", nonce=\"n\",qop=\"auth-int,auth\" ,algorithm=md5-sess";
     yarn_digest_challenge ch;

@@ -29,7 +29,8 @@ static void set_once(char **slot, tony_buf *v) {
 
 int yarn_sasl_parse_challenge(const void *buf, size_t len, yarn_digest_challenge *out, tony_error *err) {
     memset(out, 0, sizeof *out);
-    const char *s = buf, *end = s + len;
+    /* An empty challenge comes as NULL from protobuf-c: NULL + 0 is UB. */
+    const char *s = buf ? buf : "", *end = s + (buf ? len : 0);
     while (s < end) {
         while (s < end && (*s == ',' || *s == ' ' || *s == '\t')) s++;
         if (s >= end) break;
