@@ -2,13 +2,16 @@
  * coordinator (backend/yarn): the reply framing (4-byte length, then
  * yarn_ipc_parse_reply's varint-delimited RpcResponseHeaderProto and
  * payload), the protobuf decoding of each response the AM reads (register,
- * allocate, finish, start/stop containers, container statuses, SASL), the
- * DIGEST-MD5 challenge parser, and container ids and resources taken from
- * the decoded messages. The input is a byte stream as read from the
+ * allocate, finish, start/stop containers, container statuses, SASL), what
+ * the AM takes from the register and allocate replies (amrm.c, on a
+ * yarn_amrm that never connects), the DIGEST-MD5 challenge parser, and
+ * container ids and resources taken from the decoded messages. The input is a byte stream as read from the
  * socket, frame after frame. Properties: no crash, leak or UB; a frame
  * read_reply would take either parses or is refused with an error; a
- * decoded message packs to bytes that decode and pack again to the same
- * bytes; a container id from the wire formats to a string that parses back
+ * decoded message packs to bytes that, when they decode, pack again to the
+ * same bytes; what the AM takes from a register or allocate reply
+ * (yarn_amrm_take_register / _take_allocate: containers, completions, NM
+ * and AMRM tokens, the asks they meet) is consistent; a container id from the wire formats to a string that parses back
  * to it. The socket I/O itself (deadlines, cancel) is not fuzzed here. */
 #include <stdint.h>
 #include <string.h>
@@ -70,6 +73,49 @@ static void check_container(const Hadoop__Yarn__ContainerProto *c) {
     }
 }
 
+/* A scheduler client as the coordinator has one: an AMRMToken and two
+ * asks outstanding; it never connects (no call is made). */
+static yarn_amrm *new_amrm(void) {
+    yarn_token *t = yarn_token_new("id", 2, "pw", 2, YARN_AMRM_TOKEN_KIND, "rm:8030");
+    tony_error err;
+    yarn_amrm *am = yarn_amrm_new("rm", 8030, t, &err);
+    FUZZ_CHECK(am != NULL, "%s", err.msg);
+    yarn_token_free(t);
+    yarn_resource cap = {.memory_mb = 2048, .vcores = 1, .gpus = 0};
+    yarn_amrm_add_request(am, 1, &cap, NULL, 2);
+    yarn_amrm_add_request(am, 2, &cap, "gpu", 1);
+    return am;
+}
+
+static void take_allocate(const Hadoop__Yarn__AllocateResponseProto *r) {
+    yarn_amrm *am = new_amrm();
+    yarn_allocation out;
+    memset(&out, 0, sizeof out);
+    yarn_amrm_take_allocate(am, r, &out);
+    FUZZ_CHECK(out.n_allocated == r->n_allocated_containers, "%zu containers taken of %zu", out.n_allocated,
+               r->n_allocated_containers);
+    FUZZ_CHECK(out.n_completed == r->n_completed_container_statuses, "%zu completions taken of %zu", out.n_completed,
+               r->n_completed_container_statuses);
+    for (size_t i = 0; i < out.n_allocated; i++)
+        FUZZ_CHECK(out.allocated[i].node_host && out.allocated[i].node_http_address &&
+                       strlen(out.allocated[i].id) < sizeof out.allocated[i].id,
+                   "container %zu taken without its fields", i);
+    for (size_t i = 0; i < out.n_completed; i++)
+        FUZZ_CHECK(out.completed[i].diagnostics != NULL, "completion %zu without diagnostics", i);
+    yarn_allocation_free(&out);
+    yarn_amrm_free(am);
+}
+
+static void take_register(const Hadoop__Yarn__RegisterApplicationMasterResponseProto *r) {
+    yarn_amrm *am = new_amrm();
+    yarn_register_info info;
+    yarn_amrm_take_register(am, r, &info);
+    FUZZ_CHECK(info.queue != NULL && info.n_previous == r->n_containers_from_previous_attempts,
+               "register reply taken without its queue or containers");
+    yarn_register_info_free(&info);
+    yarn_amrm_free(am);
+}
+
 static void decode_payload(const uint8_t *p, size_t n) {
     static const ProtobufCMessageDescriptor *const responses[] = {
         &hadoop__yarn__register_application_master_response_proto__descriptor,
@@ -86,6 +132,7 @@ static void decode_payload(const uint8_t *p, size_t n) {
         check_repack(m);
         if (responses[i] == &hadoop__yarn__allocate_response_proto__descriptor) {
             const Hadoop__Yarn__AllocateResponseProto *a = (const void *)m;
+            take_allocate(a);
             for (size_t k = 0; k < a->n_allocated_containers; k++) check_container(a->allocated_containers[k]);
             if (a->limit) {
                 yarn_resource r;
@@ -93,6 +140,7 @@ static void decode_payload(const uint8_t *p, size_t n) {
             }
         } else if (responses[i] == &hadoop__yarn__register_application_master_response_proto__descriptor) {
             const Hadoop__Yarn__RegisterApplicationMasterResponseProto *r = (const void *)m;
+            take_register(r);
             for (size_t k = 0; k < r->n_containers_from_previous_attempts; k++)
                 check_container(r->containers_from_previous_attempts[k]);
             if (r->maximumcapability) {

@@ -260,19 +260,8 @@ static int call(yarn_amrm *am, const char *method, const ProtobufCMessage *req, 
     return -1;
 }
 
-static int do_register(yarn_amrm *am, yarn_register_info *out, tony_error *err) {
-    Hadoop__Yarn__RegisterApplicationMasterRequestProto req = HADOOP__YARN__REGISTER_APPLICATION_MASTER_REQUEST_PROTO__INIT;
-    req.host = am->reg_host;
-    req.has_rpc_port = 1;
-    req.rpc_port = am->reg_port;
-    req.tracking_url = am->reg_url;
-    ProtobufCMessage *m;
-    const char *exc;
-    if (call(am, "registerApplicationMaster", &req.base,
-             &hadoop__yarn__register_application_master_response_proto__descriptor, &m, &exc, err) < 0)
-        return tony_err_wrap(err, "registering the ApplicationMaster with the ResourceManager at %s:%d", am->host,
-                             am->port);
-    Hadoop__Yarn__RegisterApplicationMasterResponseProto *r = (Hadoop__Yarn__RegisterApplicationMasterResponseProto *)m;
+void yarn_amrm_take_register(yarn_amrm *am, const Hadoop__Yarn__RegisterApplicationMasterResponseProto *r,
+                             yarn_register_info *out) {
     pthread_mutex_lock(&am->mu);
     keep_nm_tokens(am, r->nm_tokens_from_previous_attempts, r->n_nm_tokens_from_previous_attempts);
     pthread_mutex_unlock(&am->mu);
@@ -287,6 +276,21 @@ static int do_register(yarn_amrm *am, yarn_register_info *out, tony_error *err) 
         for (size_t i = 0; i < out->n_previous; i++)
             container_from_pb(r->containers_from_previous_attempts[i], &out->previous[i]);
     }
+}
+
+static int do_register(yarn_amrm *am, yarn_register_info *out, tony_error *err) {
+    Hadoop__Yarn__RegisterApplicationMasterRequestProto req = HADOOP__YARN__REGISTER_APPLICATION_MASTER_REQUEST_PROTO__INIT;
+    req.host = am->reg_host;
+    req.has_rpc_port = 1;
+    req.rpc_port = am->reg_port;
+    req.tracking_url = am->reg_url;
+    ProtobufCMessage *m;
+    const char *exc;
+    if (call(am, "registerApplicationMaster", &req.base,
+             &hadoop__yarn__register_application_master_response_proto__descriptor, &m, &exc, err) < 0)
+        return tony_err_wrap(err, "registering the ApplicationMaster with the ResourceManager at %s:%d", am->host,
+                             am->port);
+    yarn_amrm_take_register(am, (const Hadoop__Yarn__RegisterApplicationMasterResponseProto *)m, out);
     protobuf_c_message_free_unpacked(m, NULL);
     am->registered = true;
     am->response_id = 0;
@@ -513,7 +517,7 @@ static void take_amrm_token(yarn_amrm *am, const Hadoop__Common__TokenProto *pb,
     out->amrm_token_rolled = true;
 }
 
-static void take_response(yarn_amrm *am, const Hadoop__Yarn__AllocateResponseProto *r, yarn_allocation *out) {
+void yarn_amrm_take_allocate(yarn_amrm *am, const Hadoop__Yarn__AllocateResponseProto *r, yarn_allocation *out) {
     am->response_id = r->response_id;
     if (r->am_rm_token) take_amrm_token(am, r->am_rm_token, out);
     if (r->has_a_m_command)
@@ -555,7 +559,7 @@ int yarn_amrm_allocate(yarn_amrm *am, float progress, yarn_allocation *out, tony
             pthread_mutex_lock(&am->mu);
             mark_sent(am, &a);
             pthread_mutex_unlock(&am->mu);
-            take_response(am, (Hadoop__Yarn__AllocateResponseProto *)m, out);
+            yarn_amrm_take_allocate(am, (Hadoop__Yarn__AllocateResponseProto *)m, out);
             protobuf_c_message_free_unpacked(m, NULL);
         }
         alloc_req_free(&a);
