@@ -5,14 +5,16 @@
  * allocate, finish, start/stop containers, container statuses, SASL), what
  * the AM takes from the register and allocate replies (amrm.c, on a
  * yarn_amrm that never connects), the DIGEST-MD5 challenge parser, and
- * container ids and resources taken from the decoded messages. The input is a byte stream as read from the
- * socket, frame after frame. Properties: no crash, leak or UB; a frame
- * read_reply would take either parses or is refused with an error; a
- * decoded message packs to bytes that, when they decode, pack again to the
- * same bytes; what the AM takes from a register or allocate reply
- * (yarn_amrm_take_register / _take_allocate: containers, completions, NM
- * and AMRM tokens, the asks they meet) is consistent; a container id from the wire formats to a string that parses back
- * to it. The socket I/O itself (deadlines, cancel) is not fuzzed here. */
+ * container ids and resources taken from the decoded messages. The input
+ * is a byte stream as read from the socket, frame after frame.
+ * Properties: no crash, leak or UB; a frame read_reply would take either
+ * parses or is refused with an error; a decoded message packs to bytes
+ * that, when they decode, pack again to the same bytes; what the AM takes
+ * from a register or allocate reply (containers, completions, NM and AMRM
+ * tokens, the asks they meet) has every container and completion of the
+ * reply, fields filled; a container id from the wire formats to a string
+ * that parses back to it. The socket I/O itself (deadlines, cancel) is not
+ * fuzzed here. */
 #include <stdint.h>
 #include <string.h>
 
