@@ -23,6 +23,11 @@
 #define TONY_YARN_VISIBILITY_PRIVATE "PRIVATE"
 /* The credentials secret (container_tokens) that carries the job's secret. */
 #define TONY_YARN_SECRET_ALIAS "tony.job.secret"
+/* The coordinator's last status.json (its tasks, their log links), copied
+ * into its container's log dir as it exits: the work dir goes with the
+ * container, the log dir stays (the NodeManager serves it), so that
+ * `tony logs` finds the tasks of a job it never saw run (--detach). */
+#define TONY_YARN_AM_STATUS_LOG "tony-status.json"
 /* Env of the AM container: the RM's scheduler address, host:port. */
 #define TONY_YARN_SCHEDULER_ENV "TONY_YARN_SCHEDULER_ADDRESS"
 
