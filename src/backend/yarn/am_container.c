@@ -21,24 +21,6 @@
 #include "common/log.h"
 #include "common/strv.h"
 
-/* The final status.json into the container's log dir (yarn_backend.h). */
-static void keep_status(const char *job_dir) {
-    const char *log_dirs = getenv("LOG_DIRS");
-    if (!log_dirs || !*log_dirs) return;
-    char *from = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
-    char *dir = tony_sprintf("%.*s", (int)strcspn(log_dirs, ","), log_dirs);
-    char *to = tony_path_join(dir, TONY_YARN_AM_STATUS_LOG);
-    char *data = NULL;
-    size_t len = 0;
-    tony_error err;
-    if (tony_read_file(from, &data, &len, &err) || tony_write_file(to, data, len, 0600, &err))
-        tony_warn("the job's final status stays out of the container's log dir: %s", err.msg);
-    free(data);
-    free(to);
-    free(dir);
-    free(from);
-}
-
 /* Writes the job's secret where the coordinator reads it (job dir, 0600). */
 static int write_secret(const yarn_job_credentials *creds, const char *job_dir, tony_error *err) {
     char *secret = NULL;
@@ -73,7 +55,6 @@ int tony_yarn_am_main(void) {
         tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true, .history_mirror = mirror,
                              .backend_data = creds};
         int code = tony_am_main(&o);
-        keep_status(cwd);
         tony_yarn_history_mirror_free(mirror);
         yarn_job_credentials_free(creds);
         return code;

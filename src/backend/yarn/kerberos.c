@@ -251,6 +251,13 @@ int tony_krb5_login_keytab(const char *principal, const char *keytab, tony_krb5_
     return rc;
 }
 
+int tony_krb5_ready(const tony_conf *job, tony_error *err) {
+    tony_krb5_identity id;
+    if (tony_krb5_login(job, &id, err)) return -1;
+    tony_krb5_identity_free(&id);
+    return 0;
+}
+
 int tony_yarn_client_login(const tony_hadoop_conf *h, const tony_conf *job, char **user, bool *secure, tony_error *err) {
     *secure = tony_yarn_kerberized(h, job);
     if (!*secure) {

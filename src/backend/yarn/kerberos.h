@@ -37,6 +37,9 @@ typedef struct tony_krb5_identity {
  * ticket cache holds a ticket-granting ticket that has not expired. */
 int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err); /* job may be NULL */
 void tony_krb5_identity_free(tony_krb5_identity *id);
+/* tony_krb5_login for a caller that only needs SPNEGO to work next (the
+ * verbs after submit): the identity is not kept. */
+int tony_krb5_ready(const tony_conf *job, tony_error *err);
 /* The keytab login alone (the coordinator's, from the keytab the client
  * handed it): into the same process-private cache, which a later call
  * refills; KRB5CCNAME is set by the first call only, so later ones may run

@@ -22,6 +22,7 @@
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/http.h"
+#include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
 #include "conf/resource.h"
@@ -509,9 +510,30 @@ static void stop_all(yarn_backend *b) {
     tony_workq_drain(b->q);
 }
 
+/* The final status.json into the container's log dir (yarn_backend.h),
+ * before the RM hears of the end: a client that sees the app finished
+ * finds it there. */
+static void keep_status(const char *job_dir) {
+    const char *log_dirs = getenv("LOG_DIRS");
+    if (!log_dirs || !*log_dirs) return;
+    char *from = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    char *dir = tony_sprintf("%.*s", (int)strcspn(log_dirs, ","), log_dirs);
+    char *to = tony_path_join(dir, TONY_YARN_AM_STATUS_LOG);
+    char *data = NULL;
+    size_t len = 0;
+    tony_error err;
+    if (tony_read_file(from, &data, &len, &err) || tony_write_file(to, data, len, 0600, &err))
+        tony_warn("the job's final status stays out of the container's log dir: %s", err.msg);
+    free(data);
+    free(to);
+    free(dir);
+    free(from);
+}
+
 static void yarn_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
     yarn_backend *b = (yarn_backend *)base;
     if (b->finished) return;
+    keep_status(b->job_dir);
     stop_all(b);
     b->finished = true;
     yarn_final_status fs = strcmp(final_status, "SUCCEEDED") == 0 ? YARN_FINAL_SUCCEEDED
