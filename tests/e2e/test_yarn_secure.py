@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, TONY
+from test_portal import Portal
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
 
@@ -126,6 +127,21 @@ def test_a_kinit_user_runs_a_multi_role_job_whose_task_uses_hdfs_with_the_jobs_t
     h = secure.tony.run("history", "--location", f"hdfs://{history}")  # hdfs:///user/...: fs.defaultFS
     assert h.rc == 0, h
     assert app_id in h.out
+    lst = secure.tony.run("list")
+    assert lst.rc == 0 and app_id in lst.out and "SUCCEEDED" in lst.out, lst
+    # the portal over that HDFS history, with the user's ticket (SPNEGO, HTTPS)
+    portal = Portal(secure.tony, "--location", f"hdfs://{history}")
+    try:
+        code, d = portal.get("v1/jobs")
+        assert code == 200 and d["problems"] == [], d
+        (j,) = [j for j in d["jobs"] if j["app_id"] == app_id]
+        assert j["status"] == "SUCCEEDED", j
+        code, detail = portal.get(f"v1/jobs/{app_id}")
+        assert code == 200 and sorted(t["task"] for t in detail["tasks"]) == ["chief:0", "ps:0", "worker:0",
+                                                                              "worker:1"], detail
+    finally:
+        rc, err = portal.stop()
+    assert rc == 0, err
     # the job's staging dir is gone with it
     assert app_id not in secure.staged()
 
