@@ -40,10 +40,10 @@ test-unit: build
 
 test-asan: asan
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
-	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm" tests/e2e
 
 test-e2e: build
-	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop and not slurm" tests/e2e
 
 # The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
 # it, check it, run every test marked `hadoop` against it, stop it. Tests

@@ -23,6 +23,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
     config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
     config.addinivalue_line("markers", "secure: runs against the kerberized Hadoop test cluster (make test-secure)")
+    config.addinivalue_line("markers", "slurm: runs against the real Slurm test cluster (scripts/slurm-test-cluster)")
 
 
 @pytest.fixture(scope="session")
@@ -62,6 +63,27 @@ def secure_hadoop(tmp_path_factory):
                                                "TONY_HTC_TOKEN_MAX_LIFETIME_MS": "90000"})
     finally:
         htc.stop(directory)
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The real Slurm test cluster (slurm.Cluster): the one in TONY_STC_DIR
+    (started there if it does not run; left running), else one this session
+    starts under build/ and stops. Skips when Slurm is not installed."""
+    import slurm as stc
+
+    missing = stc.missing_tools()
+    if missing:
+        pytest.skip(f"Slurm not installed ({' '.join(missing)} missing): scripts/install-deps slurm")
+    given = os.environ.get("TONY_STC_DIR")
+    if given:
+        yield stc.start(given)
+        return
+    directory = REPO / "build" / "slurm-e2e"
+    try:
+        yield stc.start(directory)
+    finally:
+        stc.stop(directory)
 
 
 class Result:
