@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-secure clean
+.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-secure test-slurm clean
 
 all: build
 
@@ -69,6 +69,17 @@ test-secure: build asan
 	 TONY_HTC_SECURE_DIR=$(HTC_SECURE) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
 	   $(PY) -m pytest -q -m secure tests/e2e; \
 	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC_SECURE); exit $$rc
+
+# The real Slurm test cluster (Debian's slurmctld, 3 slurmd, a private munged:
+# scripts/slurm-test-cluster.md): install it if missing, start it, check it,
+# run every test marked `slurm` against it, stop it. Not part of `make test` yet.
+STC := $(CURDIR)/build/slurm-test
+test-slurm: build
+	@scripts/install-deps slurm
+	@scripts/slurm-test-cluster start $(STC)
+	@scripts/slurm-test-cluster selftest $(STC) && \
+	 TONY_STC_DIR=$(STC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m slurm tests/e2e; \
+	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
 	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-secure
