@@ -79,6 +79,24 @@ srun --het-group=1 -l bash -c 'echo worker on $SLURMD_NODENAME gpu $CUDA_VISIBLE
     assert sorted(w[0] for w in workers) == slurm.gpu_nodes, text
 
 
+def test_sacct_has_ended_jobs(slurm, tmp_path):
+    """Accounting through slurmdbd: sacct lists a job by its name, its steps too."""
+    if slurm.vars.get("TONY_STC_ACCOUNTING") != "1":
+        pytest.skip("cluster started with TONY_STC_ACCOUNTING=0")
+    job = slurm.sbatch("-J", "acct-check", "-N2", "-o", str(tmp_path / "a.out"), "--wrap", "srun true")
+    assert slurm.wait_job(job) == "COMPLETED"
+    end = time.time() + 10
+    rows = []
+    while time.time() < end:
+        out = slurm.run("sacct", "-n", "-P", "-j", job, "-o", "JobID,JobName,State,NNodes").stdout
+        rows = [line.split("|") for line in out.splitlines() if line]
+        if len(rows) == 3 and all(r[2] == "COMPLETED" for r in rows):
+            break
+        time.sleep(0.2)
+    assert [r[0] for r in rows] == [job, f"{job}.batch", f"{job}.0"], rows
+    assert rows[0][1:] == ["acct-check", "COMPLETED", "2"]
+
+
 def test_too_many_gpus_refused_at_once(slurm):
     r = slurm.run("sbatch", "-p", "gpu", f"--gres=gpu:{slurm.node_gpus + 1}", "--wrap", "true", check=False)
     assert r.returncode != 0
@@ -116,7 +134,8 @@ def test_start_again_and_stop_leave_nothing(tmp_path):
         while time.time() < end and not cluster.job_processes(job):
             time.sleep(0.1)
         assert cluster.job_processes(job)
-        pids = [int((d / "run" / f"{r}.pid").read_text()) for r in ("munged", "slurmctld", "n1", "n2")]
+        roles = ("munged", "mariadb", "slurmdbd", "slurmctld", "n1", "n2")
+        pids = [int((d / "run" / f"{r}.pid").read_text()) for r in roles]
     finally:
         stc.stop(d)
     assert cluster.job_processes() == []
