@@ -211,6 +211,13 @@ static void round_run(void *arg) {
         tony_webhdfs *w = tony_webhdfs_new_at(s->http, "the job's token sources", NULL, NULL, id.short_name);
         tony_webhdfs_use_kerberos(w);
         tony_webhdfs_set_timeouts(w, 20000, 20, 60);
+        /* The active NameNode of an HA pair (a standby refuses tokens). */
+        if ((rs->fetch || rs->nrenew) && tony_webhdfs_connect(w, &e)) {
+            note_failure(r, &e, "reaching the NameNode", s->service);
+            for (size_t k = 0; k < rs->nrenew; k++) rs->renewed[k] = -1;
+            tony_webhdfs_free(w);
+            continue;
+        }
         if (rs->fetch) {
             if (tony_webhdfs_delegation_token(w, c->principal, s->service, &rs->new_url, &e) ||
                 tony_webhdfs_renew_delegation_token(w, rs->new_url, &rs->new_expiry_ms, &e)) {
