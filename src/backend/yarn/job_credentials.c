@@ -195,6 +195,14 @@ static void note_failure(round *r, const tony_error *e, const char *doing, const
     if (r->failures++ == 0) tony_err(&r->err, "%s (%s): %s", doing, service, e->msg);
 }
 
+int yarn_job_credentials_login(yarn_job_credentials *c, tony_error *err) {
+    if (!c->keytab_path) return tony_err(err, "the job was submitted without a keytab (tony.keytab.user/location)");
+    tony_krb5_identity id;
+    if (tony_krb5_login_keytab(c->principal, c->keytab_path, &id, err)) return -1;
+    tony_krb5_identity_free(&id);
+    return 0;
+}
+
 static void round_run(void *arg) {
     round *r = arg;
     yarn_job_credentials *c = r->c;
@@ -333,7 +341,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
         round_done(r, false);
         return;
     }
-    tony_workq_submit(c->q, "kdc", round_run, round_done, r);
+    tony_workq_submit(c->q, YARN_KDC_LANE, round_run, round_done, r);
 }
 
 /* The timer for the earliest thing due. */

@@ -18,6 +18,7 @@
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/job_credentials.h"
 #include "backend/yarn/nm.h"
+#include "backend/yarn/nm_spnego.h"
 #include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
@@ -84,6 +85,7 @@ typedef struct yarn_backend {
     bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
     yarn_job_credentials *creds; /* the AM container's (outlives the backend) */
+    yarn_nm_spnego *spnego;      /* logins to kerberized NodeManagers' pages, with a keytab; or NULL */
 } yarn_backend;
 
 /* --- the manifest written by the client */
@@ -573,6 +575,7 @@ static void yarn_free(tony_backend *base) {
     yarn_register_info_free(&b->info);
     yarn_nm_pool_free(b->nm);
     yarn_nmlog_free(b->logs);
+    yarn_nm_spnego_free(b->spnego);
     yarn_amrm_free(b->amrm);
     free(b);
 }
@@ -679,8 +682,13 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
               b->info.max_capability.gpus);
     /* Not fatal: the job's tokens still serve until their maximum lifetime. */
     tony_error rerr;
-    if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr))
+    if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr)) {
         tony_warn("%s; the job's HDFS access ends when its tokens reach their maximum lifetime", rerr.msg);
+    } else if (yarn_job_credentials_refreshable(b->creds)) {
+        b->spnego = yarn_nm_spnego_new(b->creds, b->q);
+        yarn_nmlog_auth auth = yarn_nm_spnego_auth(b->spnego);
+        yarn_nmlog_set_auth(b->logs, &auth);
+    }
     return &b->base;
 fail:
     yarn_free(&b->base);
