@@ -224,6 +224,9 @@ def test_a_keytab_job_uses_hdfs_past_its_tokens_max_lifetime_and_a_kinit_job_can
             assert "keytab in the task's token file: 0" in texts["stdout"], texts
             assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
             assert "a new HDFS delegation token" in texts["am.stderr"], texts["am.stderr"][-3000:]
+            # the coordinator's IPC as the cluster's hadoop.rpc.protection asks (privacy in make test-secure)
+            protection = secure.cluster.vars.get("TONY_HTC_RPC_PROTECTION") or "authentication"
+            assert f"Hadoop IPC protection: {protection}" in texts["am.stderr"], texts["am.stderr"][-3000:]
             assert "installed the job's refreshed credentials" in texts["executor.log"], texts["executor.log"]
             assert "HDFS calls use the job's refreshed delegation token" in texts["am.stderr"]
             h = secure.tony.run("history", "--location", f"hdfs://{history}")

@@ -677,9 +677,10 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
     b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
-    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs)",
+    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs; "
+              "Hadoop IPC protection: %s)",
               b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,
-              b->info.max_capability.gpus);
+              b->info.max_capability.gpus, b->info.protection ? b->info.protection : "?");
     /* Not fatal: the job's tokens still serve until their maximum lifetime. */
     tony_error rerr;
     if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr)) {
