@@ -9,7 +9,7 @@
 
 #include "am/events.h"
 #include "am/history.h"
-#include "am/job.h"
+#include "am/fsm.h"
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
@@ -40,7 +40,11 @@ typedef struct tony_am {
     tony_conf *conf;
     tony_plan plan;
     const tony_runtime *runtime;
-    am_job job;
+    am_fsm fsm;          /* the job's and its tasks' states: changed only through fsm.h */
+    am_actions pending;  /* what the state machine decided, for am.c to carry out */
+    struct event *act_ev; /* run by am_kick: carries pending out from the loop */
+    bool carrying;       /* am.c is carrying actions out (they queue meanwhile) */
+    bool client_finished; /* the client said it read the final state */
     tony_backend *backend;
     am_rendezvous *rendezvous; /* frameworks that rendezvous through us (Horovod) */
     char *job_dir;
@@ -50,15 +54,9 @@ typedef struct tony_am {
     char *host; /* address executors reach us at */
     int port;
     char *url;
-    long long started_ms, finished_ms;
+    long long started_ms;
     long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
-    int retries_left;
-    bool killed;          /* by the user: no restart */
-    bool timed_out;       /* tony.application.timeout: no restart */
-    bool done;            /* final status decided */
-    am_final_status final_status;
-    char *diagnostics;
     am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
     struct event *tick;
@@ -97,8 +95,9 @@ json_t *am_job_json(const tony_am *am);
 json_t *am_task_json(const tony_am *am, const am_task *t);
 /* Listens on bind_host, any free port; am->url names am->host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
-/* Answers every waiting executor whose gang is ready (or whose attempt ended). */
-void am_api_release_waiters(tony_am *am, bool force);
+/* Answers every executor waiting at the barrier: go, or "ending" once the
+ * attempt is over (the state machine says when: AM_ACT_RELEASE_GANG). */
+void am_api_release_waiters(tony_am *am);
 void am_api_expire_waiters(tony_am *am, long long now_ms);
 /* The body of a "go" answer for task t: command, env, timeout. */
 json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err);
@@ -119,11 +118,10 @@ void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_
  * server go). */
 void am_logfetch_free_all(tony_am *am);
 
-/* Called by the API when something happened. */
-void am_on_kill_request(tony_am *am);
-void am_on_client_finished(tony_am *am);
-void am_advance(tony_am *am);
-const char *am_final_status_name(am_final_status s);
+/* Has the loop carry out am->pending soon (from the loop, never from inside
+ * the caller): the API feeds the state machine events and leaves the
+ * actions to am.c this way. */
+static inline void am_kick(tony_am *am) { event_active(am->act_ev, 0, 0); }
 
 /* Recording (record.c): hooks the loop and the API call as things happen;
  * each writes the event log, the history file and the metrics. Failing to

@@ -83,15 +83,6 @@ static void reply_error(struct evhttp_request *req, int code, const char *msg) {
     reply_json(req, code, json_pack("{s:s}", "error", msg));
 }
 
-const char *am_final_status_name(am_final_status s) {
-    switch (s) {
-    case AM_FINAL_SUCCEEDED: return "SUCCEEDED";
-    case AM_FINAL_FAILED: return "FAILED";
-    case AM_FINAL_KILLED: return "KILLED";
-    default: return "UNDEFINED";
-    }
-}
-
 static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
     json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
     if (exit_status != TONY_EXIT_INVALID) {
@@ -116,7 +107,7 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
         starts += r->started;
     }
     if (t->state != AM_TASK_NEW) {
-        json_array_append_new(runs, run_json(am->job.attempt, t->state, t->exit_status, t->started_ms != 0));
+        json_array_append_new(runs, run_json(am->fsm.job.attempt, t->state, t->exit_status, t->started_ms != 0));
         starts += t->started_ms != 0;
     }
     json_object_set_new(o, "starts", json_integer(starts));
@@ -126,7 +117,7 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
 json_t *am_task_json(const tony_am *am, const am_task *t) {
     char meaning[160];
     json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
-                          am_task_state_name(t->state), "attempt", am->job.attempt);
+                          am_task_state_name(t->state), "attempt", am->fsm.job.attempt);
     if (t->host) {
         json_object_set_new(o, "host", json_string(t->host));
         json_object_set_new(o, "port", json_integer(t->port));
@@ -144,7 +135,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     /* The executor says where its logs are (a container's log dir on its
      * node); before it registers, the local layout is the best guess. */
     char *dir = t->log_dir ? tony_strdup(t->log_dir)
-                           : tony_jobdir_task_dir(am->job_dir, am->job.attempt, t->role->name, t->index);
+                           : tony_jobdir_task_dir(am->job_dir, am->fsm.job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
     if (t->container) json_object_set_new(o, "container", json_string(t->container));
     if (t->log_url) json_object_set_new(o, "log_url", json_string(t->log_url));
@@ -167,8 +158,8 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
 /* The task serving TensorBoard now: the one that reserved TB_PORT (the
  * sidecar, else the chief), running, with something listening there. */
 static const am_task *serving_tensorboard(const tony_am *am) {
-    for (size_t i = 0; i < am->job.ntasks; i++) {
-        const am_task *t = &am->job.tasks[i];
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
+        const am_task *t = &am->fsm.job.tasks[i];
         if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING && t->tb_listening) return t;
     }
     return NULL;
@@ -180,7 +171,7 @@ static const am_task *serving_tensorboard(const tony_am *am) {
 static json_t *single_node_task_json(const tony_am *am) {
     const tony_am_place *at = &am->single;
     json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", "role", "am", "index", 0, "state",
-                          am->done ? am_final_status_name(am->final_status) : "RUNNING", "attempt", 0, "host", am->host);
+                          (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : "RUNNING", "attempt", 0, "host", am->host);
     if (am->single_exited) {
         char meaning[160];
         json_object_set_new(t, "exit_status", json_integer(am->single_exit_code));
@@ -196,23 +187,21 @@ static json_t *single_node_task_json(const tony_am *am) {
 }
 
 json_t *am_job_json(const tony_am *am) {
-    const char *state = am->done                         ? "FINISHED"
-                        : am->plan.single_node           ? "RUNNING"
-                        : am->job.attempt_over           ? "FINISHING"
-                        : am_job_count_registered(&am->job) < am_job_count_requested(&am->job) ? "REGISTERING"
-                                                                                              : "RUNNING";
+    /* a single-node job runs from the moment its coordinator does */
+    const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? "RUNNING"
+                                                                            : am_job_state_name(am->fsm.state);
     json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
-                          am_final_status_name(am->final_status), "attempt", am->job.attempt, "backend",
+                          am_final_status_name(am->fsm.final_status), "attempt", am->fsm.job.attempt, "backend",
                           am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
                           am->job_dir, "started_ms", am_wall_ms(am, am->started_ms));
-    json_object_set_new(o, "retries_left", json_integer(am->retries_left));
+    json_object_set_new(o, "retries_left", json_integer(am->fsm.retries_left));
     json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
     if (am->url) json_object_set_new(o, "url", json_string(am->url));
-    if (am->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->finished_ms)));
-    const char *diag = am->diagnostics ? am->diagnostics : am->job.attempt_diagnostics;
+    if (am->fsm.finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->fsm.finished_ms)));
+    const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     json_t *tasks = json_array();
-    for (size_t i = 0; i < am->job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->job.tasks[i]));
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, "tasks", tasks);
     const am_task *tb = serving_tensorboard(am);
@@ -221,7 +210,7 @@ json_t *am_job_json(const tony_am *am) {
         json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", tb->role->name, tb->index));
     }
     /* Right-sizing once the job is over; the numbers are final then. */
-    json_object_set_new(o, "advice", am->done ? tony_sizing_advice(tasks) : json_array());
+    json_object_set_new(o, "advice", (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
     if (am->history) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
         char *where = am_history_where(am->history);
@@ -285,7 +274,7 @@ static json_t *cluster_spec(const tony_am *am) {
         const tony_role *role = &am->plan.roles[r];
         json_t *arr = json_array();
         for (int i = 0; i < role->instances; i++) {
-            const am_task *t = am_job_task((am_job *)&am->job, role->name, i);
+            const am_task *t = am_job_task((am_job *)&am->fsm.job, role->name, i);
             if (!t || !t->host) continue;
             json_array_append_new(arr, json_sprintf("%s:%d", t->host, t->port));
         }
@@ -325,29 +314,29 @@ json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err) {
 
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
-    if (am->job.attempt_over) {
+    if (am->fsm.job.attempt_over || am->fsm.state == AM_JOB_DONE) {
         reply_json(w->req, 409, json_pack("{s:s,s:s}", "status", "ending", "error", "the attempt is ending"));
         return;
     }
     json_t *go = am_task_go_json(am, w->task, &err);
     if (!go) {
-        am_job_end_attempt(&am->job, AM_FINAL_FAILED, "cannot build the env of %s:%d: %s", w->task->role->name,
-                           w->task->index, err.msg);
+        char *why = tony_sprintf("cannot build the env of %s:%d: %s", w->task->role->name, w->task->index, err.msg);
+        am_fsm_fail_attempt(&am->fsm, why, am_now_ms(), &am->pending);
+        free(why);
         reply_error(w->req, 500, err.msg);
-        am_advance(am);
+        am_kick(am);
         return;
     }
     reply_json(w->req, 200, go);
 }
 
-void am_api_release_waiters(tony_am *am, bool force) {
-    if (!force && !am->job.attempt_over && am->plan.gang && !am_job_gang_ready(&am->job)) return;
-    /* Detach the list first: answering may re-enter (am_advance). */
+void am_api_release_waiters(tony_am *am) {
+    /* Detach the list first: answering may add waiters back (none today). */
     am_waiter *ws = am->waiters;
     size_t n = am->nwaiters;
     am->waiters = NULL;
     am->nwaiters = am->capwaiters = 0;
-    if (n && !am->job.attempt_over) tony_info("gang complete: %zu task(s) may start", n);
+    if (n && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n);
     for (size_t i = 0; i < n; i++) answer_waiter(am, &ws[i]);
     free(ws);
 }
@@ -414,9 +403,9 @@ static char *task_log_dir(const tony_am *am, const char *role, int index, int at
         if (strcmp(role, "am") != 0 || index != 0 || !am->single.log_dir) return NULL;
         return tony_strdup(am->single.log_dir);
     }
-    const am_task *t = am_job_task((am_job *)&am->job, role, index);
+    const am_task *t = am_job_task((am_job *)&am->fsm.job, role, index);
     if (!t) return NULL;
-    if (attempt == am->job.attempt && t->log_dir && tony_is_dir(t->log_dir)) return tony_strdup(t->log_dir);
+    if (attempt == am->fsm.job.attempt && t->log_dir && tony_is_dir(t->log_dir)) return tony_strdup(t->log_dir);
     return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
 }
 
@@ -453,7 +442,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
         return;
     }
     const char *stream = "stdout", *bad = NULL;
-    long long offset = 0, attempt = am->job.attempt;
+    long long offset = 0, attempt = am->fsm.job.attempt;
     for (struct evkeyval *kv = q.tqh_first; kv && !bad; kv = kv->next.tqe_next) {
         if (strcmp(kv->key, "stream") == 0) {
             if (strcmp(kv->value, "stdout") != 0 && strcmp(kv->value, "stderr") != 0)
@@ -462,7 +451,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
         } else if (strcmp(kv->key, "offset") == 0) {
             if (!query_uint(kv->value, LLONG_MAX / 2, &offset)) bad = "offset must be a byte offset (0 or more)";
         } else if (strcmp(kv->key, "attempt") == 0) {
-            if (!query_uint(kv->value, am->job.attempt, &attempt))
+            if (!query_uint(kv->value, am->fsm.job.attempt, &attempt))
                 bad = "attempt must be a number from 0 to the job's current attempt";
         } else {
             bad = "unknown parameter; use stream, offset and attempt";
@@ -470,8 +459,8 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     }
     /* A task whose backend reads its output (on YARN: from its node's
      * NodeManager, wherever that node is). */
-    const am_task *rt = bad || am->plan.single_node ? NULL : am_job_task(&am->job, role, index);
-    const char *link = !rt ? NULL : attempt == am->job.attempt ? rt->log_url : NULL;
+    const am_task *rt = bad || am->plan.single_node ? NULL : am_job_task(&am->fsm.job, role, index);
+    const char *link = !rt ? NULL : attempt == am->fsm.job.attempt ? rt->log_url : NULL;
     for (size_t i = 0; rt && !link && i < rt->nruns; i++)
         if (rt->runs[i].attempt == attempt) link = rt->runs[i].log_url; /* an earlier attempt's container */
     if (link) {
@@ -530,7 +519,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         return;
     }
     if (strcmp(verb, "metrics") == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
-        const am_task *mt = am_job_task(&am->job, role, index);
+        const am_task *mt = am_job_task(&am->fsm.job, role, index);
         am_metrics *m = mt ? am_record_metrics(am, mt) : NULL;
         if (!m) {
             reply_error(req, 404, "no such task in this job");
@@ -539,7 +528,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         json_t *o = am_metrics_series_json(m);
         json_object_set_new(o, "role", json_string(role));
         json_object_set_new(o, "index", json_integer(index));
-        json_object_set_new(o, "attempt", json_integer(am->job.attempt));
+        json_object_set_new(o, "attempt", json_integer(am->fsm.job.attempt));
         reply_json(req, 200, o);
         return;
     }
@@ -551,7 +540,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
         return;
     }
-    am_task *t = am_job_task(&am->job, role, index);
+    am_task *t = am_job_task(&am->fsm.job, role, index);
     if (!t) {
         reply_error(req, 404, "no such task in this job");
         return;
@@ -567,7 +556,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         reply_error(req, 400, "\"attempt\" (integer) is required");
         return;
     }
-    if (json_integer_value(attempt_j) != am->job.attempt || am->done) {
+    if (json_integer_value(attempt_j) != am->fsm.job.attempt || (am->fsm.state == AM_JOB_DONE)) {
         json_decref(body);
         reply_json(req, 409, json_pack("{s:s,s:s}", "status", "stale", "error", "this attempt is over"));
         return;
@@ -583,54 +572,54 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
             return;
         }
-        if (am->job.attempt_over) {
-            json_decref(body);
+        const char *log_url = json_string_value(json_object_get(body, "log_url"));
+        /* Kept only when the backend can read the log from it. */
+        tony_error lerr;
+        if (log_url && !t->host && am_backend_reads_log_url(am, log_url, &lerr) != 0) {
+            tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
+            log_url = NULL;
+        }
+        am_registration r = {.host = host,
+                             .port = (int)port,
+                             .tb_port = (int)tb_port,
+                             .log_dir = json_string_value(json_object_get(body, "log_dir")),
+                             .container = json_string_value(json_object_get(body, "container")),
+                             .log_url = log_url};
+        am_reg_result res = am_fsm_registered(&am->fsm, t, &r, now, &am->pending);
+        json_decref(body);
+        if (res == AM_REG_ENDING) {
             reply_json(req, 409, json_pack("{s:s}", "status", "ending"));
             return;
         }
-        if (!t->host) {
-            t->host = tony_strdup(host);
-            t->port = (int)port;
-            t->tb_port = (int)tb_port;
-            const char *log_dir = json_string_value(json_object_get(body, "log_dir"));
-            const char *container = json_string_value(json_object_get(body, "container"));
-            const char *log_url = json_string_value(json_object_get(body, "log_url"));
-            if (log_dir && *log_dir) t->log_dir = tony_strdup(log_dir);
-            if (container && *container) t->container = tony_strdup(container);
-            /* Kept only when the backend can read the log from it. */
-            tony_error lerr;
-            if (log_url && am_backend_reads_log_url(am, log_url, &lerr) == 0) t->log_url = tony_strdup(log_url);
-            else if (log_url)
-                tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
-            t->registered_ms = now;
-            t->state = AM_TASK_REGISTERED;
+        if (res == AM_REG_NEW) {
             am->status_dirty = true;
-            tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, host, (int)port,
-                      am_job_count_registered(&am->job), am_job_count_requested(&am->job));
+            tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, t->host, t->port,
+                      am_job_count_registered(&am->fsm.job), am_job_count_requested(&am->fsm.job));
             am_record_task_registered(am, t);
         }
-        t->last_heartbeat_ms = now;
-        json_decref(body);
+        /* answered when the state machine releases the gang */
         add_waiter(am, req, t);
-        if (!am->plan.gang) am_api_release_waiters(am, true);
-        else am_api_release_waiters(am, false);
+        am_kick(am);
         return;
     }
     if (strcmp(verb, "heartbeat") == 0) {
-        t->last_heartbeat_ms = now;
-        /* As TonY's registerTensorBoardUrl, but only once the port serves. */
         json_t *tb = json_object_get(body, "tensorboard");
-        if (json_is_boolean(tb) && t->tb_port > 0 && json_is_true(tb) != t->tb_listening) {
-            t->tb_listening = json_is_true(tb);
+        bool tb_changed;
+        am_hb_answer hb = am_fsm_heartbeat(&am->fsm, t, json_is_boolean(tb) ? json_is_true(tb) : -1, now, &tb_changed);
+        if (tb_changed) {
             am->status_dirty = true;
             tony_info("%s:%d: TensorBoard %s on port %d", role, index, t->tb_listening ? "serves" : "no longer serves",
                       t->tb_port);
         }
+        if (hb == AM_HB_STOP) {
+            /* The executor stops its task: the end does not hang on the
+             * backend's stop alone (issue 11 #1). */
+            json_decref(body);
+            reply_json(req, 409, json_pack("{s:s,s:s}", "status", "stop", "error", "the attempt is ending: stop the task"));
+            return;
+        }
     } else if (strcmp(verb, "started") == 0) {
-        t->pid = (int)json_integer_value(json_object_get(body, "pid"));
-        t->started_ms = now;
-        t->last_heartbeat_ms = now;
-        if (!am_task_done(t)) t->state = AM_TASK_RUNNING;
+        am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, "pid")), now);
         am->status_dirty = true;
         am_record_task_started(am, t);
     } else if (strcmp(verb, "metrics") == 0) {
@@ -645,17 +634,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         if (m) am_metrics_add(m, &sample);
         /* A sample is a sign of life too. status.json is not rewritten for
          * it (live readers ask /v1/job); the final one carries the totals. */
-        t->last_heartbeat_ms = now;
+        am_fsm_alive(&am->fsm, t, now);
     } else if (strcmp(verb, "finished") == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
-         * exit status, as in TonY. A timeout is worth saying in words. */
-        t->result_reported = true;
-        if (json_is_true(json_object_get(body, "timed_out"))) {
-            free(t->diagnostics);
-            t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
-                                          "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
-                                          am->plan.execution_timeout_ms);
-        }
+         * exit status, as in TonY. */
+        am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, "timed_out")));
     } else {
         json_decref(body);
         reply_error(req, 404, "unknown task verb");
@@ -668,14 +651,14 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
 /* Why no TensorBoard serves now, in words for whoever followed the link. */
 static char *why_no_tensorboard(const tony_am *am) {
     const am_task *t = NULL;
-    for (size_t i = 0; i < am->job.ntasks && !t; i++)
-        if (am_job_reserves_tb_port(&am->job, &am->job.tasks[i])) t = &am->job.tasks[i];
+    for (size_t i = 0; i < am->fsm.job.ntasks && !t; i++)
+        if (am_job_reserves_tb_port(&am->fsm.job, &am->fsm.job.tasks[i])) t = &am->fsm.job.tasks[i];
     if (!t)
         return tony_sprintf("Job %s runs no TensorBoard: no task of it reserves TB_PORT. Submit it with "
                             "--sidecar_tensorboard_log_dir DIR, or have the chief start TensorBoard on $TB_PORT.",
                             am->app_id);
     const char *dir = am->plan.tensorboard_log_dir;
-    if (am->done)
+    if ((am->fsm.state == AM_JOB_DONE))
         return tony_sprintf("Job %s has ended: no TensorBoard serves for it any more (TB_PORT was %s:%d's).%s%s",
                             am->app_id, t->role->name,
                             t->index, dir ? " To look at its summaries now: tensorboard --logdir " : "", dir ? dir : "");
@@ -762,8 +745,14 @@ static void handle(struct evhttp_request *req, void *arg) {
         else {
             bool kill = strcmp(path, "/v1/job/kill") == 0;
             reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
-            if (kill) am_on_kill_request(am);
-            else am_on_client_finished(am);
+            if (kill) {
+                tony_info("kill requested");
+                am_record_kill(am);
+                am_fsm_kill(&am->fsm, am_now_ms(), &am->pending);
+            } else {
+                am->client_finished = true;
+            }
+            am_kick(am);
         }
     } else {
         reply_error(req, 404, "unknown path; see /v1/job");
