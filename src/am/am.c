@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "am/am_internal.h"
+#include "am/api.h"
+#include "am/logfetch.h"
+#include "am/record.h"
+#include "am/view.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"

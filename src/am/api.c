@@ -12,215 +12,19 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "am/am_internal.h"
+#include "am/api.h"
+
+#include "am/logfetch.h"
+#include "am/record.h"
+#include "am/reply.h"
+#include "am/view.h"
 #include "am/webui.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
-#include "common/sizing.h"
 #include "common/strv.h"
-
-long long am_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-long long am_wall_clock_ms(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-long long am_wall_ms(const tony_am *am, long long mono_ms) {
-    return mono_ms + am->wall_offset_ms;
-}
-
-static const char *reason_phrase(int code) {
-    switch (code) {
-    case 200: return "OK";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    default: return "Error";
-    }
-}
-
-/* One line of text (JSON or words) as the whole answer, never cached. */
-static void send_line(struct evhttp_request *req, int code, const char *type, const char *s) {
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add(buf, s, strlen(s));
-    evbuffer_add(buf, "\n", 1);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-    evhttp_send_reply(req, code, reason_phrase(code), buf);
-    evbuffer_free(buf);
-}
-
-static void send_json_text(struct evhttp_request *req, int code, const char *s) {
-    send_line(req, code, "application/json", s);
-}
-
-static void reply_json(struct evhttp_request *req, int code, json_t *body) {
-    char *s = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    send_json_text(req, code, s);
-    free(s);
-}
-
-void am_api_reply_json(struct evhttp_request *req, int code, json_t *body) { reply_json(req, code, body); }
-
-static void reply_text(struct evhttp_request *req, int code, const char *text) {
-    send_line(req, code, "text/plain; charset=utf-8", text);
-}
-
-static void reply_error(struct evhttp_request *req, int code, const char *msg) {
-    reply_json(req, code, json_pack("{s:s}", "error", msg));
-}
-
-static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
-    json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
-    if (exit_status != TONY_EXIT_INVALID) {
-        char meaning[160];
-        json_object_set_new(o, "exit_status", json_integer(exit_status));
-        json_object_set_new(o, "exit_meaning", json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
-    }
-    return o;
-}
-
-/* The attempts the task got a container in (earlier ones, then this one),
- * and how many times its process started: the job restarts as a whole,
- * so a task's restarts are the job's attempts it ran in. */
-static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
-    json_t *runs = json_array();
-    int starts = 0;
-    for (size_t i = 0; i < t->nruns; i++) {
-        const am_task_run *r = &t->runs[i];
-        json_t *rj = run_json(r->attempt, r->state, r->exit_status, r->started);
-        if (r->log_url) json_object_set_new(rj, "log_url", json_string(r->log_url));
-        json_array_append_new(runs, rj);
-        starts += r->started;
-    }
-    if (t->state != AM_TASK_NEW) {
-        json_array_append_new(runs, run_json(am->fsm.job.attempt, t->state, t->exit_status, t->started_ms != 0));
-        starts += t->started_ms != 0;
-    }
-    json_object_set_new(o, "starts", json_integer(starts));
-    json_object_set_new(o, "runs", runs);
-}
-
-json_t *am_task_json(const tony_am *am, const am_task *t) {
-    char meaning[160];
-    json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
-                          am_task_state_name(t->state), "attempt", am->fsm.job.attempt);
-    if (t->host) {
-        json_object_set_new(o, "host", json_string(t->host));
-        json_object_set_new(o, "port", json_integer(t->port));
-    }
-    if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
-    if (t->exited || am_task_done(t)) {
-        json_object_set_new(o, "exit_status", json_integer(t->exit_status));
-        json_object_set_new(o, "exit_meaning",
-                            json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
-    }
-    if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
-    json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
-    task_runs_json(am, t, o);
-    if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
-    /* The executor says where its logs are (a container's log dir on its
-     * node); before it registers, the local layout is the best guess. */
-    char *dir = t->log_dir ? tony_strdup(t->log_dir)
-                           : tony_jobdir_task_dir(am->job_dir, am->fsm.job.attempt, t->role->name, t->index);
-    char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
-    if (t->container) json_object_set_new(o, "container", json_string(t->container));
-    if (t->log_url) json_object_set_new(o, "log_url", json_string(t->log_url));
-    json_object_set_new(o, "log_dir", json_string(dir));
-    json_object_set_new(o, "stdout", json_string(out));
-    json_object_set_new(o, "stderr", json_string(err));
-    free(dir), free(out), free(err);
-    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(am, t->registered_ms)));
-    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
-    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
-    json_object_set_new(o, "requested", am_record_requested_json(t));
-    am_metrics *m = am_record_metrics(am, t);
-    if (m) {
-        json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));
-        json_object_set_new(o, "last_sample", am_metrics_last_json(m));
-    }
-    return o;
-}
-
-/* The task serving TensorBoard now: the one that reserved TB_PORT (the
- * sidecar, else the chief), running, with something listening there. */
-static const am_task *serving_tensorboard(const tony_am *am) {
-    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
-        const am_task *t = &am->fsm.job.tasks[i];
-        if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING && t->tb_listening) return t;
-    }
-    return NULL;
-}
-
-/* A single-node job's command as the job's one task, am:0, with a task's
- * log fields, so that readers (tony logs, the page) find its output where
- * they find any task's. */
-static json_t *single_node_task_json(const tony_am *am) {
-    const tony_am_place *at = &am->single;
-    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", "role", "am", "index", 0, "state",
-                          (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : "RUNNING", "attempt", 0, "host", am->host);
-    if (am->single_exited) {
-        char meaning[160];
-        json_object_set_new(t, "exit_status", json_integer(am->single_exit_code));
-        json_object_set_new(t, "exit_meaning",
-                            json_string(tony_exit_status_meaning(am->single_exit_code, meaning, sizeof meaning)));
-    }
-    if (at->container) json_object_set_new(t, "container", json_string(at->container));
-    if (at->log_url) json_object_set_new(t, "log_url", json_string(at->log_url));
-    json_object_set_new(t, "log_dir", json_string(at->log_dir));
-    json_object_set_new(t, "stdout", json_sprintf("%s/stdout", at->log_dir));
-    json_object_set_new(t, "stderr", json_sprintf("%s/stderr", at->log_dir));
-    return t;
-}
-
-json_t *am_job_json(const tony_am *am) {
-    /* a single-node job runs from the moment its coordinator does */
-    const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? "RUNNING"
-                                                                            : am_job_state_name(am->fsm.state);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
-                          am_final_status_name(am->fsm.final_status), "attempt", am->fsm.job.attempt, "backend",
-                          am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
-                          am->job_dir, "started_ms", am_wall_ms(am, am->started_ms));
-    json_object_set_new(o, "retries_left", json_integer(am->fsm.retries_left));
-    json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
-    if (am->url) json_object_set_new(o, "url", json_string(am->url));
-    if (am->fsm.finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->fsm.finished_ms)));
-    const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
-    if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
-    json_t *tasks = json_array();
-    for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
-    if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
-    json_object_set_new(o, "tasks", tasks);
-    const am_task *tb = serving_tensorboard(am);
-    if (tb) {
-        json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));
-        json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", tb->role->name, tb->index));
-    }
-    /* Right-sizing once the job is over; the numbers are final then. */
-    json_object_set_new(o, "advice", (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
-    if (am->history) {
-        /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
-        char *where = am_history_where(am->history);
-        const char *file = strrchr(am_history_file(am->history), '/');
-        json_object_set_new(o, "history_dir", json_string(where));
-        json_object_set_new(o, "history_file", json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
-        free(where);
-    }
-    return o;
-}
 
 /* GET /v1/job[?metrics=0], with an ETag over the body: a browser polling
  * every second gets a bodiless 304 while nothing changed, however many tasks
@@ -237,13 +41,13 @@ static void reply_job(tony_am *am, struct evhttp_request *req, const char *query
         const char *m = evhttp_find_header(&q, "metrics");
         if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0) {
             evhttp_clear_headers(&q);
-            reply_error(req, 400, "metrics must be 0 (leave each task's metrics and last_sample out) or 1");
+            am_reply_error(req, 400, "metrics must be 0 (leave each task's metrics and last_sample out) or 1");
             return;
         }
         with_metrics = !m || strcmp(m, "1") == 0;
     }
     evhttp_clear_headers(&q);
-    if (evhttp_find_header(in, "X-Tony-UI")) am->ui_seen_ms = am_now_ms();
+    if (evhttp_find_header(in, AM_API_UI_HEADER)) am->ui_seen_ms = am_now_ms();
     json_t *job = am_job_json(am);
     if (!with_metrics) {
         size_t i;
@@ -263,7 +67,7 @@ static void reply_job(tony_am *am, struct evhttp_request *req, const char *query
         evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
         evhttp_send_reply(req, 304, "Not Modified", NULL);
     } else {
-        send_json_text(req, 200, s);
+        am_reply_json_text(req, 200, s);
     }
     free(s);
 }
@@ -283,7 +87,8 @@ static json_t *cluster_spec(const tony_am *am) {
     return spec;
 }
 
-json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err) {
+/* The body of a "go" answer for task t: command, env, timeout. */
+static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
     json_t *spec = cluster_spec(am);
     tony_env env = {0};
     tony_env_merge(&env, &am->plan.shell_env);
@@ -308,26 +113,26 @@ json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err) {
         free(k);
     }
     tony_env_free(&env);
-    return json_pack("{s:s,s:s,s:o,s:o,s:I}", "status", "go", "command", t->role->command, "env", envj,
-                     "cluster_spec", spec, "execution_timeout_ms", am->plan.execution_timeout_ms);
+    return json_pack("{s:s,s:s,s:o,s:o,s:I}", AM_API_STATUS, AM_API_GO, AM_API_COMMAND, t->role->command, AM_API_ENV,
+                     envj, AM_API_CLUSTER_SPEC, spec, AM_API_EXECUTION_TIMEOUT_MS, am->plan.execution_timeout_ms);
 }
 
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
     if (am->fsm.job.attempt_over || am->fsm.state == AM_JOB_DONE) {
-        reply_json(w->req, 409, json_pack("{s:s,s:s}", "status", "ending", "error", "the attempt is ending"));
+        am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "the attempt is ending"));
         return;
     }
-    json_t *go = am_task_go_json(am, w->task, &err);
+    json_t *go = task_go_json(am, w->task, &err);
     if (!go) {
         char *why = tony_sprintf("cannot build the env of %s:%d: %s", w->task->role->name, w->task->index, err.msg);
         am_fsm_fail_attempt(&am->fsm, why, am_now_ms(), &am->pending);
         free(why);
-        reply_error(w->req, 500, err.msg);
+        am_reply_error(w->req, 500, err.msg);
         am_kick(am);
         return;
     }
-    reply_json(w->req, 200, go);
+    am_reply_json(w->req, 200, go);
 }
 
 void am_api_release_waiters(tony_am *am) {
@@ -347,7 +152,7 @@ void am_api_expire_waiters(tony_am *am, long long now_ms) {
             i++;
             continue;
         }
-        reply_json(am->waiters[i].req, 200, json_pack("{s:s}", "status", "wait"));
+        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         am->waiters[i] = am->waiters[--am->nwaiters];
     }
 }
@@ -356,7 +161,7 @@ static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t) {
     /* One outstanding poll per task: a retried poll replaces the old one. */
     for (size_t i = 0; i < am->nwaiters; i++) {
         if (am->waiters[i].task != t) continue;
-        reply_json(am->waiters[i].req, 200, json_pack("{s:s}", "status", "wait"));
+        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         am->waiters[i].req = req;
         am->waiters[i].deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
         return;
@@ -409,20 +214,6 @@ static char *task_log_dir(const tony_am *am, const char *role, int index, int at
     return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
 }
 
-json_t *am_api_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
-                              const char *data, size_t n, long long size, bool exists) {
-    /* Output cut mid-character waits for its next bytes; what is not
-     * UTF-8 at all is shown as U+FFFD rather than refused. */
-    size_t used;
-    char *text = tony_utf8_sanitize(data, n, &used);
-    json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:s}", "role", role, "index", index, "attempt", attempt,
-                          "stream", stream, "offset", offset, "next", offset + (long long)used, "size", size, "data",
-                          text);
-    json_object_set_new(o, "exists", json_boolean(exists));
-    free(text);
-    return o;
-}
-
 /* Parses a query value as a non-negative integer no larger than max. */
 static bool query_uint(const char *v, long long max, long long *out) {
     if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 18) return false;
@@ -438,7 +229,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     /* A %00 would be decoded into the C string and cut it short unseen. */
     if ((query && strstr(query, "%00")) || evhttp_parse_query_str(query ? query : "", &q) != 0) {
-        reply_error(req, 400, "malformed query string");
+        am_reply_error(req, 400, "malformed query string");
         return;
     }
     const char *stream = "stdout", *bad = NULL;
@@ -470,7 +261,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     }
     char *dir = bad ? NULL : task_log_dir(am, role, index, (int)attempt);
     if (bad || !dir) {
-        reply_error(req, bad ? 400 : 404, bad ? bad : "no such task in this job");
+        am_reply_error(req, bad ? 400 : 404, bad ? bad : "no such task in this job");
         evhttp_clear_headers(&q);
         return;
     }
@@ -480,12 +271,12 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     tony_error err;
     int rc = tony_read_range(path, offset, AM_LOG_CHUNK, &data, &size, &err);
     if (rc == 0 && offset > size) {
-        reply_error(req, 400, "offset is past the end of the log");
+        am_reply_error(req, 400, "offset is past the end of the log");
     } else if (rc == 0) {
-        reply_json(req, 200, am_api_log_chunk_json(role, index, (int)attempt, stream, offset, data.data, data.len, size,
+        am_reply_json(req, 200, am_log_chunk_json(role, index, (int)attempt, stream, offset, data.data, data.len, size,
                                                    tony_file_exists(path)));
     } else {
-        reply_error(req, 500, err.msg);
+        am_reply_error(req, 500, err.msg);
     }
     tony_buf_free(&data);
     free(path);
@@ -494,7 +285,8 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
 }
 
 static bool known_verb(const char *verb) {
-    static const char *const verbs[] = {"log", "metrics", "register", "heartbeat", "started", "finished"};
+    static const char *const verbs[] = {AM_API_LOG,       AM_API_METRICS, AM_API_REGISTER,
+                                        AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (strcmp(verb, verbs[i]) == 0) return true;
     return false;
@@ -505,74 +297,74 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     char role[64], verb[32];
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
-        reply_error(req, 404,
+        am_reply_error(req, 404,
                     "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished>");
         return;
     }
     if (!known_verb(verb)) {
-        reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
+        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
         return;
     }
-    if (strcmp(verb, "log") == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+    if (strcmp(verb, AM_API_LOG) == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else handle_log(am, req, role, index);
         return;
     }
-    if (strcmp(verb, "metrics") == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+    if (strcmp(verb, AM_API_METRICS) == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
         const am_task *mt = am_job_task(&am->fsm.job, role, index);
-        am_metrics *m = mt ? am_record_metrics(am, mt) : NULL;
+        am_metrics *m = mt ? am_task_metrics(am, mt) : NULL;
         if (!m) {
-            reply_error(req, 404, "no such task in this job");
+            am_reply_error(req, 404, "no such task in this job");
             return;
         }
         json_t *o = am_metrics_series_json(m);
         json_object_set_new(o, "role", json_string(role));
         json_object_set_new(o, "index", json_integer(index));
-        json_object_set_new(o, "attempt", json_integer(am->fsm.job.attempt));
-        reply_json(req, 200, o);
+        json_object_set_new(o, AM_API_ATTEMPT, json_integer(am->fsm.job.attempt));
+        am_reply_json(req, 200, o);
         return;
     }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-        reply_error(req, 405, "use POST");
+        am_reply_error(req, 405, "use POST");
         return;
     }
     if (!secret_ok(am, req)) {
-        reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
+        am_reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
         return;
     }
     am_task *t = am_job_task(&am->fsm.job, role, index);
     if (!t) {
-        reply_error(req, 404, "no such task in this job");
+        am_reply_error(req, 404, "no such task in this job");
         return;
     }
     json_t *body = read_body(req);
     if (!body) {
-        reply_error(req, 400, "the body must be a JSON object");
+        am_reply_error(req, 400, "the body must be a JSON object");
         return;
     }
-    json_t *attempt_j = json_object_get(body, "attempt");
+    json_t *attempt_j = json_object_get(body, AM_API_ATTEMPT);
     if (!json_is_integer(attempt_j)) {
         json_decref(body);
-        reply_error(req, 400, "\"attempt\" (integer) is required");
+        am_reply_error(req, 400, "\"attempt\" (integer) is required");
         return;
     }
     if (json_integer_value(attempt_j) != am->fsm.job.attempt || (am->fsm.state == AM_JOB_DONE)) {
         json_decref(body);
-        reply_json(req, 409, json_pack("{s:s,s:s}", "status", "stale", "error", "this attempt is over"));
+        am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STALE, AM_API_ERROR, "this attempt is over"));
         return;
     }
     long long now = am_now_ms();
-    if (strcmp(verb, "register") == 0) {
-        const char *host = json_string_value(json_object_get(body, "host"));
-        json_int_t port = json_integer_value(json_object_get(body, "port"));
-        json_t *tb = json_object_get(body, "tb_port");
+    if (strcmp(verb, AM_API_REGISTER) == 0) {
+        const char *host = json_string_value(json_object_get(body, AM_API_HOST));
+        json_int_t port = json_integer_value(json_object_get(body, AM_API_PORT));
+        json_t *tb = json_object_get(body, AM_API_TB_PORT);
         json_int_t tb_port = json_integer_value(tb);
         if (!host || !*host || port <= 0 || port > 65535 || (tb && (!json_is_integer(tb) || tb_port <= 0 || tb_port > 65535))) {
             json_decref(body);
-            reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
+            am_reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
             return;
         }
-        const char *log_url = json_string_value(json_object_get(body, "log_url"));
+        const char *log_url = json_string_value(json_object_get(body, AM_API_LOG_URL));
         /* Kept only when the backend can read the log from it. */
         tony_error lerr;
         if (log_url && !t->host && am_backend_reads_log_url(am, log_url, &lerr) != 0) {
@@ -582,13 +374,13 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_registration r = {.host = host,
                              .port = (int)port,
                              .tb_port = (int)tb_port,
-                             .log_dir = json_string_value(json_object_get(body, "log_dir")),
-                             .container = json_string_value(json_object_get(body, "container")),
+                             .log_dir = json_string_value(json_object_get(body, AM_API_LOG_DIR)),
+                             .container = json_string_value(json_object_get(body, AM_API_CONTAINER)),
                              .log_url = log_url};
         am_reg_result res = am_fsm_registered(&am->fsm, t, &r, now, &am->pending);
         json_decref(body);
         if (res == AM_REG_ENDING) {
-            reply_json(req, 409, json_pack("{s:s}", "status", "ending"));
+            am_reply_json(req, 409, json_pack("{s:s}", AM_API_STATUS, AM_API_ENDING));
             return;
         }
         if (res == AM_REG_NEW) {
@@ -602,8 +394,8 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_kick(am);
         return;
     }
-    if (strcmp(verb, "heartbeat") == 0) {
-        json_t *tb = json_object_get(body, "tensorboard");
+    if (strcmp(verb, AM_API_HEARTBEAT) == 0) {
+        json_t *tb = json_object_get(body, AM_API_TENSORBOARD_UP);
         bool tb_changed;
         am_hb_answer hb = am_fsm_heartbeat(&am->fsm, t, json_is_boolean(tb) ? json_is_true(tb) : -1, now, &tb_changed);
         if (tb_changed) {
@@ -615,37 +407,38 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             /* The executor stops its task: the end does not hang on the
              * backend's stop alone (issue 11 #1). */
             json_decref(body);
-            reply_json(req, 409, json_pack("{s:s,s:s}", "status", "stop", "error", "the attempt is ending: stop the task"));
+            am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR,
+                                                 "the attempt is ending: stop the task"));
             return;
         }
-    } else if (strcmp(verb, "started") == 0) {
-        am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, "pid")), now);
+    } else if (strcmp(verb, AM_API_STARTED) == 0) {
+        am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, AM_API_PID)), now);
         am->status_dirty = true;
         am_record_task_started(am, t);
-    } else if (strcmp(verb, "metrics") == 0) {
+    } else if (strcmp(verb, AM_API_METRICS) == 0) {
         tony_sample sample;
         tony_error err;
         if (tony_sample_from_json(body, &sample, &err)) {
             json_decref(body);
-            reply_error(req, 400, err.msg);
+            am_reply_error(req, 400, err.msg);
             return;
         }
-        am_metrics *m = am_record_metrics(am, t);
+        am_metrics *m = am_task_metrics(am, t);
         if (m) am_metrics_add(m, &sample);
         /* A sample is a sign of life too. status.json is not rewritten for
          * it (live readers ask /v1/job); the final one carries the totals. */
         am_fsm_alive(&am->fsm, t, now);
-    } else if (strcmp(verb, "finished") == 0) {
+    } else if (strcmp(verb, AM_API_FINISHED) == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
          * exit status, as in TonY. */
-        am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, "timed_out")));
+        am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, AM_API_TIMED_OUT)));
     } else {
         json_decref(body);
-        reply_error(req, 404, "unknown task verb");
+        am_reply_error(req, 404, "unknown task verb");
         return;
     }
     json_decref(body);
-    reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+    am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_OK));
 }
 
 /* Why no TensorBoard serves now, in words for whoever followed the link. */
@@ -681,10 +474,10 @@ static char *why_no_tensorboard(const tony_am *am) {
 /* GET /tensorboard[/<path>]: the way from the job's tracking URL (this
  * API's root, also behind YARN's proxy) to its TensorBoard. */
 static void serve_tensorboard(tony_am *am, struct evhttp_request *req, const char *rest, const char *query) {
-    const am_task *t = serving_tensorboard(am);
+    const am_task *t = am_view_tensorboard_task(am);
     if (!t) {
         char *why = why_no_tensorboard(am);
-        reply_text(req, 404, why);
+        am_reply_text(req, 404, why);
         free(why);
         return;
     }
@@ -693,7 +486,7 @@ static void serve_tensorboard(tony_am *am, struct evhttp_request *req, const cha
                             query && *query ? query : "");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
     char *text = tony_sprintf("TensorBoard of %s:%d is at %s", t->role->name, t->index, to);
-    reply_text(req, 302, text);
+    am_reply_text(req, 302, text);
     free(text);
     free(to);
 }
@@ -707,13 +500,13 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
         const char *s = evhttp_find_header(&q, "since");
         if (s && (!tony_parse_ll(s, &since) || since < 0)) {
             evhttp_clear_headers(&q);
-            reply_error(req, 400, "since must be an event seq number >= 0 (the \"next\" of the last answer)");
+            am_reply_error(req, 400, "since must be an event seq number >= 0 (the \"next\" of the last answer)");
             return;
         }
     }
     evhttp_clear_headers(&q);
-    if (!am->events) reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
-    else reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+    if (!am->events) am_reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
+    else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
 }
 
 static void handle(struct evhttp_request *req, void *arg) {
@@ -722,29 +515,30 @@ static void handle(struct evhttp_request *req, void *arg) {
     struct evhttp_uri *parsed = evhttp_uri_parse(uri);
     const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
     if (!path) {
-        reply_error(req, 400, "malformed request URI");
-    } else if (strncmp(path, "/v1/tasks/", 10) == 0) {
-        handle_task(am, req, path + 10);
-    } else if (strcmp(path, "/v1/events") == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+        am_reply_error(req, 400, "malformed request URI");
+    } else if (strncmp(path, AM_API_TASKS, strlen(AM_API_TASKS)) == 0) {
+        handle_task(am, req, path + strlen(AM_API_TASKS));
+    } else if (strcmp(path, AM_API_EVENTS) == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else serve_events(am, req, evhttp_uri_get_query(parsed));
-    } else if (strcmp(path, "/tensorboard") == 0 || strncmp(path, "/tensorboard/", 13) == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
-        else serve_tensorboard(am, req, path + 12, evhttp_uri_get_query(parsed));
-    } else if (strcmp(path, "/v1/job") == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+    } else if (strncmp(path, AM_API_TENSORBOARD, strlen(AM_API_TENSORBOARD)) == 0 &&
+               (path[strlen(AM_API_TENSORBOARD)] == '\0' || path[strlen(AM_API_TENSORBOARD)] == '/')) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
+        else serve_tensorboard(am, req, path + strlen(AM_API_TENSORBOARD), evhttp_uri_get_query(parsed));
+    } else if (strcmp(path, AM_API_JOB) == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else reply_job(am, req, evhttp_uri_get_query(parsed));
-    } else if (strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0) {
-        const am_webui_file *f = am_webui_find(path[1] ? path + 4 : "index.html");
-        if (!f) reply_error(req, 404, "no such file in the web UI");
-        else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) reply_error(req, 405, "use GET");
+    } else if (strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0) {
+        const am_webui_file *f = am_webui_find(path[1] ? path + strlen(AM_API_UI) : "index.html");
+        if (!f) am_reply_error(req, 404, "no such file in the web UI");
+        else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else am_webui_reply(req, f);
-    } else if (strcmp(path, "/v1/job/kill") == 0 || strcmp(path, "/v1/job/finish") == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) reply_error(req, 405, "use POST");
-        else if (!secret_ok(am, req)) reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
+    } else if (strcmp(path, AM_API_JOB_KILL) == 0 || strcmp(path, AM_API_JOB_FINISH) == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) am_reply_error(req, 405, "use POST");
+        else if (!secret_ok(am, req)) am_reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
         else {
-            bool kill = strcmp(path, "/v1/job/kill") == 0;
-            reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+            bool kill = strcmp(path, AM_API_JOB_KILL) == 0;
+            am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_OK));
             if (kill) {
                 tony_info("kill requested");
                 am_record_kill(am);
@@ -755,7 +549,7 @@ static void handle(struct evhttp_request *req, void *arg) {
             am_kick(am);
         }
     } else {
-        reply_error(req, 404, "unknown path; see /v1/job");
+        am_reply_error(req, 404, "unknown path; see /v1/job");
     }
     if (parsed) evhttp_uri_free(parsed);
 }

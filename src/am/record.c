@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am/am_internal.h"
+#include "am/record.h"
+
+#include "am/view.h"
 #include "common/fs.h"
 #include "common/histloc.h"
 #include "common/jobdir.h"
@@ -163,7 +165,7 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
     char *id = task_id(t), meaning[160];
     const char *status = am_task_state_name(t->state);
     const char *what = tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning);
-    am_metrics *m = am_record_metrics(am, t);
+    am_metrics *m = am_task_metrics(am, t);
     char peak[160] = "";
     if (m && am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) >= 0)
         snprintf(peak, sizeof peak, "; peak memory %.0f MiB, CPU %.0f%% on average",
@@ -221,7 +223,7 @@ static void write_metrics(tony_am *am) {
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
         const am_task *t = &am->fsm.job.tasks[i];
         json_t *o = am_task_json(am, t);
-        am_metrics *m = am_record_metrics(am, t);
+        am_metrics *m = am_task_metrics(am, t);
         if (m) json_object_set_new(o, "series", am_metrics_series_json(m));
         json_array_append_new(tasks, o);
     }
@@ -281,21 +283,10 @@ void am_record_free(tony_am *am) {
     free(am->metrics);
 }
 
-am_metrics *am_record_metrics(const tony_am *am, const am_task *t) {
-    if (!am->metrics || t < am->fsm.job.tasks || t >= am->fsm.job.tasks + am->fsm.job.ntasks) return NULL;
-    size_t i = (size_t)(t - am->fsm.job.tasks);
-    return i < am->nmetrics ? am->metrics[i] : NULL;
-}
-
 void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, "TONY_METRICS_INTERVAL_MS", "%lld", am->plan.metrics_interval_ms);
     bool gpu_metrics = true;
     if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
     const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
     if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, "TONY_GPU_METRICS_SMI", smi && *smi ? smi : "nvidia-smi");
-}
-
-json_t *am_record_requested_json(const am_task *t) {
-    return json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)t->role->memory_mb * 1024 * 1024, "vcores",
-                     t->role->vcores, "gpus", t->role->gpus);
 }

@@ -18,6 +18,7 @@
 #include "client/report.h"
 #include "client/stage.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -260,7 +261,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
         if (interrupted && url && !kill_sent) {
             tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
-            tony_jobdir_post(url, job_dir, "kill");
+            tony_jobdir_post(url, job_dir, AM_API_JOB_KILL);
             kill_sent = true;
         }
         if (interrupted > 1) break;
@@ -283,7 +284,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         }
         tony_sleep_ms(300);
     }
-    if (url) tony_jobdir_post(url, job_dir, "finish");
+    if (url) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
     free(url);
     tony_follow_free(f);
     return job;

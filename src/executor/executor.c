@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "common/amapi.h"
 #include "common/env.h"
 #include "common/http.h"
 #include "common/log.h"
@@ -101,8 +102,8 @@ static bool port_listening(int port) {
 /* POSTs body to /v1/tasks/<role>/<index>/<verb>; returns the parsed answer
  * or NULL (err says why). *status gets the HTTP status. */
 static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
-    char *url = tony_sprintf("%s/v1/tasks/%s/%d/%s", x->am_url, x->role, x->index, verb);
-    json_object_set_new(body, "attempt", json_integer(x->attempt));
+    char *url = tony_sprintf("%s" AM_API_TASKS "%s/%d/%s", x->am_url, x->role, x->index, verb);
+    json_object_set_new(body, AM_API_ATTEMPT, json_integer(x->attempt));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     tony_http_response r;
@@ -122,18 +123,18 @@ static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
     while (!stop_signal) {
         long status;
-        json_t *body = json_pack("{s:s,s:i}", "host", x->host, "port", x->port);
+        json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
         /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
-        if (x->tb_port > 0) json_object_set_new(body, "tb_port", json_integer(x->tb_port));
-        json_object_set_new(body, "log_dir", json_string(x->log_dir));
+        if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
+        json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
         const char *container = getenv("CONTAINER_ID");
-        if (container && *container) json_object_set_new(body, "container", json_string(container));
+        if (container && *container) json_object_set_new(body, AM_API_CONTAINER, json_string(container));
         /* Where people (and the coordinator) read this task's output while
          * and after it runs, when the backend has such a place (a YARN
          * NodeManager's web UI). */
         const char *link = getenv("TONY_TASK_LOG_URL");
-        if (link && *link) json_object_set_new(body, "log_url", json_string(link));
-        json_t *ans = call(x, "register", body, REGISTER_TIMEOUT_MS, &status, err);
+        if (link && *link) json_object_set_new(body, AM_API_LOG_URL, json_string(link));
+        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
@@ -143,10 +144,10 @@ static json_t *register_task(executor *x, tony_error *err) {
             continue;
         }
         failures = 0;
-        const char *st = json_string_value(json_object_get(ans, "status"));
-        if (status == 200 && st && strcmp(st, "go") == 0) return ans;
-        if (status != 200 || !st || strcmp(st, "wait") != 0) {
-            const char *e = json_string_value(json_object_get(ans, "error"));
+        const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
+        if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
+        if (status != 200 || !st || strcmp(st, AM_API_WAIT) != 0) {
+            const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
             tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, e ? e : "?");
             json_decref(ans);
             return NULL;
@@ -164,7 +165,7 @@ static void send_metrics(const executor *x) {
     tony_metrics_sampler_take(x->sampler, &s);
     long status;
     tony_error err;
-    json_t *ans = call(x, "metrics", tony_sample_to_json(&s), CALL_TIMEOUT_MS, &status, &err);
+    json_t *ans = call(x, AM_API_METRICS, tony_sample_to_json(&s), CALL_TIMEOUT_MS, &status, &err);
     if (!ans) tony_debug("metrics not sent: %s", err.msg);
     json_decref(ans);
 }
@@ -181,14 +182,14 @@ static void kill_group(pid_t pgid, int sig) {
 
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
-    const char *command = json_string_value(json_object_get(go, "command"));
-    long long timeout_ms = json_integer_value(json_object_get(go, "execution_timeout_ms"));
+    const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
+    long long timeout_ms = json_integer_value(json_object_get(go, AM_API_EXECUTION_TIMEOUT_MS));
     if (!command || !*command)
         return tony_err(err, "Task command is empty. Please set tony.%s.command or pass --executes", x->role);
     tony_env env = {0};
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(go, "env"), k, v) tony_env_set(&env, k, json_string_value(v));
+    json_object_foreach(json_object_get(go, AM_API_ENV), k, v) tony_env_set(&env, k, json_string_value(v));
     if (x->tb_port > 0) tony_env_setf(&env, "TB_PORT", "%d", x->tb_port);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
@@ -219,7 +220,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
     long status;
     tony_error herr;
-    json_t *ans = call(x, "started", json_pack("{s:i}", "pid", (int)pid), CALL_TIMEOUT_MS, &status, &herr);
+    json_t *ans = call(x, AM_API_STARTED, json_pack("{s:i}", AM_API_PID, (int)pid), CALL_TIMEOUT_MS, &status, &herr);
     json_decref(ans);
     /* A first sample at once, so that even a short task has one. */
     tony_metrics_sampler_set_group(x->sampler, pid);
@@ -246,10 +247,13 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         if (now >= next_hb) {
             next_hb = now + x->heartbeat_ms;
             json_t *hb = json_object();
-            if (x->tb_port > 0) json_object_set_new(hb, "tensorboard", json_boolean(port_listening(x->tb_port)));
-            ans = call(x, "heartbeat", hb, CALL_TIMEOUT_MS, &status, &herr);
+            if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
+            ans = call(x, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &status, &herr);
             if (ans && status == 409) {
-                tony_warn("the coordinator says this attempt is over; stopping");
+                /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
+                const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
+                tony_warn("the coordinator says this attempt is %s; stopping",
+                          st && strcmp(st, AM_API_STOP) == 0 ? "ending" : "over");
                 if (!stop_at) {
                     kill_group(pid, SIGTERM);
                     stop_at = now + STOP_GRACE_MS;
@@ -277,7 +281,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
-    ans = call(x, "finished", json_pack("{s:i,s:b}", "exit_code", code, "timed_out", timed_out), CALL_TIMEOUT_MS,
+    ans = call(x, AM_API_FINISHED, json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out), CALL_TIMEOUT_MS,
                &status, &herr);
     json_decref(ans);
     return code;
