@@ -15,6 +15,7 @@
 #include "am/api.h"
 #include "am/logfetch.h"
 #include "am/record.h"
+#include "am/taskenv.h"
 #include "am/view.h"
 #include "common/fs.h"
 #include "common/http.h"
@@ -45,37 +46,6 @@ static void write_status(tony_am *am) {
     am->status_dirty = false;
 }
 
-static void task_env(tony_am *am, const am_task *t, tony_env *env) {
-    const tony_plan *p = &am->plan;
-    tony_env_merge(env, &p->container_env);
-    tony_env_set(env, "JOB_NAME", t->role->name);
-    tony_env_setf(env, "TASK_INDEX", "%d", t->index);
-    tony_env_setf(env, "TASK_NUM", "%d", tony_plan_tracked_tasks(p));
-    if (tony_plan_is_chief(p, t->role->name, t->index)) tony_env_set(env, "IS_CHIEF", "true");
-    tony_env_set(env, "DISTRIBUTED_MODE", p->gang ? "GANG" : "FCFS");
-    tony_env_set(env, "JOB_ID", am->app_id);
-    tony_env_set(env, "appid", am->app_id);
-    tony_env_setf(env, "SESSION_ID", "%d", am->fsm.job.attempt);
-    if (am->fsm.job.attempt > 0) tony_env_setf(env, "NUM_AM_RETRIES", "%d", am->fsm.job.attempt);
-    tony_env_set(env, "ATTEMPT_NUMBER", "0");
-    tony_env_set(env, "AM_HOST", am->host);
-    tony_env_setf(env, "AM_PORT", "%d", am->port);
-    if (am->shared_dir) tony_env_set(env, "TONY_JOB_DIR", am->shared_dir);
-    tony_env_set(env, "TONY_AM_URL", am->url);
-    tony_env_set(env, TONY_SECRET_ENV, am->secret);
-    tony_env_setf(env, "TONY_TASK_ID", "%s:%d", t->role->name, t->index);
-    tony_env_setf(env, "TONY_ATTEMPT", "%d", am->fsm.job.attempt);
-    tony_env_setf(env, "TONY_HEARTBEAT_INTERVAL_MS", "%lld", p->heartbeat_interval_ms);
-    tony_env_setf(env, "TONY_MAX_MISSED_HEARTBEATS", "%d", p->max_missed_heartbeats);
-    am_record_task_env(am, t, env);
-    if (am_job_reserves_tb_port(&am->fsm.job, t)) tony_env_set(env, "TONY_RESERVE_TB_PORT", "1");
-    if (p->tensorboard_log_dir) tony_env_set(env, "TB_LOG_DIR", p->tensorboard_log_dir);
-    if (t->role->docker_image) {
-        tony_env_set(env, "YARN_CONTAINER_RUNTIME_TYPE", "docker");
-        tony_env_set(env, "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE", t->role->docker_image);
-    }
-}
-
 /* A task's localized files: its role's resources plus the job's final
  * configuration, which TonY puts in every container as tony-final.xml. */
 static char *task_resources(const tony_am *am, const char *role_resources) {
@@ -85,7 +55,7 @@ static char *task_resources(const tony_am *am, const char *role_resources) {
 
 static void request_task(tony_am *am, am_task *t) {
     tony_env env = {0};
-    task_env(am, t, &env);
+    am_task_env(am, t, &env);
     char *resources = task_resources(am, t->role->resources);
     char *argv[] = {am->self_exe, "executor", NULL};
     tony_launch l = {.role = t->role->name,
@@ -297,15 +267,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
     if (tony_unpack_job_files(at->work_dir, am->app_id, err)) return -1;
     char *out = tony_path_join(at->log_dir, "stdout"), *errp = tony_path_join(at->log_dir, "stderr");
     tony_env env = {0};
-    tony_env_merge(&env, &am->plan.container_env);
-    tony_env_merge(&env, &am->plan.shell_env);
-    tony_env_set(&env, "JOB_ID", am->app_id);
-    tony_env_set(&env, "appid", am->app_id);
-    tony_env_set(&env, "PREPROCESSING_JOB", "true");
-    tony_env_set(&env, "HOME", at->work_dir);
-    tony_env_set(&env, "SESSION_ID", "0");
-    if (am->shared_dir) tony_env_set(&env, "TONY_JOB_DIR", am->shared_dir);
-    tony_env_unset(&env, "MALLOC_ARENA_MAX");
+    am_single_node_env(am, at->work_dir, &env);
     tony_strv envp = {0};
     tony_env_build_envp(&env, &envp);
     char *argv[] = {"bash", "-c", am->plan.am_command, NULL};

@@ -282,11 +282,3 @@ void am_record_free(tony_am *am) {
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);
 }
-
-void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env) {
-    tony_env_setf(env, "TONY_METRICS_INTERVAL_MS", "%lld", am->plan.metrics_interval_ms);
-    bool gpu_metrics = true;
-    if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
-    const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
-    if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, "TONY_GPU_METRICS_SMI", smi && *smi ? smi : "nvidia-smi");
-}

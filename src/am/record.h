@@ -18,8 +18,5 @@ void am_record_restart(tony_am *am);
 void am_record_kill(tony_am *am);
 void am_record_finish(tony_am *am);
 void am_record_free(tony_am *am);
-/* The executor's env for metrics: the interval, and nvidia-smi for tasks
- * with GPUs when tony.task.gpu-metrics.enabled. */
-void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env);
 
 #endif

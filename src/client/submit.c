@@ -23,6 +23,7 @@
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -170,7 +171,7 @@ static const char *choose_backend(tony_opt *o, const tony_conf *c, char *why, si
 }
 
 static void print_env_line(const char *kv) {
-    if (tony_str_starts_with(kv, "TONY_SECRET=")) return;
+    if (tony_str_starts_with(kv, TASKENV_SECRET "=")) return;
     printf("      %s\n", kv);
 }
 

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/resource.h"
 
 #define MEMORY_CHECK_MS 500
@@ -312,13 +313,13 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
             tony_buf_printf(&devs, "%s%d", n > 1 ? "," : "", g);
         }
         /* A task without GPUs must not see any: an empty list hides them all. */
-        tony_env_set(&c->env, "CUDA_VISIBLE_DEVICES", devs.data);
-        tony_env_set(&c->env, "NVIDIA_VISIBLE_DEVICES", c->gpus ? devs.data : "void");
+        tony_env_set(&c->env, TASKENV_CUDA_VISIBLE_DEVICES, devs.data);
+        tony_env_set(&c->env, TASKENV_NVIDIA_VISIBLE_DEVICES, c->gpus ? devs.data : "void");
         tony_buf_free(&devs);
-        tony_env_set(&c->env, "TONY_LOG_DIR", c->task_dir);
-        tony_env_set(&c->env, "TONY_PRIVATE_LOGS", "1"); /* the executor makes the task's logs 0600 */
-        tony_env_set(&c->env, "NM_HOST", "127.0.0.1");
-        tony_env_setf(&c->env, "TONY_CONTAINER_MEMORY_MB", "%lld", c->memory_mb);
+        tony_env_set(&c->env, TASKENV_LOG_DIR, c->task_dir);
+        tony_env_set(&c->env, TASKENV_PRIVATE_LOGS, "1"); /* the executor makes the task's logs 0600 */
+        tony_env_set(&c->env, TASKENV_NM_HOST, "127.0.0.1");
+        tony_env_setf(&c->env, TASKENV_CONTAINER_MEMORY_MB, "%lld", c->memory_mb);
         tony_env_set(&c->env, "PWD", work);
         tony_strv envp = {0};
         tony_env_build_envp(&c->env, &envp);

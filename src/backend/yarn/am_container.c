@@ -19,13 +19,14 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 
 int tony_yarn_task_secret(char **out, tony_error *err) {
     const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
     if (!path || !*path)
         return tony_err(err, "neither %s nor HADOOP_TOKEN_FILE_LOCATION is set: the job's secret reaches a "
                              "container through one of them (is this a YARN container started by tony?)",
-                        TONY_SECRET_ENV);
+                        TASKENV_SECRET);
     yarn_credentials *creds = NULL;
     if (yarn_credentials_read_file(path, &creds, err)) return -1;
     const yarn_secret *secret = yarn_credentials_find_secret(creds, TONY_YARN_SECRET_ALIAS);
@@ -54,8 +55,8 @@ int tony_yarn_am_main(void) {
     tony_log_init("am", NULL);
     tony_error err = {{0}};
     char cwd[PATH_MAX];
-    const char *container = getenv("CONTAINER_ID");
-    const char *host = getenv("NM_HOST");
+    const char *container = getenv(TASKENV_CONTAINER_ID);
+    const char *host = getenv(TASKENV_NM_HOST);
     yarn_container_id cid = {0};
     if (!getcwd(cwd, sizeof cwd)) {
         tony_err(&err, "cannot read the container's work dir");
