@@ -317,9 +317,8 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     if (tony_jobdir_secret(am->job_dir, &am->secret, err)) return -1;
     if (tony_plan_from_conf(am->conf, &am->plan, err)) return -1;
     am->runtime = tony_runtime_find(am->plan.framework);
-    am->fsm.retries_left = am->plan.retry_count;
-    am_fsm_init(&am->fsm, &am->plan, am->started_ms);
-    am->fsm.job.barrier_poll_ms = AM_REGISTER_POLL_MS + 5000;
+    /* an executor at the barrier re-polls at once after each long poll */
+    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
     /* TONY_JOB_DIR: a directory every task sees. On this machine that is the
      * job dir's shared/; on a cluster only what the user names as shared. */
     const char *shared = tony_conf_get(am->conf, "tony.application.shared-dir");

@@ -45,9 +45,10 @@ const char *am_final_status_name(am_final_status s) {
     }
 }
 
-void am_fsm_init(am_fsm *f, const tony_plan *plan, long long now_ms) {
+void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, long long now_ms) {
     memset(f, 0, sizeof *f);
     am_job_init(&f->job, plan);
+    f->job.barrier_poll_ms = barrier_poll_ms;
     f->retries_left = plan->retry_count;
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;

@@ -71,7 +71,9 @@ typedef struct am_fsm {
     bool single_running;
 } am_fsm;
 
-void am_fsm_init(am_fsm *f, const tony_plan *plan, long long now_ms);
+/* barrier_poll_ms: how long an executor waiting at the gang barrier may
+ * stay silent (its long poll's length, and some). */
+void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, long long now_ms);
 void am_fsm_free(am_fsm *f);
 /* TonY's words for the job state in the API ("RUNNING", "FINISHED", ...). */
 const char *am_job_state_name(am_job_state s);

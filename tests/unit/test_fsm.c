@@ -27,7 +27,7 @@ typedef struct fixture {
 } fixture;
 
 /* kv: NULL-terminated "key=value" list over TonY's defaults. */
-static fixture *make(const char *const *kv) {
+static fixture *make_polling(const char *const *kv, long long barrier_poll_ms) {
     fixture *f = calloc(1, sizeof *f);
     f->conf = tony_conf_new();
     tony_conf_load_defaults(f->conf);
@@ -40,10 +40,12 @@ static fixture *make(const char *const *kv) {
     }
     tony_error err;
     if (tony_plan_from_conf(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
-    am_fsm_init(&f->fsm, &f->plan, 0);
+    am_fsm_init(&f->fsm, &f->plan, barrier_poll_ms, 0);
     f->job = &f->fsm.job;
     return f;
 }
+
+static fixture *make(const char *const *kv) { return make_polling(kv, 0); }
 
 static void destroy(fixture *f) {
     am_actions_free(&f->out);
@@ -443,8 +445,7 @@ static void test_barrier_waiters_not_expired(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.task.heartbeat-interval-ms=100",
                         "tony.task.max-missed-heartbeats=5", NULL};
-    fixture *f = make(kv);
-    f->job->barrier_poll_ms = 20000;
+    fixture *f = make_polling(kv, 20000);
     am_fsm_start(&f->fsm, 0, fresh(f));
     /* worker:0 registered and waits in its long poll for a slow peer */
     reg(f, task(f, "worker", 0), 0);
