@@ -284,6 +284,24 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     evhttp_clear_headers(&q);
 }
 
+
+/* A heartbeat's answer carries the task's credentials when the backend has
+ * newer ones than the executor says it holds (backend.h, task_credentials). */
+static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answer) {
+    if (!am->backend || !am->backend->ops->task_credentials) return;
+    long long have = json_integer_value(json_object_get(body, TONY_HEARTBEAT_CREDENTIALS_HAVE));
+    tony_buf creds = {0};
+    long long g = am->backend->ops->task_credentials(am->backend, have, &creds);
+    if (g > 0) {
+        char *b64 = tony_base64_encode(creds.data, creds.len, false);
+        json_object_set_new(answer, TONY_HEARTBEAT_CREDENTIALS,
+                            json_pack("{s:I, s:s}", TONY_HEARTBEAT_CREDENTIALS_GENERATION, (json_int_t)g,
+                                      TONY_HEARTBEAT_CREDENTIALS_DATA, b64));
+        free(b64);
+    }
+    tony_buf_free(&creds);
+}
+
 static bool known_verb(const char *verb) {
     static const char *const verbs[] = {AM_API_LOG,       AM_API_METRICS, AM_API_REGISTER,
                                         AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED};
@@ -394,6 +412,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_kick(am);
         return;
     }
+    json_t *answer = json_pack("{s:s}", AM_API_STATUS, AM_API_OK);
     if (strcmp(verb, AM_API_HEARTBEAT) == 0) {
         json_t *tb = json_object_get(body, AM_API_TENSORBOARD_UP);
         bool tb_changed;
@@ -407,10 +426,12 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             /* The executor stops its task: the end does not hang on the
              * backend's stop alone (issue 11 #1). */
             json_decref(body);
+            json_decref(answer);
             am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR,
                                                  "the attempt is ending: stop the task"));
             return;
         }
+        add_newer_credentials(am, body, answer);
     } else if (strcmp(verb, AM_API_STARTED) == 0) {
         am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, AM_API_PID)), now);
         am->status_dirty = true;
@@ -420,6 +441,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         tony_error err;
         if (tony_sample_from_json(body, &sample, &err)) {
             json_decref(body);
+            json_decref(answer);
             am_reply_error(req, 400, err.msg);
             return;
         }
@@ -434,11 +456,12 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, AM_API_TIMED_OUT)));
     } else {
         json_decref(body);
+        json_decref(answer);
         am_reply_error(req, 404, "unknown task verb");
         return;
     }
     json_decref(body);
-    am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_OK));
+    am_reply_json(req, 200, answer);
 }
 
 /* Why no TensorBoard serves now, in words for whoever followed the link. */
