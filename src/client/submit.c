@@ -18,10 +18,12 @@
 #include "client/report.h"
 #include "client/stage.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -169,7 +171,7 @@ static const char *choose_backend(tony_opt *o, const tony_conf *c, char *why, si
 }
 
 static void print_env_line(const char *kv) {
-    if (tony_str_starts_with(kv, "TONY_SECRET=")) return;
+    if (tony_str_starts_with(kv, TASKENV_SECRET "=")) return;
     printf("      %s\n", kv);
 }
 
@@ -260,7 +262,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
         if (interrupted && url && !kill_sent) {
             tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
-            tony_jobdir_post(url, job_dir, "kill");
+            tony_jobdir_post(url, job_dir, AM_API_JOB_KILL);
             kill_sent = true;
         }
         if (interrupted > 1) break;
@@ -283,7 +285,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         }
         tony_sleep_ms(300);
     }
-    if (url) tony_jobdir_post(url, job_dir, "finish");
+    if (url) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
     free(url);
     tony_follow_free(f);
     return job;

@@ -17,9 +17,8 @@ typedef struct tony_http_response {
 
 /* The job's secret travels in this header on every state-changing call. */
 #define TONY_SECRET_HEADER "X-Tony-Secret"
-/* ... and reaches a task's executor in this variable, unless its backend
- * delivers it otherwise (tony_backend_task_secret). */
-#define TONY_SECRET_ENV "TONY_SECRET"
+/* (It reaches a task's executor in TASKENV_SECRET, common/taskenv.h,
+ * unless its backend delivers it otherwise: tony_backend_task_secret.) */
 
 /* The CA bundle to use instead of libcurl's built-in one (builtin) when that
  * is missing here: the first readable of others (NULL-terminated), else
