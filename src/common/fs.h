@@ -10,6 +10,11 @@
 struct tony_buf;
 
 int tony_mkdir_p(const char *path, int mode, tony_error *err);
+/* Creates the directory root/rel and those between, refusing to go through
+ * anything under root that is not a directory (a symlink above all), so
+ * that what is written there stays under root. rel must be relative and
+ * free of '..' (checked). */
+int tony_mkdir_within(const char *root, const char *rel, int mode, tony_error *err);
 /* Removes a file or a whole tree; a missing path is not an error. */
 int tony_rm_rf(const char *path, tony_error *err);
 bool tony_is_dir(const char *path);
