@@ -458,6 +458,7 @@ static void am_teardown(tony_am *am) {
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
     tony_http_server_free(am->http);
+    tony_host_check_free(&am->hosts);
     if (am->tick) event_free(am->tick);
     if (am->exit_timer) event_free(am->exit_timer);
     if (am->sigterm) event_free(am->sigterm);

@@ -13,6 +13,7 @@
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/reaper.h"
 #include "conf/conf.h"
@@ -36,6 +37,7 @@ typedef struct am_logfetch am_logfetch;
 typedef struct tony_am {
     struct event_base *base;
     tony_http_server *http;
+    tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;

@@ -11,6 +11,7 @@
 #include <sys/queue.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "am/am_internal.h"
 #include "am/webui.h"
@@ -47,6 +48,7 @@ static const char *reason_phrase(int code) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 421: return "Misdirected Request";
     default: return "Error";
     }
 }
@@ -733,8 +735,26 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     else reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
 }
 
+/* A web page of another site that rebinds its name to this machine must not
+ * read the job's config and logs through the user's browser: only the
+ * coordinator's own names (the one in its URL, executors, clients and
+ * YARN's web proxy use) and addresses are answered. */
+static bool host_ok(tony_am *am, struct evhttp_request *req) {
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (tony_host_check_ok(&am->hosts, host)) return true;
+    char *names = tony_host_check_describe(&am->hosts);
+    char *msg = tony_sprintf("this coordinator answers requests for %s on port %d, not for Host '%.200s' (a web page "
+                             "of another site may be trying to read it through DNS rebinding); use %s",
+                             names, am->hosts.port, host, am->url);
+    reply_error(req, 421, msg);
+    free(msg);
+    free(names);
+    return false;
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
+    if (!host_ok(am, req)) return;
     const char *uri = evhttp_request_get_uri(req);
     struct evhttp_uri *parsed = evhttp_uri_parse(uri);
     const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
@@ -780,5 +800,13 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    /* Any address: on YARN the API listens on every interface. */
+    tony_host_check_init(&am->hosts, am->port, true);
+    tony_host_check_add(&am->hosts, am->host);
+    char name[256];
+    if (gethostname(name, sizeof name) == 0) {
+        name[sizeof name - 1] = '\0';
+        tony_host_check_add(&am->hosts, name);
+    }
     return 0;
 }

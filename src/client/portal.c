@@ -31,6 +31,7 @@
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
@@ -56,11 +57,9 @@ typedef struct portal {
     /* tony-final.xml path -> {"mtime_ns","size","facts"|"error"}; rebuilt
      * on each scan so that it holds only jobs still there. */
     json_t *facts;
-    /* Host header values it answers (DNS rebinding): the names below with
-     * its port; any IP address when it serves every interface. */
-    tony_strv host_names;
-    bool any_ip_host;
-    int port;
+    /* Host header values it answers (DNS rebinding): its names with its
+     * port; any IP address when it serves every interface. */
+    tony_host_check hosts;
 } portal;
 
 static const char *reason(int code) {
@@ -486,53 +485,16 @@ static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, 
     free(copy);
 }
 
-/* Whether a request's Host header names this portal. A web page from
- * another site whose name the attacker points at 127.0.0.1 (DNS rebinding)
- * reaches the portal with its own name there, and a browser lets that page
- * read the answers; an address or one of the portal's own names cannot be
- * another site's. No header (HTTP/1.0) is no browser. */
-static bool host_allowed(const portal *p, const char *host) {
-    if (!host) return true;
-    const char *end, *colon;
-    if (*host == '[') {
-        end = strchr(host, ']');
-        if (!end) return false;
-        colon = end[1] == ':' ? end + 1 : NULL;
-        if (end[1] && !colon) return false;
-    } else {
-        colon = strchr(host, ':');
-        if (colon && strchr(colon + 1, ':')) return false;
-        end = colon ? colon : host + strlen(host);
-    }
-    if (colon) {
-        long long port;
-        const char *ps = colon + 1;
-        if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5 || !tony_parse_ll(ps, &port) ||
-            port != p->port)
-            return false;
-    }
-    const char *name = host + (*host == '[');
-    size_t len = (size_t)(end - name);
-    char buf[256];
-    if (len == 0 || len >= sizeof buf) return false;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    for (size_t i = 0; i < p->host_names.len; i++)
-        if (strcasecmp(buf, p->host_names.items[i]) == 0) return true;
-    unsigned char addr[sizeof(struct in6_addr)];
-    return p->any_ip_host && (inet_pton(AF_INET, buf, addr) == 1 || inet_pton(AF_INET6, buf, addr) == 1);
-}
-
 static void handle(struct evhttp_request *req, void *arg) {
     portal *p = arg;
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-    if (!host_allowed(p, host)) {
-        char *names = tony_strv_join(&p->host_names, ", ");
+    if (!tony_host_check_ok(&p->hosts, host)) {
+        char *names = tony_host_check_describe(&p->hosts);
         reply_error(req, 421,
-                    "this portal answers requests for %s%s on port %d, not for Host '%.200s' (a web page of another "
+                    "this portal answers requests for %s on port %d, not for Host '%.200s' (a web page of another "
                     "site may be trying to read it through DNS rebinding); to reach it under that name, start it "
                     "with --host NAME",
-                    names, p->any_ip_host ? " or any address of this machine" : "", p->port, host);
+                    names, p->hosts.port, host);
         free(names);
         return;
     }
@@ -628,19 +590,15 @@ static int serve(portal *p, const char *host, int port) {
     evsignal_add(sigterm, NULL);
     signal(SIGPIPE, SIG_IGN);
     char shown[256];
-    p->port = bound;
-    tony_strv_push(&p->host_names, "localhost");
-    tony_strv_push(&p->host_names, "127.0.0.1");
-    tony_strv_push(&p->host_names, "::1");
-    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+    bool every_interface = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+    tony_host_check_init(&p->hosts, bound, every_interface);
+    if (every_interface) {
         if (gethostname(shown, sizeof shown)) snprintf(shown, sizeof shown, "localhost");
         shown[sizeof shown - 1] = '\0';
-        p->any_ip_host = true;
-        if (strcmp(shown, "localhost") != 0) tony_strv_push(&p->host_names, shown);
+        tony_host_check_add(&p->hosts, shown);
     } else {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
-        if (strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0 && strcmp(host, "::1") != 0)
-            tony_strv_push(&p->host_names, host);
+        tony_host_check_add(&p->hosts, host);
     }
     printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
     fflush(stdout);
@@ -723,7 +681,7 @@ int tony_cmd_portal(int argc, char **argv) {
     code = serve(&p, host ? host : "127.0.0.1", (int)port);
 out:
     json_decref(p.facts);
-    tony_strv_free(&p.host_names);
+    tony_host_check_free(&p.hosts);
     free(p.root);
     tony_hist_source_free(&p.src);
     free(p.sync_problem);

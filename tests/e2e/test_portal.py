@@ -17,7 +17,7 @@ import time
 import fastavro
 import pytest
 
-from conftest import TONY, Tony, call, http_get, job_processes, wait_for
+from conftest import TONY, Tony, call, http_get, job_processes, raw_get, wait_for
 from test_hardening import flood_headers, rss_kib
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
@@ -266,19 +266,6 @@ def test_damaged_and_foreign_history(hist):
     assert "application_1_0001" in r.out and "UNKNOWN" in r.out
     r = hist["tony"].run("history", "application_1_0001", "--location", str(hist["history"]))
     assert r.rc == 3 and "is damaged" in r.err
-
-
-def raw_get(url, target, host_header=None):
-    """A request line sent as is: no client normalizes the path."""
-    host, port = url.split("//")[1].rstrip("/").split(":")
-    host_header = f"{host}:{port}" if host_header is None else host_header
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), head + b"\r\n", body
 
 
 def test_bad_requests(hist):
