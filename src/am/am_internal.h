@@ -74,6 +74,7 @@ typedef struct tony_am {
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
+    char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
     /* What the job did, for people (record.c): the event log, the history
      * files, and each task's metrics in this attempt (indexed like
      * job.tasks). */

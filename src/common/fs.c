@@ -234,6 +234,18 @@ int tony_copy_file(const char *src, const char *dst, tony_error *err) {
     return rc;
 }
 
+void tony_file_cut_back(FILE *f, long good) {
+    int fd = fileno(f);
+    if (fd < 0) return;
+    /* A cut that fails leaves the partial record: readers stop there. */
+    if (good >= 0) (void)!ftruncate(fd, (off_t)good);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, fd);
+        close(null);
+    }
+}
+
 int tony_copy_tree(const char *src, const char *dst, tony_error *err) {
     struct stat st;
     if (lstat(src, &st)) return tony_err(err, "cannot read %s: %s", src, strerror(errno));

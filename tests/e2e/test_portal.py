@@ -393,21 +393,27 @@ def test_portal_in_a_browser(hist, browser_tools):
 
 
 def test_job_whose_coordinator_died_shows_lost(tony):
-    """A coordinator killed with SIGKILL never finishes its history: the
-    .jhist stays in progress. `tony history` and the portal must not call
-    such a job RUNNING forever: they find its coordinator gone (through the
-    local job dir) and say LOST, with why."""
-    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1",
-                    "--conf", "tony.worker.memory=256m")
+    """A coordinator killed with SIGKILL (fault injection, issue 11) never
+    finishes its history: the .jhist stays in progress. `tony history` and
+    the portal must not call such a job RUNNING forever: they find its
+    coordinator gone (through the local job dir) and say LOST, with why.
+    Its tasks, left without a coordinator, stop by themselves once their
+    heartbeats fail (5 here): every process of the job is gone within 15 s."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=256m", "--conf", "tony.task.max-missed-heartbeats=5")
     assert r.rc == 0, r
     job = r.job_dir()
     app = job.name
     wait_for(lambda: (job / "status.json").exists() and
-             json.loads((job / "status.json").read_text())["tasks"][0]["state"] == "RUNNING", 60, what="running")
+             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
+             what="running")
     running = json.loads(tony.run("history", "--json", check_rc=0).out)
     assert by_id(running["jobs"])[app]["status"] != "LOST"
     pid = json.loads((job / "am.json").read_text())["pid"]
+    orphans = [p for p in job_processes(tony.home) if p != pid]
+    assert len(orphans) >= 4, orphans  # two executors and their sleeps
     os.kill(pid, signal.SIGKILL)
+    killed_at = time.time()
     try:
         wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
                  open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z", 10, what="the coordinator gone")
@@ -429,8 +435,12 @@ def test_job_whose_coordinator_died_shows_lost(tony):
         finally:
             rc, err = portal.stop()
         assert rc == 0, err
+        wait_for(lambda: not job_processes(tony.home), max(1, killed_at + 15 - time.time()), interval=0.2,
+                 what="every task of the job stopped within 15 s of its coordinator's death")
+        for i in (0, 1):
+            log = (job / "attempts" / "0" / f"worker-{i}" / "executor.log").read_text()
+            assert "heartbeats in a row failed" in log and "stopping the task" in log, log
     finally:
-        # the orphaned executor would stop after its missed heartbeats; no need to wait
         for p in job_processes(tony.home):
             os.kill(p, signal.SIGKILL)
 
