@@ -166,6 +166,15 @@ def job_processes(home):
     return found
 
 
+def alive(pid):
+    """Whether pid runs (a zombie has ended: only its parent's wait is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def call(url, method="GET", body=None, secret=None):
     """One coordinator API call: (HTTP status, the JSON answer)."""
     req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())

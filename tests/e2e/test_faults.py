@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import job_processes, wait_for
+from conftest import alive, job_processes, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
@@ -57,14 +57,6 @@ def descendants(pid):
         out.append(p)
         todo.extend(children.get(p, []))
     return out
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def cgroup2_mount():

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from conftest import wait_for
+from conftest import alive, wait_for
 from test_yarn_jobs import Yarn, check_after, container_pids
 
 pytestmark = pytest.mark.hadoop
@@ -41,14 +41,6 @@ def killable_yarn(tony, killable_cluster):
     y = Yarn(tony, killable_cluster)
     yield y
     check_after(y)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def node_of(container_log_dir):
