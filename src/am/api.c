@@ -11,7 +11,6 @@
 #include <sys/queue.h>
 #include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "am/am_internal.h"
 #include "am/webui.h"
@@ -801,13 +800,6 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
-    /* Any address: on YARN the API listens on every interface. */
-    tony_host_check_init(&am->hosts, am->port, true);
-    tony_host_check_add(&am->hosts, am->host);
-    char name[256];
-    if (gethostname(name, sizeof name) == 0) {
-        name[sizeof name - 1] = '\0';
-        tony_host_check_add(&am->hosts, name);
-    }
+    tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     return 0;
 }

@@ -593,9 +593,9 @@ static int serve(portal *p, const char *host, int port) {
     bool every_interface = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
     tony_host_check_init(&p->hosts, bound, every_interface);
     if (every_interface) {
-        if (gethostname(shown, sizeof shown)) snprintf(shown, sizeof shown, "localhost");
-        shown[sizeof shown - 1] = '\0';
-        tony_host_check_add(&p->hosts, shown);
+        char *name = tony_host_check_add_this_host(&p->hosts);
+        snprintf(shown, sizeof shown, "%s", name ? name : "localhost");
+        free(name);
     } else {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
         tony_host_check_add(&p->hosts, host);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 void tony_host_check_init(tony_host_check *c, int port, bool any_ip) {
     memset(c, 0, sizeof *c);
@@ -21,6 +22,20 @@ void tony_host_check_add(tony_host_check *c, const char *name) {
     for (size_t i = 0; i < c->names.len; i++)
         if (strcasecmp(name, c->names.items[i]) == 0) return;
     tony_strv_push(&c->names, name);
+}
+
+char *tony_host_check_add_this_host(tony_host_check *c) {
+    char name[256];
+    if (gethostname(name, sizeof name)) return NULL;
+    name[sizeof name - 1] = '\0';
+    tony_host_check_add(c, name);
+    return tony_strdup(name);
+}
+
+void tony_host_check_init_job_server(tony_host_check *c, int port, const char *own_name) {
+    tony_host_check_init(c, port, true);
+    tony_host_check_add(c, own_name);
+    free(tony_host_check_add_this_host(c));
 }
 
 bool tony_host_check_ok(const tony_host_check *c, const char *host) {

@@ -21,6 +21,13 @@ typedef struct tony_host_check {
 void tony_host_check_init(tony_host_check *c, int port, bool any_ip);
 /* One more name (ignored when NULL, empty or already there). */
 void tony_host_check_add(tony_host_check *c, const char *name);
+/* This machine's host name (gethostname) as one more; malloc'ed copy of it
+ * returned for messages, NULL when it has none. */
+char *tony_host_check_add_this_host(tony_host_check *c);
+/* What a server of a job (the coordinator's API, Horovod's rendezvous)
+ * answers: localhost and its addresses, any IP address, the name others
+ * reach it by (own_name, the host in its URL) and this machine's name. */
+void tony_host_check_init_job_server(tony_host_check *c, int port, const char *own_name);
 /* Whether a request with this Host header (NULL: none, as HTTP/1.0 sends,
  * which no browser does) names the server: one of its names or, with
  * any_ip, an address, and no port or its own. */
