@@ -332,6 +332,44 @@ def test_host_names_with_every_interface(hist):
         assert p.stop()[0] == 0
 
 
+def test_access_token(hist):
+    """--token: a request without the token is a 401 that says where it is,
+    for the page, its files and the API alike; the printed link sets a
+    cookie (HttpOnly, SameSite=Strict) and sends the browser on without the
+    token in its address, and the cookie or an Authorization header then
+    opens everything. A wrong token opens nothing."""
+    p = Portal(hist["tony"], "--token")
+    try:
+        base, _, token = p.url.partition("?token=")
+        assert len(token) == 32 and base.endswith("/"), p.url
+        for path in ("", "ui/portal.js", "v1/jobs", f"v1/jobs/{hist['ok']}"):
+            code, _, body = http_get(base + path)
+            assert code == 401 and b"--token" in body and b"application_" not in body, (path, code, body[:200])
+        for bad in ("0" * 32, token[:-1], token + "0", ""):
+            assert http_get(base + "v1/jobs", {"Authorization": f"Bearer {bad}"})[0] == 401, bad
+            assert http_get(base + "v1/jobs", {"Cookie": f"tony_portal_token={bad}"})[0] == 401, bad
+            assert http_get(f"{base}?token={bad}")[0] == 401, bad
+        # the printed link: a cookie, and on to the page without the token
+        host, port = base.split("//")[1].rstrip("/").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(f"GET /?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            head = b""
+            while chunk := s.recv(65536):
+                head += chunk
+        head = head.decode().split("\r\n\r\n")[0]
+        assert head.split()[1] == "302" and "\r\nLocation: /\r\n" in head, head
+        cookie = next(x for x in head.split("\r\n") if x.lower().startswith("set-cookie:"))
+        assert f"tony_portal_token={token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        code, _, body = http_get(base + "v1/jobs", {"Cookie": f"other=1; tony_portal_token={token}"})
+        assert code == 200 and hist["ok"] in body.decode(), (code, body[:200])
+        assert http_get(base, {"Cookie": f"tony_portal_token={token}"})[0] == 200
+        code, _, body = http_get(base + "v1/jobs", {"Authorization": f"Bearer {token}"})
+        assert code == 200 and hist["ok"] in body.decode()
+        assert http_get(base + "ui/portal.js", {"X-Tony-Token": token})[0] == 200
+    finally:
+        assert p.stop()[0] == 0
+
+
 def test_huge_headers_are_cut_off(hist):
     """The portal stops reading a request's headers at 64 KiB, as the
     coordinator does, and keeps serving."""
