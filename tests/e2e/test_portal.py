@@ -419,10 +419,17 @@ def test_bad_flags(hist, tmp_path):
 
 
 def test_portal_in_a_browser(hist, browser_tools):
-    cfg = {"url": hist["url"], "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
-           "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
-    p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
-                       capture_output=True, text=True, timeout=300)
+    """The whole page in Chromium, opened from the link a `--token` portal
+    prints: the cookie it sets carries the page's own requests."""
+    portal = Portal(hist["tony"], "--token")
+    try:
+        assert "?token=" in portal.url
+        cfg = {"url": portal.url, "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
+               "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
+        p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        assert portal.stop()[0] == 0
     assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["ok"] and out["rows"] >= 6
