@@ -58,12 +58,13 @@ test-hadoop: build asan
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
 # The same cluster kerberized (start --secure: a KDC, SPNEGO, HTTPS WebHDFS),
-# its delegation tokens to be renewed every 20 s (so that a job outlives
-# them), and every test marked `secure` against it, once, with the ASan+UBSan
+# its delegation tokens to be renewed every 20 s and dead after 90 s (so that
+# a job outlives both), and every test marked `secure` against it, once, with the ASan+UBSan
 # build (the behaviour is the plain build's; this also checks the memory).
 HTC_SECURE := $(CURDIR)/build/hadoop-test-secure
 test-secure: build asan
-	@TONY_HTC_TOKEN_RENEW_INTERVAL_MS=20000 scripts/hadoop-test-cluster start --secure $(HTC_SECURE)
+	@TONY_HTC_TOKEN_RENEW_INTERVAL_MS=20000 TONY_HTC_TOKEN_MAX_LIFETIME_MS=90000 \
+	  scripts/hadoop-test-cluster start --secure $(HTC_SECURE)
 	@scripts/hadoop-test-cluster selftest $(HTC_SECURE) && \
 	 TONY_HTC_SECURE_DIR=$(HTC_SECURE) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
 	   $(PY) -m pytest -q -m secure tests/e2e; \

@@ -428,7 +428,8 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     signal(SIGPIPE, SIG_IGN);
 
     tony_backend_opts bo = {.base = am->base, .reaper = am->reaper, .job_dir = am->job_dir, .conf = am->conf,
-                            .api_host = am->host, .api_port = am->port, .tracking_url = am->url};
+                            .api_host = am->host, .api_port = am->port, .tracking_url = am->url,
+                            .backend_data = o->backend_data};
     am->backend = tony_backend_new(o->yarn ? "yarn" : "local", &bo, err);
     if (!am->backend) return -1;
     am->backend->on_exit = on_container_exit;

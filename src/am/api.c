@@ -506,6 +506,24 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     evhttp_clear_headers(&q);
 }
 
+
+/* A heartbeat's answer carries the task's credentials when the backend has
+ * newer ones than the executor says it holds (backend.h, task_credentials). */
+static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answer) {
+    if (!am->backend || !am->backend->ops->task_credentials) return;
+    long long have = json_integer_value(json_object_get(body, TONY_HEARTBEAT_CREDENTIALS_HAVE));
+    tony_buf creds = {0};
+    long long g = am->backend->ops->task_credentials(am->backend, have, &creds);
+    if (g > 0) {
+        char *b64 = tony_base64_encode(creds.data, creds.len, false);
+        json_object_set_new(answer, TONY_HEARTBEAT_CREDENTIALS,
+                            json_pack("{s:I, s:s}", TONY_HEARTBEAT_CREDENTIALS_GENERATION, (json_int_t)g,
+                                      TONY_HEARTBEAT_CREDENTIALS_DATA, b64));
+        free(b64);
+    }
+    tony_buf_free(&creds);
+}
+
 static bool known_verb(const char *verb) {
     static const char *const verbs[] = {"log", "metrics", "register", "heartbeat", "started", "finished"};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
@@ -618,8 +636,10 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         else am_api_release_waiters(am, false);
         return;
     }
+    json_t *answer = json_pack("{s:s}", "status", "ok");
     if (strcmp(verb, "heartbeat") == 0) {
         t->last_heartbeat_ms = now;
+        add_newer_credentials(am, body, answer);
         /* As TonY's registerTensorBoardUrl, but only once the port serves. */
         json_t *tb = json_object_get(body, "tensorboard");
         if (json_is_boolean(tb) && t->tb_port > 0 && json_is_true(tb) != t->tb_listening) {
@@ -640,6 +660,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         tony_error err;
         if (tony_sample_from_json(body, &sample, &err)) {
             json_decref(body);
+            json_decref(answer);
             reply_error(req, 400, err.msg);
             return;
         }
@@ -660,11 +681,12 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         }
     } else {
         json_decref(body);
+        json_decref(answer);
         reply_error(req, 404, "unknown task verb");
         return;
     }
     json_decref(body);
-    reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
+    reply_json(req, 200, answer);
 }
 
 /* Why no TensorBoard serves now, in words for whoever followed the link. */

@@ -49,12 +49,33 @@ typedef struct executor {
     const char *host;
     int port_fd, tb_fd;
     int port, tb_port;
+    long long credentials; /* the generation of the credentials installed (0: the container's own) */
 } executor;
 
 static long long now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Credentials the coordinator refreshed (a heartbeat's answer), installed
+ * where the task's processes read them; a failure is said and tried again
+ * with the next heartbeat. */
+static void install_credentials(executor *x, const json_t *c) {
+    long long g = json_integer_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_GENERATION));
+    const char *data = json_string_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_DATA));
+    if (!c || g <= x->credentials || !data) return;
+    tony_buf bytes = {0};
+    tony_error err;
+    if (tony_base64_decode(data, strlen(data), &bytes) < 0)
+        tony_warn("the coordinator's refreshed credentials are not base64; keeping the old ones");
+    else if (tony_backend_task_update_credentials(bytes.data, bytes.len, &err))
+        tony_warn("cannot install the refreshed credentials: %s", err.msg);
+    else {
+        x->credentials = g;
+        tony_info("installed the job's refreshed credentials (generation %lld)", g);
+    }
+    tony_buf_free(&bytes);
 }
 
 static const char *need_env(const char *name, tony_error *err) {
@@ -247,7 +268,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             next_hb = now + x->heartbeat_ms;
             json_t *hb = json_object();
             if (x->tb_port > 0) json_object_set_new(hb, "tensorboard", json_boolean(port_listening(x->tb_port)));
+            json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
             ans = call(x, "heartbeat", hb, CALL_TIMEOUT_MS, &status, &herr);
+            if (ans && status == 200) install_credentials(x, json_object_get(ans, TONY_HEARTBEAT_CREDENTIALS));
             if (ans && status == 409) {
                 tony_warn("the coordinator says this attempt is over; stopping");
                 if (!stop_at) {

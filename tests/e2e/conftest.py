@@ -58,8 +58,9 @@ def secure_hadoop(tmp_path_factory):
         return
     directory = tmp_path_factory.mktemp("secure-hadoop")
     try:
-        # as make test-secure starts it: tokens renewed every 20 s
-        yield htc.start_secure(directory, env={"TONY_HTC_TOKEN_RENEW_INTERVAL_MS": "20000"})
+        # as make test-secure starts it: tokens renewed every 20 s, dead after 90 s
+        yield htc.start_secure(directory, env={"TONY_HTC_TOKEN_RENEW_INTERVAL_MS": "20000",
+                                               "TONY_HTC_TOKEN_MAX_LIFETIME_MS": "90000"})
     finally:
         htc.stop(directory)
 

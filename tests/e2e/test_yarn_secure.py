@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, TONY
+from test_portal import Portal
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
 
@@ -33,6 +34,11 @@ fs() {
     -cp "$HTC_CP" org.apache.hadoop.fs.FsShell "$@"
 }
 [ -n "$SLEEP_FIRST" ] && sleep "$SLEEP_FIRST"
+if [ -n "$NOT_BEFORE" ]; then
+  while [ "$(date +%s)" -lt "$NOT_BEFORE" ]; do sleep 1; done
+fi
+# The coordinator's keytab must never reach a task.
+echo "keytab in the task's token file: $(grep -c -a tony.keytab "$HADOOP_TOKEN_FILE_LOCATION" || true)"
 echo "written by $JOB_NAME:$TASK_INDEX with the job's tokens" | fs -put - "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
 fs -cat "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
 """
@@ -86,9 +92,9 @@ def hadoop_classpath(cluster):
     return f"{cluster.conf_dir}:{jars}"
 
 
-def hdfs_job_args(secure, tmp_path, sleep_first=0):
+def hdfs_job_args(secure, tmp_path, sleep_first=0, not_before=0):
     src = tmp_path / "src"
-    src.mkdir(exist_ok=True)
+    src.mkdir(parents=True, exist_ok=True)
     (src / "hdfs_rw.sh").write_text(HDFS_RW)
     (src / "hdfs_rw.sh").chmod(0o755)
     out = f"/user/{secure.cluster.user}/tony-secure-{uuid.uuid4().hex[:8]}"
@@ -96,6 +102,7 @@ def hdfs_job_args(secure, tmp_path, sleep_first=0):
     args = ["--src_dir", str(src), "--executes", cmd,
             "--shell_env", f"HTC_CP={hadoop_classpath(secure.cluster)}", "--shell_env", f"HTC_OUT={out}",
             "--shell_env", f"HTC_KRB5={secure.cluster.krb5_conf}", "--shell_env", f"SLEEP_FIRST={sleep_first}",
+            "--shell_env", f"NOT_BEFORE={not_before}",
             "--conf", "tony.worker.memory=768m"]
     return args, out
 
@@ -120,6 +127,21 @@ def test_a_kinit_user_runs_a_multi_role_job_whose_task_uses_hdfs_with_the_jobs_t
     h = secure.tony.run("history", "--location", f"hdfs://{history}")  # hdfs:///user/...: fs.defaultFS
     assert h.rc == 0, h
     assert app_id in h.out
+    lst = secure.tony.run("list")
+    assert lst.rc == 0 and app_id in lst.out and "SUCCEEDED" in lst.out, lst
+    # the portal over that HDFS history, with the user's ticket (SPNEGO, HTTPS)
+    portal = Portal(secure.tony, "--location", f"hdfs://{history}")
+    try:
+        code, d = portal.get("v1/jobs")
+        assert code == 200 and d["problems"] == [], d
+        (j,) = [j for j in d["jobs"] if j["app_id"] == app_id]
+        assert j["status"] == "SUCCEEDED", j
+        code, detail = portal.get(f"v1/jobs/{app_id}")
+        assert code == 200 and sorted(t["task"] for t in detail["tasks"]) == ["chief:0", "ps:0", "worker:0",
+                                                                              "worker:1"], detail
+    finally:
+        rc, err = portal.stop()
+    assert rc == 0, err
     # the job's staging dir is gone with it
     assert app_id not in secure.staged()
 
@@ -156,6 +178,58 @@ def test_a_job_outlives_its_tokens_renew_interval(secure, tmp_path):
     r = secure.submit(*args, "--conf", "tony.worker.instances=1")
     assert r.rc == 0, r
     assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
+
+
+def test_a_keytab_job_uses_hdfs_past_its_tokens_max_lifetime_and_a_kinit_job_cannot(secure, tmp_path):
+    """The cluster's tokens live at most TONY_HTC_TOKEN_MAX_LIFETIME_MS (90 s
+    in make test-secure); the RM renews the job's only up to then. Two jobs
+    whose task first touches HDFS 10 s past that: submitted with a keytab,
+    the coordinator has fetched a fresh token meanwhile (from the keytab the
+    client handed it) and the executor has rewritten the task's token file,
+    so the task's new FsShell process reads and writes HDFS; submitted after
+    kinit, there is no keytab and HDFS refuses the expired token, as the
+    README says."""
+    lifetime = int(secure.cluster.vars.get("TONY_HTC_TOKEN_MAX_LIFETIME_MS") or 0)
+    if not lifetime or lifetime > 120000:
+        pytest.skip("this cluster's tokens live long (start it with TONY_HTC_TOKEN_MAX_LIFETIME_MS=90000)")
+    secure.kinit()
+    not_before = int(time.time() + lifetime / 1000 + 10)
+    envs = f"tony.containers.envs=SSL_CERT_FILE={secure.cluster.ca_cert},KRB5_CONFIG={secure.cluster.krb5_conf}"
+    keytab = ["--conf", f"tony.keytab.user={secure.cluster.principal}",
+              "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
+    # the keytab job's history, written at its end with the refreshed token
+    history = f"/user/{secure.cluster.user}/tony-history-{uuid.uuid4().hex[:8]}"
+    keytab += ["--conf", f"tony.history.location={history}"]
+    apps = {}
+    for name, extra in (("keytab", keytab), ("kinit", [])):
+        args, out = hdfs_job_args(secure, tmp_path / name, not_before=not_before)
+        r = secure.submit("--detach", *args, "--conf", "tony.worker.instances=1", "--conf", envs, *extra,
+                          "--conf", f"tony.application.name=lifetime-{name}")
+        assert r.rc == 0, r
+        apps[name] = (r.job_dir().name, out)
+    for name, (app_id, out) in apps.items():
+        app = secure.cluster.wait_app(app_id, timeout=lifetime / 1000 + 180)
+        # every file of the job's container log dirs, by name (am.stderr is
+        # the coordinator's log; executor.log, stdout, stderr the task's)
+        texts = {}
+        for d in secure.cluster.container_logs(app_id):
+            for f in d.iterdir():
+                if f.is_file():
+                    texts[f.name] = texts.get(f.name, "") + f.read_text(errors="replace")
+        if name == "keytab":
+            assert app["finalStatus"] == "SUCCEEDED", (app, texts.get("am.stderr", "")[-3000:])
+            assert "written by worker:0 with the job's tokens" in texts["stdout"], texts
+            assert "keytab in the task's token file: 0" in texts["stdout"], texts
+            assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
+            assert "a new HDFS delegation token" in texts["am.stderr"], texts["am.stderr"][-3000:]
+            assert "installed the job's refreshed credentials" in texts["executor.log"], texts["executor.log"]
+            assert "HDFS calls use the job's refreshed delegation token" in texts["am.stderr"]
+            h = secure.tony.run("history", "--location", f"hdfs://{history}")
+            assert h.rc == 0 and app_id in h.out and "SUCCEEDED" in h.out, h
+        else:
+            assert app["finalStatus"] == "FAILED", (app, texts)
+            assert "expired" in texts.get("stderr", "") or "can't be found in cache" in texts.get("stderr", ""), texts
+            assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is None
 
 
 @pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong keytab", "unreachable KDC",

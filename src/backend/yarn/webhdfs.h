@@ -57,6 +57,12 @@ void tony_webhdfs_use_delegation(tony_webhdfs *w, const char *url_string);
 int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const char *service, char **url_string,
                                   tony_error *err);
 
+/* RENEWDELEGATIONTOKEN (needs SPNEGO as the token's renewer): pushes the
+ * token's expiry on by the NameNode's renew interval, up to its maximum
+ * lifetime; *expiry_ms is the new expiry (ms since the epoch). */
+int tony_webhdfs_renew_delegation_token(tony_webhdfs *w, const char *url_string, long long *expiry_ms,
+                                        tony_error *err);
+
 /* Finds a NameNode that answers (the active one with HA). Errors name
  * fs.defaultFS / dfs.namenode.http-address and where they were set. */
 int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err);
