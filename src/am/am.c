@@ -40,7 +40,16 @@ static void write_status(tony_am *am) {
     json_decref(j);
     char *path = tony_path_join(am->job_dir, TONY_JOBDIR_STATUS);
     tony_error err;
-    if (tony_write_file(path, s, strlen(s), 0600, &err)) tony_warn("%s", err.msg);
+    /* Said once, not every tick: a full disk stays full for a while. */
+    if (tony_write_file(path, s, strlen(s), 0600, &err)) {
+        if (!am->status_error) tony_warn("%s; clients read the job's state from the API only", err.msg);
+        free(am->status_error);
+        am->status_error = tony_strdup(err.msg);
+    } else if (am->status_error) {
+        tony_info("%s written again", path);
+        free(am->status_error);
+        am->status_error = NULL;
+    }
     free(path);
     free(s);
     am->status_dirty = false;
@@ -102,9 +111,9 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
     /* TonY's AM waits (tony.am.wait-client-signal-stop-timeout-sec) for its
      * client to read the final task infos over RPC. Here status.json already
      * holds all of it and clients fall back to it, so on this machine there
-     * is nothing to wait for... */
+     * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
-    if (!client_done && am->backend && strcmp(am->backend->ops->name, "local") != 0 &&
+    if (!client_done && am->backend && (strcmp(am->backend->ops->name, "local") != 0 || am->status_error) &&
         tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
@@ -389,6 +398,7 @@ static void am_teardown(tony_am *am) {
     free(am->waiters);
     am_rendezvous_free(am->rendezvous);
     tony_http_server_free(am->http);
+    tony_host_check_free(&am->hosts);
     if (am->tick) event_free(am->tick);
     if (am->act_ev) event_free(am->act_ev);
     am_actions_free(&am->pending);
@@ -407,6 +417,7 @@ static void am_teardown(tony_am *am) {
     free(am->self_exe);
     free(am->host);
     free(am->url);
+    free(am->status_error);
     tony_am_place_free(&am->single);
     free(am->shared_dir);
 }

@@ -18,6 +18,7 @@
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/reaper.h"
 #include "conf/conf.h"
@@ -41,6 +42,7 @@ typedef struct am_logfetch am_logfetch;
 typedef struct tony_am {
     struct event_base *base;
     tony_http_server *http;
+    tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;
@@ -75,6 +77,7 @@ typedef struct tony_am {
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
+    char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
     /* What the job did, for people (record.c): the event log, the history
      * files, and each task's metrics in this attempt (indexed like
      * job.tasks). */

@@ -532,8 +532,26 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
 }
 
+/* A web page of another site that rebinds its name to this machine must not
+ * read the job's config and logs through the user's browser: only the
+ * coordinator's own names (the one in its URL, executors, clients and
+ * YARN's web proxy use) and addresses are answered. */
+static bool host_ok(tony_am *am, struct evhttp_request *req) {
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (tony_host_check_ok(&am->hosts, host)) return true;
+    char *names = tony_host_check_describe(&am->hosts);
+    char *msg = tony_sprintf("this coordinator answers requests for %s on port %d, not for Host '%.200s' (a web page "
+                             "of another site may be trying to read it through DNS rebinding); use %s",
+                             names, am->hosts.port, host, am->url);
+    am_reply_error(req, 421, msg);
+    free(msg);
+    free(names);
+    return false;
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
+    if (!host_ok(am, req)) return;
     const char *uri = evhttp_request_get_uri(req);
     struct evhttp_uri *parsed = evhttp_uri_parse(uri);
     const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
@@ -586,5 +604,6 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     return 0;
 }

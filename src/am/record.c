@@ -19,11 +19,11 @@ static long long wall_now(const tony_am *am) { return am_wall_ms(am, am_now_ms()
 
 static char *task_id(const am_task *t) { return tony_sprintf("%s:%d", t->role->name, t->index); }
 
-/* History is best effort: the first failure is logged and history stops. */
+/* History is best effort: the first failure is logged and the .jhist takes
+ * no more events; what it has is still named and moved as the job ends. */
 static void history_failed(tony_am *am, const tony_error *err) {
     tony_warn("job history stops here: %s", err->msg);
-    am_history_free(am->history);
-    am->history = NULL;
+    am_history_stop_writing(am->history);
 }
 
 static tony_jhist_writer *writer(tony_am *am) { return am->history ? am_history_writer(am->history) : NULL; }

@@ -20,6 +20,7 @@ static const char *reason_phrase(int code) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 421: return "Misdirected Request";
     default: return "Error";
     }
 }

@@ -134,6 +134,7 @@ json_t *am_job_json(const tony_am *am) {
     if (am->fsm.finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->fsm.finished_ms)));
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
+    if (am->status_error) json_object_set_new(o, "status_error", json_string(am->status_error));
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));

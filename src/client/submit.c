@@ -249,6 +249,27 @@ static void say_web_ui(tony_follow *f, const char *url) {
     }
 }
 
+/* The coordinator's last warning or error in am.log (malloc'ed; NULL: none):
+ * what a user needs when it ended without saying how the job did. */
+static char *last_problem(const char *job_dir) {
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+    tony_buf tail = {0};
+    long long size = 0;
+    char *found = NULL;
+    tony_error ignored;
+    if (tony_read_range(path, 0, 0, &tail, &size, &ignored) == 0 &&
+        tony_read_range(path, size > 65536 ? size - 65536 : 0, 65536, &tail, &size, &ignored) == 0 && tail.data) {
+        for (char *line = strtok(tail.data, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, " WARN ") || strstr(line, " ERROR ")) {
+                free(found);
+                found = tony_strdup(line);
+            }
+    }
+    tony_buf_free(&tail);
+    free(path);
+    return found;
+}
+
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
@@ -273,8 +294,10 @@ static json_t *follow(const char *job_dir, int am_pid) {
             const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
             if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);
-                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended; see %s/%s\n",
-                                       job_dir, TONY_JOBDIR_AM_LOG);
+                char *why = last_problem(job_dir);
+                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended%s%s; see %s/%s\n",
+                                why ? "; its last complaint: " : "", why ? why : "", job_dir, TONY_JOBDIR_AM_LOG);
+                free(why);
                 job = NULL;
                 break;
             }

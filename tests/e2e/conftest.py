@@ -4,6 +4,7 @@ test in its own TONY_HOME so jobs never mix."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -168,6 +169,15 @@ def job_processes(home):
     return found
 
 
+def alive(pid):
+    """Whether pid runs (a zombie has ended: only its parent's wait is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def call(url, method="GET", body=None, secret=None):
     """One coordinator API call: (HTTP status, the JSON answer)."""
     req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
@@ -188,6 +198,19 @@ def http_get(url, headers=None, method="GET"):
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
+
+
+def raw_get(url, target, host_header=None):
+    """A request line sent as is: no client normalizes the path."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    host_header = f"{host}:{port}" if host_header is None else host_header
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head + b"\r\n", body
 
 
 def wait_for(pred, timeout=60, interval=0.2, what="condition"):

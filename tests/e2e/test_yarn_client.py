@@ -208,6 +208,14 @@ def test_staged_files_in_hdfs(hadoop, pending):
         st = hadoop.hdfs_status(path)
         assert st is not None, f
         assert (f["size"], f["timestamp"]) == (st["length"], st["modificationTime"]), (f, st)
+    # What was staged is the user's alone, as a local job dir (0700/0600):
+    # the staging dir, the dirs uploads made in it, every file, the cache.
+    assert hadoop.hdfs_status(base)["permission"] == "700"
+    assert hadoop.hdfs_status(f"{base}/res1")["permission"] == "700"
+    for f in manifest["files"] + [{"uri": f"{uri}/tony-manifest.json"}]:
+        if f["uri"] != f"{hadoop.default_fs}{pending['remote']}":
+            assert hadoop.hdfs_status(f["uri"][len(hadoop.default_fs):])["permission"] == "600", f
+    assert hadoop.hdfs_status(f"/user/{hadoop.user}/.tony/cache")["permission"] == "700"
     # A resource already in HDFS is used in place.
     remote = files[f"{hadoop.default_fs}{pending['remote']}"]
     assert remote["size"] == pending["remote_st"]["length"]

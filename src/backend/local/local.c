@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -242,8 +243,21 @@ static int localize(const char *work_dir, const char *resources, tony_error *err
     for (size_t i = 0; rc == 0 && i < list.len; i++) {
         tony_resource *r = &list.items[i];
         char *dst = tony_path_join(work_dir, r->name);
+        /* The name is relative and free of '..' (parsed so); what an earlier
+         * resource put here (a symlink from an archive) must not lead this
+         * one out of the work dir either: its dirs are made or checked
+         * without following links, and its own place must still be free. */
+        char *parent = tony_strdup(r->name);
+        char *slash = strrchr(parent, '/');
+        struct stat st;
+        if (slash) *slash = '\0';
         if (!tony_file_exists(r->source)) {
             rc = tony_err(err, "resource %s does not exist", r->source);
+        } else if (slash && tony_mkdir_within(work_dir, parent, 0700, err)) {
+            rc = tony_err_wrap(err, "resource %s::%s", r->source, r->name);
+        } else if (lstat(dst, &st) == 0) {
+            rc = tony_err(err, "resource %s::%s: the name is already taken in the work dir (by an earlier resource); "
+                          "give each resource its own ::NAME", r->source, r->name);
         } else if (r->archive) {
             rc = tony_archive_extract(r->source, dst, err);
         } else if (tony_is_dir(r->source)) {
@@ -251,6 +265,7 @@ static int localize(const char *work_dir, const char *resources, tony_error *err
         } else if (link(r->source, dst) != 0) {
             rc = tony_copy_file(r->source, dst, err);
         }
+        free(parent);
         free(dst);
     }
     tony_resource_list_free(&list);
