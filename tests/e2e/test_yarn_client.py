@@ -150,6 +150,7 @@ def pending(hadoop, tmp_path_factory):
             rm_kill(hadoop, app)
 
 
+@pytest.mark.hadoop33
 def test_submit_creates_the_app_with_tonys_fields(hadoop, pending):
     a = hadoop.app(pending["app"])
     assert a["name"] == pending["name"]
@@ -170,6 +171,7 @@ def test_submit_creates_the_app_with_tonys_fields(hadoop, pending):
     assert reqs[0]["nodeLabelExpression"] == "gpu", reqs
 
 
+@pytest.mark.hadoop33
 def test_staged_files_in_hdfs(hadoop, pending):
     app = pending["app"]
     base = staging_path(hadoop, app)
