@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-secure clean
+.PHONY: all deps deps-build build asan demo dist test test-unit test-asan test-e2e test-hadoop test-hadoop33 test-secure clean
 
 all: build
 
@@ -57,6 +57,18 @@ test-hadoop: build asan
 	   $(PY) -m pytest -q -m "hadoop and not ml and not secure" tests/e2e; rc=$$?; \
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
+# The older Hadoop line users run (3.3): a cluster of its jars (fetched from
+# Maven Central once, as 3.4's are), its selftest and the tests marked
+# `hadoop33` (a representative part of the `hadoop` ones, with the plain
+# build: ASan has its run on 3.4), then the cluster is stopped whatever failed.
+HADOOP33 := 3.3.6
+HTC33 := $(CURDIR)/build/hadoop-test-33
+test-hadoop33: build
+	@TONY_HADOOP_VERSION=$(HADOOP33) scripts/hadoop-test-cluster start $(HTC33)
+	@export TONY_HADOOP_VERSION=$(HADOOP33); scripts/hadoop-test-cluster selftest $(HTC33) && \
+	 TONY_HTC_DIR=$(HTC33) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "hadoop33 and not secure" tests/e2e; \
+	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC33); exit $$rc
+
 # The same cluster kerberized (start --secure: a KDC, SPNEGO, HTTPS WebHDFS),
 # its delegation tokens to be renewed every 20 s and dead after 90 s (so that
 # a job outlives both), Hadoop IPC encrypted (hadoop.rpc.protection=privacy:
@@ -73,7 +85,7 @@ test-secure: build asan
 	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC_SECURE); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-secure
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-hadoop33 test-secure
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

@@ -192,8 +192,7 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
         json_object_set_new(ctx, "application-tags", json_pack("{s:o}", "tag", t));
     }
     tony_strv_free(&tags);
-    const char *label = tony_conf_get(conf, "tony.application.node-label");
-    if (label && *label) json_object_set_new(ctx, "app-node-label-expression", json_string(label));
+    tony_yarn_context_set_label(ctx, tony_conf_get(conf, "tony.application.node-label"));
     return ctx;
 }
 

@@ -24,6 +24,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
     config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
     config.addinivalue_line("markers", "secure: runs against the kerberized Hadoop test cluster (make test-secure)")
+    config.addinivalue_line("markers", "hadoop33: also run against a Hadoop 3.3 cluster (make test-hadoop33): the "
+                            "representative part of the `hadoop` tests (submission, IPC, multi-role, GPUs and "
+                            "labels, kill, restarts, logs, history on HDFS)")
 
 
 @pytest.fixture(scope="session")
