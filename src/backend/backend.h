@@ -171,7 +171,7 @@ typedef struct tony_backend_opts {
  * backend has registered with its resource manager. */
 tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err);
 
-/* For the executor, when its env has no TONY_SECRET_ENV: the job's secret as
+/* For the executor, when its env has no TASKENV_SECRET: the job's secret as
  * the backend delivered it instead (YARN: a secret in the container's token
  * file, because YARN writes a container's env into launch_container.sh in
  * its log dir, which the NodeManager serves). *out malloc'ed; an error

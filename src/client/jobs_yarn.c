@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "client/report.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -95,7 +96,7 @@ json_t *tony_yarn_am_job(const json_t *app) {
 void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
     /* Direct, not through the RM's proxy: it drops our secret header. */
     char *base = tony_yarn_am_url(app);
-    if (base) tony_jobdir_post(base, job_dir, "finish");
+    if (base) tony_jobdir_post(base, job_dir, AM_API_JOB_FINISH);
     free(base);
 }
 

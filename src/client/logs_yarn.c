@@ -11,6 +11,7 @@
 #include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -116,7 +117,7 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
                    char *last, bool *gone, tony_error *err) {
     *gone = false;
     for (;;) {
-        char *url = tony_sprintf("%s/v1/tasks/%s/%lld/log?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
+        char *url = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
                                  stream, *offset, y->attempt);
         tony_http_response r;
         int rc = tony_http_call("GET", url, NULL, NULL, AM_TIMEOUT_MS, &r, err);

@@ -27,6 +27,13 @@
 #include "common/jobdir.h"
 #include "common/strv.h"
 
+/* The staging dir holds the job's source, venv, config and resources: the
+ * submitting user's alone, like a local job dir (NodeManagers localize them
+ * as that user). Dirs an upload creates on its way get u+wx of the file's
+ * mode from the NameNode, so 700 as well. */
+#define TONY_STAGED_DIR_PERMISSION "700"
+#define TONY_STAGED_FILE_PERMISSION "600"
+
 /* The HDFS side of staging: uploads under the job's staging dir and
  * remembers every file for the manifest. */
 typedef struct hdfs_sink {
@@ -60,7 +67,7 @@ static int hdfs_put(void *ctx, const char *local, const char *dest, const char *
     hdfs_sink *s = ctx;
     char *path = tony_sprintf("%s/%s", s->staging_path, dest);
     tony_hdfs_status st;
-    int rc = tony_webhdfs_put(s->w, local, path, &st, err);
+    int rc = tony_webhdfs_put(s->w, local, path, TONY_STAGED_FILE_PERMISSION, &st, err);
     if (rc == 0) {
         *where = tony_webhdfs_uri(s->w, path);
         manifest_add(s, container_name, *where, &st, archive, job_file, NULL);
@@ -185,8 +192,7 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
         json_object_set_new(ctx, "application-tags", json_pack("{s:o}", "tag", t));
     }
     tony_strv_free(&tags);
-    const char *label = tony_conf_get(conf, "tony.application.node-label");
-    if (label && *label) json_object_set_new(ctx, "app-node-label-expression", json_string(label));
+    tony_yarn_context_set_label(ctx, tony_conf_get(conf, "tony.application.node-label"));
     return ctx;
 }
 
@@ -216,7 +222,7 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     char tmpl[] = "/tmp/tony-stage-XXXXXX";
     char *tmp = mkdtemp(tmpl);
     if (!tmp) return tony_err(err, "cannot create a temporary directory under /tmp: %s", strerror(errno));
-    int rc = tony_webhdfs_mkdirs(w, out->staging_path, "770", err);
+    int rc = tony_webhdfs_mkdirs(w, out->staging_path, TONY_STAGED_DIR_PERMISSION, err);
     if (rc) s.cluster_failed = true;
     if (rc == 0) rc = stage_tony(&s, conf, user, err);
     char *where = NULL;
@@ -238,7 +244,7 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     }
     char *remote = tony_sprintf("%s/%s", out->staging_path, TONY_YARN_MANIFEST);
     if (rc == 0) {
-        rc = tony_webhdfs_put(w, mpath, remote, &out->manifest_st, err);
+        rc = tony_webhdfs_put(w, mpath, remote, TONY_STAGED_FILE_PERMISSION, &out->manifest_st, err);
         if (rc) s.cluster_failed = true;
         else out->manifest_uri = tony_webhdfs_uri(w, remote);
     }

@@ -76,6 +76,7 @@ def needs_web_node(hadoop):
         pytest.skip("this test cluster has no NodeManager with a web UI (TONY_HTC_WEB_NODEMANAGERS=0)")
 
 
+@pytest.mark.hadoop33
 def test_logs_during_and_after_the_job(yarn, tmp_path):
     flag = tmp_path / "go-on"
     cmd = (f"for i in 1 2 3; do echo tick-$i; done; while [ ! -e {flag} ]; do sleep 0.2; done; "

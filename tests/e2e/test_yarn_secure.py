@@ -11,12 +11,14 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TONY
+from conftest import REPO, TONY, wait_for
 from test_portal import Portal
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
@@ -222,6 +224,9 @@ def test_a_keytab_job_uses_hdfs_past_its_tokens_max_lifetime_and_a_kinit_job_can
             assert "keytab in the task's token file: 0" in texts["stdout"], texts
             assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
             assert "a new HDFS delegation token" in texts["am.stderr"], texts["am.stderr"][-3000:]
+            # the coordinator's IPC as the cluster's hadoop.rpc.protection asks (privacy in make test-secure)
+            protection = secure.cluster.vars.get("TONY_HTC_RPC_PROTECTION") or "authentication"
+            assert f"Hadoop IPC protection: {protection}" in texts["am.stderr"], texts["am.stderr"][-3000:]
             assert "installed the job's refreshed credentials" in texts["executor.log"], texts["executor.log"]
             assert "HDFS calls use the job's refreshed delegation token" in texts["am.stderr"]
             h = secure.tony.run("history", "--location", f"hdfs://{history}")
@@ -267,3 +272,57 @@ def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
     assert "Traceback" not in r.err and "Segmentation" not in r.err
     assert secure.apps() == apps, "an application reached the ResourceManager"
     assert secure.staged() == staged, "something was staged in HDFS"
+
+
+def get(url, timeout=30):
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def test_the_job_pages_log_tail_reads_kerberized_nodemanagers_with_the_keytab(secure, tmp_path):
+    """The coordinator reads a running task's output from its NodeManager's
+    web page (the job page's log tail), which wants SPNEGO here. Submitted
+    with a keytab, the coordinator logs in to the NodeManager and reads it;
+    after kinit it has no login, and the answer says what to do."""
+    if not [w for w in secure.cluster.vars.get("TONY_HTC_NODE_WEB", "").split(",") if w]:
+        pytest.skip("this test cluster has no NodeManager with a web UI")
+    flag = tmp_path / "go-on"
+    cmd = f"echo tick-1; echo tick-2; while [ ! -e {flag} ]; do sleep 0.2; done"
+    envs = f"tony.containers.envs=SSL_CERT_FILE={secure.cluster.ca_cert},KRB5_CONFIG={secure.cluster.krb5_conf}"
+    on_web_node = ["--conf", "tony.worker.node-label=gpu", "--conf", "tony.application.node-label=gpu"]
+    keytab = ["--conf", f"tony.keytab.user={secure.cluster.principal}",
+              "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
+    secure.kinit()
+    apps = {}
+    try:
+        for name, extra in (("keytab", keytab), ("kinit", [])):
+            r = secure.submit("--detach", "--executes", cmd, "--conf", "tony.worker.instances=1", *on_web_node,
+                              "--conf", envs, *extra)
+            assert r.rc == 0, r
+            apps[name] = r.job_dir().name
+
+        def log_url(app_id):
+            def ready():
+                s = secure.tony.run("status", app_id, "--json")
+                j = json.loads(s.out) if s.rc == 0 else {}
+                t = [t for t in j.get("tasks", []) if t["role"] == "worker" and t.get("log_url")]
+                return f"{j['url']}/v1/tasks/worker/0/log" if t and j.get("url") else None
+            return wait_for(ready, timeout=180, interval=1, what=f"{app_id}'s worker:0 with a log link")
+
+        url = log_url(apps["keytab"])
+        # the first read finds the NodeManager wanting Kerberos and starts the login
+        d = wait_for(lambda: (lambda c, b: json.loads(b) if c == 200 and "tick-2" in b else None)(*get(url)),
+                     timeout=60, interval=1, what="tick-2 through the coordinator")
+        assert d["data"] == "tick-1\ntick-2\n", d
+        code, body = get(log_url(apps["kinit"]))
+        assert code == 502 and "Kerberos" in body and "tony.keytab.user" in body and "tony logs" in body, body
+    finally:
+        flag.write_text("")
+    for app_id in apps.values():
+        assert secure.cluster.wait_app(app_id, timeout=120)["finalStatus"] == "SUCCEEDED"
+    am = "".join(f.read_text(errors="replace") for d in secure.cluster.container_logs(apps["keytab"])
+                 for f in d.glob("am.stderr"))
+    assert "logged in to the NodeManager at" in am, am[-3000:]

@@ -20,6 +20,7 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 
 /* Writes the job's secret where the coordinator reads it (job dir, 0600). */
 static int write_secret(const yarn_job_credentials *creds, const char *job_dir, tony_error *err) {
@@ -36,8 +37,8 @@ int tony_yarn_am_main(void) {
     tony_log_init("am", NULL);
     tony_error err = {{0}};
     char cwd[PATH_MAX];
-    const char *container = getenv("CONTAINER_ID");
-    const char *host = getenv("NM_HOST");
+    const char *container = getenv(TASKENV_CONTAINER_ID);
+    const char *host = getenv(TASKENV_NM_HOST);
     const char *tokens = getenv("HADOOP_TOKEN_FILE_LOCATION");
     yarn_container_id cid = {0};
     yarn_job_credentials *creds = NULL;

@@ -71,7 +71,7 @@ static int run_step(hdfs_ctx *c, const tony_am_mirror_step *st, tony_error *err)
     }
     switch (st->kind) {
     case TONY_AM_MIRROR_MKDIRS: return tony_webhdfs_mkdirs(c->w, st->path, "770", err);
-    case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, NULL, err);
+    case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, "644", NULL, err);
     case TONY_AM_MIRROR_MOVE_JHIST: return move_jhist(c, st, err);
     case TONY_AM_MIRROR_REMOVE: return tony_webhdfs_delete(c->w, st->path, true, err);
     }

@@ -195,6 +195,14 @@ static void note_failure(round *r, const tony_error *e, const char *doing, const
     if (r->failures++ == 0) tony_err(&r->err, "%s (%s): %s", doing, service, e->msg);
 }
 
+int yarn_job_credentials_login(yarn_job_credentials *c, tony_error *err) {
+    if (!c->keytab_path) return tony_err(err, "the job was submitted without a keytab (tony.keytab.user/location)");
+    tony_krb5_identity id;
+    if (tony_krb5_login_keytab(c->principal, c->keytab_path, &id, err)) return -1;
+    tony_krb5_identity_free(&id);
+    return 0;
+}
+
 static void round_run(void *arg) {
     round *r = arg;
     yarn_job_credentials *c = r->c;
@@ -211,6 +219,13 @@ static void round_run(void *arg) {
         tony_webhdfs *w = tony_webhdfs_new_at(s->http, "the job's token sources", NULL, NULL, id.short_name);
         tony_webhdfs_use_kerberos(w);
         tony_webhdfs_set_timeouts(w, 20000, 20, 60);
+        /* The active NameNode of an HA pair (a standby refuses tokens). */
+        if ((rs->fetch || rs->nrenew) && tony_webhdfs_connect(w, &e)) {
+            note_failure(r, &e, "reaching the NameNode", s->service);
+            for (size_t k = 0; k < rs->nrenew; k++) rs->renewed[k] = -1;
+            tony_webhdfs_free(w);
+            continue;
+        }
         if (rs->fetch) {
             if (tony_webhdfs_delegation_token(w, c->principal, s->service, &rs->new_url, &e) ||
                 tony_webhdfs_renew_delegation_token(w, rs->new_url, &rs->new_expiry_ms, &e)) {
@@ -326,7 +341,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
         round_done(r, false);
         return;
     }
-    tony_workq_submit(c->q, "kdc", round_run, round_done, r);
+    tony_workq_submit(c->q, YARN_KDC_LANE, round_run, round_done, r);
 }
 
 /* The timer for the earliest thing due. */

@@ -68,6 +68,14 @@ bool yarn_job_credentials_refreshable(const yarn_job_credentials *c);
  * of q; on the loop of base. Only when refreshable. */
 int yarn_job_credentials_start_refresh(yarn_job_credentials *c, struct event_base *base, tony_workq *q,
                                        tony_error *err);
+/* The workq lane of every Kerberos login and call of the coordinator's
+ * (the refresh's, nm_spnego.h's): one at a time, so that logins never race
+ * on the process's one ticket cache. */
+#define YARN_KDC_LANE "kdc"
+/* A fresh login from the keytab into the process's ticket cache, for
+ * SPNEGO calls that follow on the same lane; an error before the refresh
+ * started or without a keytab. */
+int yarn_job_credentials_login(yarn_job_credentials *c, tony_error *err);
 /* Stops the refresh timer (a call out still ends through q). */
 void yarn_job_credentials_stop_refresh(yarn_job_credentials *c);
 

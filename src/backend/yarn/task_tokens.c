@@ -12,12 +12,13 @@
 #include "backend/yarn/yarn_backend.h"
 #include "common/fs.h"
 #include "common/http.h"
+#include "common/taskenv.h"
 
 static const char *token_file(tony_error *err) {
     const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
     if (!path || !*path)
         tony_err(err, "neither %s nor HADOOP_TOKEN_FILE_LOCATION is set: the job's secret reaches a container "
-                      "through one of them (is this a YARN container started by tony?)", TONY_SECRET_ENV);
+                      "through one of them (is this a YARN container started by tony?)", TASKENV_SECRET);
     return path && *path ? path : NULL;
 }
 

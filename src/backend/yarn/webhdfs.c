@@ -274,10 +274,13 @@ int tony_webhdfs_renew_delegation_token(tony_webhdfs *w, const char *url_string,
     return rc;
 }
 
-int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err) {
+int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, const char *permission,
+                     tony_hdfs_status *st, tony_error *err) {
     json_t *j = NULL;
-    if (call(w, "PUT", path, "CREATE", "overwrite=true&permission=644&noredirect=true", OK200, NULL, &j, err))
-        return -1;
+    char *query = tony_sprintf("overwrite=true&permission=%s&noredirect=true", permission);
+    int called = call(w, "PUT", path, "CREATE", query, OK200, NULL, &j, err);
+    free(query);
+    if (called) return -1;
     const char *loc = json_string_value(json_object_get(j, "Location"));
     if (!loc) {
         json_decref(j);

@@ -18,6 +18,7 @@
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/job_credentials.h"
 #include "backend/yarn/nm.h"
+#include "backend/yarn/nm_spnego.h"
 #include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
@@ -25,6 +26,7 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/resource.h"
 
 #define RPC_TIMEOUT_MS 15000
@@ -84,6 +86,7 @@ typedef struct yarn_backend {
     bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
     yarn_job_credentials *creds; /* the AM container's (outlives the backend) */
+    yarn_nm_spnego *spnego;      /* logins to kerberized NodeManagers' pages, with a keytab; or NULL */
 } yarn_backend;
 
 /* --- the manifest written by the client */
@@ -263,11 +266,11 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     /* Where people and the coordinator read the task's output: its
      * NodeManager's log page (none when the node has no web UI). */
     char *link = tony_nmweb_container_log_link(r->container.node_http_address, r->container.id);
-    if (link) tony_env_set(&r->env, "TONY_TASK_LOG_URL", link);
+    if (link) tony_env_set(&r->env, TASKENV_TASK_LOG_URL, link);
     free(link);
     /* The secret goes in the token file below, never in the env: YARN
      * writes the env into launch_container.sh in the container's log dir. */
-    tony_env_unset(&r->env, TONY_SECRET_ENV);
+    tony_env_unset(&r->env, TASKENV_SECRET);
     ctx.env = &r->env;
     /* YARN writes them to the container's token file and points
      * HADOOP_TOKEN_FILE_LOCATION at it: the user's code reads HDFS with them. */
@@ -277,7 +280,7 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     ctx.tokens_len = tokens.len;
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
-    ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
+    ctx.command = TASKENV_LOG_DIR "=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
                   "2><LOG_DIR>/executor.log";
     yarn_nm_start_async(b->nm, &r->container, &ctx, on_started, b);
     tony_buf_free(&tokens);
@@ -437,7 +440,7 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     r->resources = tony_strdup(l->resources ? l->resources : "");
     tony_env_merge(&r->env, l->env);
     /* The NodeManager kills a container by signalling its process group. */
-    tony_env_set(&r->env, "TONY_SHARE_PROCESS_GROUP", "1");
+    tony_env_set(&r->env, TASKENV_SHARE_PROCESS_GROUP, "1");
     if (b->nreqs == b->capreqs) {
         b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
         b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
@@ -573,6 +576,7 @@ static void yarn_free(tony_backend *base) {
     yarn_register_info_free(&b->info);
     yarn_nm_pool_free(b->nm);
     yarn_nmlog_free(b->logs);
+    yarn_nm_spnego_free(b->spnego);
     yarn_amrm_free(b->amrm);
     free(b);
 }
@@ -606,7 +610,7 @@ static int yarn_prepare_am_command(tony_backend *base, const char *resources, to
     const char *comma = strchr(log_dirs, ',');
     out->log_dir = comma ? tony_sprintf("%.*s", (int)(comma - log_dirs), log_dirs) : tony_strdup(log_dirs);
     out->work_dir = tony_strdup(b->job_dir);
-    const char *container = getenv("CONTAINER_ID"), *host = getenv("NM_HOST"), *port = getenv("NM_HTTP_PORT");
+    const char *container = getenv(TASKENV_CONTAINER_ID), *host = getenv(TASKENV_NM_HOST), *port = getenv("NM_HTTP_PORT");
     if (container && *container) out->container = tony_strdup(container);
     if (host && port) {
         char *addr = tony_sprintf("%s:%s", host, port);
@@ -674,13 +678,19 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
     b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
-    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs)",
+    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs; "
+              "Hadoop IPC protection: %s)",
               b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,
-              b->info.max_capability.gpus);
+              b->info.max_capability.gpus, b->info.protection ? b->info.protection : "?");
     /* Not fatal: the job's tokens still serve until their maximum lifetime. */
     tony_error rerr;
-    if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr))
+    if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr)) {
         tony_warn("%s; the job's HDFS access ends when its tokens reach their maximum lifetime", rerr.msg);
+    } else if (yarn_job_credentials_refreshable(b->creds)) {
+        b->spnego = yarn_nm_spnego_new(b->creds, b->q);
+        yarn_nmlog_auth auth = yarn_nm_spnego_auth(b->spnego);
+        yarn_nmlog_set_auth(b->logs, &auth);
+    }
     return &b->base;
 fail:
     yarn_free(&b->base);
