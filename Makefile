@@ -96,7 +96,7 @@ test-slurm: build
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-hadoop33 test-secure
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2
