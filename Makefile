@@ -86,7 +86,7 @@ test-secure: build asan
 
 # The real Slurm test cluster (Debian's slurmctld, 3 slurmd, a private munged:
 # scripts/slurm-test-cluster.md): install it if missing, start it, check it,
-# run every test marked `slurm` against it, stop it. Not part of `make test` yet.
+# run every test marked `slurm` against it, stop it (~35 s), last in `make test`.
 STC := $(CURDIR)/build/slurm-test
 test-slurm: build
 	@scripts/install-deps slurm
