@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-secure clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm clean
 
 all: build
 
@@ -60,10 +60,10 @@ test-unit: build
 
 test-asan: asan
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
-	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm" tests/e2e
 
 test-e2e: build
-	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "not hadoop and not slurm" tests/e2e
 
 # The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
 # it, check it, run every test marked `hadoop` against it, stop it. Tests
@@ -77,20 +77,46 @@ test-hadoop: build asan
 	   $(PY) -m pytest -q -m "hadoop and not ml and not secure" tests/e2e; rc=$$?; \
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
+# The older Hadoop line users run (3.3): a cluster of its jars (fetched from
+# Maven Central once, as 3.4's are), its selftest and the tests marked
+# `hadoop33` (a representative part of the `hadoop` ones, with the plain
+# build: ASan has its run on 3.4), then the cluster is stopped whatever failed.
+HADOOP33 := 3.3.6
+HTC33 := $(CURDIR)/build/hadoop-test-33
+test-hadoop33: build
+	@TONY_HADOOP_VERSION=$(HADOOP33) scripts/hadoop-test-cluster start $(HTC33)
+	@export TONY_HADOOP_VERSION=$(HADOOP33); scripts/hadoop-test-cluster selftest $(HTC33) && \
+	 TONY_HTC_DIR=$(HTC33) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "hadoop33 and not secure" tests/e2e; \
+	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC33); exit $$rc
+
 # The same cluster kerberized (start --secure: a KDC, SPNEGO, HTTPS WebHDFS),
-# its delegation tokens to be renewed every 20 s (so that a job outlives
-# them), and every test marked `secure` against it, once, with the ASan+UBSan
+# its delegation tokens to be renewed every 20 s and dead after 90 s (so that
+# a job outlives both), Hadoop IPC encrypted (hadoop.rpc.protection=privacy:
+# the coordinator's calls to the RM and NodeManagers go through SASL's
+# security layer), and every test marked `secure` against it, once, with the ASan+UBSan
 # build (the behaviour is the plain build's; this also checks the memory).
 HTC_SECURE := $(CURDIR)/build/hadoop-test-secure
 test-secure: build asan
-	@TONY_HTC_TOKEN_RENEW_INTERVAL_MS=20000 scripts/hadoop-test-cluster start --secure $(HTC_SECURE)
+	@TONY_HTC_TOKEN_RENEW_INTERVAL_MS=20000 TONY_HTC_TOKEN_MAX_LIFETIME_MS=90000 TONY_HTC_RPC_PROTECTION=privacy \
+	  scripts/hadoop-test-cluster start --secure $(HTC_SECURE)
 	@scripts/hadoop-test-cluster selftest $(HTC_SECURE) && \
 	 TONY_HTC_SECURE_DIR=$(HTC_SECURE) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
 	   $(PY) -m pytest -q -m secure tests/e2e; \
 	 rc=$$?; scripts/hadoop-test-cluster stop $(HTC_SECURE); exit $$rc
 
+# The real Slurm test cluster (Debian's slurmctld, 3 slurmd, a private munged:
+# scripts/slurm-test-cluster.md): install it if missing, start it, check it,
+# run every test marked `slurm` against it, stop it (~35 s), last in `make test`.
+STC := $(CURDIR)/build/slurm-test
+test-slurm: build
+	@scripts/install-deps slurm
+	@scripts/slurm-test-cluster start $(STC)
+	@scripts/slurm-test-cluster selftest $(STC) && \
+	 TONY_STC_DIR=$(STC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m slurm tests/e2e; \
+	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
+
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-fuzz test-hadoop test-secure
+	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

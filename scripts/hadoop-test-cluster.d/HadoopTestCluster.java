@@ -107,15 +107,16 @@ public final class HadoopTestCluster {
     }
   }
 
-  /* Set when this JVM's NodeManagers run web UIs (Hadoop before 3.4). */
+  /* Set when this JVM's NodeManagers were made with web UIs (Hadoop before 3.4). */
   private static boolean nmWebInThisJvm = false;
 
   /* The MiniYARNCluster with the NodeManagers' web UIs off where the Hadoop
    * version can (3.4 added a constructor with that switch), else with them on
-   * (3.3 and older). Every YARN web app in one JVM shares Guice's static
-   * GuiceFilter pipeline, and the web app started last (an NM's) takes it over:
-   * the RM's port would then answer the NM's pages, and /ws/v1/cluster/*
-   * with 404. Chosen by reflection so that this file compiles against both. */
+   * (3.3 and older; dropNodeManagerWebServers turns them off). Every YARN web
+   * app in one JVM shares Guice's static GuiceFilter pipeline, and the web app
+   * started last (an NM's) takes it over: the RM's port would then answer the
+   * NM's pages, and /ws/v1/cluster/* with 404. Chosen by reflection so that
+   * this file compiles against both. */
   private static MiniYARNCluster newMiniYarnCluster(int nms) throws Exception {
     try {
       return MiniYARNCluster.class
@@ -127,31 +128,31 @@ public final class HadoopTestCluster {
     }
   }
 
-  /* Before 3.4 the NodeManagers of this JVM start web apps after the RM's,
-   * and the last Guice injector made becomes the pipeline of every
-   * GuiceFilter that Jetty created (those have no pipeline injected). The RM
-   * keeps the GuiceFilter its injector made, which holds the RM's own
-   * pipeline: make that the shared one again, so that the RM's port serves
-   * the RM (the NMs of this JVM then serve the RM's pages as well; the
-   * NodeManagers whose web UI matters run in JVMs of their own). */
-  private static void giveGuiceFilterBackToRm(ResourceManager rm) throws Exception {
-    java.lang.reflect.Method getWebapp = ResourceManager.class.getDeclaredMethod("getWebapp");
-    getWebapp.setAccessible(true);
-    Object webApp = getWebapp.invoke(rm);
-    java.lang.reflect.Field gf = org.apache.hadoop.yarn.webapp.WebApp.class.getDeclaredField("guiceFilter");
-    gf.setAccessible(true);
-    Object rmFilter = gf.get(webApp);
-    Class<?> guiceFilter = Class.forName("com.google.inject.servlet.GuiceFilter");
-    java.lang.reflect.Field injected = guiceFilter.getDeclaredField("injectedPipeline");
-    injected.setAccessible(true);
-    Object rmPipeline = injected.get(rmFilter);
-    if (rmPipeline == null) {
-      throw new IllegalStateException("the RM's GuiceFilter has no pipeline of its own");
+  /* Before 3.4 each NodeManager of a MiniYARNCluster gets a web server. The
+   * NodeManagers are made and initialised in init() and started in start():
+   * in between, each one's web server is taken out of its services, so it
+   * never starts. Its port stays 0, which is what the NodeManager reports as
+   * its HTTP port (its context asks the server), so nodeHTTPAddress reads
+   * localhost:0 and containers get NM_HTTP_PORT=0, as with 3.4's switch. Left
+   * on, these ports served the RM's pages (the shared Guice pipeline) and a
+   * client following a log link there got HTML instead of a log. */
+  private static void dropNodeManagerWebServers(MiniYARNCluster yarn, int nms) throws Exception {
+    java.lang.reflect.Method remove = org.apache.hadoop.service.CompositeService.class
+        .getDeclaredMethod("removeService", org.apache.hadoop.service.Service.class);
+    remove.setAccessible(true);
+    for (int i = 0; i < nms; i++) {
+      NodeManager nm = yarn.getNodeManager(i);
+      boolean dropped = false;
+      for (org.apache.hadoop.service.Service s : nm.getServices()) {
+        if (s instanceof org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer) {
+          dropped |= (Boolean) remove.invoke(nm, s);
+        }
+      }
+      if (!dropped) {
+        throw new IllegalStateException("NodeManager " + i + " of this JVM has no web server to turn off");
+      }
     }
-    java.lang.reflect.Field shared = guiceFilter.getDeclaredField("pipeline");
-    shared.setAccessible(true);
-    shared.set(null, rmPipeline);
-    say("NodeManager web UIs of this JVM on (Hadoop < 3.4): gave the shared Guice pipeline back to the RM");
+    say("NodeManager web UIs of this JVM off (Hadoop < 3.4: their web servers taken out before start)");
   }
 
   private static int port(String hostPort) {
@@ -236,11 +237,11 @@ public final class HadoopTestCluster {
     int nInternal = nNm - nExt;
     yarn = newMiniYarnCluster(nInternal);
     yarn.init(yconf);
+    if (nmWebInThisJvm) {
+      dropNodeManagerWebServers(yarn, nInternal);
+    }
     yarn.start();
     ResourceManager rm = yarn.getResourceManager();
-    if (nmWebInThisJvm) {
-      giveGuiceFilterBackToRm(rm);
-    }
 
     Configuration rc = rm.getConfig();
     fixTrackingUrls(rm, port(WebAppUtils.getRMWebAppURLWithoutScheme(rc)));

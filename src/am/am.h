@@ -63,6 +63,7 @@ typedef struct tony_am_options {
     const char *host;    /* the name executors reach us at; NULL: 127.0.0.1 */
     bool yarn;           /* in a YARN AM container: the yarn backend */
     const tony_am_history_mirror *history_mirror; /* NULL: history on local/shared disk only */
+    void *backend_data; /* for the backend (tony_backend_opts), or NULL */
 } tony_am_options;
 
 /* Runs the coordinator of the job in o->job_dir. Returns the process exit

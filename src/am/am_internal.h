@@ -1,18 +1,24 @@
-/* What the coordinator's own files (am.c, api.c) share; nothing outside am/
- * includes this. */
+/* The coordinator's state, which its files share (am.c carries out the
+ * state machine's actions, api.c serves HTTP, record.c records, view.c
+ * renders, logfetch.c reads logs through the backend); nothing outside am/
+ * includes this. Each of those files has its own header for what the
+ * others may call, and none calls back into am.c. */
 #ifndef TONY_AM_INTERNAL_H
 #define TONY_AM_INTERNAL_H
 
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <sys/time.h>
+#include <time.h>
 
 #include "am/events.h"
 #include "am/history.h"
-#include "am/job.h"
+#include "am/fsm.h"
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/reaper.h"
 #include "conf/conf.h"
@@ -36,11 +42,16 @@ typedef struct am_logfetch am_logfetch;
 typedef struct tony_am {
     struct event_base *base;
     tony_http_server *http;
+    tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;
     const tony_runtime *runtime;
-    am_job job;
+    am_fsm fsm;          /* the job's and its tasks' states: changed only through fsm.h */
+    am_actions pending;  /* what the state machine decided, for am.c to carry out */
+    struct event *act_ev; /* run by am_kick: carries pending out from the loop */
+    bool carrying;       /* am.c is carrying actions out (they queue meanwhile) */
+    bool client_finished; /* the client said it read the final state */
     tony_backend *backend;
     am_rendezvous *rendezvous; /* frameworks that rendezvous through us (Horovod) */
     char *job_dir;
@@ -50,15 +61,9 @@ typedef struct tony_am {
     char *host; /* address executors reach us at */
     int port;
     char *url;
-    long long started_ms, finished_ms;
+    long long started_ms;
     long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
-    int retries_left;
-    bool killed;          /* by the user: no restart */
-    bool timed_out;       /* tony.application.timeout: no restart */
-    bool done;            /* final status decided */
-    am_final_status final_status;
-    char *diagnostics;
     am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
     struct event *tick;
@@ -72,6 +77,7 @@ typedef struct tony_am {
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
+    char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
     /* What the job did, for people (record.c): the event log, the history
      * files, and each task's metrics in this attempt (indexed like
      * job.tasks). */
@@ -86,69 +92,32 @@ typedef struct tony_am {
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
  * turns one of its readings into wall-clock ms for people. */
-long long am_now_ms(void);
-long long am_wall_clock_ms(void);
+static inline long long am_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline long long am_wall_clock_ms(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
 /* One offset, taken at start, so that a time reads the same in every answer
  * (the job's ETag depends on it). */
-long long am_wall_ms(const tony_am *am, long long mono_ms);
-/* The job as JSON: what GET /v1/job returns and status.json holds. */
-json_t *am_job_json(const tony_am *am);
-/* One task of it (the job JSON's "tasks" entries). */
-json_t *am_task_json(const tony_am *am, const am_task *t);
-/* Listens on bind_host, any free port; am->url names am->host. */
-int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
-/* The server's handler of every request (arg: the tony_am); its own
- * symbol so that the request fuzzer (tests/fuzz/fuzz_api.c) can hand it
- * requests without a socket. */
-void am_api_handle(struct evhttp_request *req, void *arg);
-/* Answers every waiting executor whose gang is ready (or whose attempt ended). */
-void am_api_release_waiters(tony_am *am, bool force);
-void am_api_expire_waiters(tony_am *am, long long now_ms);
-/* The body of a "go" answer for task t: command, env, timeout. */
-json_t *am_task_go_json(tony_am *am, const am_task *t, tony_error *err);
+static inline long long am_wall_ms(const tony_am *am, long long mono_ms) { return mono_ms + am->wall_offset_ms; }
 
-/* Answers req with body (reference stolen). */
-void am_api_reply_json(struct evhttp_request *req, int code, json_t *body);
-/* One answer of GET .../log: n bytes of data at offset of a file of size. */
-json_t *am_api_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
-                              const char *data, size_t n, long long size, bool exists);
-/* 0 when the backend can read a task's log from log_url (what its executor
- * reported), else why not. */
-int am_backend_reads_log_url(const tony_am *am, const char *log_url, tony_error *err);
-/* Answers GET .../log for a task whose output the backend reads (log_url
- * passed am_backend_reads_log_url) without blocking the loop. */
-void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_url, const char *role, int index,
-                       int attempt, const char *stream, long long offset);
-/* Drops the reads in flight, unanswered (before the backend and the HTTP
- * server go). */
-void am_logfetch_free_all(tony_am *am);
+/* The task's metrics in the current attempt (record.c keeps them). */
+static inline am_metrics *am_task_metrics(const tony_am *am, const am_task *t) {
+    if (!am->metrics || t < am->fsm.job.tasks || t >= am->fsm.job.tasks + am->fsm.job.ntasks) return NULL;
+    size_t i = (size_t)(t - am->fsm.job.tasks);
+    return i < am->nmetrics ? am->metrics[i] : NULL;
+}
 
-/* Called by the API when something happened. */
-void am_on_kill_request(tony_am *am);
-void am_on_client_finished(tony_am *am);
-void am_advance(tony_am *am);
-const char *am_final_status_name(am_final_status s);
-
-/* Recording (record.c): hooks the loop and the API call as things happen;
- * each writes the event log, the history file and the metrics. Failing to
- * record never disturbs the job. */
-void am_record_start(tony_am *am);
-void am_record_attempt(tony_am *am);
-void am_record_task_requested(tony_am *am, const am_task *t);
-void am_record_task_registered(tony_am *am, const am_task *t);
-void am_record_task_started(tony_am *am, const am_task *t);
-void am_record_task_exit(tony_am *am, const am_task *t);
-void am_record_heartbeat_missed(tony_am *am, const am_task *t);
-void am_record_restart(tony_am *am);
-void am_record_kill(tony_am *am);
-void am_record_finish(tony_am *am);
-void am_record_free(tony_am *am);
-/* The task's metrics in the current attempt. */
-am_metrics *am_record_metrics(const tony_am *am, const am_task *t);
-/* The executor's env for metrics: the interval, and nvidia-smi for tasks
- * with GPUs when tony.task.gpu-metrics.enabled. */
-void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env);
-/* A task's requested resources: {"memory_bytes","vcores","gpus"}. */
-json_t *am_record_requested_json(const am_task *t);
+/* Has the loop carry out am->pending soon (from the loop, never from inside
+ * the caller): the API feeds the state machine events and leaves the
+ * actions to am.c this way, so it never calls into am.c. */
+static inline void am_kick(tony_am *am) { event_active(am->act_ev, 0, 0); }
 
 #endif

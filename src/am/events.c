@@ -1,11 +1,14 @@
 /* The event log as a ring: seq numbers keep growing, memory does not. */
 #include "am/events.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -73,8 +76,15 @@ static const am_event *vadd(am_events *e, long long t_ms, const char *type, cons
     *ev = (am_event){e->next_seq++, t_ms, tony_strdup(type), tony_strdup(task), attempt, text, data};
     if (e->log) {
         json_t *j = am_event_json(ev);
+        /* Every line is flushed whole, so the file's size is where the
+         * last whole line ends (an append stream's ftell may not say). */
+        struct stat st;
+        long good = fstat(fileno(e->log), &st) == 0 ? (long)st.st_size : -1;
         if (json_dumpf(j, e->log, JSON_COMPACT) || fputc('\n', e->log) == EOF || fflush(e->log)) {
-            tony_warn("cannot write the event log %s; it stops here", e->log_path);
+            int err = errno;
+            tony_warn("cannot write the event log %s (%s); it stops here, after its last whole line", e->log_path,
+                      strerror(err));
+            tony_file_cut_back(e->log, good); /* no half line at its end */
             fclose(e->log);
             e->log = NULL;
         }

@@ -36,6 +36,7 @@ struct am_history {
     char *app_id, *user, *dir, *file, *finished_root;
     long long start_ms;
     tony_jhist_writer *writer;
+    bool finished;                        /* am_history_finish ran */
     struct event_base *base;              /* where the mirror's answers come */
     const tony_am_history_mirror *mirror; /* NULL: none */
     bool mirror_off;                      /* it failed once: not used again */
@@ -155,6 +156,11 @@ const char *am_history_dir(const am_history *h) { return h->dir; }
 const char *am_history_file(const am_history *h) { return h->file; }
 tony_jhist_writer *am_history_writer(am_history *h) { return h->writer; }
 
+void am_history_stop_writing(am_history *h) {
+    tony_jhist_writer_free(h->writer);
+    h->writer = NULL;
+}
+
 char *am_history_where(const am_history *h) {
     if (h->mirror && !h->mirror_off) return tony_sprintf("hdfs://%s%s", h->mirror->authority, h->remote_dir);
     return tony_strdup(h->dir);
@@ -260,7 +266,7 @@ static void sync_now(am_history *h) {
 }
 
 void am_history_sync(am_history *h) {
-    if (!h->mirror || h->mirror_off || !h->writer) return;
+    if (!h->mirror || h->mirror_off || h->finished) return;
     if (h->flying) h->sync_wanted = true; /* taken when the one out is done */
     else sync_now(h);
 }
@@ -304,9 +310,9 @@ static int move(const char *from, const char *to, tony_error *err) {
 }
 
 int am_history_finish(am_history *h, long long end_ms, const char *status, tony_error *err) {
-    if (!h->writer) return 0;
-    tony_jhist_writer_free(h->writer);
-    h->writer = NULL;
+    if (h->finished) return 0;
+    h->finished = true;
+    am_history_stop_writing(h);
     char *name = tony_jhist_final_name(h->app_id, h->start_ms, end_ms, h->user, status);
     char *final = tony_path_join(h->dir, name);
     free(name);

@@ -31,8 +31,13 @@ void am_history_free(am_history *h);
 /* The job's history directory (changes when am_history_finish moves it). */
 const char *am_history_dir(const am_history *h);
 const char *am_history_file(const am_history *h);
-/* The writer of the .jhist file, NULL after finishing. */
+/* The writer of the .jhist file, NULL after finishing or stopping. */
 tony_jhist_writer *am_history_writer(am_history *h);
+/* After a failed write (a full disk): the .jhist is closed as it stands,
+ * whole up to its last event (the writer cuts a half-written one), and
+ * takes no more; am_history_finish still names and moves it, so the job's
+ * history is shorter, not lost or unreadable. */
+void am_history_stop_writing(am_history *h);
 /* Copies the job's files as they are now to the mirror's intermediate dir
  * (tony-final.xml the first time), off the loop; a copy asked for while
  * one runs waits for it, and replaces any copy waiting. History is best

@@ -1,7 +1,7 @@
-/* The job state machine, kept free of I/O so that TonY's completion rules can
- * be tested alone: the task table of one attempt, what a task's exit or a
- * missed heartbeat means for the attempt, and the final status. The
- * coordinator (am.c) feeds it events and carries out what it decides. */
+/* The job's task table: every task of one attempt, what happened to it, and
+ * questions about the table (who is chief, is the gang complete, which
+ * tasks may be asked for now). Only the state machine (fsm.h) changes it;
+ * everyone else reads it. */
 #ifndef TONY_AM_JOB_H
 #define TONY_AM_JOB_H
 
@@ -48,6 +48,9 @@ typedef struct am_task {
     bool result_reported; /* its executor said the user process ended: no more heartbeats expected */
     char *diagnostics;
     long long requested_ms, registered_ms, started_ms, finished_ms, last_heartbeat_ms;
+    int stop_tries;       /* stops asked of the backend in this attempt */
+    long long stop_ms;    /* the last one */
+    bool stop_given_up;   /* AM_FSM_STOP_TRIES stops did not end it: no longer waited for */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;
@@ -67,11 +70,12 @@ typedef struct am_job {
     char *attempt_diagnostics;
 } am_job;
 
+/* The table of attempt 0, every task NEW; the state machine (fsm.h) is
+ * the only one to change it after that. */
 void am_job_init(am_job *j, const tony_plan *plan);
 void am_job_free(am_job *j);
-/* Forgets the last attempt's tasks and starts attempt number `attempt`;
- * each task that got a container keeps a line on it in its runs. */
-void am_job_reset(am_job *j, int attempt);
+/* Frees what one attempt of t allocated (its host, log places, diagnostics). */
+void am_task_clear(am_task *t);
 
 am_task *am_job_task(am_job *j, const char *role, int index);
 const char *am_task_state_name(am_task_state s); /* TonY's names: NEW READY RUNNING SUCCEEDED FAILED FINISHED */
@@ -89,24 +93,10 @@ bool am_job_gang_ready(const am_job *j);
 int am_job_count_requested(const am_job *j);
 int am_job_count_registered(const am_job *j);
 
-/* A container ended with exit_status (0, YARN's negative codes, or 128+sig).
- * Applies TonY's rules (contract §3.5) plus ours: chief failure, stop-on-
- * failure roles, fail-on-worker-failure, an untracked task failing on its
- * own, a task dying before it registered, and lock-step training (one lost
- * worker ends the attempt at once). */
-void am_job_on_task_exit(am_job *j, am_task *t, int exit_status, const char *diagnostics, long long now_ms);
-/* Heartbeats: expire tasks that stayed silent longer than the interval ×
- * max(3, max-missed). Returns the task that expired, if any. */
-am_task *am_job_check_heartbeats(am_job *j, long long now_ms);
-/* Registration timeout (tony.container.registration.timeout). */
-am_task *am_job_check_registration(am_job *j, long long now_ms);
-/* Ends the attempt with FAILED (or KILLED) and a reason, unless it already ended. */
-void am_job_end_attempt(am_job *j, am_final_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* True when every tracked task has ended. */
 bool am_job_tracked_done(const am_job *j);
-/* TonY's final status once the tracked tasks are done (updateSessionStatus):
- * a failed tracked task fails the job only when fail-on-worker-failure is on
- * or every tracked task failed; otherwise SUCCEEDED with a note. */
-void am_job_settle(am_job *j);
+/* Whether t has a container that has not ended yet (asked for, running,
+ * or being stopped; not one given up on). */
+bool am_task_live(const am_task *t);
 
 #endif

@@ -3,10 +3,12 @@
  * (backend.h's read_log) without blocking the loop, and the answer has the
  * same shape as for a local file. This file holds the client's side: one
  * pending answer per read, dropped with the read when the client goes. */
+#include "am/logfetch.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "am/am_internal.h"
+#include "am/reply.h"
 #include "common/strv.h"
 
 struct am_logfetch {
@@ -46,7 +48,7 @@ static void on_client_close(struct evhttp_connection *c, void *arg) {
 static void reply(am_logfetch *f, int code, json_t *body) {
     if (f->client) evhttp_connection_set_closecb(f->client, NULL, NULL);
     f->client = NULL;
-    am_api_reply_json(f->req, code, body);
+    am_reply_json(f->req, code, body);
     fetch_free(f);
 }
 
@@ -57,7 +59,7 @@ static void on_read(void *ctx, int code, const char *msg, const tony_log_chunk *
         reply(f, code, json_pack("{s:s}", "error", msg));
         return;
     }
-    reply(f, 200, am_api_log_chunk_json(f->role, f->index, f->attempt, f->stream, c->offset, c->data, c->n, c->size,
+    reply(f, 200, am_log_chunk_json(f->role, f->index, f->attempt, f->stream, c->offset, c->data, c->n, c->size,
                                         c->exists));
 }
 
@@ -76,7 +78,7 @@ void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_
      * connection (browsers and curl do not pipeline anyway). */
     for (am_logfetch *o = am->logfetches; o && client; o = o->next)
         if (o->client == client) {
-            am_api_reply_json(req, 409, json_pack("{s:s}", "error", "another log read is in flight on this connection"));
+            am_reply_json(req, 409, json_pack("{s:s}", "error", "another log read is in flight on this connection"));
             return;
         }
     /* Whole and listed before the backend is asked, whenever its answer

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am/am_internal.h"
+#include "am/record.h"
+
+#include "am/view.h"
 #include "common/fs.h"
 #include "common/histloc.h"
 #include "common/jobdir.h"
@@ -17,11 +19,11 @@ static long long wall_now(const tony_am *am) { return am_wall_ms(am, am_now_ms()
 
 static char *task_id(const am_task *t) { return tony_sprintf("%s:%d", t->role->name, t->index); }
 
-/* History is best effort: the first failure is logged and history stops. */
+/* History is best effort: the first failure is logged and the .jhist takes
+ * no more events; what it has is still named and moved as the job ends. */
 static void history_failed(tony_am *am, const tony_error *err) {
     tony_warn("job history stops here: %s", err->msg);
-    am_history_free(am->history);
-    am->history = NULL;
+    am_history_stop_writing(am->history);
 }
 
 static tony_jhist_writer *writer(tony_am *am) { return am->history ? am_history_writer(am->history) : NULL; }
@@ -29,22 +31,22 @@ static tony_jhist_writer *writer(tony_am *am) { return am->history ? am_history_
 static void metrics_reset(tony_am *am) {
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);
-    am->nmetrics = am->job.ntasks;
+    am->nmetrics = am->fsm.job.ntasks;
     am->metrics = tony_xcalloc(am->nmetrics ? am->nmetrics : 1, sizeof *am->metrics);
     for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(AM_METRICS_MAX_POINTS);
 }
 
 static void app_inited(tony_am *am) {
     int n = tony_plan_total_instances(&am->plan);
-    am_events_add(am->events, wall_now(am), "APPLICATION_INITED", NULL, am->job.attempt,
-                  "%s: attempt %d of %s with %d task(s), coordinator at %s", am->app_id, am->job.attempt,
+    am_events_add(am->events, wall_now(am), "APPLICATION_INITED", NULL, am->fsm.job.attempt,
+                  "%s: attempt %d of %s with %d task(s), coordinator at %s", am->app_id, am->fsm.job.attempt,
                   am->plan.framework, n, am->url ? am->url : am->host);
     tony_error err;
     if (writer(am) &&
         tony_jhist_application_inited(writer(am), wall_now(am), am->app_id, n, am->host, NULL, &err))
         history_failed(am, &err);
     /* The mirror's first copy: the job's start is in the .jhist now. */
-    if (am->history && am->job.attempt == 0) am_history_sync(am->history);
+    if (am->history && am->fsm.job.attempt == 0) am_history_sync(am->history);
 }
 
 /* Where the history goes (histloc.h): local (or shared) disk, or HDFS
@@ -130,7 +132,7 @@ void am_record_attempt(tony_am *am) {
 void am_record_task_requested(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(am), "TASK_REQUESTED", id, am->job.attempt,
+    am_events_add(am->events, wall_now(am), "TASK_REQUESTED", id, am->fsm.job.attempt,
                   "%s: container requested (%lld MiB, %d vcores, %d GPUs)", id, t->role->memory_mb, t->role->vcores,
                   t->role->gpus);
     free(id);
@@ -139,7 +141,7 @@ void am_record_task_requested(tony_am *am, const am_task *t) {
 void am_record_task_registered(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add_data(am->events, wall_now(am), "TASK_REGISTERED", id, am->job.attempt,
+    am_events_add_data(am->events, wall_now(am), "TASK_REGISTERED", id, am->fsm.job.attempt,
                        json_pack("{s:s,s:i}", "host", t->host, "port", t->port), "%s: registered at %s:%d", id, t->host,
                        t->port);
     free(id);
@@ -153,7 +155,7 @@ void am_record_task_registered(tony_am *am, const am_task *t) {
 void am_record_task_started(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(am), "TASK_STARTED", id, am->job.attempt, "%s: user process started (pid %d)", id,
+    am_events_add(am->events, wall_now(am), "TASK_STARTED", id, am->fsm.job.attempt, "%s: user process started (pid %d)", id,
                   t->pid);
     free(id);
 }
@@ -163,7 +165,7 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
     char *id = task_id(t), meaning[160];
     const char *status = am_task_state_name(t->state);
     const char *what = tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning);
-    am_metrics *m = am_record_metrics(am, t);
+    am_metrics *m = am_task_metrics(am, t);
     char peak[160] = "";
     if (m && am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) >= 0)
         snprintf(peak, sizeof peak, "; peak memory %.0f MiB, CPU %.0f%% on average",
@@ -174,10 +176,10 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
                              what, "diagnostics", diag, "metrics",
                              m ? am_metrics_aggregates_json(m) : json_object());
     if (t->state == AM_TASK_SUCCEEDED)
-        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s succeeded%s", id,
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->fsm.job.attempt, data, "%s succeeded%s", id,
                            peak);
     else
-        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->job.attempt, data, "%s %s: %s%s%s%s", id,
+        am_events_add_data(am->events, wall_now(am), "TASK_FINISHED", id, am->fsm.job.attempt, data, "%s %s: %s%s%s%s", id,
                            t->state == AM_TASK_FAILED ? "failed" : "was stopped", what, peak, diag ? ". " : "",
                            diag ? diag : "");
     free(id);
@@ -195,7 +197,7 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
 void am_record_heartbeat_missed(tony_am *am, const am_task *t) {
     if (!am->events) return;
     char *id = task_id(t);
-    am_events_add(am->events, wall_now(am), "HEARTBEAT_MISSED", id, am->job.attempt, "%s",
+    am_events_add(am->events, wall_now(am), "HEARTBEAT_MISSED", id, am->fsm.job.attempt, "%s",
                   t->diagnostics ? t->diagnostics : "missed heartbeats");
     free(id);
 }
@@ -218,15 +220,15 @@ static void write_metrics(tony_am *am) {
         root = json_pack("{s:s,s:I,s:[]}", "app_id", am->app_id, "coordinator_started_ms", started, "attempts");
     }
     json_t *tasks = json_array();
-    for (size_t i = 0; i < am->job.ntasks; i++) {
-        const am_task *t = &am->job.tasks[i];
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
+        const am_task *t = &am->fsm.job.tasks[i];
         json_t *o = am_task_json(am, t);
-        am_metrics *m = am_record_metrics(am, t);
+        am_metrics *m = am_task_metrics(am, t);
         if (m) json_object_set_new(o, "series", am_metrics_series_json(m));
         json_array_append_new(tasks, o);
     }
     json_array_append_new(json_object_get(root, "attempts"),
-                          json_pack("{s:i,s:I,s:o}", "attempt", am->job.attempt, "interval_ms",
+                          json_pack("{s:i,s:I,s:o}", "attempt", am->fsm.job.attempt, "interval_ms",
                                     (json_int_t)am->plan.metrics_interval_ms, "tasks", tasks));
     char *text = json_dumps(root, JSON_COMPACT);
     tony_error err;
@@ -240,32 +242,32 @@ void am_record_restart(tony_am *am) {
     if (!am->events) return;
     write_metrics(am);
     if (am->history) am_history_sync(am->history);
-    am_events_add(am->events, wall_now(am), "RESTART", NULL, am->job.attempt,
-                  "attempt %d failed (%s); restarting the job, %d restart(s) left", am->job.attempt,
-                  am->job.attempt_diagnostics ? am->job.attempt_diagnostics : "", am->retries_left);
+    am_events_add(am->events, wall_now(am), "RESTART", NULL, am->fsm.job.attempt,
+                  "attempt %d failed (%s); restarting the job, %d restart(s) left", am->fsm.job.attempt,
+                  am->fsm.job.attempt_diagnostics ? am->fsm.job.attempt_diagnostics : "", am->fsm.retries_left);
 }
 
 void am_record_kill(tony_am *am) {
     if (!am->events) return;
-    am_events_add(am->events, wall_now(am), "KILL", NULL, am->job.attempt, "killed by the user");
+    am_events_add(am->events, wall_now(am), "KILL", NULL, am->fsm.job.attempt, "killed by the user");
 }
 
 void am_record_finish(tony_am *am) {
     if (!am->events) return;
     int finished = 0, failed = 0;
-    for (size_t i = 0; i < am->job.ntasks; i++) {
-        const am_task *t = &am->job.tasks[i];
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
+        const am_task *t = &am->fsm.job.tasks[i];
         finished += am_task_done(t);
         failed += t->state == AM_TASK_FAILED;
     }
-    const char *status = am_final_status_name(am->final_status);
-    am_events_add(am->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->job.attempt, "%s %s: %s", am->app_id,
-                  status, am->diagnostics ? am->diagnostics : "");
+    const char *status = am_final_status_name(am->fsm.final_status);
+    am_events_add(am->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->fsm.job.attempt, "%s %s: %s", am->app_id,
+                  status, am->fsm.diagnostics ? am->fsm.diagnostics : "");
     write_metrics(am);
     tony_error err;
     if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
         history_failed(am, &err);
-    if (am->history && am_history_finish(am->history, am_wall_ms(am, am->finished_ms), status, &err)) history_failed(am, &err);
+    if (am->history && am_history_finish(am->history, am_wall_ms(am, am->fsm.finished_ms), status, &err)) history_failed(am, &err);
     else if (am->history) {
         char *where = am_history_where(am->history);
         tony_info("history: %s/%s", where, tony_basename(am_history_file(am->history)));
@@ -279,23 +281,4 @@ void am_record_free(tony_am *am) {
     am_events_free(am->events);
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);
-}
-
-am_metrics *am_record_metrics(const tony_am *am, const am_task *t) {
-    if (!am->metrics || t < am->job.tasks || t >= am->job.tasks + am->job.ntasks) return NULL;
-    size_t i = (size_t)(t - am->job.tasks);
-    return i < am->nmetrics ? am->metrics[i] : NULL;
-}
-
-void am_record_task_env(const tony_am *am, const am_task *t, tony_env *env) {
-    tony_env_setf(env, "TONY_METRICS_INTERVAL_MS", "%lld", am->plan.metrics_interval_ms);
-    bool gpu_metrics = true;
-    if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
-    const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
-    if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, "TONY_GPU_METRICS_SMI", smi && *smi ? smi : "nvidia-smi");
-}
-
-json_t *am_record_requested_json(const am_task *t) {
-    return json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)t->role->memory_mb * 1024 * 1024, "vcores",
-                     t->role->vcores, "gpus", t->role->gpus);
 }

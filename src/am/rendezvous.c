@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/log.h"
 #include "common/strv.h"
@@ -31,6 +32,7 @@ typedef struct entry {
 struct am_rendezvous {
     tony_http_server *http;
     int port;
+    tony_host_check hosts; /* as the coordinator's API: no page of another site (DNS rebinding) */
     entry *items;
     size_t len, cap;
     size_t bytes; /* what the entries hold, as entry_bytes counts */
@@ -45,6 +47,7 @@ static void reply(struct evhttp_request *req, int code, const void *body, size_t
                       code == 200   ? "OK"
                       : code == 404 ? "Not Found"
                       : code == 413 ? "Payload Too Large"
+                      : code == 421 ? "Misdirected Request"
                                     : "Bad Request",
                       buf);
     evbuffer_free(buf);
@@ -86,8 +89,20 @@ static void clear_scope(am_rendezvous *r, const char *scope) {
     }
 }
 
+/* It takes no secret (Horovod's workers send none), so a web page that
+ * rebinds its name to this machine must not reach it either. */
+static void refuse_host(struct evhttp_request *req) {
+    static const char msg[] = "the Horovod rendezvous answers only requests for this machine's names and addresses "
+                              "(a web page of another site may be trying to reach it through DNS rebinding)\n";
+    reply(req, 421, msg, sizeof msg - 1);
+}
+
 static void handle(struct evhttp_request *req, void *arg) {
     am_rendezvous *r = arg;
+    if (!tony_host_check_ok(&r->hosts, evhttp_find_header(evhttp_request_get_input_headers(req), "Host"))) {
+        refuse_host(req);
+        return;
+    }
     const char *uri = evhttp_request_get_uri(req);
     char scope[256], key[256];
     int n = 0;
@@ -164,6 +179,7 @@ am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, to
         free(r);
         return NULL;
     }
+    tony_host_check_init_job_server(&r->hosts, r->port, host);
     r->scope_sizes = json_object();
     r->finished = json_object();
     return r;
@@ -188,5 +204,6 @@ void am_rendezvous_free(am_rendezvous *r) {
     json_decref(r->scope_sizes);
     json_decref(r->finished);
     tony_http_server_free(r->http);
+    tony_host_check_free(&r->hosts);
     free(r);
 }

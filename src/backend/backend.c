@@ -14,7 +14,8 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
         return tony_backend_local_new(o->base, o->reaper, o->job_dir, o->conf, err);
     if (strcmp(name, "yarn") == 0) {
         tony_yarn_backend_opts yo = {.job_dir = o->job_dir, .conf = o->conf, .api_host = o->api_host,
-                                     .api_port = o->api_port, .tracking_url = o->tracking_url};
+                                     .api_port = o->api_port, .tracking_url = o->tracking_url,
+                                     .credentials = o->backend_data};
         return tony_backend_yarn_new(o->base, &yo, err);
     }
     tony_err(err, "no backend called '%s' (there are: local, yarn)", name);
@@ -22,6 +23,10 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
 }
 
 int tony_backend_task_secret(char **out, tony_error *err) { return tony_yarn_task_secret(out, err); }
+
+int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err) {
+    return tony_yarn_task_update_credentials(data, len, err);
+}
 
 void tony_am_place_free(tony_am_place *p) {
     free(p->work_dir);

@@ -13,6 +13,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/reaper.h"
+#include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 
@@ -133,6 +134,14 @@ typedef struct tony_backend_ops {
      * tony_am_place); resources (TonY syntax, staged paths) are what every
      * container gets, put there unless the backend already did. */
     int (*prepare_am_command)(tony_backend *b, const char *resources, tony_am_place *out, tony_error *err);
+    /* Credentials a running task's executor should hold now, when they
+     * changed after its container started (YARN: the job's token storage
+     * after the coordinator refreshed its delegation tokens from a
+     * keytab). When the backend's generation is newer than have (what the
+     * executor says it holds; 0 at its start), appends them to out (bytes
+     * for tony_backend_task_update_credentials) and returns the
+     * generation; else returns 0. NULL where they never change. */
+    long long (*task_credentials)(tony_backend *b, long long have, tony_buf *out);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     /* Also drops log reads still in flight, without their callbacks. */
@@ -154,17 +163,32 @@ typedef struct tony_backend_opts {
     const char *api_host;     /* where the coordinator's API listens; a cluster backend */
     int api_port;             /* registers it there for clients to find */
     const char *tracking_url; /* the web UI, for a cluster's proxy */
+    void *backend_data;       /* what the backend's own entry point handed the coordinator
+                                 for it (YARN: the job's credentials), or NULL */
 } tony_backend_opts;
 
 /* The backend called name ("local", "yarn"), ready to launch; a cluster
  * backend has registered with its resource manager. */
 tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err);
 
-/* For the executor, when its env has no TONY_SECRET_ENV: the job's secret as
+/* For the executor, when its env has no TASKENV_SECRET: the job's secret as
  * the backend delivered it instead (YARN: a secret in the container's token
  * file, because YARN writes a container's env into launch_container.sh in
  * its log dir, which the NodeManager serves). *out malloc'ed; an error
  * says where it looked. */
 int tony_backend_task_secret(char **out, tony_error *err);
+
+/* For the executor: installs credentials the coordinator sent with a
+ * heartbeat answer (task_credentials above) where the task's processes
+ * find them (YARN: rewrites the container's token file, atomically). */
+int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err);
+
+/* The heartbeat's fields that carry them: the executor sends the
+ * generation it holds; an answer with newer ones carries the generation and
+ * the bytes in base64. */
+#define TONY_HEARTBEAT_CREDENTIALS_HAVE "credentials_generation"
+#define TONY_HEARTBEAT_CREDENTIALS "credentials"
+#define TONY_HEARTBEAT_CREDENTIALS_GENERATION "generation"
+#define TONY_HEARTBEAT_CREDENTIALS_DATA "data"
 
 #endif

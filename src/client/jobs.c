@@ -14,6 +14,7 @@
 #include "client/confargs.h"
 #include "client/report.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -150,7 +151,7 @@ int tony_cmd_kill(int argc, char **argv) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         code = TONY_EXIT_UNAVAILABLE;
     } else {
-        char *u = tony_sprintf("%s/v1/job/kill", url);
+        char *u = tony_sprintf("%s" AM_API_JOB_KILL, url);
         tony_http_response r;
         bool asked = tony_http_call("POST", u, secret, "{}", KILL_ASK_MS, &r, &err) == 0;
         if (asked) {
@@ -181,7 +182,7 @@ int tony_cmd_kill(int argc, char **argv) {
             if (job) tony_report_final(stdout, job);
             json_decref(job);
             /* We are the client that saw the end: the coordinator may go. */
-            tony_jobdir_post(url, job_dir, "finish");
+            tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
         }
         free(u);
     }

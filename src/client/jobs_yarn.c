@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "client/report.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -95,7 +96,7 @@ json_t *tony_yarn_am_job(const json_t *app) {
 void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
     /* Direct, not through the RM's proxy: it drops our secret header. */
     char *base = tony_yarn_am_url(app);
-    if (base) tony_jobdir_post(base, job_dir, "finish");
+    if (base) tony_jobdir_post(base, job_dir, AM_API_JOB_FINISH);
     free(base);
 }
 
@@ -138,10 +139,8 @@ void tony_yarn_cleanup_staging(const char *job_dir, bool quiet) {
     int rc = 0;
     if (json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS))) {
         /* This process's ticket: kinit's, or the keytab's submit logged in with. */
-        tony_krb5_identity id;
-        rc = tony_krb5_login(NULL, &id, &err);
+        rc = tony_krb5_ready(NULL, &err);
         if (rc == 0) tony_webhdfs_use_kerberos(w);
-        tony_krb5_identity_free(&id);
     }
     if (rc == 0) rc = tony_webhdfs_delete(w, path, true, &err);
     if (rc) {
@@ -179,13 +178,11 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, con
         }
         tony_hadoop_conf_free(h);
     }
-    tony_krb5_identity id;
     if (kerberos) {
-        if (tony_krb5_login(conf, &id, err)) {
+        if (tony_krb5_ready(conf, err)) {
             tony_yarn_rest_free(r);
             return NULL;
         }
-        tony_krb5_identity_free(&id);
         tony_yarn_rest_use_kerberos(r);
     }
     if (tony_yarn_rest_connect(r, err)) {

@@ -8,8 +8,10 @@
 
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/nmweb.h"
+#include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -83,6 +85,26 @@ static int nm_read(const ylogs *y, const char *link, const char *file, tony_buf 
     return rc;
 }
 
+/* A job that ended before this client saw its coordinator (submitted with
+ * --detach): its tasks from the status the coordinator left in its
+ * container's log dir (yarn_backend.h), kept in the job dir from then on. */
+static json_t *final_status(const ylogs *y) {
+    const char *link = json_string_value(json_object_get(y->app, "amContainerLogs"));
+    tony_buf b = {0};
+    tony_error err;
+    json_t *job = NULL;
+    if (link && *link && nm_read(y, link, TONY_YARN_AM_STATUS_LOG, &b, &err) == 0) {
+        job = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+        if (job && !json_is_array(json_object_get(job, "tasks"))) {
+            json_decref(job);
+            job = NULL;
+        }
+        if (job) tony_jobdir_write_json(y->job_dir, TONY_JOBDIR_STATUS, job, NULL);
+    }
+    tony_buf_free(&b);
+    return job;
+}
+
 static void print_bytes(const char *data, size_t n, bool newline_at_end) {
     fwrite(data, 1, n, stdout);
     if (newline_at_end && n && data[n - 1] != '\n') printf("\n");
@@ -95,7 +117,7 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
                    char *last, bool *gone, tony_error *err) {
     *gone = false;
     for (;;) {
-        char *url = tony_sprintf("%s/v1/tasks/%s/%lld/log?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
+        char *url = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
                                  stream, *offset, y->attempt);
         tony_http_response r;
         int rc = tony_http_call("GET", url, NULL, NULL, AM_TIMEOUT_MS, &r, err);
@@ -323,6 +345,7 @@ int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony
         }
     }
     if (!y.job) y.job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
+    if (!y.job && is_final(y.app)) y.job = final_status(&y);
     int current = (int)json_integer_value(json_object_get(y.job, "attempt"));
     y.attempt = o->attempt >= 0 ? o->attempt : current;
     int code = TONY_EXIT_OK;

@@ -13,6 +13,8 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <netdb.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
+#include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
@@ -56,11 +59,12 @@ typedef struct portal {
     /* tony-final.xml path -> {"mtime_ns","size","facts"|"error"}; rebuilt
      * on each scan so that it holds only jobs still there. */
     json_t *facts;
-    /* Host header values it answers (DNS rebinding): the names below with
-     * its port; any IP address when it serves every interface. */
-    tony_strv host_names;
-    bool any_ip_host;
-    int port;
+    /* Host header values it answers (DNS rebinding): its names with its
+     * port; any IP address when it serves every interface. */
+    tony_host_check hosts;
+    /* --token: every request must carry it (header, cookie, or ?token= on
+     * the way in); NULL: none asked for. */
+    char *token;
 } portal;
 
 static const char *reason(int code) {
@@ -71,6 +75,7 @@ static const char *reason(int code) {
     case 404: return "Not Found";
     case 403: return "Forbidden";
     case 405: return "Method Not Allowed";
+    case 401: return "Unauthorized";
     case 421: return "Misdirected Request";
     default: return "Error";
     }
@@ -486,53 +491,68 @@ static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, 
     free(copy);
 }
 
-/* Whether a request's Host header names this portal. A web page from
- * another site whose name the attacker points at 127.0.0.1 (DNS rebinding)
- * reaches the portal with its own name there, and a browser lets that page
- * read the answers; an address or one of the portal's own names cannot be
- * another site's. No header (HTTP/1.0) is no browser. */
-static bool host_allowed(const portal *p, const char *host) {
-    if (!host) return true;
-    const char *end, *colon;
-    if (*host == '[') {
-        end = strchr(host, ']');
-        if (!end) return false;
-        colon = end[1] == ':' ? end + 1 : NULL;
-        if (end[1] && !colon) return false;
-    } else {
-        colon = strchr(host, ':');
-        if (colon && strchr(colon + 1, ':')) return false;
-        end = colon ? colon : host + strlen(host);
+#define TOKEN_COOKIE "tony_portal_token"
+
+/* Whether s is the portal's token, in time that does not depend on where
+ * they differ. */
+static bool is_token(const portal *p, const char *s, size_t len) {
+    return s && len == strlen(p->token) && CRYPTO_memcmp(s, p->token, len) == 0;
+}
+
+/* The token of a request: Authorization: Bearer T, X-Tony-Token: T, or the
+ * cookie the portal set (what the page's own requests carry). */
+static bool carries_token(const portal *p, struct evhttp_request *req) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *v = evhttp_find_header(in, "Authorization");
+    if (v && strncasecmp(v, "Bearer ", 7) == 0 && is_token(p, v + 7, strlen(v + 7))) return true;
+    v = evhttp_find_header(in, "X-Tony-Token");
+    if (v && is_token(p, v, strlen(v))) return true;
+    for (struct evkeyval *h = in->tqh_first; h; h = h->next.tqe_next) {
+        if (strcasecmp(h->key, "Cookie") != 0) continue;
+        for (const char *c = h->value; c && *c;) {
+            while (*c == ' ' || *c == ';') c++;
+            size_t n = strcspn(c, ";");
+            if (strncmp(c, TOKEN_COOKIE "=", sizeof TOKEN_COOKIE) == 0 &&
+                is_token(p, c + sizeof TOKEN_COOKIE, n - sizeof TOKEN_COOKIE))
+                return true;
+            c += n;
+        }
     }
-    if (colon) {
-        long long port;
-        const char *ps = colon + 1;
-        if (!*ps || strspn(ps, "0123456789") != strlen(ps) || strlen(ps) > 5 || !tony_parse_ll(ps, &port) ||
-            port != p->port)
-            return false;
+    return false;
+}
+
+/* With --token, a request without it gets a 401 that says where the token
+ * is; the link the portal printed (?token=T) sets the cookie and sends the
+ * browser on to the page without the token in its address. */
+static bool token_ok(portal *p, struct evhttp_request *req, const char *path, struct evkeyvalq *q) {
+    if (!p->token || carries_token(p, req)) return true;
+    const char *t = evhttp_find_header(q, "token");
+    if (t && is_token(p, t, strlen(t))) {
+        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+        char *cookie = tony_sprintf(TOKEN_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", p->token);
+        evhttp_add_header(out, "Set-Cookie", cookie);
+        evhttp_add_header(out, "Location", path);
+        evhttp_add_header(out, "Cache-Control", "no-store");
+        evhttp_send_reply(req, 302, reason(302), NULL);
+        free(cookie);
+        return false;
     }
-    const char *name = host + (*host == '[');
-    size_t len = (size_t)(end - name);
-    char buf[256];
-    if (len == 0 || len >= sizeof buf) return false;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    for (size_t i = 0; i < p->host_names.len; i++)
-        if (strcasecmp(buf, p->host_names.items[i]) == 0) return true;
-    unsigned char addr[sizeof(struct in6_addr)];
-    return p->any_ip_host && (inet_pton(AF_INET, buf, addr) == 1 || inet_pton(AF_INET6, buf, addr) == 1);
+    reply_error(req, 401,
+                "this portal was started with --token: open the link it printed (…/?token=…), or send the token as "
+                "'Authorization: Bearer TOKEN'");
+    return false;
 }
 
 static void handle(struct evhttp_request *req, void *arg) {
     portal *p = arg;
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-    if (!host_allowed(p, host)) {
-        char *names = tony_strv_join(&p->host_names, ", ");
+    if (!tony_host_check_ok(&p->hosts, host)) {
+        char *names = tony_host_check_describe(&p->hosts);
         reply_error(req, 421,
-                    "this portal answers requests for %s%s on port %d, not for Host '%.200s' (a web page of another "
+                    "this portal answers requests for %s on port %d, not for Host '%.200s' (a web page of another "
                     "site may be trying to read it through DNS rebinding); to reach it under that name, start it "
                     "with --host NAME",
-                    names, p->any_ip_host ? " or any address of this machine" : "", p->port, host);
+                    names, p->hosts.port, host);
         free(names);
         return;
     }
@@ -543,6 +563,8 @@ static void handle(struct evhttp_request *req, void *arg) {
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (!path || (query && evhttp_parse_query_str(query, &q))) {
         reply_error(req, 400, "malformed request URI");
+    } else if (!token_ok(p, req, path, &q)) {
+        /* answered */
     } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET && evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
         reply_error(req, 405, "the portal only answers GET");
     } else if (strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0) {
@@ -628,21 +650,19 @@ static int serve(portal *p, const char *host, int port) {
     evsignal_add(sigterm, NULL);
     signal(SIGPIPE, SIG_IGN);
     char shown[256];
-    p->port = bound;
-    tony_strv_push(&p->host_names, "localhost");
-    tony_strv_push(&p->host_names, "127.0.0.1");
-    tony_strv_push(&p->host_names, "::1");
-    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
-        if (gethostname(shown, sizeof shown)) snprintf(shown, sizeof shown, "localhost");
-        shown[sizeof shown - 1] = '\0';
-        p->any_ip_host = true;
-        if (strcmp(shown, "localhost") != 0) tony_strv_push(&p->host_names, shown);
+    bool every_interface = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+    tony_host_check_init(&p->hosts, bound, every_interface);
+    if (every_interface) {
+        char *name = tony_host_check_add_this_host(&p->hosts);
+        snprintf(shown, sizeof shown, "%s", name ? name : "localhost");
+        free(name);
     } else {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
-        if (strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0 && strcmp(host, "::1") != 0)
-            tony_strv_push(&p->host_names, host);
+        tony_host_check_add(&p->hosts, host);
     }
-    printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
+    if (p->token) printf("tony: portal at http://%s:%d/?token=%s (history under %s)\n", shown, bound, p->token,
+                         p->src.shown);
+    else printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
     fflush(stdout);
     event_base_dispatch(p->base);
     event_free(sigint);
@@ -661,12 +681,16 @@ int tony_cmd_portal(int argc, char **argv) {
         {"port", NULL, true, false, "port to listen on (default 19886, TonY's; 0: any free port)", false, {0}},
         {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
          {0}},
+        {"token", NULL, false, false,
+         "require an access token, made up now: the printed link carries it (for a portal others on the network "
+         "or on this machine can reach)",
+         false, {0}},
         {"root", NULL, true, false,
          "tony root whose jobs/ holds local logs (default tony.local.root, else $TONY_HOME or ~/.tony)", false, {0}},
         TONY_CONF_OPTS,
         {"help", "h", false, false, "show this help", false, {0}},
         {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony portal [--location DIR|hdfs://NAMENODE/DIR] [--port N] [--host ADDR] [--conf K=V] "
+    const char *usage = "usage: tony portal [--location DIR|hdfs://NAMENODE/DIR] [--port N] [--host ADDR] [--token] [--conf K=V] "
                         "[--conf_file FILE]";
     tony_strv pos = {0};
     tony_error err;
@@ -719,11 +743,21 @@ int tony_cmd_portal(int argc, char **argv) {
         fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", where, strerror(errno));
         goto out;
     }
+    if (tony_args_get(opts, "token")->seen) {
+        unsigned char raw[16];
+        if (RAND_bytes(raw, sizeof raw) != 1) {
+            fprintf(stderr, "tony: error: --token: OpenSSL could not produce random bytes\n");
+            goto out;
+        }
+        p.token = tony_xmalloc(2 * sizeof raw + 1);
+        for (size_t i = 0; i < sizeof raw; i++) sprintf(p.token + 2 * i, "%02x", raw[i]);
+    }
     p.facts = json_object();
     code = serve(&p, host ? host : "127.0.0.1", (int)port);
 out:
     json_decref(p.facts);
-    tony_strv_free(&p.host_names);
+    tony_host_check_free(&p.hosts);
+    free(p.token);
     free(p.root);
     tony_hist_source_free(&p.src);
     free(p.sync_problem);

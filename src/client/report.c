@@ -67,6 +67,14 @@ void tony_report_final(FILE *out, const json_t *job) {
     const char *diag = json_string_value(json_object_get(job, "diagnostics"));
     fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, "app_id")),
             json_string_value(json_object_get(job, "final_status")), diag && *diag ? ": " : "", diag ? diag : "");
+    /* The coordinator's last write of status.json failed (a full disk):
+     * what is on disk is older than what was just said. */
+    const char *serr = json_string_value(json_object_get(job, "status_error"));
+    if (serr)
+        fprintf(out,
+                "tony: error: the coordinator could not save the job's state: %s. `tony status` will show an older "
+                "state of this job; free space there (the job's tasks may have failed for the same reason)\n",
+                serr);
 }
 
 void tony_report_advice(FILE *out, const json_t *job) {

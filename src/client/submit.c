@@ -18,10 +18,12 @@
 #include "client/report.h"
 #include "client/stage.h"
 #include "client/yarn_client.h"
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -169,7 +171,7 @@ static const char *choose_backend(tony_opt *o, const tony_conf *c, char *why, si
 }
 
 static void print_env_line(const char *kv) {
-    if (tony_str_starts_with(kv, "TONY_SECRET=")) return;
+    if (tony_str_starts_with(kv, TASKENV_SECRET "=")) return;
     printf("      %s\n", kv);
 }
 
@@ -247,6 +249,27 @@ static void say_web_ui(tony_follow *f, const char *url) {
     }
 }
 
+/* The coordinator's last warning or error in am.log (malloc'ed; NULL: none):
+ * what a user needs when it ended without saying how the job did. */
+static char *last_problem(const char *job_dir) {
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+    tony_buf tail = {0};
+    long long size = 0;
+    char *found = NULL;
+    tony_error ignored;
+    if (tony_read_range(path, 0, 0, &tail, &size, &ignored) == 0 &&
+        tony_read_range(path, size > 65536 ? size - 65536 : 0, 65536, &tail, &size, &ignored) == 0 && tail.data) {
+        for (char *line = strtok(tail.data, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, " WARN ") || strstr(line, " ERROR ")) {
+                free(found);
+                found = tony_strdup(line);
+            }
+    }
+    tony_buf_free(&tail);
+    free(path);
+    return found;
+}
+
 /* Follows the job through the coordinator's API, printing TonY-style grouped
  * status lines when they change; returns the final job JSON. */
 static json_t *follow(const char *job_dir, int am_pid) {
@@ -260,7 +283,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
         if (interrupted && url && !kill_sent) {
             tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
-            tony_jobdir_post(url, job_dir, "kill");
+            tony_jobdir_post(url, job_dir, AM_API_JOB_KILL);
             kill_sent = true;
         }
         if (interrupted > 1) break;
@@ -271,8 +294,10 @@ static json_t *follow(const char *job_dir, int am_pid) {
             const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
             if (!state || strcmp(state, "FINISHED") != 0) {
                 json_decref(job);
-                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended; see %s/%s\n",
-                                       job_dir, TONY_JOBDIR_AM_LOG);
+                char *why = last_problem(job_dir);
+                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended%s%s; see %s/%s\n",
+                                why ? "; its last complaint: " : "", why ? why : "", job_dir, TONY_JOBDIR_AM_LOG);
+                free(why);
                 job = NULL;
                 break;
             }
@@ -283,7 +308,7 @@ static json_t *follow(const char *job_dir, int am_pid) {
         }
         tony_sleep_ms(300);
     }
-    if (url) tony_jobdir_post(url, job_dir, "finish");
+    if (url) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
     free(url);
     tony_follow_free(f);
     return job;

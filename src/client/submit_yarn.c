@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "backend/yarn/cluster_check.h"
@@ -14,6 +15,7 @@
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/kerberos.h"
 #include "backend/yarn/history_hdfs.h"
+#include "backend/yarn/job_credentials.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
 #include "backend/yarn/yarn_backend.h"
@@ -24,6 +26,13 @@
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
+
+/* The staging dir holds the job's source, venv, config and resources: the
+ * submitting user's alone, like a local job dir (NodeManagers localize them
+ * as that user). Dirs an upload creates on its way get u+wx of the file's
+ * mode from the NameNode, so 700 as well. */
+#define TONY_STAGED_DIR_PERMISSION "700"
+#define TONY_STAGED_FILE_PERMISSION "600"
 
 /* The HDFS side of staging: uploads under the job's staging dir and
  * remembers every file for the manifest. */
@@ -58,7 +67,7 @@ static int hdfs_put(void *ctx, const char *local, const char *dest, const char *
     hdfs_sink *s = ctx;
     char *path = tony_sprintf("%s/%s", s->staging_path, dest);
     tony_hdfs_status st;
-    int rc = tony_webhdfs_put(s->w, local, path, &st, err);
+    int rc = tony_webhdfs_put(s->w, local, path, TONY_STAGED_FILE_PERMISSION, &st, err);
     if (rc == 0) {
         *where = tony_webhdfs_uri(s->w, path);
         manifest_add(s, container_name, *where, &st, archive, job_file, NULL);
@@ -112,8 +121,8 @@ static json_t *local_resource(const char *uri, const char *type, const char *vis
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
-                          const char *secret, const json_t *tokens, const tony_hadoop_conf *h, const char *user,
-                          const tony_env *container_env) {
+                          const char *secret, const json_t *tokens, const json_t *coord_secrets,
+                          const tony_hadoop_conf *h, const char *user, const tony_env *container_env) {
     json_t *res = json_array();
     size_t i;
     json_t *f;
@@ -145,12 +154,14 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
     const char *secrets[] = {TONY_YARN_SECRET_ALIAS, b64};
     json_t *creds = json_pack("{s:o}", "secrets", kv_entries(secrets, 2));
+    const char *alias;
+    json_t *v;
+    json_object_foreach((json_t *)coord_secrets, alias, v) json_array_append_new(
+        json_object_get(json_object_get(creds, "secrets"), "entry"), json_pack("{s:s, s:O}", "key", alias, "value", v));
     /* The job's delegation tokens (secure clusters): the RM renews them and
      * hands them to the AM's container, which hands them to every task. */
     if (tokens && json_object_size(tokens)) {
         json_t *entries = json_array();
-        const char *alias;
-        json_t *v;
         json_object_foreach((json_t *)tokens, alias, v) json_array_append_new(
             entries, json_pack("{s:s, s:O}", "key", alias, "value", v));
         json_object_set_new(creds, "tokens", json_pack("{s:o}", "entry", entries));
@@ -181,8 +192,7 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
         json_object_set_new(ctx, "application-tags", json_pack("{s:o}", "tag", t));
     }
     tony_strv_free(&tags);
-    const char *label = tony_conf_get(conf, "tony.application.node-label");
-    if (label && *label) json_object_set_new(ctx, "app-node-label-expression", json_string(label));
+    tony_yarn_context_set_label(ctx, tony_conf_get(conf, "tony.application.node-label"));
     return ctx;
 }
 
@@ -212,7 +222,7 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     char tmpl[] = "/tmp/tony-stage-XXXXXX";
     char *tmp = mkdtemp(tmpl);
     if (!tmp) return tony_err(err, "cannot create a temporary directory under /tmp: %s", strerror(errno));
-    int rc = tony_webhdfs_mkdirs(w, out->staging_path, "770", err);
+    int rc = tony_webhdfs_mkdirs(w, out->staging_path, TONY_STAGED_DIR_PERMISSION, err);
     if (rc) s.cluster_failed = true;
     if (rc == 0) rc = stage_tony(&s, conf, user, err);
     char *where = NULL;
@@ -234,7 +244,7 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     }
     char *remote = tony_sprintf("%s/%s", out->staging_path, TONY_YARN_MANIFEST);
     if (rc == 0) {
-        rc = tony_webhdfs_put(w, mpath, remote, &out->manifest_st, err);
+        rc = tony_webhdfs_put(w, mpath, remote, TONY_STAGED_FILE_PERMISSION, &out->manifest_st, err);
         if (rc) s.cluster_failed = true;
         else out->manifest_uri = tony_webhdfs_uri(w, remote);
     }
@@ -362,30 +372,72 @@ static char *url_host(const char *url) {
     return tony_sprintf("%.*s", (int)strcspn(s, ":/"), s);
 }
 
-/* One HDFS's delegation token for the job, filed under its service. */
+/* One HDFS's delegation token for the job, filed under its service, and
+ * where the coordinator may fetch the next one (sources: service -> its
+ * NameNodes' WebHDFS addresses). */
 static int hdfs_token(tony_webhdfs *w, const tony_hadoop_conf *fs, const char *renewer, json_t *tokens,
-                      tony_error *err) {
+                      json_t *sources, tony_error *err) {
     char *service = NULL, *token = NULL;
     int rc = tony_yarn_hdfs_token_service(fs, &service, err);
     if (rc == 0 && !json_object_get(tokens, service)) {
         rc = tony_webhdfs_delegation_token(w, renewer, service, &token, err);
         if (rc == 0) json_object_set_new(tokens, service, json_string(token));
+        tony_strv nns = {0};
+        for (size_t k = 0; k < fs->nnns; k++) tony_strv_push(&nns, fs->nns[k].http);
+        char *http = tony_strv_join(&nns, ",");
+        if (rc == 0) json_object_set_new(sources, service, json_string(http));
+        free(http);
+        tony_strv_free(&nns);
     }
     free(service);
     free(token);
     return rc;
 }
 
+/* With a keytab login, what the coordinator needs to refresh the job's
+ * tokens (job_credentials.h): the keytab, its principal and the tokens'
+ * sources, as secrets of the application's credentials (alias -> base64),
+ * which YARN hands only to the AM container (never a file in HDFS, never
+ * the env). NULL (and 0) when there is no keytab or the job says
+ * tony.keytab.refresh-tokens=false. */
+static int coordinator_secrets(const tony_conf *conf, const json_t *sources, json_t **out, tony_error *err) {
+    const char *principal, *keytab;
+    *out = NULL;
+    if (!sources || !tony_krb5_keytab_configured(conf, &principal, &keytab)) return 0;
+    const char *refresh = tony_conf_get(conf, TONY_KEYTAB_REFRESH_KEY);
+    if (refresh && strcasecmp(refresh, "false") == 0) return 0;
+    char *bytes = NULL;
+    size_t len = 0;
+    if (tony_read_file(keytab, &bytes, &len, err))
+        return tony_err_wrap(err, "%s: the keytab to hand the coordinator (%s=false keeps it here)",
+                             TONY_KEYTAB_LOCATION_KEY, TONY_KEYTAB_REFRESH_KEY);
+    char *json = json_dumps(sources, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *values[][2] = {{TONY_YARN_KEYTAB_ALIAS, bytes},
+                               {TONY_YARN_KEYTAB_PRINCIPAL_ALIAS, principal},
+                               {TONY_YARN_TOKEN_SOURCES_ALIAS, json}};
+    size_t lens[] = {len, strlen(principal), strlen(json)};
+    *out = json_object();
+    for (size_t i = 0; i < 3; i++) {
+        char *b64 = tony_base64_encode(values[i][1], lens[i], false);
+        json_object_set_new(*out, values[i][0], json_string(b64));
+        free(b64);
+    }
+    free(json);
+    free(bytes);
+    return 0;
+}
+
 /* A secure cluster's job gets HDFS delegation tokens that the RM renews, for
  * fs.defaultFS and each of TonY's tony.other.namenodes (alias: the token's
  * service, as Hadoop's clients file it). */
 static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_conf *h, const tony_conf *conf,
-                      const char *user, json_t **tokens, tony_error *err) {
+                      const char *user, json_t **tokens, json_t **sources, tony_error *err) {
     char *host = url_host(tony_yarn_rest_url(rest));
     char *renewer = NULL;
     *tokens = json_object();
+    *sources = json_object();
     int rc = tony_yarn_rm_principal(h, host, &renewer, err);
-    if (rc == 0) rc = hdfs_token(w, h, renewer, *tokens, err);
+    if (rc == 0) rc = hdfs_token(w, h, renewer, *tokens, *sources, err);
     tony_strv others = {0};
     tony_conf_get_list(conf, "tony.other.namenodes", &others);
     for (size_t i = 0; rc == 0 && i < others.len; i++) {
@@ -394,7 +446,7 @@ static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_c
         tony_webhdfs *ow = rc == 0 ? tony_webhdfs_new(o, user) : NULL;
         if (ow) tony_webhdfs_use_kerberos(ow);
         if (rc == 0) rc = tony_webhdfs_connect(ow, err);
-        if (rc == 0) rc = hdfs_token(ow, o, renewer, *tokens, err);
+        if (rc == 0) rc = hdfs_token(ow, o, renewer, *tokens, *sources, err);
         if (rc) tony_err_wrap(err, "tony.other.namenodes %s", others.items[i]);
         tony_webhdfs_free(ow);
         tony_hadoop_conf_free(o);
@@ -413,7 +465,8 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     tony_hadoop_conf *h = tony_hadoop_conf_new();
     tony_yarn_rest *rest = NULL;
     tony_webhdfs *w = NULL;
-    json_t *sched = NULL, *labels = NULL, *maxcap = NULL, *ctx = NULL, *tokens = NULL;
+    json_t *sched = NULL, *labels = NULL, *maxcap = NULL, *ctx = NULL, *tokens = NULL, *sources = NULL;
+    json_t *coord_secrets = NULL;
     char *app_id = NULL, *job_dir = NULL, *secret = NULL;
     staged st = {0};
     const char *hc = getenv("HADOOP_CONF_DIR");
@@ -439,7 +492,8 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     }
     if (tony_webhdfs_connect(w, err)) goto out;
     /* Before anything is staged, so that a refusal leaves nothing behind. */
-    if (secure && job_tokens(w, rest, h, conf, user, &tokens, err)) goto out;
+    if (secure && job_tokens(w, rest, h, conf, user, &tokens, &sources, err)) goto out;
+    if (secure && coordinator_secrets(conf, sources, &coord_secrets, err)) goto out;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/scheduler", &sched, err)) goto out;
     tony_error lerr;
     if (tony_yarn_rest_get(rest, "/ws/v1/cluster/get-node-labels", &labels, &lerr)) labels = NULL;
@@ -474,7 +528,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     }
     const char *scheduler = tony_yarn_rest_scheduler(rest);
     ctx = submission(conf, app_id, st.files, st.manifest_uri, &st.manifest_st, am_mb, am_vcores,
-                     scheduler ? scheduler : "", secret, tokens, h, user, &plan->container_env);
+                     scheduler ? scheduler : "", secret, tokens, coord_secrets, h, user, &plan->container_env);
     if (tony_yarn_rest_submit(rest, ctx, err)) {
         code = tony_yarn_rest_unreachable(rest) ? TONY_EXIT_UNAVAILABLE : TONY_EXIT_USAGE;
         tony_webhdfs_delete(w, st.staging_path, true, NULL);
@@ -505,6 +559,8 @@ out:
     json_decref(labels);
     json_decref(maxcap);
     json_decref(tokens);
+    json_decref(sources);
+    json_decref(coord_secrets);
     free(app_id);
     free(job_dir);
     free(secret);

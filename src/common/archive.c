@@ -202,6 +202,13 @@ static int copy_data(struct archive *in, struct archive *out, const char *archiv
 }
 
 int tony_archive_extract(const char *archive_path, const char *dir, tony_error *err) {
+    /* dir's last component is not resolved below on purpose: a link there
+     * (planted by an earlier archive) would take every entry elsewhere. */
+    struct stat st;
+    if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return tony_err(err, "refusing to unpack %s into %s: that is %s, not a directory, and unpacking through it "
+                        "could write outside the work dir", archive_path, dir,
+                        S_ISLNK(st.st_mode) ? "a symlink" : "a file");
     if (tony_mkdir_p(dir, 0755, err) < 0) return tony_err_wrap(err, "cannot unpack %s", archive_path);
     /* Entries are rebased onto the real path of dir: SECURE_SYMLINKS checks
      * every component of the path it is given, so a symlink in dir's own

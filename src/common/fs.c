@@ -32,6 +32,38 @@ int tony_mkdir_p(const char *path, int mode, tony_error *err) {
     return rc;
 }
 
+int tony_mkdir_within(const char *root, const char *rel, int mode, tony_error *err) {
+    if (rel[0] == '/') return tony_err(err, "cannot create %s under %s: not a relative path", rel, root);
+    char *path = tony_path_join(root, rel);
+    size_t start = strlen(path) - strlen(rel);
+    int rc = 0;
+    /* Component by component below root: each must be made here or be a
+     * real directory already; lstat never follows the last link. */
+    for (size_t i = start; rc == 0; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        char c = path[i];
+        path[i] = '\0';
+        const char *comp = strrchr(path, '/');
+        comp = comp ? comp + 1 : path;
+        struct stat st;
+        if (strcmp(comp, "..") == 0) {
+            rc = tony_err(err, "cannot create %s under %s: '..' would leave it", rel, root);
+        } else if (*comp && strcmp(comp, ".") != 0) {
+            if (mkdir(path, (mode_t)mode) && errno != EEXIST)
+                rc = tony_err(err, "cannot create directory %s: %s", path, strerror(errno));
+            else if (lstat(path, &st))
+                rc = tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+            else if (!S_ISDIR(st.st_mode))
+                rc = tony_err(err, "cannot create %s under %s: %s is %s", rel, root, path,
+                              S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+        }
+        path[i] = c;
+        if (c == '\0') break;
+    }
+    free(path);
+    return rc;
+}
+
 int tony_rm_rf(const char *path, tony_error *err) {
     struct stat st;
     if (lstat(path, &st)) return errno == ENOENT ? 0 : tony_err(err, "cannot stat %s: %s", path, strerror(errno));
@@ -200,6 +232,18 @@ int tony_copy_file(const char *src, const char *dst, tony_error *err) {
     close(in);
     close(out);
     return rc;
+}
+
+void tony_file_cut_back(FILE *f, long good) {
+    int fd = fileno(f);
+    if (fd < 0) return;
+    /* A cut that fails leaves the partial record: readers stop there. */
+    if (good >= 0) (void)!ftruncate(fd, (off_t)good);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, fd);
+        close(null);
+    }
 }
 
 int tony_copy_tree(const char *src, const char *dst, tony_error *err) {

@@ -4,12 +4,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/error.h"
 
 struct tony_buf;
 
 int tony_mkdir_p(const char *path, int mode, tony_error *err);
+/* Creates the directory root/rel and those between, refusing to go through
+ * anything under root that is not a directory (a symlink above all), so
+ * that what is written there stays under root. rel must be relative and
+ * free of '..' (checked). */
+int tony_mkdir_within(const char *root, const char *rel, int mode, tony_error *err);
 /* Removes a file or a whole tree; a missing path is not an error. */
 int tony_rm_rf(const char *path, tony_error *err);
 bool tony_is_dir(const char *path);
@@ -32,6 +38,11 @@ int tony_read_range_fd(int fd, const char *path, long long offset, size_t max, s
 int tony_open_within(const char *dir, const char *path, int *fd, tony_error *err);
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err);
 int tony_copy_file(const char *src, const char *dst, tony_error *err);
+/* For record files written through stdio (history): after a failed write
+ * (a full disk), cuts f back to good bytes, the end of its last whole
+ * record, and points its descriptor at /dev/null, so that what stdio still
+ * holds goes nowhere when f is closed; the file stays readable. */
+void tony_file_cut_back(FILE *f, long good);
 /* Copies a directory tree (files and dirs; symlinks kept as links). */
 int tony_copy_tree(const char *src, const char *dst, tony_error *err);
 /* Clears the group and other bits of path and everything under it

@@ -71,8 +71,29 @@ static int perform(CURL *h, const char *method, const char *url, tony_buf *out, 
     return 0;
 }
 
+/* The value of the cookie called name that the server set, as "name=value"
+ * (malloc'ed), or NULL. */
+static char *cookie_set(CURL *h, const char *name) {
+    struct curl_slist *list = NULL;
+    char *found = NULL;
+    if (curl_easy_getinfo(h, CURLINFO_COOKIELIST, &list) != CURLE_OK) return NULL;
+    for (struct curl_slist *c = list; c && !found; c = c->next) {
+        /* Netscape format: domain, flag, path, secure, expiry, name, value */
+        const char *f = c->data;
+        for (int i = 0; i < 5 && f; i++) {
+            f = strchr(f, '\t');
+            if (f) f++;
+        }
+        const char *tab = f ? strchr(f, '\t') : NULL;
+        if (tab && (size_t)(tab - f) == strlen(name) && strncmp(f, name, (size_t)(tab - f)) == 0)
+            found = tony_sprintf("%s=%s", name, tab + 1);
+    }
+    curl_slist_free_all(list);
+    return found;
+}
+
 static int call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
-                bool negotiate, tony_http_response *resp, tony_error *err) {
+                bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp, tony_error *err) {
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
@@ -106,7 +127,9 @@ static int call(const char *method, const char *url, const char *secret, const c
     } else if (strcmp(method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
     }
+    if (cookie_name) curl_easy_setopt(h, CURLOPT_COOKIEFILE, ""); /* the cookie engine, in memory */
     int ret = perform(h, method, url, &out, resp, err);
+    if (ret == 0 && cookie_name) *cookie = cookie_set(h, cookie_name);
     curl_slist_free_all(headers);
     free(auth);
     curl_easy_cleanup(h);
@@ -115,12 +138,29 @@ static int call(const char *method, const char *url, const char *secret, const c
 
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err) {
-    return call(method, url, secret, body, timeout_ms, false, resp, err);
+    return call(method, url, secret, body, timeout_ms, false, NULL, NULL, resp, err);
 }
 
 int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
                              tony_http_response *resp, tony_error *err) {
-    return call(method, url, NULL, body, timeout_ms, true, resp, err);
+    return call(method, url, NULL, body, timeout_ms, true, NULL, NULL, resp, err);
+}
+
+int tony_http_spnego_cookie(const char *url, const char *name, long timeout_ms, char **cookie, tony_error *err) {
+    tony_http_response r;
+    *cookie = NULL;
+    if (call("GET", url, NULL, NULL, timeout_ms, true, name, cookie, &r, err)) return -1;
+    int rc = 0;
+    if (r.status == 200 && !*cookie) {
+        rc = tony_err(err, "GET %s with SPNEGO: the server set no %s cookie", url, name);
+    } else if (r.status != 200) {
+        rc = tony_err(err, "GET %s with SPNEGO: HTTP %ld%s", url, r.status,
+                      r.status == 401 || r.status == 403 ? " (Kerberos refused)" : "");
+        free(*cookie);
+        *cookie = NULL;
+    }
+    tony_http_response_free(&r);
+    return rc;
 }
 
 /* A file transfer has no overall limit (files can be large): it fails when

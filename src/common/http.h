@@ -17,9 +17,8 @@ typedef struct tony_http_response {
 
 /* The job's secret travels in this header on every state-changing call. */
 #define TONY_SECRET_HEADER "X-Tony-Secret"
-/* ... and reaches a task's executor in this variable, unless its backend
- * delivers it otherwise (tony_backend_task_secret). */
-#define TONY_SECRET_ENV "TONY_SECRET"
+/* (It reaches a task's executor in TASKENV_SECRET, common/taskenv.h,
+ * unless its backend delivers it otherwise: tony_backend_task_secret.) */
 
 /* The CA bundle to use instead of libcurl's built-in one (builtin) when that
  * is missing here: the first readable of others (NULL-terminated), else
@@ -34,6 +33,11 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
  * ticket cache: KRB5CCNAME) as Hadoop's secure web endpoints want. */
 int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
                              tony_http_response *resp, tony_error *err);
+/* Logs in to a server with SPNEGO (GET url) and returns the session
+ * cookie it set, as "name=value" for a Cookie header (Hadoop's web servers
+ * set hadoop.auth), so that later requests need no Kerberos exchange. An
+ * error unless the answer is 200 with that cookie. */
+int tony_http_spnego_cookie(const char *url, const char *name, long timeout_ms, char **cookie, tony_error *err);
 /* PUTs the bytes of a local file (application/octet-stream), e.g. to a
  * WebHDFS DataNode. A transfer that moves nothing for stall_s seconds fails;
  * max_s > 0 also bounds the whole transfer (0: none, for large files). */

@@ -125,11 +125,29 @@ struct tony_jhist_writer {
     avro_value_iface_t *iface;
     avro_value_t rec;
     avro_file_writer_t file;
+    FILE *fp;   /* the file under avro's writer: its errors are ours to see */
+    long good;  /* bytes known written: the header and whole blocks */
+    bool broken; /* a write failed: the file was cut back to good, nothing more goes in */
     char *path;
 };
 
 static int avro_fail(tony_error *err, const char *what, const char *path) {
     return tony_err(err, "%s %s: %s", what, path, avro_strerror());
+}
+
+/* avro's writer hands blocks to stdio and ignores what fflush says, so a
+ * full disk would leave half a block at the end, and the file unreadable
+ * from there. Each flush is checked here; a failed one cuts the file back
+ * to its last whole block. */
+static int settle(tony_jhist_writer *w, tony_error *err) {
+    if (fflush(w->fp) == 0 && !ferror(w->fp)) {
+        w->good = ftell(w->fp);
+        return 0;
+    }
+    int e = errno;
+    tony_file_cut_back(w->fp, w->good);
+    w->broken = true;
+    return tony_err(err, "cannot write to %s: %s (the events before are kept)", w->path, strerror(e));
 }
 
 tony_jhist_writer *tony_jhist_writer_new(const char *path, tony_error *err) {
@@ -147,9 +165,20 @@ tony_jhist_writer *tony_jhist_writer_new(const char *path, tony_error *err) {
     }
     w->iface = avro_generic_class_from_schema(w->schema);
     avro_generic_value_new(w->iface, &w->rec);
-    if (avro_file_writer_create(path, w->schema, &w->file)) {
+    w->fp = fopen(path, "wbxe");
+    if (!w->fp) {
+        tony_err(err, "cannot create the history file %s: %s", path, strerror(errno));
+        tony_jhist_writer_free(w);
+        return NULL;
+    }
+    if (avro_file_writer_create_fp(w->fp, path, 1, w->schema, &w->file)) {
         avro_fail(err, "cannot create the history file", path);
+        fclose(w->fp);
         w->file = NULL;
+        tony_jhist_writer_free(w);
+        return NULL;
+    }
+    if (settle(w, err)) {
         tony_jhist_writer_free(w);
         return NULL;
     }
@@ -216,9 +245,10 @@ static void set_metrics(avro_value_t *rec, const tony_jhist_metric *m, size_t n)
 }
 
 static int commit(tony_jhist_writer *w, tony_error *err) {
+    if (w->broken) return tony_err(err, "%s is no longer written (a write failed)", w->path);
     if (avro_file_writer_append_value(w->file, &w->rec)) return avro_fail(err, "cannot write to", w->path);
     if (avro_file_writer_flush(w->file)) return avro_fail(err, "cannot flush", w->path);
-    return 0;
+    return settle(w, err);
 }
 
 int tony_jhist_application_inited(tony_jhist_writer *w, long long t_ms, const char *app_id, int num_tasks,

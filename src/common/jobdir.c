@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/proc.h"
@@ -30,7 +31,7 @@ char *tony_jobs_root(const char *root_conf) {
 char *tony_jobdir_am_dir(const char *job_dir) { return tony_sprintf("%s/attempts/0/am", job_dir); }
 
 json_t *tony_jobdir_fetch_job(const char *base_url) {
-    char *u = tony_sprintf("%s/v1/job", base_url);
+    char *u = tony_sprintf("%s" AM_API_JOB, base_url);
     tony_http_response r;
     json_t *j = NULL;
     if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
@@ -41,10 +42,10 @@ json_t *tony_jobdir_fetch_job(const char *base_url) {
     return j;
 }
 
-void tony_jobdir_post(const char *base_url, const char *job_dir, const char *what) {
+void tony_jobdir_post(const char *base_url, const char *job_dir, const char *path) {
     char *secret = NULL;
     if (tony_jobdir_secret(job_dir, &secret, NULL)) return;
-    char *u = tony_sprintf("%s/v1/job/%s", base_url, what);
+    char *u = tony_sprintf("%s%s", base_url, path);
     tony_http_response r;
     if (tony_http_call("POST", u, secret, "{}", 3000, &r, NULL) == 0) tony_http_response_free(&r);
     free(u);

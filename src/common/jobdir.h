@@ -31,8 +31,9 @@ struct json_t *tony_jobdir_load_state(const char *job_dir, bool *live);
 /* The coordinator's job JSON from its API at base_url (GET /v1/job), or
  * NULL when it does not answer. */
 struct json_t *tony_jobdir_fetch_job(const char *base_url);
-/* POSTs /v1/job/<what> (kill, finish) with the job's secret; errors ignored. */
-void tony_jobdir_post(const char *base_url, const char *job_dir, const char *what);
+/* POSTs path (AM_API_JOB_KILL, AM_API_JOB_FINISH) with the job's secret;
+ * errors ignored. */
+void tony_jobdir_post(const char *base_url, const char *job_dir, const char *path);
 /* <job_dir>/<name> as JSON (NULL if missing or malformed), and written
  * atomically. */
 struct json_t *tony_jobdir_read_json(const char *job_dir, const char *name);

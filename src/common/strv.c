@@ -224,6 +224,34 @@ char *tony_base64_encode(const void *data, size_t len, bool url_safe) {
     return out;
 }
 
+static int base64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+}
+
+int tony_base64_decode(const char *s, size_t len, tony_buf *out) {
+    while (len && s[len - 1] == '=') len--;
+    if (len % 4 == 1) return -1;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = base64_value((unsigned char)s[i]);
+        if (v < 0) return -1;
+        acc = (acc << 6 | (unsigned)v) & 0xFFFFFF;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            char c = (char)(acc >> bits & 0xFF);
+            tony_buf_append(out, &c, 1);
+        }
+    }
+    return 0;
+}
+
 /* Length of the UTF-8 sequence at s (n bytes available): >0 when valid,
  * 0 when it is a valid start cut short by n, -1 when it is not UTF-8. */
 static int utf8_seq(const unsigned char *s, size_t n) {

@@ -48,6 +48,12 @@ bool tony_parse_ll(const char *s, long long *out);
  * or url_safe ('-', '_', no padding) as Hadoop's URL-string encodings. */
 char *tony_base64_encode(const void *data, size_t len, bool url_safe);
 
+/* Appends to out the bytes that len characters of base64 stand for, in
+ * either alphabet, padded or not; -1 (out partly filled) on a character of
+ * neither or a length no encoding gives. */
+struct tony_buf;
+int tony_base64_decode(const char *s, size_t len, struct tony_buf *out);
+
 /* A growable byte/char buffer, always NUL-terminated. */
 typedef struct tony_buf {
     char *data;

@@ -121,8 +121,11 @@ static const tony_conf_default defaults[] = {
     {"tony.history.purger-interval-ms", "21600000", "How often old history is purged, in ms (6 hours)."},
     {"tony.history.finished-dir-timezone", "UTC", "Time zone of the finished directory's yyyy/MM/dd layout."},
     {"tony.portal.cache.max-entries", "10000", "Entries the portal caches per kind (config, metadata, events)."},
-    {"tony.keytab.user", "user1", "Kerberos principal of the portal."},
-    {"tony.keytab.location", "/location/to/tony.keytab", "Keytab file of the portal."},
+    {"tony.keytab.user", "user1", "Kerberos principal to log in as from tony.keytab.location (submit, the portal)."},
+    {"tony.keytab.location", "/location/to/tony.keytab", "Keytab file of tony.keytab.user."},
+    {"tony.keytab.refresh-tokens", "true",
+     "With a keytab login on YARN: hand the keytab to the coordinator (in the application's credentials) so that "
+     "it renews the job's HDFS tokens past their maximum lifetime; false keeps the keytab on this machine."},
     {"tony.https.port", "19886", "HTTPS port of the portal."},
     {"tony.https.keystore.path", "/location/to/tony.jks", "Keystore file of the portal's HTTPS server."},
     {"tony.https.keystore.type", "JKS", "Type of the portal's keystore."},

@@ -23,6 +23,20 @@ static char *default_name(const char *source) {
     return name;
 }
 
+/* The name is where the file lands in the task's work dir (YARN links it
+ * there, the local backend puts it there): an absolute name or a '..'
+ * component would put it anywhere the task's user may write. */
+static bool name_stays_inside(const char *name) {
+    if (name[0] == '/') return false;
+    for (const char *s = name; *s;) {
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.') return false;
+        s += n;
+        if (*s == '/') s++;
+    }
+    return true;
+}
+
 int tony_resource_parse(const char *entry, tony_resource *out, tony_error *err) {
     memset(out, 0, sizeof *out);
     char *copy = tony_strdup(entry ? entry : "");
@@ -57,6 +71,14 @@ int tony_resource_parse(const char *entry, tony_resource *out, tony_error *err) 
     if (!*base || strcmp(base, "/") == 0) {
         free(base);
         tony_err(err, "resource '%s' has no file name to use in the container; add ::NAME", entry);
+        goto out;
+    }
+    if (!name_stays_inside(base)) {
+        tony_err(err,
+                 "resource '%s': its name in the container '%s' must be a relative path inside the task's work dir "
+                 "(no leading '/', no '..'); write SOURCE::NAME with a name such as 'data/train.csv'",
+                 entry, base);
+        free(base);
         goto out;
     }
     out->source = tony_strdup(s);

@@ -19,8 +19,9 @@ typedef struct tony_resource_list {
     size_t len;
 } tony_resource_list;
 
-/* Parses one entry; more than one "::" or an empty source is an error that
- * names the entry. */
+/* Parses one entry; more than one "::", an empty source, or a name that is
+ * absolute or has a '..' component (it would land outside the task's work
+ * dir) is an error that names the entry. */
 int tony_resource_parse(const char *entry, tony_resource *out, tony_error *err);
 /* Parses a comma list, skipping empty entries; appends to out. On an error
  * out is left as it was. */

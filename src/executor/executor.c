@@ -17,11 +17,13 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "common/amapi.h"
 #include "common/env.h"
 #include "common/http.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "executor/metrics.h"
 #include "executor/unpack.h"
 
@@ -49,12 +51,33 @@ typedef struct executor {
     const char *host;
     int port_fd, tb_fd;
     int port, tb_port;
+    long long credentials; /* the generation of the credentials installed (0: the container's own) */
 } executor;
 
 static long long now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Credentials the coordinator refreshed (a heartbeat's answer), installed
+ * where the task's processes read them; a failure is said and tried again
+ * with the next heartbeat. */
+static void install_credentials(executor *x, const json_t *c) {
+    long long g = json_integer_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_GENERATION));
+    const char *data = json_string_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_DATA));
+    if (!c || g <= x->credentials || !data) return;
+    tony_buf bytes = {0};
+    tony_error err;
+    if (tony_base64_decode(data, strlen(data), &bytes) < 0)
+        tony_warn("the coordinator's refreshed credentials are not base64; keeping the old ones");
+    else if (tony_backend_task_update_credentials(bytes.data, bytes.len, &err))
+        tony_warn("cannot install the refreshed credentials: %s", err.msg);
+    else {
+        x->credentials = g;
+        tony_info("installed the job's refreshed credentials (generation %lld)", g);
+    }
+    tony_buf_free(&bytes);
 }
 
 static const char *need_env(const char *name, tony_error *err) {
@@ -101,8 +124,8 @@ static bool port_listening(int port) {
 /* POSTs body to /v1/tasks/<role>/<index>/<verb>; returns the parsed answer
  * or NULL (err says why). *status gets the HTTP status. */
 static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
-    char *url = tony_sprintf("%s/v1/tasks/%s/%d/%s", x->am_url, x->role, x->index, verb);
-    json_object_set_new(body, "attempt", json_integer(x->attempt));
+    char *url = tony_sprintf("%s" AM_API_TASKS "%s/%d/%s", x->am_url, x->role, x->index, verb);
+    json_object_set_new(body, AM_API_ATTEMPT, json_integer(x->attempt));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     tony_http_response r;
@@ -122,18 +145,18 @@ static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
     while (!stop_signal) {
         long status;
-        json_t *body = json_pack("{s:s,s:i}", "host", x->host, "port", x->port);
+        json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
         /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
-        if (x->tb_port > 0) json_object_set_new(body, "tb_port", json_integer(x->tb_port));
-        json_object_set_new(body, "log_dir", json_string(x->log_dir));
-        const char *container = getenv("CONTAINER_ID");
-        if (container && *container) json_object_set_new(body, "container", json_string(container));
+        if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
+        json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
+        const char *container = getenv(TASKENV_CONTAINER_ID);
+        if (container && *container) json_object_set_new(body, AM_API_CONTAINER, json_string(container));
         /* Where people (and the coordinator) read this task's output while
          * and after it runs, when the backend has such a place (a YARN
          * NodeManager's web UI). */
-        const char *link = getenv("TONY_TASK_LOG_URL");
-        if (link && *link) json_object_set_new(body, "log_url", json_string(link));
-        json_t *ans = call(x, "register", body, REGISTER_TIMEOUT_MS, &status, err);
+        const char *link = getenv(TASKENV_TASK_LOG_URL);
+        if (link && *link) json_object_set_new(body, AM_API_LOG_URL, json_string(link));
+        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
@@ -143,10 +166,10 @@ static json_t *register_task(executor *x, tony_error *err) {
             continue;
         }
         failures = 0;
-        const char *st = json_string_value(json_object_get(ans, "status"));
-        if (status == 200 && st && strcmp(st, "go") == 0) return ans;
-        if (status != 200 || !st || strcmp(st, "wait") != 0) {
-            const char *e = json_string_value(json_object_get(ans, "error"));
+        const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
+        if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
+        if (status != 200 || !st || strcmp(st, AM_API_WAIT) != 0) {
+            const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
             tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, e ? e : "?");
             json_decref(ans);
             return NULL;
@@ -164,7 +187,7 @@ static void send_metrics(const executor *x) {
     tony_metrics_sampler_take(x->sampler, &s);
     long status;
     tony_error err;
-    json_t *ans = call(x, "metrics", tony_sample_to_json(&s), CALL_TIMEOUT_MS, &status, &err);
+    json_t *ans = call(x, AM_API_METRICS, tony_sample_to_json(&s), CALL_TIMEOUT_MS, &status, &err);
     if (!ans) tony_debug("metrics not sent: %s", err.msg);
     json_decref(ans);
 }
@@ -172,7 +195,7 @@ static void send_metrics(const executor *x) {
 /* The user's processes get their own group, unless the backend says its
  * container is killed through the container's group (YARN's NodeManager
  * signals that group only): a process that left it would outlive it. */
-static bool share_container_group(void) { return getenv("TONY_SHARE_PROCESS_GROUP") != NULL; }
+static bool share_container_group(void) { return getenv(TASKENV_SHARE_PROCESS_GROUP) != NULL; }
 
 static void kill_group(pid_t pgid, int sig) {
     if (share_container_group()) tony_proc_kill_group_but_me(getpgrp(), sig);
@@ -181,21 +204,21 @@ static void kill_group(pid_t pgid, int sig) {
 
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
-    const char *command = json_string_value(json_object_get(go, "command"));
-    long long timeout_ms = json_integer_value(json_object_get(go, "execution_timeout_ms"));
+    const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
+    long long timeout_ms = json_integer_value(json_object_get(go, AM_API_EXECUTION_TIMEOUT_MS));
     if (!command || !*command)
         return tony_err(err, "Task command is empty. Please set tony.%s.command or pass --executes", x->role);
     tony_env env = {0};
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(go, "env"), k, v) tony_env_set(&env, k, json_string_value(v));
-    if (x->tb_port > 0) tony_env_setf(&env, "TB_PORT", "%d", x->tb_port);
+    json_object_foreach(json_object_get(go, AM_API_ENV), k, v) tony_env_set(&env, k, json_string_value(v));
+    if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
     tony_env all = {0};
     tony_env_build_envp(&env, &all.kv);
     tony_env_free(&env);
-    tony_env_unset(&all, TONY_SECRET_ENV);
+    tony_env_unset(&all, TASKENV_SECRET);
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
@@ -203,7 +226,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     /* On this machine (the local backend) the logs are private; a YARN
      * container's log dir is read by its NodeManager. */
     tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
-                    .keep_group = share_container_group(), .private_output = getenv("TONY_PRIVATE_LOGS") != NULL};
+                    .keep_group = share_container_group(), .private_output = getenv(TASKENV_PRIVATE_LOGS) != NULL};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     /* The child has its copies until exec closes them; the ports are free
@@ -219,7 +242,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
     long status;
     tony_error herr;
-    json_t *ans = call(x, "started", json_pack("{s:i}", "pid", (int)pid), CALL_TIMEOUT_MS, &status, &herr);
+    json_t *ans = call(x, AM_API_STARTED, json_pack("{s:i}", AM_API_PID, (int)pid), CALL_TIMEOUT_MS, &status, &herr);
     json_decref(ans);
     /* A first sample at once, so that even a short task has one. */
     tony_metrics_sampler_set_group(x->sampler, pid);
@@ -246,10 +269,15 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         if (now >= next_hb) {
             next_hb = now + x->heartbeat_ms;
             json_t *hb = json_object();
-            if (x->tb_port > 0) json_object_set_new(hb, "tensorboard", json_boolean(port_listening(x->tb_port)));
-            ans = call(x, "heartbeat", hb, CALL_TIMEOUT_MS, &status, &herr);
+            if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
+            json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
+            ans = call(x, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &status, &herr);
+            if (ans && status == 200) install_credentials(x, json_object_get(ans, TONY_HEARTBEAT_CREDENTIALS));
             if (ans && status == 409) {
-                tony_warn("the coordinator says this attempt is over; stopping");
+                /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
+                const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
+                tony_warn("the coordinator says this attempt is %s; stopping",
+                          st && strcmp(st, AM_API_STOP) == 0 ? "ending" : "over");
                 if (!stop_at) {
                     kill_group(pid, SIGTERM);
                     stop_at = now + STOP_GRACE_MS;
@@ -277,7 +305,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
-    ans = call(x, "finished", json_pack("{s:i,s:b}", "exit_code", code, "timed_out", timed_out), CALL_TIMEOUT_MS,
+    ans = call(x, AM_API_FINISHED, json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out), CALL_TIMEOUT_MS,
                &status, &herr);
     json_decref(ans);
     return code;
@@ -286,7 +314,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 int tony_executor_main(void) {
     tony_error err = {{0}};
     executor x = {.port_fd = -1, .tb_fd = -1};
-    const char *task = getenv("TONY_TASK_ID");
+    const char *task = getenv(TASKENV_TASK_ID);
     char who[128];
     snprintf(who, sizeof who, "executor %s", task ? task : "?");
     tony_log_init(who, NULL);
@@ -298,30 +326,30 @@ int tony_executor_main(void) {
     int code = 1;
     const char *attempt;
     char *secret = NULL;
-    if (!getenv(TONY_SECRET_ENV) && tony_backend_task_secret(&secret, &err)) goto fail;
+    if (!getenv(TASKENV_SECRET) && tony_backend_task_secret(&secret, &err)) goto fail;
     x.secret = secret;
-    if (!(x.am_url = need_env("TONY_AM_URL", &err)) || (!x.secret && !(x.secret = need_env(TONY_SECRET_ENV, &err))) ||
-        !need_env("TONY_TASK_ID", &err) || !(attempt = need_env("TONY_ATTEMPT", &err)) ||
-        !(x.log_dir = need_env("TONY_LOG_DIR", &err)))
+    if (!(x.am_url = need_env(TASKENV_AM_URL, &err)) || (!x.secret && !(x.secret = need_env(TASKENV_SECRET, &err))) ||
+        !need_env(TASKENV_TASK_ID, &err) || !(attempt = need_env(TASKENV_ATTEMPT, &err)) ||
+        !(x.log_dir = need_env(TASKENV_LOG_DIR, &err)))
         goto fail;
     if (sscanf(task, "%63[a-z]:%d", x.role, &x.index) != 2) {
-        tony_err(&err, "TONY_TASK_ID=%s is not <role>:<index>", task);
+        tony_err(&err, TASKENV_TASK_ID "=%s is not <role>:<index>", task);
         goto fail;
     }
     x.attempt = atoi(attempt);
     long long v;
-    x.heartbeat_ms = tony_parse_ll(getenv("TONY_HEARTBEAT_INTERVAL_MS"), &v) && v > 0 ? v : 1000;
-    x.max_missed = tony_parse_ll(getenv("TONY_MAX_MISSED_HEARTBEATS"), &v) && v > 0 ? (int)v : 25;
-    x.metrics_ms = tony_parse_ll(getenv("TONY_METRICS_INTERVAL_MS"), &v) && v > 0 ? v : 5000;
+    x.heartbeat_ms = tony_parse_ll(getenv(TASKENV_HEARTBEAT_INTERVAL_MS), &v) && v > 0 ? v : 1000;
+    x.max_missed = tony_parse_ll(getenv(TASKENV_MAX_MISSED_HEARTBEATS), &v) && v > 0 ? (int)v : 25;
+    x.metrics_ms = tony_parse_ll(getenv(TASKENV_METRICS_INTERVAL_MS), &v) && v > 0 ? v : 5000;
     /* TONY_GPU_METRICS_SMI is set only for tasks that asked for GPUs with
      * tony.task.gpu-metrics.enabled. */
-    x.sampler = tony_metrics_sampler_new(getpid(), getenv("CUDA_VISIBLE_DEVICES"), getenv("TONY_GPU_METRICS_SMI"));
-    x.host = getenv("NM_HOST") ? getenv("NM_HOST") : "127.0.0.1";
+    x.sampler = tony_metrics_sampler_new(getpid(), getenv(TASKENV_CUDA_VISIBLE_DEVICES), getenv(TASKENV_GPU_METRICS_SMI));
+    x.host = getenv(TASKENV_NM_HOST) ? getenv(TASKENV_NM_HOST) : "127.0.0.1";
 
-    const char *app_id = getenv("JOB_ID");
+    const char *app_id = getenv(TASKENV_JOB_ID);
     if (app_id && tony_unpack_job_files(".", app_id, &err)) goto fail;
     if (reserve_port(&x.port_fd, &x.port, &err)) goto fail;
-    if (getenv("TONY_RESERVE_TB_PORT") && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
+    if (getenv(TASKENV_RESERVE_TB_PORT) && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
     tony_info("reserved port %d%s; registering with %s", x.port, x.tb_port ? " and a TensorBoard port" : "", x.am_url);
 
     json_t *go = register_task(&x, &err);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/strv.h"
+#include "common/taskenv.h"
 
 extern const tony_runtime tony_runtime_tensorflow;
 extern const tony_runtime tony_runtime_pytorch;
@@ -53,25 +54,25 @@ const char *tony_runtime_names(void) { return RUNTIME_NAMES; }
 
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err) {
     const tony_plan *plan = task->plan;
-    tony_env_set(env, "JOB_NAME", task->role);
-    tony_env_setf(env, "TASK_INDEX", "%d", task->index);
-    tony_env_setf(env, "TASK_NUM", "%d", tony_plan_tracked_tasks(plan));
+    tony_env_set(env, TASKENV_JOB_NAME, task->role);
+    tony_env_setf(env, TASKENV_TASK_INDEX, "%d", task->index);
+    tony_env_setf(env, TASKENV_TASK_NUM, "%d", tony_plan_tracked_tasks(plan));
     /* TonY sets IS_CHIEF only on the chief; scripts test for its presence as
      * often as for "true", so the others must not carry it at all. */
     if (tony_plan_is_chief(plan, task->role, task->index))
-        tony_env_set(env, "IS_CHIEF", "true");
+        tony_env_set(env, TASKENV_IS_CHIEF, "true");
     else
-        tony_env_unset(env, "IS_CHIEF");
-    tony_env_set(env, "DISTRIBUTED_MODE", plan->gang ? "GANG" : "FCFS");
+        tony_env_unset(env, TASKENV_IS_CHIEF);
+    tony_env_set(env, TASKENV_DISTRIBUTED_MODE, plan->gang ? "GANG" : "FCFS");
     /* FCFS tasks are independent (batch inference, TonY #501): a partial spec
      * would only mislead them, so they get none. */
     if (plan->gang && task->cluster_spec) {
         char *js = json_dumps(task->cluster_spec, JSON_COMPACT);
         if (!js) return tony_err(err, "cannot encode the cluster spec of %s:%d as JSON", task->role, task->index);
-        tony_env_set(env, "CLUSTER_SPEC", js);
+        tony_env_set(env, TASKENV_CLUSTER_SPEC, js);
         free(js);
     } else {
-        tony_env_unset(env, "CLUSTER_SPEC");
+        tony_env_unset(env, TASKENV_CLUSTER_SPEC);
     }
     if (rt && rt->task_env && rt->task_env(task, env, err) < 0)
         return tony_err_wrap(err, "%s runtime, task %s:%d", rt->name, task->role, task->index);

@@ -4,6 +4,7 @@ test in its own TONY_HOME so jobs never mix."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +24,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
     config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
     config.addinivalue_line("markers", "secure: runs against the kerberized Hadoop test cluster (make test-secure)")
+    config.addinivalue_line("markers", "hadoop33: also run against a Hadoop 3.3 cluster (make test-hadoop33): the "
+                            "representative part of the `hadoop` tests (submission, IPC, multi-role, GPUs and "
+                            "labels, kill, restarts, logs, history on HDFS)")
+    config.addinivalue_line("markers", "slurm: runs against the real Slurm test cluster (scripts/slurm-test-cluster)")
 
 
 @pytest.fixture(scope="session")
@@ -57,10 +62,34 @@ def secure_hadoop(tmp_path_factory):
         return
     directory = tmp_path_factory.mktemp("secure-hadoop")
     try:
-        # as make test-secure starts it: tokens renewed every 20 s
-        yield htc.start_secure(directory, env={"TONY_HTC_TOKEN_RENEW_INTERVAL_MS": "20000"})
+        # as make test-secure starts it: tokens renewed every 20 s, dead after
+        # 90 s, IPC encrypted
+        yield htc.start_secure(directory, env={"TONY_HTC_TOKEN_RENEW_INTERVAL_MS": "20000",
+                                               "TONY_HTC_TOKEN_MAX_LIFETIME_MS": "90000",
+                                               "TONY_HTC_RPC_PROTECTION": "privacy"})
     finally:
         htc.stop(directory)
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The real Slurm test cluster (slurm.Cluster): the one in TONY_STC_DIR
+    (started there if it does not run; left running), else one this session
+    starts under build/ and stops. Skips when Slurm is not installed."""
+    import slurm as stc
+
+    missing = stc.missing_tools()
+    if missing:
+        pytest.skip(f"Slurm not installed ({' '.join(missing)} missing): scripts/install-deps slurm")
+    given = os.environ.get("TONY_STC_DIR")
+    if given:
+        yield stc.start(given)
+        return
+    directory = REPO / "build" / "slurm-e2e"
+    try:
+        yield stc.start(directory)
+    finally:
+        stc.stop(directory)
 
 
 class Result:
@@ -165,6 +194,15 @@ def job_processes(home):
     return found
 
 
+def alive(pid):
+    """Whether pid runs (a zombie has ended: only its parent's wait is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def call(url, method="GET", body=None, secret=None):
     """One coordinator API call: (HTTP status, the JSON answer)."""
     req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
@@ -185,6 +223,19 @@ def http_get(url, headers=None, method="GET"):
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
+
+
+def raw_get(url, target, host_header=None):
+    """A request line sent as is: no client normalizes the path."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    host_header = f"{host}:{port}" if host_header is None else host_header
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), head + b"\r\n", body
 
 
 def wait_for(pred, timeout=60, interval=0.2, what="condition"):

@@ -4,11 +4,12 @@ clear 4xx, and none of it disturbs the running job. Also Ctrl-C on the
 client kills the job, as in TonY."""
 import json
 import signal
+import socket
 import time
 
 import pytest
 
-from conftest import REPO, call, http_get, wait_for
+from conftest import REPO, call, http_get, raw_get, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
@@ -53,6 +54,32 @@ def test_api_rejects_bad_requests_and_keeps_running(tony):
     st, body = call(url + "/v1/job")
     assert body["state"] == "RUNNING" and [t["state"] for t in body["tasks"]] == ["RUNNING", "RUNNING"]
     # the right secret kills
+    assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
+    wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
+
+
+def test_only_its_own_host_names(tony):
+    """DNS rebinding (issue 11): a page of another site whose name points at
+    this machine reaches the coordinator with that name in Host. Its own
+    names (the one in its URL, this host's, localhost) and any address, on
+    its port, are answered; others get a 421 saying why, and no job data.
+    The executors, which use its URL, never notice."""
+    job, url, secret = running_job(tony)
+    port = url.rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", "localhost",
+                 f"{socket.gethostname()}:{port}", f"[::1]:{port}", f"192.0.2.7:{port}"):
+        code, _, body = raw_get(url, "/v1/job", host)
+        assert code == 200 and json.loads(body)["state"] == "RUNNING", (host, code, body[:200])
+    for target in ("/v1/job", "/", "/ui/app.js", "/v1/tasks/worker/0/log?stream=stdout", "/tensorboard"):
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{int(port) + 1}",
+                     f"localhost.evil.example:{port}", "", f"127.0.0.1:{port}:1"):
+            code, _, body = raw_get(url, target, host)
+            assert code == 421, (target, host, code, body[:200])
+            assert b"worker" not in body and b"<html" not in body.lower()
+            assert "DNS rebinding" in json.loads(body)["error"], body
+    time.sleep(2)  # heartbeats go on
+    st, body = call(url + "/v1/job")
+    assert st == 200 and [t["state"] for t in body["tasks"]] == ["RUNNING", "RUNNING"]
     assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
     wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
 

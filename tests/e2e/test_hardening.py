@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import TONY, call, wait_for
+from conftest import TONY, call, raw_get, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 # An ASan build keeps freed memory in quarantine: its RSS says less.
@@ -157,7 +157,8 @@ def put(url, data):
 
 
 def test_rendezvous_store_has_a_cap(tony):
-    """Horovod's rendezvous takes PUTs from anyone who reaches its port: a
+    """Horovod's rendezvous takes PUTs from anyone who reaches its port (but
+    not from a web page of another site, by the Host it names): a
     value over 1 MiB, and any value once the store holds 64 MiB, is a 413
     saying which; what it holds stays readable and the coordinator's memory
     stays near what it stores (40 PUTs of 16 MiB used to take it to 668
@@ -187,6 +188,10 @@ def test_rendezvous_store_has_a_cap(tony):
     # replacing a value with a small one makes room again
     assert put(f"{rdv}/global/k0", b"small")[0] == 200
     assert put(f"{rdv}/global/again", b"v" * 1000)[0] == 200
+    # no page of another site through DNS rebinding: it takes no secret
+    code, _, body = raw_get(rdv, "/global/k3", f"evil.example:{port}")
+    assert code == 421 and b"DNS rebinding" in body and b"vvv" not in body, (code, body)
+    assert raw_get(rdv, "/global/k3", f"localhost:{port}")[0] == 200
     st, body = call(url + "/v1/job")
     assert st == 200 and body["state"] == "RUNNING"
     secret = (job / "secret").read_text().strip()

@@ -1,13 +1,14 @@
 """Job lifecycle on the local backend: TonY's completion rules (tracked,
 untracked and sidecar roles, chief, stop-on-failure, fail-on-worker-failure),
 our lock-step rule, heartbeats, restarts and timeouts, with real processes."""
+import json
 import os
 import signal
 import time
 
 import pytest
 
-from conftest import wait_for, job_processes
+from conftest import call, job_processes, wait_for
 
 # Small tasks: memory is measured and enforced, so ask for little.
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m", "--conf", "tony.chief.memory=256m"]
@@ -251,3 +252,30 @@ def test_single_node_execution_timeout(tony):
     assert r.rc != 0, r
     assert time.time() - t0 < 30
     assert "Timed out" in r.status()["diagnostics"]
+
+
+def test_finishing_coordinator_tells_heartbeats_to_stop(tony):
+    """Issue 11 #1: while the coordinator finishes (the workers are done, the
+    ps is being stopped), an executor's heartbeat is answered "stop", so an
+    executor stops its task itself even where the backend's stop cannot
+    reach it. The ps ignores SIGTERM here, which holds the job in FINISHING
+    for the executor's grace period (2 s) before SIGKILL."""
+    r = tony.submit("--detach", "--executes", role_cmd({"ps": "trap '' TERM; sleep 300"}, "sleep 2"),
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    wait_for(lambda: (job / "am.json").exists(), 30, what="the coordinator")
+    url = json.loads((job / "am.json").read_text())["url"]
+    secret = (job / "secret").read_text().strip()
+
+    def finishing():
+        st, body = call(url + "/v1/job")
+        return st == 200 and body["state"] == "FINISHING" and body
+    wait_for(finishing, 60, interval=0.05, what="the coordinator in FINISHING")
+    st, body = call(url + "/v1/tasks/ps/0/heartbeat", "POST", '{"attempt":0}', secret=secret)
+    assert st == 409 and body["status"] == "stop", (st, body)
+    wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "SUCCEEDED", 30,
+             what="SUCCEEDED")
+    ps = [t for t in json.loads((job / "status.json").read_text())["tasks"] if t["role"] == "ps"][0]
+    # stopped by the coordinator (whoever sent the signal): TonY's FINISHED, not a failure
+    assert ps["state"] == "FINISHED", ps

@@ -1,6 +1,7 @@
 """Real training through tony on the local backend: TensorFlow
 (MultiWorkerMirroredStrategy; ParameterServerStrategy with chief + ps +
-workers) and PyTorch DDP, each to a checked accuracy, and fault tolerance:
+workers; TF1-style graph mode with parameter servers, as TonY's examples)
+and PyTorch DDP, each to a checked accuracy, and fault tolerance:
 a worker SIGKILLed mid-training, the whole job restarted from its
 checkpoint. Data is scikit-learn's bundled digits; nothing is downloaded."""
 import os
@@ -41,6 +42,24 @@ def test_tensorflow_parameter_server_strategy(tony):
     assert r.rc == 0, r
     assert accuracy(r.log("chief", 0)) >= 0.85
     assert r.task("worker", 1)["state"] == "SUCCEEDED"
+
+
+def test_tensorflow1_parameter_servers_write_graph(tony):
+    """TonY's own examples are TF1 style (graph mode, tf.compat.v1, JOB_NAME /
+    TASK_INDEX / CLUSTER_SPEC, ps joined forever) and write their graph as
+    text: it fails in write_graph with TF 2.20 on protobuf 7 (issue 11 #14),
+    which scripts/install-deps pins below 7."""
+    r = tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                    "--executes", "tensorflow/tf1_ps_digits.py", "--task_params", "--steps 200",
+                    "--conf", "tony.application.framework=tensorflow",
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.application.untracked.jobtypes=ps",
+                    "--conf", "tony.ps.memory=2g", "--conf", "tony.worker.memory=2g", timeout=600)
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    assert accuracy(r.log("worker", 0)) >= 0.85
+    graph = (r.job_dir() / "shared" / "graph.pbtxt").read_text()
+    assert 'name: "global_step"' in graph and "GradientDescent" in graph
+    assert "done after" in r.log("worker", 1)
 
 
 def test_pytorch_ddp_three_workers(tony):

@@ -17,7 +17,7 @@ import time
 import fastavro
 import pytest
 
-from conftest import TONY, Tony, call, http_get, job_processes, wait_for
+from conftest import TONY, Tony, call, http_get, job_processes, raw_get, wait_for
 from test_hardening import flood_headers, rss_kib
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
@@ -268,19 +268,6 @@ def test_damaged_and_foreign_history(hist):
     assert r.rc == 3 and "is damaged" in r.err
 
 
-def raw_get(url, target, host_header=None):
-    """A request line sent as is: no client normalizes the path."""
-    host, port = url.split("//")[1].rstrip("/").split(":")
-    host_header = f"{host}:{port}" if host_header is None else host_header
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), head + b"\r\n", body
-
-
 def test_bad_requests(hist):
     p, app = hist["portal"], hist["fail"]
     code, d = p.get("v1/jobs/application_404_0001")
@@ -345,6 +332,44 @@ def test_host_names_with_every_interface(hist):
         assert p.stop()[0] == 0
 
 
+def test_access_token(hist):
+    """--token: a request without the token is a 401 that says where it is,
+    for the page, its files and the API alike; the printed link sets a
+    cookie (HttpOnly, SameSite=Strict) and sends the browser on without the
+    token in its address, and the cookie or an Authorization header then
+    opens everything. A wrong token opens nothing."""
+    p = Portal(hist["tony"], "--token")
+    try:
+        base, _, token = p.url.partition("?token=")
+        assert len(token) == 32 and base.endswith("/"), p.url
+        for path in ("", "ui/portal.js", "v1/jobs", f"v1/jobs/{hist['ok']}"):
+            code, _, body = http_get(base + path)
+            assert code == 401 and b"--token" in body and b"application_" not in body, (path, code, body[:200])
+        for bad in ("0" * 32, token[:-1], token + "0", ""):
+            assert http_get(base + "v1/jobs", {"Authorization": f"Bearer {bad}"})[0] == 401, bad
+            assert http_get(base + "v1/jobs", {"Cookie": f"tony_portal_token={bad}"})[0] == 401, bad
+            assert http_get(f"{base}?token={bad}")[0] == 401, bad
+        # the printed link: a cookie, and on to the page without the token
+        host, port = base.split("//")[1].rstrip("/").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(f"GET /?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            head = b""
+            while chunk := s.recv(65536):
+                head += chunk
+        head = head.decode().split("\r\n\r\n")[0]
+        assert head.split()[1] == "302" and "\r\nLocation: /\r\n" in head, head
+        cookie = next(x for x in head.split("\r\n") if x.lower().startswith("set-cookie:"))
+        assert f"tony_portal_token={token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        code, _, body = http_get(base + "v1/jobs", {"Cookie": f"other=1; tony_portal_token={token}"})
+        assert code == 200 and hist["ok"] in body.decode(), (code, body[:200])
+        assert http_get(base, {"Cookie": f"tony_portal_token={token}"})[0] == 200
+        code, _, body = http_get(base + "v1/jobs", {"Authorization": f"Bearer {token}"})
+        assert code == 200 and hist["ok"] in body.decode()
+        assert http_get(base + "ui/portal.js", {"X-Tony-Token": token})[0] == 200
+    finally:
+        assert p.stop()[0] == 0
+
+
 def test_huge_headers_are_cut_off(hist):
     """The portal stops reading a request's headers at 64 KiB, as the
     coordinator does, and keeps serving."""
@@ -394,10 +419,17 @@ def test_bad_flags(hist, tmp_path):
 
 
 def test_portal_in_a_browser(hist, browser_tools):
-    cfg = {"url": hist["url"], "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
-           "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
-    p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
-                       capture_output=True, text=True, timeout=300)
+    """The whole page in Chromium, opened from the link a `--token` portal
+    prints: the cookie it sets carries the page's own requests."""
+    portal = Portal(hist["tony"], "--token")
+    try:
+        assert "?token=" in portal.url
+        cfg = {"url": portal.url, "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
+               "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
+        p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        assert portal.stop()[0] == 0
     assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["ok"] and out["rows"] >= 6
@@ -406,21 +438,27 @@ def test_portal_in_a_browser(hist, browser_tools):
 
 
 def test_job_whose_coordinator_died_shows_lost(tony):
-    """A coordinator killed with SIGKILL never finishes its history: the
-    .jhist stays in progress. `tony history` and the portal must not call
-    such a job RUNNING forever: they find its coordinator gone (through the
-    local job dir) and say LOST, with why."""
-    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=1",
-                    "--conf", "tony.worker.memory=256m")
+    """A coordinator killed with SIGKILL (fault injection, issue 11) never
+    finishes its history: the .jhist stays in progress. `tony history` and
+    the portal must not call such a job RUNNING forever: they find its
+    coordinator gone (through the local job dir) and say LOST, with why.
+    Its tasks, left without a coordinator, stop by themselves once their
+    heartbeats fail (5 here): every process of the job is gone within 15 s."""
+    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=256m", "--conf", "tony.task.max-missed-heartbeats=5")
     assert r.rc == 0, r
     job = r.job_dir()
     app = job.name
     wait_for(lambda: (job / "status.json").exists() and
-             json.loads((job / "status.json").read_text())["tasks"][0]["state"] == "RUNNING", 60, what="running")
+             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
+             what="running")
     running = json.loads(tony.run("history", "--json", check_rc=0).out)
     assert by_id(running["jobs"])[app]["status"] != "LOST"
     pid = json.loads((job / "am.json").read_text())["pid"]
+    orphans = [p for p in job_processes(tony.home) if p != pid]
+    assert len(orphans) >= 4, orphans  # two executors and their sleeps
     os.kill(pid, signal.SIGKILL)
+    killed_at = time.time()
     try:
         wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
                  open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z", 10, what="the coordinator gone")
@@ -442,8 +480,12 @@ def test_job_whose_coordinator_died_shows_lost(tony):
         finally:
             rc, err = portal.stop()
         assert rc == 0, err
+        wait_for(lambda: not job_processes(tony.home), max(1, killed_at + 15 - time.time()), interval=0.2,
+                 what="every task of the job stopped within 15 s of its coordinator's death")
+        for i in (0, 1):
+            log = (job / "attempts" / "0" / f"worker-{i}" / "executor.log").read_text()
+            assert "heartbeats in a row failed" in log and "stopping the task" in log, log
     finally:
-        # the orphaned executor would stop after its missed heartbeats; no need to wait
         for p in job_processes(tony.home):
             os.kill(p, signal.SIGKILL)
 

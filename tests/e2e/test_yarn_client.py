@@ -83,7 +83,10 @@ def blocker(hadoop, memory=2048):
     app = new["application-id"]
     rm_request(hadoop, "POST", "/ws/v1/cluster/apps", {
         "application-id": app, "application-name": unique("tony-test-blocker"), "application-type": "TEST",
-        "queue": "default", "app-node-label-expression": "gpu", "max-app-attempts": 1,
+        # the label on the AM's ask too: Hadoop 3.3 keeps a REST AM ask's ""
+        # and would place the blocker off the gpu node (3.4 takes "" as none)
+        "queue": "default", "app-node-label-expression": "gpu", "am-container-node-label-expression": "gpu",
+        "max-app-attempts": 1,
         "resource": {"memory": memory, "vCores": 1},
         "am-container-spec": {"commands": {"command": "sleep 120"}},
     })
@@ -147,6 +150,7 @@ def pending(hadoop, tmp_path_factory):
             rm_kill(hadoop, app)
 
 
+@pytest.mark.hadoop33
 def test_submit_creates_the_app_with_tonys_fields(hadoop, pending):
     a = hadoop.app(pending["app"])
     assert a["name"] == pending["name"]
@@ -167,6 +171,7 @@ def test_submit_creates_the_app_with_tonys_fields(hadoop, pending):
     assert reqs[0]["nodeLabelExpression"] == "gpu", reqs
 
 
+@pytest.mark.hadoop33
 def test_staged_files_in_hdfs(hadoop, pending):
     app = pending["app"]
     base = staging_path(hadoop, app)
@@ -208,6 +213,14 @@ def test_staged_files_in_hdfs(hadoop, pending):
         st = hadoop.hdfs_status(path)
         assert st is not None, f
         assert (f["size"], f["timestamp"]) == (st["length"], st["modificationTime"]), (f, st)
+    # What was staged is the user's alone, as a local job dir (0700/0600):
+    # the staging dir, the dirs uploads made in it, every file, the cache.
+    assert hadoop.hdfs_status(base)["permission"] == "700"
+    assert hadoop.hdfs_status(f"{base}/res1")["permission"] == "700"
+    for f in manifest["files"] + [{"uri": f"{uri}/tony-manifest.json"}]:
+        if f["uri"] != f"{hadoop.default_fs}{pending['remote']}":
+            assert hadoop.hdfs_status(f["uri"][len(hadoop.default_fs):])["permission"] == "600", f
+    assert hadoop.hdfs_status(f"/user/{hadoop.user}/.tony/cache")["permission"] == "700"
     # A resource already in HDFS is used in place.
     remote = files[f"{hadoop.default_fs}{pending['remote']}"]
     assert remote["size"] == pending["remote_st"]["length"]

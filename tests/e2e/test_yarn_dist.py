@@ -31,6 +31,7 @@ def libevent_path():
     raise AssertionError("libevent-2.1.so.7 is not installed")
 
 
+@pytest.mark.hadoop33
 def test_a_multi_role_job_on_a_node_without_tonys_libraries(yarn):
     lib = libevent_path()
     # Each task proves where it runs: tony's libevent is an empty file there,

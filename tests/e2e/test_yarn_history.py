@@ -54,6 +54,7 @@ def am_stderr(cluster, app_id):
     raise AssertionError(f"no am.stderr for {app_id}")
 
 
+@pytest.mark.hadoop33
 def test_history_written_to_hdfs_and_read_back(yarn, tmp_path):
     cluster = yarn.cluster
     loc = unique_location()

@@ -117,6 +117,7 @@ def yarn(tony, hadoop):
     check_after(y)
 
 
+@pytest.mark.hadoop33
 def test_ps_worker_pass(yarn):
     r = yarn.submit("--executes", role_cmd({"ps": "sleep 300"}, "echo $JOB_NAME $TASK_INDEX"),
                     "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2",
@@ -178,6 +179,7 @@ def test_tensorflow_cluster_spec_and_src_dir(yarn, scripts):
     assert yarn.task_log(yarn.app_id(r), "worker", 1).strip() == "2 worker 1 shipped"
 
 
+@pytest.mark.hadoop33
 def test_queue_and_node_label_and_gpus(yarn):
     p = yarn.popen_submit("--executes", "sleep 6", "--conf", "tony.worker.instances=1",
                           "--conf", "tony.worker.gpus=2", "--conf", "tony.worker.node-label=gpu",
@@ -209,6 +211,7 @@ def test_more_gpus_than_any_node_is_refused(yarn):
     assert time.time() - t0 < 30
 
 
+@pytest.mark.hadoop33
 def test_kill_leaves_nothing_running(yarn):
     p = yarn.popen_submit("--executes", "sleep 300", "--conf", "tony.worker.instances=2")
     try:
@@ -242,6 +245,7 @@ def container_pids(*markers, prefix="CONTAINER_ID="):
     return found
 
 
+@pytest.mark.hadoop33
 def test_killed_task_container_restarts_the_job(yarn, tmp_path):
     # The one-JVM cluster never enforces memory, so its NodeManagers never
     # kill a container by themselves: the test kills one from outside, which
@@ -263,6 +267,7 @@ def test_killed_task_container_restarts_the_job(yarn, tmp_path):
     assert st["attempt"] == 1, st
 
 
+@pytest.mark.hadoop33
 def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
     flag = tmp_path / "am-killed"
     p = yarn.popen_submit("--executes", f"if [ ! -e {flag} ]; then sleep 300; fi",

@@ -76,6 +76,7 @@ def needs_web_node(hadoop):
         pytest.skip("this test cluster has no NodeManager with a web UI (TONY_HTC_WEB_NODEMANAGERS=0)")
 
 
+@pytest.mark.hadoop33
 def test_logs_during_and_after_the_job(yarn, tmp_path):
     flag = tmp_path / "go-on"
     cmd = (f"for i in 1 2 3; do echo tick-$i; done; while [ ! -e {flag} ]; do sleep 0.2; done; "
@@ -203,3 +204,23 @@ def test_failed_submit_points_at_the_logs(yarn):
     assert code == 200 and "stderr" in page
     r = yarn.tony.run("logs", app_id, "--task", "worker:0")
     assert r.rc == 0 and "broken-input" in r.out, r
+
+
+def test_logs_of_a_detached_job_that_ended_unseen(yarn):
+    """`tony submit --detach`, and nothing asks about the job until it has
+    ended: its client never saw the coordinator, whose work dir went with its
+    container. `tony logs` finds the tasks in the status the coordinator left
+    in its container's log dir, and reads their output."""
+    r = yarn.submit("--detach", "--executes", "echo seen-after-the-end; echo on-stderr >&2", *ON_WEB_NODE)
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+    app = yarn.cluster.wait_app(app_id, timeout=180)
+    assert app["finalStatus"] == "SUCCEEDED", app
+    job_dir = yarn.tony.home / "jobs" / app_id
+    assert not (job_dir / "status.json").exists()
+    out = yarn.tony.run("logs", app_id, "--task", "worker:0")
+    assert out.rc == 0, out
+    assert "seen-after-the-end" in out.out and "on-stderr" in out.out, out
+    assert (job_dir / "status.json").exists()  # kept: the next call asks nobody
+    every = yarn.tony.run("logs", app_id)
+    assert every.rc == 0 and "seen-after-the-end" in every.out, every

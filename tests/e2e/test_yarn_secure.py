@@ -11,12 +11,15 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TONY
+from conftest import REPO, TONY, wait_for
+from test_portal import Portal
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
 
@@ -33,6 +36,11 @@ fs() {
     -cp "$HTC_CP" org.apache.hadoop.fs.FsShell "$@"
 }
 [ -n "$SLEEP_FIRST" ] && sleep "$SLEEP_FIRST"
+if [ -n "$NOT_BEFORE" ]; then
+  while [ "$(date +%s)" -lt "$NOT_BEFORE" ]; do sleep 1; done
+fi
+# The coordinator's keytab must never reach a task.
+echo "keytab in the task's token file: $(grep -c -a tony.keytab "$HADOOP_TOKEN_FILE_LOCATION" || true)"
 echo "written by $JOB_NAME:$TASK_INDEX with the job's tokens" | fs -put - "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
 fs -cat "$HTC_OUT/$JOB_NAME-$TASK_INDEX.txt"
 """
@@ -86,9 +94,9 @@ def hadoop_classpath(cluster):
     return f"{cluster.conf_dir}:{jars}"
 
 
-def hdfs_job_args(secure, tmp_path, sleep_first=0):
+def hdfs_job_args(secure, tmp_path, sleep_first=0, not_before=0):
     src = tmp_path / "src"
-    src.mkdir(exist_ok=True)
+    src.mkdir(parents=True, exist_ok=True)
     (src / "hdfs_rw.sh").write_text(HDFS_RW)
     (src / "hdfs_rw.sh").chmod(0o755)
     out = f"/user/{secure.cluster.user}/tony-secure-{uuid.uuid4().hex[:8]}"
@@ -96,6 +104,7 @@ def hdfs_job_args(secure, tmp_path, sleep_first=0):
     args = ["--src_dir", str(src), "--executes", cmd,
             "--shell_env", f"HTC_CP={hadoop_classpath(secure.cluster)}", "--shell_env", f"HTC_OUT={out}",
             "--shell_env", f"HTC_KRB5={secure.cluster.krb5_conf}", "--shell_env", f"SLEEP_FIRST={sleep_first}",
+            "--shell_env", f"NOT_BEFORE={not_before}",
             "--conf", "tony.worker.memory=768m"]
     return args, out
 
@@ -120,6 +129,21 @@ def test_a_kinit_user_runs_a_multi_role_job_whose_task_uses_hdfs_with_the_jobs_t
     h = secure.tony.run("history", "--location", f"hdfs://{history}")  # hdfs:///user/...: fs.defaultFS
     assert h.rc == 0, h
     assert app_id in h.out
+    lst = secure.tony.run("list")
+    assert lst.rc == 0 and app_id in lst.out and "SUCCEEDED" in lst.out, lst
+    # the portal over that HDFS history, with the user's ticket (SPNEGO, HTTPS)
+    portal = Portal(secure.tony, "--location", f"hdfs://{history}")
+    try:
+        code, d = portal.get("v1/jobs")
+        assert code == 200 and d["problems"] == [], d
+        (j,) = [j for j in d["jobs"] if j["app_id"] == app_id]
+        assert j["status"] == "SUCCEEDED", j
+        code, detail = portal.get(f"v1/jobs/{app_id}")
+        assert code == 200 and sorted(t["task"] for t in detail["tasks"]) == ["chief:0", "ps:0", "worker:0",
+                                                                              "worker:1"], detail
+    finally:
+        rc, err = portal.stop()
+    assert rc == 0, err
     # the job's staging dir is gone with it
     assert app_id not in secure.staged()
 
@@ -158,6 +182,61 @@ def test_a_job_outlives_its_tokens_renew_interval(secure, tmp_path):
     assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
 
 
+def test_a_keytab_job_uses_hdfs_past_its_tokens_max_lifetime_and_a_kinit_job_cannot(secure, tmp_path):
+    """The cluster's tokens live at most TONY_HTC_TOKEN_MAX_LIFETIME_MS (90 s
+    in make test-secure); the RM renews the job's only up to then. Two jobs
+    whose task first touches HDFS 10 s past that: submitted with a keytab,
+    the coordinator has fetched a fresh token meanwhile (from the keytab the
+    client handed it) and the executor has rewritten the task's token file,
+    so the task's new FsShell process reads and writes HDFS; submitted after
+    kinit, there is no keytab and HDFS refuses the expired token, as the
+    README says."""
+    lifetime = int(secure.cluster.vars.get("TONY_HTC_TOKEN_MAX_LIFETIME_MS") or 0)
+    if not lifetime or lifetime > 120000:
+        pytest.skip("this cluster's tokens live long (start it with TONY_HTC_TOKEN_MAX_LIFETIME_MS=90000)")
+    secure.kinit()
+    not_before = int(time.time() + lifetime / 1000 + 10)
+    envs = f"tony.containers.envs=SSL_CERT_FILE={secure.cluster.ca_cert},KRB5_CONFIG={secure.cluster.krb5_conf}"
+    keytab = ["--conf", f"tony.keytab.user={secure.cluster.principal}",
+              "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
+    # the keytab job's history, written at its end with the refreshed token
+    history = f"/user/{secure.cluster.user}/tony-history-{uuid.uuid4().hex[:8]}"
+    keytab += ["--conf", f"tony.history.location={history}"]
+    apps = {}
+    for name, extra in (("keytab", keytab), ("kinit", [])):
+        args, out = hdfs_job_args(secure, tmp_path / name, not_before=not_before)
+        r = secure.submit("--detach", *args, "--conf", "tony.worker.instances=1", "--conf", envs, *extra,
+                          "--conf", f"tony.application.name=lifetime-{name}")
+        assert r.rc == 0, r
+        apps[name] = (r.job_dir().name, out)
+    for name, (app_id, out) in apps.items():
+        app = secure.cluster.wait_app(app_id, timeout=lifetime / 1000 + 180)
+        # every file of the job's container log dirs, by name (am.stderr is
+        # the coordinator's log; executor.log, stdout, stderr the task's)
+        texts = {}
+        for d in secure.cluster.container_logs(app_id):
+            for f in d.iterdir():
+                if f.is_file():
+                    texts[f.name] = texts.get(f.name, "") + f.read_text(errors="replace")
+        if name == "keytab":
+            assert app["finalStatus"] == "SUCCEEDED", (app, texts.get("am.stderr", "")[-3000:])
+            assert "written by worker:0 with the job's tokens" in texts["stdout"], texts
+            assert "keytab in the task's token file: 0" in texts["stdout"], texts
+            assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is not None
+            assert "a new HDFS delegation token" in texts["am.stderr"], texts["am.stderr"][-3000:]
+            # the coordinator's IPC as the cluster's hadoop.rpc.protection asks (privacy in make test-secure)
+            protection = secure.cluster.vars.get("TONY_HTC_RPC_PROTECTION") or "authentication"
+            assert f"Hadoop IPC protection: {protection}" in texts["am.stderr"], texts["am.stderr"][-3000:]
+            assert "installed the job's refreshed credentials" in texts["executor.log"], texts["executor.log"]
+            assert "HDFS calls use the job's refreshed delegation token" in texts["am.stderr"]
+            h = secure.tony.run("history", "--location", f"hdfs://{history}")
+            assert h.rc == 0 and app_id in h.out and "SUCCEEDED" in h.out, h
+        else:
+            assert app["finalStatus"] == "FAILED", (app, texts)
+            assert "expired" in texts.get("stderr", "") or "can't be found in cache" in texts.get("stderr", ""), texts
+            assert secure.cluster.hdfs_status(f"{out}/worker-0.txt") is None
+
+
 @pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong keytab", "unreachable KDC",
                                   "unreachable other namenode"])
 def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
@@ -193,3 +272,57 @@ def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
     assert "Traceback" not in r.err and "Segmentation" not in r.err
     assert secure.apps() == apps, "an application reached the ResourceManager"
     assert secure.staged() == staged, "something was staged in HDFS"
+
+
+def get(url, timeout=30):
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def test_the_job_pages_log_tail_reads_kerberized_nodemanagers_with_the_keytab(secure, tmp_path):
+    """The coordinator reads a running task's output from its NodeManager's
+    web page (the job page's log tail), which wants SPNEGO here. Submitted
+    with a keytab, the coordinator logs in to the NodeManager and reads it;
+    after kinit it has no login, and the answer says what to do."""
+    if not [w for w in secure.cluster.vars.get("TONY_HTC_NODE_WEB", "").split(",") if w]:
+        pytest.skip("this test cluster has no NodeManager with a web UI")
+    flag = tmp_path / "go-on"
+    cmd = f"echo tick-1; echo tick-2; while [ ! -e {flag} ]; do sleep 0.2; done"
+    envs = f"tony.containers.envs=SSL_CERT_FILE={secure.cluster.ca_cert},KRB5_CONFIG={secure.cluster.krb5_conf}"
+    on_web_node = ["--conf", "tony.worker.node-label=gpu", "--conf", "tony.application.node-label=gpu"]
+    keytab = ["--conf", f"tony.keytab.user={secure.cluster.principal}",
+              "--conf", f"tony.keytab.location={secure.cluster.keytab}"]
+    secure.kinit()
+    apps = {}
+    try:
+        for name, extra in (("keytab", keytab), ("kinit", [])):
+            r = secure.submit("--detach", "--executes", cmd, "--conf", "tony.worker.instances=1", *on_web_node,
+                              "--conf", envs, *extra)
+            assert r.rc == 0, r
+            apps[name] = r.job_dir().name
+
+        def log_url(app_id):
+            def ready():
+                s = secure.tony.run("status", app_id, "--json")
+                j = json.loads(s.out) if s.rc == 0 else {}
+                t = [t for t in j.get("tasks", []) if t["role"] == "worker" and t.get("log_url")]
+                return f"{j['url']}/v1/tasks/worker/0/log" if t and j.get("url") else None
+            return wait_for(ready, timeout=180, interval=1, what=f"{app_id}'s worker:0 with a log link")
+
+        url = log_url(apps["keytab"])
+        # the first read finds the NodeManager wanting Kerberos and starts the login
+        d = wait_for(lambda: (lambda c, b: json.loads(b) if c == 200 and "tick-2" in b else None)(*get(url)),
+                     timeout=60, interval=1, what="tick-2 through the coordinator")
+        assert d["data"] == "tick-1\ntick-2\n", d
+        code, body = get(log_url(apps["kinit"]))
+        assert code == 502 and "Kerberos" in body and "tony.keytab.user" in body and "tony logs" in body, body
+    finally:
+        flag.write_text("")
+    for app_id in apps.values():
+        assert secure.cluster.wait_app(app_id, timeout=120)["finalStatus"] == "SUCCEEDED"
+    am = "".join(f.read_text(errors="replace") for d in secure.cluster.container_logs(apps["keytab"])
+                 for f in d.glob("am.stderr"))
+    assert "logged in to the NodeManager at" in am, am[-3000:]

@@ -95,6 +95,7 @@ def submit_single_node(y, scripts, exit_with, rc, final_status):
     return r, app, app_id
 
 
+@pytest.mark.hadoop33
 def test_single_node_succeeds_with_src_dir_and_env(yarn, scripts):
     r, app, app_id = submit_single_node(yarn, scripts, 0, 0, "SUCCEEDED")
     # stdout and stderr, named as a task's, in the AM container's log dir

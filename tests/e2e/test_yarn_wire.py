@@ -48,6 +48,7 @@ def logs_of(cluster, app_id):
 
 
 @pytest.mark.hadoop
+@pytest.mark.hadoop33
 def test_probe_am_speaks_yarn_wire(hadoop, tmp_path):
     assert PROBE.exists(), f"{PROBE} is missing: build it with `make build`"
     cluster = hadoop

@@ -8,7 +8,8 @@
  * behind it, evhttp frees it when it is answered. Input format: the method
  * (GET, POST, ...) on the first line, the URI on the second, "Name: value"
  * header lines up to an empty line, then the body; the job's secret header
- * is added unless the input sets one. Properties: no crash, leak or UB;
+ * and a Host header the coordinator answers are added unless the input
+ * sets them. Properties: no crash, leak or UB;
  * every request is answered exactly once (one left unanswered is a leak
  * LeakSanitizer reports; one answered twice, a use after free). A stand-in
  * backend (launch, stop and log reads refused) keeps the job in this
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "am/am_internal.h"
+#include "am/api.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "fuzz_util.h"
@@ -76,6 +78,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+static void on_kick(evutil_socket_t fd, short what, void *arg) { (void)fd, (void)what, (void)arg; }
+
 static void am_init(tony_am *am) {
     memset(am, 0, sizeof *am);
     am->base = event_base_new();
@@ -91,9 +95,15 @@ static void am_init(tony_am *am) {
     am->url = "http://127.0.0.1:4242";
     am->started_ms = am_now_ms();
     am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
-    am_job_init(&am->job, &am->plan);
+    /* The state machine started: every task asked for, as the
+     * coordinator's loop leaves it before executors call in; what it
+     * decides later stays pending (the loop would carry it out). */
+    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
+    am_fsm_start(&am->fsm, am->started_ms, &am->pending);
+    am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
+    tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     am->events = am_events_new(64);
-    am->nmetrics = am->job.ntasks;
+    am->nmetrics = am->fsm.job.ntasks;
     am->metrics = tony_xcalloc(am->nmetrics, sizeof *am->metrics);
     for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(16);
 }
@@ -101,12 +111,15 @@ static void am_init(tony_am *am) {
 static void am_fini(tony_am *am) {
     /* Every executor still waiting is answered, as the coordinator does
      * when it ends. */
-    am_api_release_waiters(am, true);
+    am_api_release_waiters(am);
     free(am->waiters);
     am_events_free(am->events);
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);
-    am_job_free(&am->job);
+    am_actions_free(&am->pending);
+    am_fsm_free(&am->fsm);
+    tony_host_check_free(&am->hosts);
+    event_free(am->act_ev);
     event_base_free(am->base);
 }
 
@@ -157,7 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(m);
         return 0;
     }
-    bool secret_given = false;
+    bool secret_given = false, host_given = false;
     char *line;
     while ((line = next_line(&p, end)) && *line) {
         char *colon = strchr(line, ':');
@@ -166,11 +179,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const char *v = colon + 1 + strspn(colon + 1, " ");
             evhttp_add_header(req->input_headers, line, v);
             if (strcasecmp(line, TONY_SECRET_HEADER) == 0) secret_given = true;
+            if (strcasecmp(line, "Host") == 0) host_given = true;
         }
         free(line);
     }
     free(line);
     if (!secret_given) evhttp_add_header(req->input_headers, TONY_SECRET_HEADER, SECRET);
+    if (!host_given) evhttp_add_header(req->input_headers, "Host", "127.0.0.1:4242");
     evbuffer_add(req->input_buffer, p, (size_t)(end - p));
 
     tony_am am;

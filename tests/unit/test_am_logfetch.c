@@ -18,7 +18,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "am/am_internal.h"
+#include "am/logfetch.h"
+#include "am/reply.h"
 #include "common/strv.h"
 
 #define LINK "http://node7:8042/node/containerlogs/container_1_0001_01_000002/alice"

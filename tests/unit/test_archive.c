@@ -253,6 +253,35 @@ static void test_extract_refuses_escapes(void **state) {
     assert_false(tony_file_exists(evil3));
     free(evil3);
 
+    /* the target dir itself a symlink (a `venv` link in the src archive,
+     * or one an earlier resource planted): nothing goes through it */
+    char *ok_tar = at("ok.tar"), *linked = at("y/linked");
+    tar_entry plain[] = {{"evil4", "pwned\n", NULL, 0644}};
+    write_tar(ok_tar, false, plain, 1);
+    assert_int_equal(symlink(outside, linked), 0);
+    assert_int_equal(tony_archive_extract(ok_tar, linked, &err), -1);
+    assert_non_null(strstr(err.msg, "a symlink"));
+    char *evil4 = tony_path_join(outside, "evil4");
+    assert_false(tony_file_exists(evil4));
+    free(evil4);
+
+    /* tony_mkdir_within: makes dirs below root, never through a link */
+    char *y = at("y");
+    assert_int_equal(tony_mkdir_within(y, "m/n/./o", 0700, &err), 0);
+    char *made = at("y/m/n/o");
+    assert_true(tony_is_dir(made));
+    free(made);
+    assert_int_equal(tony_mkdir_within(y, "linked/p", 0700, &err), -1);
+    assert_non_null(strstr(err.msg, "a symlink"));
+    char *p = tony_path_join(outside, "p");
+    assert_false(tony_file_exists(p));
+    free(p);
+    assert_int_equal(tony_mkdir_within(y, "m/../../q", 0700, &err), -1);
+    assert_int_equal(tony_mkdir_within(y, "/q", 0700, &err), -1);
+    free(y);
+    free(linked);
+    free(ok_tar);
+
     free(outside);
     free(sym_tar);
     free(abs_tar);

@@ -433,6 +433,18 @@ static void test_resources(void **state) {
     assert_contains(err.msg, "empty source");
     assert_int_equal(tony_resource_parse("src::", &r, &err), -1);
     assert_contains(err.msg, "'src::'");
+    /* names that would land outside the task's work dir (issue 11 #9) */
+    assert_int_equal(tony_resource_parse("a.txt::/etc/cron.d/x", &r, &err), -1);
+    assert_contains(err.msg, "'/etc/cron.d/x'");
+    assert_contains(err.msg, "relative path");
+    assert_int_equal(tony_resource_parse("a.txt::../../x", &r, &err), -1);
+    assert_contains(err.msg, "'../../x'");
+    assert_int_equal(tony_resource_parse("a.txt::d/../../x#archive", &r, &err), -1);
+    assert_int_equal(tony_resource_parse("some/..", &r, &err), -1);
+    assert_contains(err.msg, "'..'");
+    assert_int_equal(tony_resource_parse("a.txt::conf/..x/a..b", &r, &err), 0);
+    assert_string_equal(r.name, "conf/..x/a..b");
+    tony_resource_free(&r);
 
     tony_resource_list l = {0};
     assert_int_equal(tony_resource_parse_list("a.txt,, b.zip::bee#archive ,,", &l, &err), 0);

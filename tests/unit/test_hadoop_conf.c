@@ -384,6 +384,81 @@ static void test_check_labels(void **state) {
     cluster_free(&c);
 }
 
+/* Hadoop 3.3's Capacity Scheduler names its queues by leaf name only (no
+ * queuePath, which 3.4 adds), and its node-label list has no partitionInfo;
+ * its RM takes a submission to "root.ml" as to "ml". The check finds a queue
+ * by its name or its path either way, the path built from the parents'
+ * names where the RM gives none. */
+static void test_check_queues_hadoop33(void **state) {
+    (void)state;
+    cluster_json c = {load_json("data/yarn/scheduler-3.3.json"), load_json("data/yarn/node-labels-3.3.json"),
+                      load_json("data/yarn/max-capability.json")};
+    tony_error err = {{0}};
+    char *text = json_dumps(c.scheduler, 0);
+    assert_null(strstr(text, "queuePath")); /* what this test is about */
+    free(text);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "2", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "2", "tony.yarn.queue", "ml", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "2", "tony.yarn.queue", "root.ml", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "2", "tony.yarn.queue", "root.nope", NULL), -1);
+    assert_contains(err.msg, "leaf queues: default, ml");
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "2", "tony.yarn.queue", "root", NULL), -1);
+    assert_contains(err.msg, "parent queue");
+    /* the queue's label access and maximum allocation are read there too */
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.ml",
+                           "tony.worker.node-label", "gpu", "tony.worker.gpus", "4", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.worker.node-label", "tpu", NULL), -1);
+    assert_contains(err.msg, "its labels: gpu");
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.ml",
+                           "tony.worker.memory", "5g", NULL), -1);
+    assert_contains(err.msg, "queue 'root.ml''s maximum allocation allows (4096 MB)");
+    cluster_free(&c);
+}
+
+/* A nested queue without queuePath (3.3) is found by its full path; the
+ * Fair Scheduler's names are full paths already. */
+static void test_check_nested_queue_paths(void **state) {
+    (void)state;
+    json_t *leaf = json_pack("{s:s, s:s}", "queueName", "b", "state", "RUNNING");
+    json_t *cs = json_pack("{s:{s:{s:s, s:s, s:{s:[{s:s, s:{s:o}}]}}}}", "scheduler", "schedulerInfo", "type",
+                           "capacityScheduler", "queueName", "root", "queues", "queue", "queueName", "a", "queues",
+                           "queue", leaf);
+    cluster_json c = {cs, NULL, load_json("data/yarn/max-capability.json")};
+    tony_error err = {{0}};
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.a.b", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "a.b", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "b", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.b", NULL), -1);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.a", NULL), -1);
+    assert_contains(err.msg, "parent queue");
+    cluster_free(&c);
+    json_t *fair = json_pack("{s:{s:{s:s, s:{s:s, s:{s:[{s:s}]}}}}}", "scheduler", "schedulerInfo", "type",
+                             "fairScheduler", "rootQueue", "queueName", "root", "childQueues", "queue", "queueName",
+                             "root.ml");
+    c = (cluster_json){fair, NULL, load_json("data/yarn/max-capability.json")};
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "ml", NULL), 0);
+    assert_int_equal(check(&c, &err, NULL, "tony.worker.instances", "1", "tony.yarn.queue", "root.ml", NULL), 0);
+    cluster_free(&c);
+}
+
+/* The application's node label goes on the AM's ask too: a REST submission
+ * without am-container-node-label-expression gives the AM's ask "", which
+ * Hadoop 3.3's RM keeps (the AM lands off the label) and 3.4's replaces with
+ * the application's label. */
+static void test_submission_label_on_the_am_too(void **state) {
+    (void)state;
+    json_t *ctx = json_object();
+    tony_yarn_context_set_label(ctx, "gpu");
+    assert_string_equal(json_string_value(json_object_get(ctx, "app-node-label-expression")), "gpu");
+    assert_string_equal(json_string_value(json_object_get(ctx, "am-container-node-label-expression")), "gpu");
+    json_decref(ctx);
+    ctx = json_object();
+    tony_yarn_context_set_label(ctx, "");
+    tony_yarn_context_set_label(ctx, NULL);
+    assert_int_equal(json_object_size(ctx), 0);
+    json_decref(ctx);
+}
+
 /* tony speaks Hadoop 3; a 2.x RM is refused before anything is staged. */
 static void test_hadoop_versions(void **state) {
     (void)state;
@@ -438,6 +513,9 @@ int main(void) {
         cmocka_unit_test(test_check_resources),
         cmocka_unit_test(test_check_no_gpu_type),
         cmocka_unit_test(test_check_labels),
+        cmocka_unit_test(test_check_queues_hadoop33),
+        cmocka_unit_test(test_check_nested_queue_paths),
+        cmocka_unit_test(test_submission_label_on_the_am_too),
         cmocka_unit_test(test_hadoop_versions),
         cmocka_unit_test(test_json_list_and_remote_exception),
     };

@@ -4,11 +4,13 @@
  * test reads the coordinator's real file with an independent reader,
  * fastavro.) */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -186,8 +188,66 @@ static void test_jhist_write_and_read(void **state) {
     tony_rm_rf(dir, NULL);
 }
 
+/* A full disk, played by RLIMIT_FSIZE (writes past it fail with EFBIG, as
+ * with ENOSPC): the .jhist keeps every event written before the failure and
+ * is readable to its end; the event log keeps whole lines. (The e2e test
+ * fills a real tmpfs.) */
+static void test_history_files_on_a_full_disk(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tony-full-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *path = tony_path_join(dir, "a.jhist"), *log = tony_path_join(dir, "events.jsonl");
+    tony_error err;
+    tony_jhist_writer *w = tony_jhist_writer_new(path, &err);
+    assert_non_null(w);
+    am_events *e = am_events_new(4);
+    assert_int_equal(am_events_open_log(e, log, &err), 0);
+    struct rlimit old, small = {3000, 0};
+    getrlimit(RLIMIT_FSIZE, &old);
+    small.rlim_max = old.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    int written = 0, rc = 0;
+    for (int i = 0; i < 200 && rc == 0; i++) {
+        rc = tony_jhist_task_started(w, i, "worker", i, "a-rather-long-host-name.example.com", NULL, &err);
+        written += rc == 0;
+        am_events_add(e, i, "TASK_STARTED", "worker:0", 0, "event %d with some words to fill the file", i);
+    }
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "the events before are kept"));
+    /* nothing more goes in, even with room again */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    assert_int_equal(tony_jhist_task_started(w, 0, "worker", 0, "h", NULL, &err), -1);
+    am_events_add(e, 0, "KILL", NULL, 0, "after");
+    tony_jhist_writer_free(w);
+    am_events_free(e);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_true(written > 5);
+
+    json_t *evs;
+    assert_int_equal(tony_jhist_read(path, &evs, &err), 0);
+    assert_int_equal(json_array_size(evs), (size_t)written);
+    json_decref(evs);
+    char *text;
+    size_t len;
+    assert_int_equal(tony_read_file(log, &text, &len, &err), 0);
+    assert_true(len > 0 && len <= 3000 && text[len - 1] == '\n');
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        assert_non_null(j);
+        json_decref(j);
+    }
+    assert_null(strstr(text, "after"));
+    free(text);
+    free(path);
+    free(log);
+    tony_rm_rf(dir, NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_history_files_on_a_full_disk),
         cmocka_unit_test(test_events_ring_and_paging),
         cmocka_unit_test(test_events_log_file),
         cmocka_unit_test(test_jhist_names),

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -181,6 +182,29 @@ static void test_parse_nvidia_smi(void **state) {
 }
 
 /* A child that touches 64 MiB and spins: the sampler must see both. */
+/* A process's user + system CPU time so far, in ms (/proc/PID/stat). */
+static long long child_cpu_ms(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    assert_non_null(p);
+    unsigned long long utime = 0, stime = 0;
+    /* after ") ": state, then fields 4..13; utime and stime are 14 and 15 */
+    assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+    return (long long)((utime + stime) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void test_sampler_measures_a_real_child(void **state) {
     (void)state;
     tony_metrics_sampler *m = tony_metrics_sampler_new(getpid(), NULL, NULL);
@@ -205,14 +229,21 @@ static void test_sampler_measures_a_real_child(void **state) {
     assert_int_equal(read(pfd[0], &c, 1), 1);
     close(pfd[0]);
     tony_metrics_sampler_set_group(m, pid);
+    long long t0 = now_ms(), cpu0 = child_cpu_ms(pid);
     tony_metrics_sampler_take(m, &base); /* starts the CPU window */
     usleep(400 * 1000);
     tony_sample s;
     tony_metrics_sampler_take(m, &s);
+    long long t1 = now_ms(), cpu1 = child_cpu_ms(pid);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     assert_true(s.rss_bytes >= 64LL << 20);
-    assert_true(s.cpu_percent > 40); /* one core spinning, on a busy machine */
+    /* One core spinning; what it got on a busy machine, as the kernel
+     * counted it over the same window, give or take the edges. */
+    double actual = 100.0 * (double)(cpu1 - cpu0) / (double)(t1 - t0);
+    assert_true(actual > 5);
+    assert_true(s.cpu_percent > actual * 0.6 - 5);
+    assert_true(s.cpu_percent < actual * 1.4 + 10);
     assert_true(s.t_ms > 0);
     assert_int_equal(s.gpus, 0);
     assert_int_equal(s.gpu_mem_bytes, -1);

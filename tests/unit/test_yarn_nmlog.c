@@ -38,6 +38,7 @@ typedef struct stand_in {
     long long grow;   /* bytes appended to stdout after each read */
     int fail_code;    /* answer this HTTP code with an error page instead */
     bool garbage;     /* answer 200 without the log header */
+    const char *need_cookie; /* a kerberized NodeManager: 401 without this Cookie */
 } stand_in;
 
 static void answer(struct evhttp_request *req, int code, const char *body, size_t len) {
@@ -55,6 +56,9 @@ static void on_nm_request(struct evhttp_request *req, void *arg) {
     const char *name = tony_str_starts_with(path, prefix) ? path + strlen(prefix) : "";
     const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
     if (accept && tony_str_starts_with(accept, "application/json")) return answer(req, 503, "{}", 2);
+    const char *cookie = evhttp_find_header(evhttp_request_get_input_headers(req), "Cookie");
+    if (s->need_cookie && !(cookie && strcmp(cookie, s->need_cookie) == 0))
+        return answer(req, 401, "Authentication required", 23);
     tony_buf *f = strcmp(name, "stdout") == 0 ? &s->out : strcmp(name, "stderr") == 0 ? &s->err : NULL;
     if (!f || !f->data) {
         static const char missing[] = "java.lang.Exception: Cannot find this log on the local disk.";
@@ -246,6 +250,64 @@ static void test_bad_answers(void **state) {
     stand_in_free(s);
 }
 
+/* What the coordinator's NodeManager logins (nm_spnego.h) saw and give. */
+typedef struct auth_seen {
+    const char *cookie; /* what cookie_for gives; NULL: no login yet */
+    int refused;
+    char base[128];
+} auth_seen;
+
+static const char *auth_cookie(void *ctx, const char *base) {
+    (void)base;
+    return ((auth_seen *)ctx)->cookie;
+}
+
+static void auth_refused(void *ctx, const char *base) {
+    auth_seen *a = ctx;
+    a->refused++;
+    snprintf(a->base, sizeof a->base, "%s", base);
+}
+
+/* A kerberized NodeManager answers 401 without its session cookie: without
+ * a login the read says what to do; with one, the first 401 asks for a
+ * login (and the read says to try again), and once the cookie is there
+ * every read carries it. */
+static void test_kerberized_nodemanager(void **state) {
+    (void)state;
+    stand_in *s = stand_in_new();
+    yarn_nmlog *nl = yarn_nmlog_new(s->base);
+    tony_buf_append(&s->out, "hello\n", 6);
+    s->need_cookie = "hadoop.auth=\"u=tony&t=kerberos\"";
+    outcome o = {0};
+    read_log(s->base, nl, s->port, "stdout", 0, &o);
+    assert_int_equal(o.code, 502);
+    assert_non_null(strstr(o.msg, "wants Kerberos (SPNEGO), and the coordinator has no login"));
+    assert_non_null(strstr(o.msg, "tony.keytab.user"));
+    auth_seen a = {0};
+    yarn_nmlog_auth auth = {.cookie = auth_cookie, .refused = auth_refused, .ctx = &a};
+    yarn_nmlog_set_auth(nl, &auth);
+    read_log(s->base, nl, s->port, "stdout", 0, &o);
+    assert_int_equal(o.code, 502);
+    assert_non_null(strstr(o.msg, "logging in to it"));
+    assert_int_equal(a.refused, 1);
+    char *base = tony_sprintf("http://127.0.0.1:%d", s->port);
+    assert_string_equal(a.base, base);
+    free(base);
+    a.cookie = "hadoop.auth=\"stale\"";
+    read_log(s->base, nl, s->port, "stdout", 0, &o);
+    assert_int_equal(o.code, 502);
+    assert_int_equal(a.refused, 2); /* an expired cookie: another login */
+    a.cookie = s->need_cookie;
+    read_log(s->base, nl, s->port, "stdout", 0, &o);
+    assert_int_equal(o.code, 200);
+    assert_int_equal(o.data.len, 6);
+    assert_memory_equal(o.data.data, "hello\n", 6);
+    assert_int_equal(a.refused, 2);
+    tony_buf_free(&o.data);
+    yarn_nmlog_free(nl);
+    stand_in_free(s);
+}
+
 /* A port where nothing listens (it was free a moment ago). */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -432,6 +494,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranges),  cmocka_unit_test(test_bad_answers), cmocka_unit_test(test_unreachable_nodes),
         cmocka_unit_test(test_bad_links), cmocka_unit_test(test_cancel), cmocka_unit_test(test_no_socket_left),
+        cmocka_unit_test(test_kerberized_nodemanager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

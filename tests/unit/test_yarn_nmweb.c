@@ -144,6 +144,41 @@ static void test_parse_head_and_tail(void **state) {
     free(a);
 }
 
+/* An empty file, as each Hadoop line answers it (bytes from the test
+ * cluster's NodeManagers): 3.3 and 3.4 send the header with LogLength:0,
+ * 3.2 the footer alone. */
+static void test_parse_empty_file_by_version(void **state) {
+    (void)state;
+    static const char v32[] = "End of LogType:prelaunch.err.\n"
+                              "******************************************************************************\n\n";
+    static const char v33[] = "Container: " CID " on localhost:41473\nLogAggregationType: LOCAL\n"
+                              "====================================================================\n"
+                              "LogType:prelaunch.err\nLogLastModifiedTime:Tue Nov 24 01:10:27 +0000 2026\n"
+                              "LogLength:0\nLogContents:\nEnd of LogType:prelaunch.err.\n"
+                              "******************************************************************************\n\n";
+    const char *answers[] = {v32, v33};
+    const long long sizes[] = {0, 4096, -8192};
+    for (size_t i = 0; i < 2; i++) {
+        for (size_t k = 0; k < 3; k++) {
+            tony_error err = {{0}};
+            tony_nmweb_log log;
+            size_t from = 1, n = 1;
+            assert_int_equal(tony_nmweb_parse_log(answers[i], strlen(answers[i]), sizes[k], &log, &err), 0);
+            assert_int_equal(log.file_len, 0);
+            assert_int_equal(log.start, 0);
+            assert_int_equal(log.len, 0);
+            assert_int_equal(tony_nmweb_slice(&log, 0, 4096, &from, &n), 0);
+            assert_int_equal(n, 0);
+            assert_int_equal(tony_nmweb_slice(&log, 1, 4096, &from, &n), -1);
+        }
+    }
+    /* only at the very start: a footer further in is no empty file */
+    static const char junk[] = "<html>End of LogType:x.\n";
+    tony_error err;
+    tony_nmweb_log log;
+    assert_int_equal(tony_nmweb_parse_log(junk, strlen(junk), 0, &log, &err), -1);
+}
+
 static void test_parse_bad_answers(void **state) {
     (void)state;
     tony_error err;
@@ -173,6 +208,7 @@ int main(void) {
         cmocka_unit_test(test_parse_link),
         cmocka_unit_test(test_file_url),
         cmocka_unit_test(test_parse_head_and_tail),
+        cmocka_unit_test(test_parse_empty_file_by_version),
         cmocka_unit_test(test_parse_bad_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

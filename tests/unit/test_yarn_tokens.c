@@ -296,13 +296,15 @@ static void test_credentials_for_tasks(void **state) {
     yarn_token *amrm = yarn_token_new("a", 1, "p", 1, YARN_AMRM_TOKEN_KIND, "127.0.0.1:8030");
     yarn_token *hdfs = yarn_token_new("h", 1, "q", 1, YARN_HDFS_TOKEN_KIND, "127.0.0.1:8020");
     tony_buf out = {0};
-    assert_false(yarn_credentials_write_for_tasks(c, &out)); /* nothing to give */
+    static const char *const withheld[] = {"tony.keytab", NULL};
+    assert_false(yarn_credentials_write_for_tasks(c, withheld, &out)); /* nothing to give */
     assert_int_equal(out.len, 0);
     yarn_credentials_add_token(c, "amrm", amrm);
-    assert_false(yarn_credentials_write_for_tasks(c, &out)); /* only the AM's own */
+    yarn_credentials_add_secret(c, "tony.keytab", "KT", 2);
+    assert_false(yarn_credentials_write_for_tasks(c, withheld, &out)); /* only the AM's own */
     yarn_credentials_add_secret(c, "tony.job.secret", "s3cret", 6);
     yarn_credentials_add_token(c, "127.0.0.1:8020", hdfs);
-    assert_true(yarn_credentials_write_for_tasks(c, &out));
+    assert_true(yarn_credentials_write_for_tasks(c, withheld, &out));
     yarn_credentials *back = NULL;
     tony_error err;
     assert_int_equal(yarn_credentials_parse(out.data, out.len, "the tasks' tokens", &back, &err), 0);
@@ -314,11 +316,75 @@ static void test_credentials_for_tasks(void **state) {
     assert_non_null(sec);
     assert_int_equal(sec->len, 6);
     assert_memory_equal(sec->data, "s3cret", 6);
+    assert_null(yarn_credentials_find_secret(back, "tony.keytab"));
+    assert_int_equal(back->n_secrets, 1);
     yarn_credentials_free(back);
     yarn_credentials_free(c);
     yarn_token_free(amrm);
     yarn_token_free(hdfs);
     tony_buf_free(&out);
+}
+
+/* A URL string back into the token it encodes, and set_token replacing the
+ * token under an alias in place (the first HDFS token stays the first). */
+static void test_token_from_url_string(void **state) {
+    (void)state;
+    tony_error err;
+    yarn_token *t = NULL;
+    assert_int_equal(yarn_token_from_url_string("Avv_AT4BSwNzdmM", &t, &err), 0);
+    assert_int_equal(t->identifier_len, 2);
+    assert_memory_equal(t->identifier, "\xfb\xff", 2);
+    assert_int_equal(t->password_len, 1);
+    assert_int_equal(t->password[0], 0x3e);
+    assert_string_equal(t->kind, "K");
+    assert_string_equal(t->service, "svc");
+    char *again = yarn_token_url_string(t);
+    assert_string_equal(again, "Avv_AT4BSwNzdmM");
+    free(again);
+    yarn_token *bad = NULL;
+    assert_int_equal(yarn_token_from_url_string("Avv_AT4BSwNzdm!", &bad, &err), -1);
+    assert_int_equal(yarn_token_from_url_string("Avv_AT4B", &bad, &err), -1); /* cut short */
+    assert_int_equal(yarn_token_from_url_string("Avv_AT4BSwNzdmMA", &bad, &err), -1); /* trailing */
+    assert_null(bad);
+
+    yarn_credentials *c = yarn_credentials_new();
+    yarn_token *a = yarn_token_new("a", 1, "p", 1, YARN_HDFS_TOKEN_KIND, "nn1:8020");
+    yarn_token *b = yarn_token_new("b", 1, "q", 1, YARN_HDFS_TOKEN_KIND, "nn2:8020");
+    yarn_credentials_set_token(c, "nn1:8020", a);
+    yarn_credentials_set_token(c, "nn2:8020", b);
+    yarn_credentials_set_token(c, "nn1:8020", t);
+    assert_int_equal(c->n_tokens, 2);
+    assert_string_equal(c->tokens[0].alias, "nn1:8020");
+    assert_string_equal(c->tokens[0].token->kind, "K");
+    assert_string_equal(c->tokens[1].token->service, "nn2:8020");
+    yarn_credentials_free(c);
+    yarn_token_free(a);
+    yarn_token_free(b);
+    yarn_token_free(t);
+}
+
+/* The dates in a delegation token's identifier: version, owner, renewer,
+ * real user, issueDate, maxDate, sequence number, master key id. These are
+ * the identifier bytes of an HDFS token the kerberized test cluster issued
+ * (owner and renewer tony, max lifetime 90 s). */
+static void test_delegation_token_dates(void **state) {
+    (void)state;
+    static const unsigned char id[] = {0x00, 0x04, 't',  'o',  'n',  'y',  0x04, 't',  'o',  'n',
+                                       'y',  0x00, 0x8a, 0x01, 0xa2, 0x0b, 0x1e, 0x91, 0x91, 0x8a,
+                                       0x01, 0xa2, 0x0b, 0x1f, 0xf1, 0x21, 0x01, 0x02};
+    yarn_token *t = yarn_token_new(id, sizeof id, "p", 1, YARN_HDFS_TOKEN_KIND, "127.0.0.1:8020");
+    int64_t issue = 0, max = 0;
+    assert_int_equal(yarn_delegation_token_dates(t, &issue, &max), 0);
+    assert_true(issue == 1795482882449LL);
+    assert_true(max == 1795482972449LL);
+    yarn_token_free(t);
+    /* Cut inside maxDate, or not a delegation token at all. */
+    t = yarn_token_new(id, sizeof id - 4, "p", 1, YARN_HDFS_TOKEN_KIND, "");
+    assert_int_equal(yarn_delegation_token_dates(t, &issue, &max), -1);
+    yarn_token_free(t);
+    t = yarn_token_new("\0\x7f", 2, "p", 1, YARN_AMRM_TOKEN_KIND, "");
+    assert_int_equal(yarn_delegation_token_dates(t, &issue, &max), -1);
+    yarn_token_free(t);
 }
 
 /* --- ids */
@@ -407,6 +473,7 @@ int main(void) {
         cmocka_unit_test(test_credentials_bad_headers), cmocka_unit_test(test_credentials_protobuf),
         cmocka_unit_test(test_token_writable_and_base64),
         cmocka_unit_test(test_credentials_for_tasks), cmocka_unit_test(test_container_ids),
+        cmocka_unit_test(test_token_from_url_string), cmocka_unit_test(test_delegation_token_dates),
         cmocka_unit_test(test_app_and_attempt_ids),  cmocka_unit_test(test_container_id_pb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

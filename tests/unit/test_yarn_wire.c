@@ -24,6 +24,7 @@
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/ipc.h"
 #include "backend/yarn/sasl.h"
+#include "backend/yarn/sasl_layer.h"
 #include "hadoop_rpc.pb-c.h"
 #include "yarn_am.pb-c.h"
 
@@ -176,6 +177,90 @@ static void test_digest_vector(void **state) {
     yarn_token_free(t);
 }
 
+/* The security layer both ways: what the client wraps the server's side
+ * unwraps and back, in order, for integrity and privacy (3des); an altered,
+ * replayed or reordered message is refused. (The real thing, Java's SASL
+ * server, is on the secure test cluster: make test-secure runs it with
+ * hadoop.rpc.protection=privacy.) */
+static void test_sasl_security_layer(void **state) {
+    (void)state;
+    for (int q = YARN_QOP_INT; q <= YARN_QOP_CONF; q++) {
+        yarn_sasl_negotiated n = {.qop = (yarn_qop)q};
+        for (int i = 0; i < 16; i++) n.ha1[i] = (unsigned char)(i * 17 + 3);
+        tony_error err;
+        yarn_sasl_layer *client = yarn_sasl_layer_new(&n, &err), *server = yarn_sasl_layer_new_server(&n, &err);
+        assert_non_null(client);
+        assert_non_null(server);
+        const char *msgs[] = {"", "x", "a call of some length, more than one 3des block", "exactly8"};
+        tony_buf first = {0};
+        for (size_t i = 0; i < 4; i++) {
+            tony_buf w = {0}, back = {0}, w2 = {0}, back2 = {0};
+            size_t len = strlen(msgs[i]);
+            assert_int_equal(yarn_sasl_wrap(client, msgs[i], len, &w, &err), 0);
+            if (q == YARN_QOP_CONF && len > 8) assert_null(memmem(w.data, w.len, msgs[i], 8)); /* sealed */
+            if (i == 0) tony_buf_append(&first, w.data, w.len);
+            assert_int_equal(yarn_sasl_unwrap(server, w.data, w.len, &back, &err), 0);
+            assert_int_equal(back.len, len);
+            if (len) assert_memory_equal(back.data, msgs[i], len);
+            assert_int_equal(yarn_sasl_wrap(server, msgs[i], len, &w2, &err), 0);
+            assert_int_equal(yarn_sasl_unwrap(client, w2.data, w2.len, &back2, &err), 0);
+            assert_int_equal(back2.len, len);
+            tony_buf_free(&w);
+            tony_buf_free(&back);
+            tony_buf_free(&w2);
+            tony_buf_free(&back2);
+        }
+        /* replayed: its sequence number is an old one */
+        tony_buf out = {0};
+        assert_int_equal(yarn_sasl_unwrap(server, first.data, first.len, &out, &err), -1);
+        assert_contains(err.msg, "arrived where");
+        /* altered: one bit of the next message flipped */
+        tony_buf w = {0};
+        assert_int_equal(yarn_sasl_wrap(client, "hello there", 11, &w, &err), 0);
+        w.data[0] ^= 1;
+        assert_int_equal(yarn_sasl_unwrap(server, w.data, w.len, &out, &err), -1);
+        assert_int_equal(out.len, 0);
+        tony_buf_free(&w);
+        tony_buf_free(&first);
+        tony_buf_free(&out);
+        yarn_sasl_layer_free(client);
+        yarn_sasl_layer_free(server);
+    }
+    yarn_sasl_negotiated auth = {.qop = YARN_QOP_AUTH};
+    tony_error err;
+    assert_null(yarn_sasl_layer_new(&auth, &err)); /* nothing to wrap */
+}
+
+/* The strongest qop offered is chosen; auth-conf needs 3des among the
+ * ciphers, and the response says qop and cipher. */
+static void test_qop_choice(void **state) {
+    (void)state;
+    yarn_token *t = yarn_token_new(VEC_ID, sizeof VEC_ID, VEC_PW, sizeof VEC_PW, "YARN_AM_RM_TOKEN", "");
+    struct {
+        const char *challenge, *want_qop;
+        yarn_qop qop;
+    } cases[] = {
+        {"nonce=\"n\",qop=\"auth-conf\",cipher=\"3des,rc4,des,rc4-56,rc4-40\",algorithm=md5-sess", "qop=auth-conf,cipher=3des",
+         YARN_QOP_CONF},
+        {"nonce=\"n\",qop=\"auth,auth-int\",algorithm=md5-sess", "qop=auth-int", YARN_QOP_INT},
+        {"nonce=\"n\",qop=\"auth-int,auth-conf\",algorithm=md5-sess", "qop=auth-int", YARN_QOP_INT}, /* no cipher */
+        {"nonce=\"n\",algorithm=md5-sess", "qop=auth", YARN_QOP_AUTH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        yarn_digest_challenge ch;
+        tony_error err;
+        assert_int_equal(yarn_sasl_parse_challenge(cases[i].challenge, strlen(cases[i].challenge), &ch, &err), 0);
+        char *resp = NULL, rspauth[33];
+        yarn_sasl_negotiated n;
+        assert_int_equal(yarn_sasl_digest_respond(&ch, t, "cn", &resp, rspauth, &n, &err), 0);
+        assert_contains(resp, cases[i].want_qop);
+        assert_int_equal(n.qop, cases[i].qop);
+        free(resp);
+        yarn_digest_challenge_free(&ch);
+    }
+    yarn_token_free(t);
+}
+
 static void test_challenge_errors(void **state) {
     (void)state;
     struct {
@@ -183,7 +268,7 @@ static void test_challenge_errors(void **state) {
     } cases[] = {
         {"realm=\"default\",qop=\"auth\",algorithm=md5-sess", "no nonce"},
         {"nonce=\"x\",qop=\"auth\",algorithm=md5", "only md5-sess"},
-        {"nonce=\"x\",qop=\"auth-int,auth-conf\",algorithm=md5-sess", "hadoop.rpc.protection"},
+        {"nonce=\"x\",qop=\"auth-conf\",cipher=\"rc4,des\",algorithm=md5-sess", "hadoop.rpc.protection"},
         {"nonce=\"x,qop=auth", "malformed"},
         {"nonce", "malformed"},
     };
@@ -697,7 +782,8 @@ int main(void) {
         cmocka_unit_test(test_frames_match_doc),
         cmocka_unit_test(test_parse_reply),
         cmocka_unit_test(test_digest_vector),
-        cmocka_unit_test(test_challenge_errors),
+        cmocka_unit_test(test_challenge_errors), cmocka_unit_test(test_sasl_security_layer),
+        cmocka_unit_test(test_qop_choice),
         cmocka_unit_test(test_fake_server_flow),
         cmocka_unit_test(test_fake_server_separate_challenge),
         cmocka_unit_test(test_fake_server_refusals),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/resource.h"
 
 #define MEMORY_CHECK_MS 500
@@ -37,6 +39,7 @@ typedef struct container {
     pid_t pid; /* the executor, a session leader: sid == pid */
     bool stop_requested;
     bool killed_for_memory;
+    bool kill_sent; /* stopping: the grace period is over, SIGKILL sent */
     char *diagnostics;
     char *task_dir;
     /* queued launches keep their request */
@@ -240,8 +243,21 @@ static int localize(const char *work_dir, const char *resources, tony_error *err
     for (size_t i = 0; rc == 0 && i < list.len; i++) {
         tony_resource *r = &list.items[i];
         char *dst = tony_path_join(work_dir, r->name);
+        /* The name is relative and free of '..' (parsed so); what an earlier
+         * resource put here (a symlink from an archive) must not lead this
+         * one out of the work dir either: its dirs are made or checked
+         * without following links, and its own place must still be free. */
+        char *parent = tony_strdup(r->name);
+        char *slash = strrchr(parent, '/');
+        struct stat st;
+        if (slash) *slash = '\0';
         if (!tony_file_exists(r->source)) {
             rc = tony_err(err, "resource %s does not exist", r->source);
+        } else if (slash && tony_mkdir_within(work_dir, parent, 0700, err)) {
+            rc = tony_err_wrap(err, "resource %s::%s", r->source, r->name);
+        } else if (lstat(dst, &st) == 0) {
+            rc = tony_err(err, "resource %s::%s: the name is already taken in the work dir (by an earlier resource); "
+                          "give each resource its own ::NAME", r->source, r->name);
         } else if (r->archive) {
             rc = tony_archive_extract(r->source, dst, err);
         } else if (tony_is_dir(r->source)) {
@@ -249,6 +265,7 @@ static int localize(const char *work_dir, const char *resources, tony_error *err
         } else if (link(r->source, dst) != 0) {
             rc = tony_copy_file(r->source, dst, err);
         }
+        free(parent);
         free(dst);
     }
     tony_resource_list_free(&list);
@@ -311,13 +328,13 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
             tony_buf_printf(&devs, "%s%d", n > 1 ? "," : "", g);
         }
         /* A task without GPUs must not see any: an empty list hides them all. */
-        tony_env_set(&c->env, "CUDA_VISIBLE_DEVICES", devs.data);
-        tony_env_set(&c->env, "NVIDIA_VISIBLE_DEVICES", c->gpus ? devs.data : "void");
+        tony_env_set(&c->env, TASKENV_CUDA_VISIBLE_DEVICES, devs.data);
+        tony_env_set(&c->env, TASKENV_NVIDIA_VISIBLE_DEVICES, c->gpus ? devs.data : "void");
         tony_buf_free(&devs);
-        tony_env_set(&c->env, "TONY_LOG_DIR", c->task_dir);
-        tony_env_set(&c->env, "TONY_PRIVATE_LOGS", "1"); /* the executor makes the task's logs 0600 */
-        tony_env_set(&c->env, "NM_HOST", "127.0.0.1");
-        tony_env_setf(&c->env, "TONY_CONTAINER_MEMORY_MB", "%lld", c->memory_mb);
+        tony_env_set(&c->env, TASKENV_LOG_DIR, c->task_dir);
+        tony_env_set(&c->env, TASKENV_PRIVATE_LOGS, "1"); /* the executor makes the task's logs 0600 */
+        tony_env_set(&c->env, TASKENV_NM_HOST, "127.0.0.1");
+        tony_env_setf(&c->env, TASKENV_CONTAINER_MEMORY_MB, "%lld", c->memory_mb);
         tony_env_set(&c->env, "PWD", work);
         tony_strv envp = {0};
         tony_env_build_envp(&c->env, &envp);
@@ -391,10 +408,20 @@ static int local_launch(tony_backend *base, const tony_launch *l, tony_error *er
     return 0;
 }
 
+/* Signals the container's session; its leader (the executor, our child,
+ * not reaped while the container is known) directly too, so that a stop
+ * still reaches it when /proc cannot be read (no descriptors left). */
+static void signal_container(container *c, int sig) {
+    if (c->pid <= 0) return;
+    tony_proc_kill_session(c->pid, sig);
+    kill(c->pid, sig);
+}
+
 static void on_kill_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     container *c = arg;
-    if (c->pid > 0) tony_proc_kill_session(c->pid, SIGKILL);
+    c->kill_sent = true;
+    signal_container(c, SIGKILL);
 }
 
 static void on_queued_stopped(evutil_socket_t fd, short what, void *arg) {
@@ -414,11 +441,16 @@ static void stop_container(local_backend *b, container *c) {
         evtimer_add(c->kill_timer, &now);
         return;
     }
-    if (c->state == C_STOPPING) return;
+    if (c->state == C_STOPPING) {
+        /* The coordinator asks again when the container did not end: the
+         * last signal again (SIGKILL once the grace period is over). */
+        signal_container(c, c->kill_sent ? SIGKILL : SIGTERM);
+        return;
+    }
     c->state = C_STOPPING;
     /* Like a NodeManager: SIGTERM the whole container, SIGKILL after a grace
      * period. The executor forwards SIGTERM to the user's process group. */
-    tony_proc_kill_session(c->pid, SIGTERM);
+    signal_container(c, SIGTERM);
     c->kill_timer = evtimer_new(b->ev, on_kill_timer, c);
     struct timeval tv = {STOP_GRACE_MS / 1000, (STOP_GRACE_MS % 1000) * 1000};
     evtimer_add(c->kill_timer, &tv);

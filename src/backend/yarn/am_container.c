@@ -1,8 +1,9 @@
 /* `tony am --yarn`: what the coordinator does first inside its YARN AM
  * container. The NM has localized the staged files into the work dir; the
- * job's secret arrives as a credentials secret in container_tokens (never in
- * the env, which the RM shows); the node's name is NM_HOST; the NameNodes
- * for the job's history come in the env (history_hdfs.h). */
+ * job's credentials (its secret, never in the env, which the RM shows; the
+ * AMRMToken; HDFS tokens) are in container_tokens, read once here
+ * (job_credentials.h); the node's name is NM_HOST; the NameNodes for the
+ * job's history come in the env (history_hdfs.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,37 +13,19 @@
 #include "am/am.h"
 #include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/ids.h"
-#include "backend/yarn/tokens.h"
+#include "backend/yarn/job_credentials.h"
 #include "backend/yarn/yarn_backend.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
-
-int tony_yarn_task_secret(char **out, tony_error *err) {
-    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
-    if (!path || !*path)
-        return tony_err(err, "neither %s nor HADOOP_TOKEN_FILE_LOCATION is set: the job's secret reaches a "
-                             "container through one of them (is this a YARN container started by tony?)",
-                        TONY_SECRET_ENV);
-    yarn_credentials *creds = NULL;
-    if (yarn_credentials_read_file(path, &creds, err)) return -1;
-    const yarn_secret *secret = yarn_credentials_find_secret(creds, TONY_YARN_SECRET_ALIAS);
-    int rc = 0;
-    if (!secret || secret->len == 0)
-        rc = tony_err(err, "%s holds no secret %s: was the job submitted by `tony submit`?", path,
-                      TONY_YARN_SECRET_ALIAS);
-    else
-        *out = tony_sprintf("%.*s", (int)secret->len, (const char *)secret->data);
-    yarn_credentials_free(creds);
-    return rc;
-}
+#include "common/taskenv.h"
 
 /* Writes the job's secret where the coordinator reads it (job dir, 0600). */
-static int write_secret(const char *job_dir, tony_error *err) {
+static int write_secret(const yarn_job_credentials *creds, const char *job_dir, tony_error *err) {
     char *secret = NULL;
-    if (tony_yarn_task_secret(&secret, err)) return -1;
+    if (yarn_job_credentials_secret(creds, &secret, err)) return -1;
     char *file = tony_path_join(job_dir, TONY_JOBDIR_SECRET);
     int rc = tony_write_file(file, secret, strlen(secret), 0600, err);
     free(file);
@@ -54,23 +37,30 @@ int tony_yarn_am_main(void) {
     tony_log_init("am", NULL);
     tony_error err = {{0}};
     char cwd[PATH_MAX];
-    const char *container = getenv("CONTAINER_ID");
-    const char *host = getenv("NM_HOST");
+    const char *container = getenv(TASKENV_CONTAINER_ID);
+    const char *host = getenv(TASKENV_NM_HOST);
+    const char *tokens = getenv("HADOOP_TOKEN_FILE_LOCATION");
     yarn_container_id cid = {0};
+    yarn_job_credentials *creds = NULL;
     if (!getcwd(cwd, sizeof cwd)) {
         tony_err(&err, "cannot read the container's work dir");
-    } else if (!container || !host) {
-        tony_err(&err, "CONTAINER_ID or NM_HOST is not set: `tony am --yarn` runs only in a YARN AM container");
-    } else if (yarn_container_id_parse(container, &cid, &err) == 0 && write_secret(cwd, &err) == 0) {
+    } else if (!container || !host || !tokens || !*tokens) {
+        tony_err(&err, "CONTAINER_ID, NM_HOST or HADOOP_TOKEN_FILE_LOCATION is not set: `tony am --yarn` runs only "
+                       "in a YARN AM container");
+    } else if (yarn_container_id_parse(container, &cid, &err) == 0 &&
+               yarn_job_credentials_load(tokens, &creds, &err) == 0 && write_secret(creds, cwd, &err) == 0) {
         char app_id[YARN_ID_MAX];
         yarn_app_id_format(&cid.attempt.app, app_id, sizeof app_id);
         tony_info("YARN attempt %d of %s in %s on %s", (int)cid.attempt.attempt, app_id, container, host);
-        tony_am_history_mirror *mirror = tony_yarn_history_mirror_new();
-        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true, .history_mirror = mirror};
+        tony_am_history_mirror *mirror = tony_yarn_history_mirror_new(creds);
+        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true, .history_mirror = mirror,
+                             .backend_data = creds};
         int code = tony_am_main(&o);
         tony_yarn_history_mirror_free(mirror);
+        yarn_job_credentials_free(creds);
         return code;
     }
+    yarn_job_credentials_free(creds);
     tony_error_log("%s", err.msg);
     return 1;
 }

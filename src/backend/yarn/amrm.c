@@ -271,6 +271,7 @@ void yarn_amrm_take_register(yarn_amrm *am, const Hadoop__Yarn__RegisterApplicat
         for (size_t i = 0; i < r->n_resource_types; i++)
             if (strcmp(r->resource_types[i]->name, YARN_GPU_RESOURCE) == 0) out->has_gpu_type = true;
         out->queue = tony_strdup(r->queue ? r->queue : "");
+        out->protection = am->ipc ? yarn_ipc_protection(am->ipc) : "authentication";
         out->n_previous = r->n_containers_from_previous_attempts;
         out->previous = tony_xcalloc(out->n_previous ? out->n_previous : 1, sizeof *out->previous);
         for (size_t i = 0; i < out->n_previous; i++)

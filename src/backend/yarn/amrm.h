@@ -48,6 +48,7 @@ typedef struct yarn_register_info {
     yarn_resource max_capability;
     bool has_gpu_type; /* yarn.io/gpu is a configured resource type (else GPU asks silently become 0) */
     char *queue;
+    const char *protection; /* hadoop.rpc.protection the scheduler connection speaks (static) */
     yarn_container *previous; /* containers kept from earlier attempts */
     size_t n_previous;
 } yarn_register_info;

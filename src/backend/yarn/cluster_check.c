@@ -21,31 +21,48 @@ static json_t *child_queues(const json_t *q) {
     return c ? json_object_get(c, "queue") : NULL;
 }
 
-static bool queue_matches(const json_t *q, const char *want) {
-    const char *name = json_string_value(json_object_get(q, "queueName"));
+/* A queue's full path ("root.a.b"): its queuePath where the RM gives one
+ * (Capacity Scheduler of Hadoop 3.4), else its parent's path and its name
+ * (Hadoop 3.3 gives only the leaf name, "b"; the Fair Scheduler's names are
+ * paths already). parent: NULL for the top queue. */
+static char *queue_path(const json_t *q, const char *parent) {
     const char *path = json_string_value(json_object_get(q, "queuePath"));
+    const char *name = json_string_value(json_object_get(q, "queueName"));
+    if (path) return tony_strdup(path);
+    if (!name) return tony_strdup(parent ? parent : "");
+    size_t n = parent ? strlen(parent) : 0;
+    if (!parent || (strncmp(name, parent, n) == 0 && name[n] == '.')) return tony_strdup(name);
+    return tony_sprintf("%s.%s", parent, name);
+}
+
+/* want: a leaf name or a path, with or without the leading "root.". */
+static bool queue_matches(const json_t *q, const char *path, const char *want) {
+    const char *name = json_string_value(json_object_get(q, "queueName"));
     char *rooted = tony_sprintf("root.%s", want);
     bool m = (name && (strcmp(name, want) == 0 || strcmp(name, rooted) == 0)) ||
-             (path && (strcmp(path, want) == 0 || strcmp(path, rooted) == 0));
+             strcmp(path, want) == 0 || strcmp(path, rooted) == 0;
     free(rooted);
     return m;
 }
 
-/* Depth-first search; collects leaf names for the error message. */
-static const json_t *find_queue(const json_t *parent, const char *want, tony_strv *leaves) {
+/* Depth-first search below parent (whose path is parent_path); collects
+ * leaf names for the error message. */
+static const json_t *find_queue(const json_t *parent, const char *parent_path, const char *want, tony_strv *leaves) {
     json_t *list = tony_yarn_json_list(child_queues(parent));
     const json_t *found = NULL;
     size_t i;
     json_t *q;
     json_array_foreach(list, i, q) {
-        if (!found && queue_matches(q, want)) found = q;
+        char *path = queue_path(q, parent_path);
+        if (!found && queue_matches(q, path, want)) found = q;
         if (child_queues(q)) {
-            const json_t *f = find_queue(q, want, leaves);
+            const json_t *f = find_queue(q, path, want, leaves);
             if (!found) found = f;
         } else {
             const char *n = json_string_value(json_object_get(q, "queueName"));
             if (n) tony_strv_push(leaves, n);
         }
+        free(path);
     }
     json_decref(list);
     return found;
@@ -153,8 +170,10 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
         const json_t *root = json_object_get(si, "rootQueue"); /* fair */
         tony_strv leaves = {0};
         const json_t *top = root ? root : si;
-        queue = find_queue(top, qname, &leaves);
-        if (!queue && queue_matches(top, qname)) queue = top;
+        char *top_path = queue_path(top, NULL);
+        queue = find_queue(top, top_path, qname, &leaves);
+        if (!queue && queue_matches(top, top_path, qname)) queue = top;
+        free(top_path);
         int rc = 0;
         if (!queue) {
             char *all = tony_strv_join(&leaves, ", ");

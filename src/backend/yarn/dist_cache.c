@@ -47,7 +47,7 @@ static int upload(tony_webhdfs *w, const tony_self *self, const char *dir, const
                 uri, shared ? ", once for this build" : "");
     /* Uploaded under a name of its own, then renamed into place. */
     char *part = tony_sprintf("%s/.%s.%d.part", dir, name, (int)getpid());
-    if (rc == 0 && ((rc = tony_webhdfs_mkdirs(w, dir, "700", err)) || (rc = tony_webhdfs_put(w, local, part, NULL, err))))
+    if (rc == 0 && ((rc = tony_webhdfs_mkdirs(w, dir, "700", err)) || (rc = tony_webhdfs_put(w, local, part, "600", NULL, err))))
         *cluster_failed = true;
     /* A refused rename most likely means another submit renamed its copy
      * (the same bytes) first; the caller checks that the archive is there. */

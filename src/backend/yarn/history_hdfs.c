@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/yarn/tokens.h"
+#include "backend/yarn/job_credentials.h"
 #include "backend/yarn/webhdfs.h"
 #include "common/fs.h"
 #include "common/jhist.h"
@@ -22,6 +22,8 @@ typedef struct hdfs_ctx {
     bool connected;  /* worker only */
     char *authority;
     tony_workq *q;   /* loop thread only */
+    struct yarn_job_credentials *creds; /* outlives the mirror; NULL in tests */
+    char *token;     /* worker only: the delegation token w uses */
     atomic_bool stopping; /* the loop asks the batch out to stop between calls */
 } hdfs_ctx;
 
@@ -69,15 +71,30 @@ static int run_step(hdfs_ctx *c, const tony_am_mirror_step *st, tony_error *err)
     }
     switch (st->kind) {
     case TONY_AM_MIRROR_MKDIRS: return tony_webhdfs_mkdirs(c->w, st->path, "770", err);
-    case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, NULL, err);
+    case TONY_AM_MIRROR_PUT: return tony_webhdfs_put(c->w, st->local, st->path, "644", NULL, err);
     case TONY_AM_MIRROR_MOVE_JHIST: return move_jhist(c, st, err);
     case TONY_AM_MIRROR_REMOVE: return tony_webhdfs_delete(c->w, st->path, true, err);
     }
     return tony_err(err, "unknown history mirror step %d", (int)st->kind);
 }
 
+/* On a secure cluster the job's current HDFS delegation token, which WebHDFS
+ * takes as delegation= (none on an insecure one: user.name= as ever). */
+static void use_job_token(hdfs_ctx *c) {
+    char *t = c->creds ? yarn_job_credentials_hdfs_token(c->creds) : NULL;
+    if (t && !(c->token && strcmp(t, c->token) == 0)) {
+        tony_webhdfs_use_delegation(c->w, t);
+        tony_info("history: HDFS calls use the job's %sdelegation token", c->token ? "refreshed " : "");
+        free(c->token);
+        c->token = t;
+        t = NULL;
+    }
+    free(t);
+}
+
 static void job_run(void *arg) {
     hdfs_job *j = arg;
+    use_job_token(j->c);
     for (size_t i = 0; i < j->batch->n && j->rc == 0; i++) {
         if (atomic_load(&j->c->stopping)) j->rc = tony_err(&j->err, "stopped: the coordinator is exiting");
         else j->rc = run_step(j->c, &j->batch->steps[i], &j->err);
@@ -111,25 +128,7 @@ static void h_stop(void *ctx) {
     atomic_store(&c->stopping, false);
 }
 
-/* On a secure cluster the coordinator has no Kerberos ticket, only the job's
- * HDFS delegation token in its container's token file: WebHDFS takes it as
- * delegation=. None there (an insecure cluster): user.name= as ever. */
-static void use_job_token(tony_webhdfs *w) {
-    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
-    yarn_credentials *creds = NULL;
-    tony_error err;
-    if (!path || !*path || yarn_credentials_read_file(path, &creds, &err)) return;
-    const yarn_token *t = yarn_credentials_find_kind(creds, YARN_HDFS_TOKEN_KIND);
-    if (t) {
-        char *s = yarn_token_url_string(t);
-        tony_webhdfs_use_delegation(w, s);
-        free(s);
-        tony_info("history: HDFS calls use the job's delegation token (service %s)", t->service);
-    }
-    yarn_credentials_free(creds);
-}
-
-tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
+tony_am_history_mirror *tony_yarn_history_mirror_new(yarn_job_credentials *creds) {
     const char *nns = getenv(TONY_YARN_WEBHDFS_ENV), *fs = getenv(TONY_YARN_DEFAULT_FS_ENV);
     const char *user = getenv(TONY_YARN_HDFS_USER_ENV);
     if (!nns || !*nns || !fs || !tony_str_starts_with(fs, "hdfs://") || !user || !*user) {
@@ -142,7 +141,7 @@ tony_am_history_mirror *tony_yarn_history_mirror_new(void) {
     c->w = tony_webhdfs_new_at(nns, TONY_YARN_WEBHDFS_ENV " in the AM's environment", fs,
                                TONY_YARN_DEFAULT_FS_ENV " in the AM's environment", user);
     tony_webhdfs_set_timeouts(c->w, TONY_YARN_HISTORY_CALL_MS, TONY_YARN_HISTORY_STALL_S, TONY_YARN_HISTORY_PUT_MAX_S);
-    use_job_token(c->w);
+    c->creds = creds;
     c->authority = tony_strdup(fs + strlen("hdfs://"));
     size_t n = strlen(c->authority);
     if (n && c->authority[n - 1] == '/') c->authority[n - 1] = '\0';
@@ -156,6 +155,7 @@ void tony_yarn_history_mirror_free(tony_am_history_mirror *m) {
     hdfs_ctx *c = m->ctx;
     /* The coordinator stopped it before its loop went (am.h). */
     tony_webhdfs_free(c->w);
+    free(c->token);
     free(c->authority);
     free(c);
     free(m);

@@ -22,9 +22,14 @@
  * (which may wait for the call out) must not depend on a slow DataNode. */
 #define TONY_YARN_HISTORY_PUT_MAX_S 20
 
+struct yarn_job_credentials;
+
 /* From the environment; NULL (and a log line saying why) when the client
  * did not pass the NameNodes (a job submitted by an older tony). */
-tony_am_history_mirror *tony_yarn_history_mirror_new(void);
+/* On a secure cluster its calls prove themselves with the job's current
+ * HDFS delegation token from creds (the coordinator has no Kerberos
+ * ticket), taken afresh for each batch since a keytab refreshes it. */
+tony_am_history_mirror *tony_yarn_history_mirror_new(struct yarn_job_credentials *creds);
 void tony_yarn_history_mirror_free(tony_am_history_mirror *m);
 
 #endif

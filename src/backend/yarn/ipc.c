@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backend/yarn/sasl.h"
+#include "backend/yarn/sasl_layer.h"
 #include "hadoop_rpc.pb-c.h"
 
 /* Hadoop clients refuse replies above 128 MiB (ipc.maximum.response.length). */
@@ -35,6 +36,12 @@ struct yarn_ipc {
     int cancel_fd; /* readable: give up at once (-1: never) */
     bool broken;
     char *exception; /* class of the last ERROR reply */
+    /* hadoop.rpc.protection integrity or privacy: every message after the
+     * handshake travels wrapped in a SASL WRAP message, both ways. */
+    yarn_sasl_layer *layer;
+    yarn_qop qop;
+    tony_buf plain;    /* unwrapped bytes of the server's stream not read yet */
+    size_t plain_off;
 };
 
 /* --- framing */
@@ -239,17 +246,98 @@ static int read_all(yarn_ipc *c, void *data, size_t len, int64_t deadline, tony_
     return 0;
 }
 
+static int reply_error(yarn_ipc *c, const Hadoop__Common__RpcResponseHeaderProto *h, const char *during,
+                       tony_error *err);
+
+/* The payload of the next SASL WRAP message off the socket, unwrapped onto
+ * c->plain. */
+static int unwrap_next(yarn_ipc *c, int64_t deadline, tony_error *err) {
+    unsigned char lb[4];
+    if (read_all(c, lb, 4, deadline, err) < 0) return -1;
+    uint32_t n = (uint32_t)lb[0] << 24 | (uint32_t)lb[1] << 16 | (uint32_t)lb[2] << 8 | lb[3];
+    if (n == 0 || n > MAX_REPLY) return fail_broken(c, err, "bad wrapped reply length %u", n);
+    uint8_t *body = tony_xmalloc(n);
+    ProtobufCMessage *h = NULL;
+    Hadoop__Common__RpcSaslProto *m = NULL;
+    const uint8_t *payload = NULL;
+    size_t plen = 0;
+    tony_error perr;
+    int rc = read_all(c, body, n, deadline, err);
+    if (rc == 0 && yarn_ipc_parse_reply(body, n, &h, &payload, &plen, &perr) < 0) {
+        rc = fail_broken(c, err, "%s", perr.msg);
+    } else if (rc == 0) {
+        Hadoop__Common__RpcResponseHeaderProto *rh = (Hadoop__Common__RpcResponseHeaderProto *)h;
+        if (rh->status != HADOOP__COMMON__RPC_RESPONSE_HEADER_PROTO__RPC_STATUS_PROTO__SUCCESS) {
+            rc = reply_error(c, rh, "a wrapped call", err);
+        } else if ((int32_t)rh->callid != YARN_IPC_SASL_CALL_ID || !payload ||
+                   !(m = hadoop__common__rpc_sasl_proto__unpack(NULL, plen, payload)) ||
+                   m->state != HADOOP__COMMON__RPC_SASL_PROTO__SASL_STATE__WRAP) {
+            rc = fail_broken(c, err, "the server sent a message that is not SASL-wrapped under the negotiated "
+                                     "hadoop.rpc.protection");
+        } else if (yarn_sasl_unwrap(c->layer, m->token.data, m->token.len, &c->plain, &perr) < 0) {
+            rc = fail_broken(c, err, "%s", perr.msg);
+        }
+    }
+    if (m) protobuf_c_message_free_unpacked(&m->base, NULL);
+    if (h) protobuf_c_message_free_unpacked(h, NULL);
+    free(body);
+    return rc;
+}
+
+/* len bytes of the server's IPC stream: off the socket, or under a SASL
+ * security layer out of the unwrapped messages. */
+static int read_stream(yarn_ipc *c, void *data, size_t len, int64_t deadline, tony_error *err) {
+    if (!c->layer) return read_all(c, data, len, deadline, err);
+    while (c->plain.len - c->plain_off < len)
+        if (unwrap_next(c, deadline, err) < 0) return -1;
+    memcpy(data, c->plain.data + c->plain_off, len);
+    c->plain_off += len;
+    if (c->plain_off == c->plain.len) c->plain.len = c->plain_off = 0;
+    return 0;
+}
+
+/* The largest message wrapped at once: the server's maxbuf (64 KiB) less
+ * what wrapping adds. */
+#define WRAP_CHUNK 60000
+
+/* Bytes of our IPC stream, wrapped under a SASL security layer. */
+static int send_stream(yarn_ipc *c, const void *data, size_t len, int64_t deadline, tony_error *err) {
+    if (!c->layer) return write_all(c, data, len, deadline, err);
+    const char *p = data;
+    while (len) {
+        size_t n = len < WRAP_CHUNK ? len : WRAP_CHUNK;
+        tony_buf w = {0}, frame = {0};
+        tony_error werr;
+        if (yarn_sasl_wrap(c->layer, p, n, &w, &werr) < 0) {
+            tony_buf_free(&w);
+            return fail_broken(c, err, "%s", werr.msg);
+        }
+        Hadoop__Common__RpcSaslProto m = HADOOP__COMMON__RPC_SASL_PROTO__INIT;
+        m.state = HADOOP__COMMON__RPC_SASL_PROTO__SASL_STATE__WRAP;
+        m.has_token = 1;
+        m.token = (ProtobufCBinaryData){w.len, (uint8_t *)w.data};
+        yarn_ipc_frame_sasl(&frame, &m.base);
+        int rc = write_all(c, frame.data, frame.len, deadline, err);
+        tony_buf_free(&w);
+        tony_buf_free(&frame);
+        if (rc < 0) return -1;
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
 /* Reads one reply; the caller frees *hdr and *body. */
 static int read_reply(yarn_ipc *c, int64_t deadline, Hadoop__Common__RpcResponseHeaderProto **hdr, uint8_t **body,
                       const uint8_t **payload, size_t *payload_len, tony_error *err) {
     unsigned char lb[4];
     *hdr = NULL;
     *body = NULL;
-    if (read_all(c, lb, 4, deadline, err) < 0) return -1;
+    if (read_stream(c, lb, 4, deadline, err) < 0) return -1;
     uint32_t n = (uint32_t)lb[0] << 24 | (uint32_t)lb[1] << 16 | (uint32_t)lb[2] << 8 | lb[3];
     if (n == 0 || n > MAX_REPLY) return fail_broken(c, err, "bad reply length %u (not a Hadoop IPC server?)", n);
     *body = tony_xmalloc(n);
-    if (read_all(c, *body, n, deadline, err) < 0) goto fail;
+    if (read_stream(c, *body, n, deadline, err) < 0) goto fail;
     ProtobufCMessage *h;
     tony_error perr;
     if (yarn_ipc_parse_reply(*body, n, &h, payload, payload_len, &perr) < 0) {
@@ -401,11 +489,12 @@ static int sasl_handshake(yarn_ipc *c, const yarn_token *token, int64_t deadline
     out.auths = echo_list;
 
     char *response = NULL, rspauth[33] = "";
+    yarn_sasl_negotiated qop = {.qop = YARN_QOP_AUTH};
     rc = -1;
     if (offer->has_challenge) {
         yarn_digest_challenge ch;
         if (yarn_sasl_parse_challenge(offer->challenge.data, offer->challenge.len, &ch, err) < 0) goto done;
-        rc = yarn_sasl_digest_response(&ch, token, NULL, &response, rspauth, err);
+        rc = yarn_sasl_digest_respond(&ch, token, NULL, &response, rspauth, &qop, err);
         yarn_digest_challenge_free(&ch);
         if (rc < 0) goto done;
         out.has_token = 1;
@@ -421,6 +510,10 @@ static int sasl_handshake(yarn_ipc *c, const yarn_token *token, int64_t deadline
             if (response) rc = yarn_sasl_check_rspauth(reply->token.data, reply->has_token ? reply->token.len : 0,
                                                        rspauth, err);
             protobuf_c_message_free_unpacked(&reply->base, NULL);
+            /* integrity or privacy: everything from here on is wrapped */
+            if (rc == 0 && response && qop.qop != YARN_QOP_AUTH && !(c->layer = yarn_sasl_layer_new(&qop, err)))
+                rc = -1;
+            c->qop = qop.qop;
             if (rc < 0) mark_broken(c);
             goto done;
         }
@@ -435,7 +528,7 @@ static int sasl_handshake(yarn_ipc *c, const yarn_token *token, int64_t deadline
         rc = yarn_sasl_parse_challenge(reply->token.data, reply->token.len, &ch, err);
         protobuf_c_message_free_unpacked(&reply->base, NULL);
         if (rc < 0) goto done;
-        rc = yarn_sasl_digest_response(&ch, token, NULL, &response, rspauth, err);
+        rc = yarn_sasl_digest_respond(&ch, token, NULL, &response, rspauth, &qop, err);
         yarn_digest_challenge_free(&ch);
         if (rc < 0) goto done;
         out = (Hadoop__Common__RpcSaslProto)HADOOP__COMMON__RPC_SASL_PROTO__INIT;
@@ -477,7 +570,7 @@ int yarn_ipc_connect_cancellable(const char *host, int port, const char *protoco
     }
     tony_buf b = {0};
     yarn_ipc_frame_context(&b, c->client_id, protocol);
-    int rc = write_all(c, b.data, b.len, deadline, err);
+    int rc = send_stream(c, b.data, b.len, deadline, err);
     tony_buf_free(&b);
     if (rc < 0) {
         yarn_ipc_free(c);
@@ -491,6 +584,8 @@ void yarn_ipc_free(yarn_ipc *c) {
     if (!c) return;
     if (c->fd >= 0) close(c->fd);
     free(c->exception);
+    yarn_sasl_layer_free(c->layer);
+    tony_buf_free(&c->plain);
     free(c);
 }
 
@@ -505,7 +600,7 @@ int yarn_ipc_call(yarn_ipc *c, const char *method, const ProtobufCMessage *req,
     c->next_call_id = (c->next_call_id + 1) & 0x7fffffff;
     tony_buf b = {0};
     yarn_ipc_frame_call(&b, c->client_id, id, method, c->protocol, req);
-    int rc = write_all(c, b.data, b.len, deadline, err);
+    int rc = send_stream(c, b.data, b.len, deadline, err);
     tony_buf_free(&b);
     if (rc < 0) return tony_err_wrap(err, "calling %s", method);
 
@@ -536,3 +631,6 @@ void yarn_ipc_set_timeout(yarn_ipc *c, int timeout_ms) {
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : YARN_IPC_DEFAULT_TIMEOUT_MS;
 }
 const char *yarn_ipc_peer(const yarn_ipc *c) { return c->peer; }
+const char *yarn_ipc_protection(const yarn_ipc *c) {
+    return !c->layer ? "authentication" : c->qop == YARN_QOP_CONF ? "privacy" : "integrity";
+}

@@ -44,6 +44,9 @@ int yarn_ipc_call(yarn_ipc *c, const char *method, const ProtobufCMessage *req,
 const char *yarn_ipc_exception(const yarn_ipc *c);
 bool yarn_ipc_broken(const yarn_ipc *c);
 void yarn_ipc_set_timeout(yarn_ipc *c, int timeout_ms);
+/* hadoop.rpc.protection as the handshake settled it: "authentication",
+ * "integrity" or "privacy" (a static string). */
+const char *yarn_ipc_protection(const yarn_ipc *c);
 /* "host:port", for messages. */
 const char *yarn_ipc_peer(const yarn_ipc *c);
 

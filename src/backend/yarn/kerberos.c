@@ -192,7 +192,10 @@ static int login_keytab(krb5_context ctx, const char *user, const char *keytab, 
     code = krb5_cc_resolve(ctx, cc_name, &cc);
     if (!code) code = krb5_cc_initialize(ctx, cc, p);
     if (!code) code = krb5_cc_store_cred(ctx, cc, &creds);
-    if (!code) setenv("KRB5CCNAME", cc_name, 1);
+    /* Set once: a later login (the coordinator's, on a worker thread)
+     * refills the same cache without touching the environment. */
+    const char *cur = getenv("KRB5CCNAME");
+    if (!code && !(cur && strcmp(cur, cc_name) == 0)) setenv("KRB5CCNAME", cc_name, 1);
     free(cc_name);
     if (code) {
         krb_fail(err, ctx, code, "cannot keep the keytab's ticket in memory");
@@ -206,6 +209,12 @@ out:
     if (kt) krb5_kt_close(ctx, kt);
     if (p) krb5_free_principal(ctx, p);
     return rc;
+}
+
+bool tony_krb5_keytab_configured(const tony_conf *job, const char **principal, const char **keytab) {
+    *principal = user_set(job, TONY_KEYTAB_USER_KEY);
+    *keytab = user_set(job, TONY_KEYTAB_LOCATION_KEY);
+    return *principal && *keytab;
 }
 
 int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err) {
@@ -227,6 +236,26 @@ int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *e
     krb5_free_context(ctx);
     if (rc) tony_krb5_identity_free(out);
     return rc;
+}
+
+int tony_krb5_login_keytab(const char *principal, const char *keytab, tony_krb5_identity *out, tony_error *err) {
+    memset(out, 0, sizeof *out);
+    krb5_context ctx = NULL;
+    krb5_error_code code = krb5_init_context(&ctx);
+    if (code)
+        return tony_err(err, "Kerberos: cannot read its configuration (KRB5_CONFIG, else /etc/krb5.conf): %s",
+                        error_message(code));
+    int rc = login_keytab(ctx, principal, keytab, out, err);
+    krb5_free_context(ctx);
+    if (rc) tony_krb5_identity_free(out);
+    return rc;
+}
+
+int tony_krb5_ready(const tony_conf *job, tony_error *err) {
+    tony_krb5_identity id;
+    if (tony_krb5_login(job, &id, err)) return -1;
+    tony_krb5_identity_free(&id);
+    return 0;
 }
 
 int tony_yarn_client_login(const tony_hadoop_conf *h, const tony_conf *job, char **user, bool *secure, tony_error *err) {

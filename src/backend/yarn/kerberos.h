@@ -17,6 +17,8 @@
 #define TONY_SECURITY_ENABLED_KEY "tony.application.security.enabled"
 #define TONY_KEYTAB_USER_KEY "tony.keytab.user"
 #define TONY_KEYTAB_LOCATION_KEY "tony.keytab.location"
+/* Ours: whether a keytab login also refreshes the job's tokens on YARN. */
+#define TONY_KEYTAB_REFRESH_KEY "tony.keytab.refresh-tokens"
 
 /* True when the cluster's core-site.xml says kerberos and the job does not
  * turn security off (tony.application.security.enabled=false). */
@@ -35,6 +37,17 @@ typedef struct tony_krb5_identity {
  * ticket cache holds a ticket-granting ticket that has not expired. */
 int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err); /* job may be NULL */
 void tony_krb5_identity_free(tony_krb5_identity *id);
+/* tony_krb5_login for a caller that only needs SPNEGO to work next (the
+ * verbs after submit): the identity is not kept. */
+int tony_krb5_ready(const tony_conf *job, tony_error *err);
+/* The keytab login alone (the coordinator's, from the keytab the client
+ * handed it): into the same process-private cache, which a later call
+ * refills; KRB5CCNAME is set by the first call only, so later ones may run
+ * on another thread. */
+int tony_krb5_login_keytab(const char *principal, const char *keytab, tony_krb5_identity *out, tony_error *err);
+/* The keytab login the job asks for: true with *principal and *keytab
+ * (borrowed) when tony.keytab.user and tony.keytab.location are both set. */
+bool tony_krb5_keytab_configured(const tony_conf *job, const char **principal, const char **keytab);
 
 /* The client's user on the cluster. Kerberized: logs in and gives the
  * principal's short name (*secure true; the caller then makes its REST and

@@ -24,6 +24,7 @@ struct yarn_nmlog {
     struct evdns_base *dns; /* made on first use */
     int timeout_s;
     tony_log_read *reads;   /* in flight, and failed ones whose connection waits to be freed */
+    yarn_nmlog_auth auth;   /* all NULL: no SPNEGO */
 };
 
 struct tony_log_read {
@@ -45,6 +46,8 @@ struct tony_log_read {
     bool starting, failed_early;
     tony_log_read *next;
 };
+
+void yarn_nmlog_set_auth(yarn_nmlog *nl, const yarn_nmlog_auth *auth) { nl->auth = *auth; }
 
 yarn_nmlog *yarn_nmlog_new(struct event_base *base) {
     yarn_nmlog *nl = tony_xcalloc(1, sizeof *nl);
@@ -183,6 +186,8 @@ static int send_read(tony_log_read *rd) {
     /* Asked for JSON, the NodeManager's log REST answers 503. */
     evhttp_add_header(h, "Accept", "text/plain");
     evhttp_add_header(h, "Connection", "close");
+    const char *cookie = nl->auth.cookie ? nl->auth.cookie(nl->auth.ctx, rd->base) : NULL;
+    if (cookie) evhttp_add_header(h, "Cookie", cookie);
     free(hostport);
     evhttp_uri_free(u);
     char *path = tony_nmweb_file_url("", rd->container, rd->stream, rd->size);
@@ -281,6 +286,14 @@ static void on_answer(struct evhttp_request *r, void *arg) {
             tony_log_chunk c = {.data = "", .exists = false};
             deliver(rd, 200, NULL, &c);
         }
+    } else if (code == 401 && rd->nl->auth.refused) {
+        rd->nl->auth.refused(rd->nl->auth.ctx, rd->base);
+        fail(rd, 502, "the NodeManager at %s wants Kerberos (SPNEGO): the coordinator is logging in to it with the "
+                      "job's keytab; try again in a moment", rd->base);
+    } else if (code == 401) {
+        fail(rd, 502, "the NodeManager at %s wants Kerberos (SPNEGO), and the coordinator has no login of its own "
+                      "(submit with tony.keytab.user and tony.keytab.location for this log tail); `tony logs` reads "
+                      "it with your ticket", rd->base);
     } else if (code != 200) {
         char *nl = strchr(body, '\n');
         if (nl) *nl = '\0';

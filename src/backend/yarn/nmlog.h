@@ -17,6 +17,17 @@ typedef struct yarn_nmlog yarn_nmlog;
 yarn_nmlog *yarn_nmlog_new(struct event_base *base);
 /* How long one NodeManager read may take (YARN_NMLOG_TIMEOUT_S unless set). */
 void yarn_nmlog_set_timeout(yarn_nmlog *nl, int seconds);
+/* Kerberized NodeManagers (SPNEGO on their web pages, which answer 401
+ * without it). cookie gives what a read of the NodeManager at base carries
+ * in its Cookie header (NULL: nothing yet); refused is told of each 401, so
+ * that the owner logs in to that NodeManager meanwhile. Reads fail until
+ * then, saying so. Without auth a 401 says how to get the log instead. */
+typedef struct yarn_nmlog_auth {
+    const char *(*cookie)(void *ctx, const char *base);
+    void (*refused)(void *ctx, const char *base);
+    void *ctx;
+} yarn_nmlog_auth;
+void yarn_nmlog_set_auth(yarn_nmlog *nl, const yarn_nmlog_auth *auth);
 /* Drops every read still in flight (no callbacks); not from a callback. */
 void yarn_nmlog_free(yarn_nmlog *nl);
 

@@ -115,13 +115,19 @@ int tony_nmweb_parse_log(const char *body, size_t body_len, long long req_size, 
         num[vlen] = '\0';
         if (!tony_parse_ll(num, &file_len)) file_len = -1;
     }
+    static const char footer[] = "End of LogType:";
+    /* Hadoop 3.2's NodeManager answers an empty file with the footer alone
+     * (3.3 and later with the header, LogLength:0). */
+    if (!v && !contents && body_len >= sizeof footer - 1 && memcmp(body, footer, sizeof footer - 1) == 0) {
+        out->data = body;
+        return 0;
+    }
     if (file_len < 0 || !contents || clen != 0)
         return tony_err(err, "the NodeManager's log answer has no LogLength/LogContents header (is it Hadoop 2.8+?)");
     const char *data = contents + 1; /* past the header line's newline */
     long long want = req_size == 0 ? file_len : req_size > 0 ? req_size : -req_size;
     if (want > file_len) want = file_len;
     size_t have = body_len - (size_t)(data - body);
-    static const char footer[] = "End of LogType:";
     /* The footer right after the bytes proves the length was read right. */
     if ((long long)have < want || (have - (size_t)want >= sizeof footer - 1 &&
                                    memcmp(data + want, footer, sizeof footer - 1) != 0))

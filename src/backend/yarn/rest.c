@@ -205,6 +205,12 @@ int tony_yarn_rest_new_application(tony_yarn_rest *r, char **app_id, json_t **ma
     return 0;
 }
 
+void tony_yarn_context_set_label(json_t *context, const char *label) {
+    if (!label || !*label) return;
+    json_object_set_new(context, "app-node-label-expression", json_string(label));
+    json_object_set_new(context, "am-container-node-label-expression", json_string(label));
+}
+
 int tony_yarn_rest_submit(tony_yarn_rest *r, const json_t *context, tony_error *err) {
     static const long ok[] = {200, 202, 0};
     char *body = json_dumps(context, JSON_COMPACT);

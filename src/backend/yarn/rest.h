@@ -44,6 +44,13 @@ const char *tony_yarn_rest_scheduler(const tony_yarn_rest *r); /* its scheduler 
 int tony_yarn_rest_get(tony_yarn_rest *r, const char *path, json_t **out, tony_error *err);
 /* POST new-application: the id and the cluster's maximum-resource-capability. */
 int tony_yarn_rest_new_application(tony_yarn_rest *r, char **app_id, json_t **max_capability, tony_error *err);
+/* Puts the node label expression `label` (NULL or "" for none: nothing is
+ * set) on the REST ApplicationSubmissionContext `context`: on the
+ * application and on its AM container's ask alike. The RM copies the
+ * application's label onto the AM's ask only when that ask has none, and a
+ * REST submission's AM ask carries "" rather than none: Hadoop 3.4 takes ""
+ * as none, 3.3 does not and places the AM off the label. */
+void tony_yarn_context_set_label(json_t *context, const char *label);
 /* POST the ApplicationSubmissionContext (REST JSON form). */
 int tony_yarn_rest_submit(tony_yarn_rest *r, const json_t *context, tony_error *err);
 /* The app report (the object inside {"app": ...}). */

@@ -1,6 +1,6 @@
 /* DIGEST-MD5 for Hadoop tokens: challenge parsing, the response and rspauth
- * computations (RFC 2831 with md5-sess and qop=auth only: Hadoop's RM
- * scheduler and NM ports use no wrapping unless rpc protection is raised). */
+ * computations (RFC 2831 with md5-sess; qop auth, auth-int or auth-conf
+ * with 3des, as the cluster's hadoop.rpc.protection asks). */
 #include "backend/yarn/sasl.h"
 
 #include <openssl/evp.h>
@@ -19,6 +19,7 @@ void yarn_digest_challenge_free(yarn_digest_challenge *c) {
     free(c->qop);
     free(c->algorithm);
     free(c->charset);
+    free(c->cipher);
     memset(c, 0, sizeof *c);
 }
 
@@ -26,6 +27,25 @@ static void set_once(char **slot, tony_buf *v) {
     if (*slot) return; /* several realms may be offered: the first is the default */
     *slot = tony_strdup(v->data ? v->data : "");
 }
+
+static bool offers(const char *csv, const char *what) {
+    tony_strv v = {0};
+    tony_split_csv(csv, &v);
+    bool yes = tony_strv_contains(&v, what);
+    tony_strv_free(&v);
+    return yes;
+}
+
+/* The strongest qop offered that tony speaks; -1 when none. */
+static int choose_qop(const yarn_digest_challenge *ch) {
+    if (!ch->qop) return YARN_QOP_AUTH; /* RFC 2831: absent qop means "auth" */
+    if (offers(ch->qop, "auth-conf") && ch->cipher && offers(ch->cipher, "3des")) return YARN_QOP_CONF;
+    if (offers(ch->qop, "auth-int")) return YARN_QOP_INT;
+    if (offers(ch->qop, "auth")) return YARN_QOP_AUTH;
+    return -1;
+}
+
+static const char *qop_name(yarn_qop q) { return q == YARN_QOP_CONF ? "auth-conf" : q == YARN_QOP_INT ? "auth-int" : "auth"; }
 
 int yarn_sasl_parse_challenge(const void *buf, size_t len, yarn_digest_challenge *out, tony_error *err) {
     memset(out, 0, sizeof *out);
@@ -66,6 +86,7 @@ int yarn_sasl_parse_challenge(const void *buf, size_t len, yarn_digest_challenge
         else if (KEY("qop")) set_once(&out->qop, &v);
         else if (KEY("algorithm")) set_once(&out->algorithm, &v);
         else if (KEY("charset")) set_once(&out->charset, &v);
+        else if (KEY("cipher")) set_once(&out->cipher, &v);
 #undef KEY
         tony_buf_free(&v);
     }
@@ -79,14 +100,10 @@ int yarn_sasl_parse_challenge(const void *buf, size_t len, yarn_digest_challenge
         yarn_digest_challenge_free(out);
         return -1;
     }
-    bool auth = !out->qop; /* RFC 2831: absent qop means "auth" */
-    tony_strv q = {0};
-    tony_split_csv(out->qop, &q);
-    auth = auth || tony_strv_contains(&q, "auth");
-    tony_strv_free(&q);
-    if (!auth) {
-        tony_err(err, "the server only offers SASL qop '%s' (hadoop.rpc.protection is integrity or privacy); "
-                 "tony's YARN client supports hadoop.rpc.protection=authentication only", out->qop);
+    if (choose_qop(out) < 0) {
+        tony_err(err, "the server offers SASL qop '%s'%s%s%s: tony speaks auth, auth-int and auth-conf with the 3des "
+                 "cipher (hadoop.rpc.protection authentication, integrity and privacy)", out->qop,
+                 out->cipher ? " with ciphers '" : "", out->cipher ? out->cipher : "", out->cipher ? "'" : "");
         yarn_digest_challenge_free(out);
         return -1;
     }
@@ -103,16 +120,18 @@ static void hex16(const unsigned char in[16], char out[33]) {
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", in[i]);
 }
 
-/* HEX(KD(HEX(H(A1)), nonce:nc:cnonce:qop:HEX(H(A2)))) with A2 = prefix + uri. */
+/* HEX(KD(HEX(H(A1)), nonce:nc:cnonce:qop:HEX(H(A2)))) with A2 = prefix +
+ * uri, and 32 zeros after it with a security layer (RFC 2831 2.1.2.1). */
 static void digest(const unsigned char ha1_raw[16], const char *nonce, const char *cnonce, const char *a2_prefix,
-                   char out[33]) {
+                   yarn_qop qop, char out[33]) {
     char ha1[33], ha2[33];
     unsigned char h[16];
     hex16(ha1_raw, ha1);
-    char *a2 = tony_sprintf("%s%s", a2_prefix, YARN_SASL_DIGEST_URI);
+    char *a2 = tony_sprintf("%s%s%s", a2_prefix, YARN_SASL_DIGEST_URI,
+                            qop == YARN_QOP_AUTH ? "" : ":00000000000000000000000000000000");
     md5(a2, strlen(a2), h);
     hex16(h, ha2);
-    char *kd = tony_sprintf("%s:%s:00000001:%s:auth:%s", ha1, nonce, cnonce, ha2);
+    char *kd = tony_sprintf("%s:%s:00000001:%s:%s:%s", ha1, nonce, cnonce, qop_name(qop), ha2);
     md5(kd, strlen(kd), h);
     hex16(h, out);
     free(a2);
@@ -121,7 +140,17 @@ static void digest(const unsigned char ha1_raw[16], const char *nonce, const cha
 
 int yarn_sasl_digest_response(const yarn_digest_challenge *ch, const yarn_token *t, const char *cnonce,
                               char **response, char rspauth[33], tony_error *err) {
+    yarn_digest_challenge auth_only = *ch;
+    auth_only.qop = "auth";
+    return yarn_sasl_digest_respond(&auth_only, t, cnonce, response, rspauth, NULL, err);
+}
+
+int yarn_sasl_digest_respond(const yarn_digest_challenge *ch, const yarn_token *t, const char *cnonce,
+                             char **response, char rspauth[33], yarn_sasl_negotiated *neg, tony_error *err) {
     *response = NULL;
+    int q = choose_qop(ch);
+    if (q < 0) return tony_err(err, "the server offers no SASL qop tony speaks (%s)", ch->qop);
+    yarn_qop qop = (yarn_qop)q;
     if (!t) return tony_err(err, "no token to authenticate with");
     char own_cnonce[32];
     if (!cnonce) {
@@ -147,15 +176,20 @@ int yarn_sasl_digest_response(const yarn_digest_challenge *ch, const yarn_token 
     md5(a1.data, a1.len, ha1);
 
     char resp[33];
-    digest(ha1, ch->nonce, cnonce, "AUTHENTICATE:", resp);
-    digest(ha1, ch->nonce, cnonce, ":", rspauth);
+    digest(ha1, ch->nonce, cnonce, "AUTHENTICATE:", qop, resp);
+    digest(ha1, ch->nonce, cnonce, ":", qop, rspauth);
+    if (neg) {
+        neg->qop = qop;
+        memcpy(neg->ha1, ha1, 16);
+    }
 
     tony_buf r = {0};
     if (ch->charset) tony_buf_printf(&r, "charset=%s,", ch->charset);
     tony_buf_printf(&r, "username=\"%s\",", user);
     if (ch->realm) tony_buf_printf(&r, "realm=\"%s\",", realm);
-    tony_buf_printf(&r, "nonce=\"%s\",nc=00000001,cnonce=\"%s\",digest-uri=\"%s\",maxbuf=65536,response=%s,qop=auth",
-                    ch->nonce, cnonce, YARN_SASL_DIGEST_URI, resp);
+    tony_buf_printf(&r, "nonce=\"%s\",nc=00000001,cnonce=\"%s\",digest-uri=\"%s\",maxbuf=65536,response=%s,qop=%s",
+                    ch->nonce, cnonce, YARN_SASL_DIGEST_URI, resp, qop_name(qop));
+    if (qop == YARN_QOP_CONF) tony_buf_puts(&r, ",cipher=3des");
     *response = r.data;
     free(user);
     free(pass);

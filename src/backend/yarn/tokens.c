@@ -80,6 +80,16 @@ const yarn_token *yarn_credentials_find_kind(const yarn_credentials *c, const ch
     return NULL;
 }
 
+void yarn_credentials_set_token(yarn_credentials *c, const char *alias, const yarn_token *t) {
+    for (size_t i = 0; i < c->n_tokens; i++)
+        if (strcmp(c->tokens[i].alias, alias ? alias : "") == 0) {
+            yarn_token_free(c->tokens[i].token);
+            c->tokens[i].token = yarn_token_dup(t);
+            return;
+        }
+    yarn_credentials_add_token(c, alias, t);
+}
+
 const yarn_secret *yarn_credentials_find_secret(const yarn_credentials *c, const char *alias) {
     for (size_t i = 0; c && i < c->n_secrets; i++)
         if (strcmp(c->secrets[i].alias, alias) == 0) return &c->secrets[i];
@@ -214,6 +224,43 @@ static int parse_writable(reader *r, yarn_credentials *c) {
     return 0;
 }
 
+int yarn_token_from_url_string(const char *s, yarn_token **out, tony_error *err) {
+    tony_buf b = {0};
+    *out = NULL;
+    int rc = -1;
+    if (tony_base64_decode(s, strlen(s), &b) < 0) {
+        tony_err(err, "a delegation token's URL string is not base64");
+    } else {
+        reader r = {(const unsigned char *)b.data, b.len, 0, "a delegation token's URL string", err};
+        rc = rd_token(&r, out);
+        if (rc == 0 && r.pos != r.len) {
+            rc = rd_fail(&r, "trailing data");
+            yarn_token_free(*out);
+            *out = NULL;
+        }
+    }
+    tony_buf_free(&b);
+    return rc;
+}
+
+/* The identifier of a delegation token (AbstractDelegationTokenIdentifier's
+ * Writable form): a version byte, owner, renewer and real user as Texts,
+ * then issueDate and maxDate as VLongs (ms), then numbers we do not need. */
+int yarn_delegation_token_dates(const yarn_token *t, int64_t *issue_ms, int64_t *max_ms) {
+    reader r = {t->identifier, t->identifier_len, 1, "", NULL};
+    tony_error ignored;
+    r.err = &ignored;
+    size_t n;
+    if (t->identifier_len < 1) return -1;
+    for (int i = 0; i < 3; i++) {
+        if (rd_len(&r, "text", &n) < 0) return -1;
+        r.pos += n;
+    }
+    if (yarn_vlong_read(r.buf, r.len, &r.pos, issue_ms) < 0 || yarn_vlong_read(r.buf, r.len, &r.pos, max_ms) < 0)
+        return -1;
+    return *issue_ms > 0 && *max_ms >= *issue_ms ? 0 : -1;
+}
+
 /* --- protobuf token storage (format 1): one varint-delimited message */
 
 static int parse_protobuf(reader *r, yarn_credentials *c) {
@@ -299,13 +346,20 @@ char *yarn_token_url_string(const yarn_token *t) {
     return s;
 }
 
-bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out) {
+static bool listed(const char *const *list, const char *s) {
+    for (; list && *list; list++)
+        if (strcmp(*list, s) == 0) return true;
+    return false;
+}
+
+bool yarn_credentials_write_for_tasks(const yarn_credentials *c, const char *const *withheld, tony_buf *out) {
     yarn_credentials *tasks = yarn_credentials_new();
     for (size_t i = 0; c && i < c->n_tokens; i++)
         if (strcmp(c->tokens[i].token->kind, YARN_AMRM_TOKEN_KIND) != 0)
             yarn_credentials_add_token(tasks, c->tokens[i].alias, c->tokens[i].token);
     for (size_t i = 0; c && i < c->n_secrets; i++)
-        yarn_credentials_add_secret(tasks, c->secrets[i].alias, c->secrets[i].data, c->secrets[i].len);
+        if (!listed(withheld, c->secrets[i].alias))
+            yarn_credentials_add_secret(tasks, c->secrets[i].alias, c->secrets[i].data, c->secrets[i].len);
     bool any = tasks->n_tokens > 0 || tasks->n_secrets > 0;
     if (any) yarn_credentials_write(tasks, out);
     yarn_credentials_free(tasks);

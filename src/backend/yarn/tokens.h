@@ -74,9 +74,17 @@ char *yarn_token_url_string(const yarn_token *t);
 /* The kind of an HDFS delegation token. */
 #define YARN_HDFS_TOKEN_KIND "HDFS_DELEGATION_TOKEN"
 /* The token storage a task container gets: every token and secret of c but
- * the AMRMToken (which only the AM may use). Appended to out in Writable
- * form; false (nothing appended) when nothing is left to give. */
-bool yarn_credentials_write_for_tasks(const yarn_credentials *c, tony_buf *out);
+ * the AMRMToken (which only the AM may use) and the secrets whose aliases
+ * are in withheld (NULL-terminated; NULL: none). Appended to out in
+ * Writable form; false (nothing appended) when nothing is left to give. */
+bool yarn_credentials_write_for_tasks(const yarn_credentials *c, const char *const *withheld, tony_buf *out);
+/* Replaces the token filed under alias (a copy), or adds it. */
+void yarn_credentials_set_token(yarn_credentials *c, const char *alias, const yarn_token *t);
+/* The token a URL string (yarn_token_url_string's form) encodes. */
+int yarn_token_from_url_string(const char *s, yarn_token **out, tony_error *err);
+/* A delegation token's issue date and maximum lifetime's end (ms since the
+ * epoch), from its identifier; -1 when it is not a delegation token's. */
+int yarn_delegation_token_dates(const yarn_token *t, int64_t *issue_ms, int64_t *max_ms);
 
 /* Hadoop WritableUtils variable-length integers (not protobuf varints). */
 void yarn_vlong_write(tony_buf *out, int64_t v);

@@ -258,10 +258,29 @@ int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const ch
     return rc;
 }
 
-int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err) {
+int tony_webhdfs_renew_delegation_token(tony_webhdfs *w, const char *url_string, long long *expiry_ms,
+                                        tony_error *err) {
+    tony_buf q = {0};
+    tony_buf_puts(&q, "token=");
+    escape_query(&q, url_string);
     json_t *j = NULL;
-    if (call(w, "PUT", path, "CREATE", "overwrite=true&permission=644&noredirect=true", OK200, NULL, &j, err))
-        return -1;
+    int rc = call(w, "PUT", "/", "RENEWDELEGATIONTOKEN", q.data, OK200, NULL, &j, err);
+    tony_buf_free(&q);
+    if (rc) return -1;
+    json_t *v = json_object_get(j, "long");
+    if (json_is_integer(v) && json_integer_value(v) > 0) *expiry_ms = (long long)json_integer_value(v);
+    else rc = tony_err(err, "HDFS RENEWDELEGATIONTOKEN: the NameNode at %s gave no new expiry", nn_url(w));
+    json_decref(j);
+    return rc;
+}
+
+int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, const char *permission,
+                     tony_hdfs_status *st, tony_error *err) {
+    json_t *j = NULL;
+    char *query = tony_sprintf("overwrite=true&permission=%s&noredirect=true", permission);
+    int called = call(w, "PUT", path, "CREATE", query, OK200, NULL, &j, err);
+    free(query);
+    if (called) return -1;
     const char *loc = json_string_value(json_object_get(j, "Location"));
     if (!loc) {
         json_decref(j);

@@ -57,6 +57,12 @@ void tony_webhdfs_use_delegation(tony_webhdfs *w, const char *url_string);
 int tony_webhdfs_delegation_token(tony_webhdfs *w, const char *renewer, const char *service, char **url_string,
                                   tony_error *err);
 
+/* RENEWDELEGATIONTOKEN (needs SPNEGO as the token's renewer): pushes the
+ * token's expiry on by the NameNode's renew interval, up to its maximum
+ * lifetime; *expiry_ms is the new expiry (ms since the epoch). */
+int tony_webhdfs_renew_delegation_token(tony_webhdfs *w, const char *url_string, long long *expiry_ms,
+                                        tony_error *err);
+
 /* Finds a NameNode that answers (the active one with HA). Errors name
  * fs.defaultFS / dfs.namenode.http-address and where they were set. */
 int tony_webhdfs_connect(tony_webhdfs *w, tony_error *err);
@@ -67,9 +73,11 @@ char *tony_webhdfs_uri(const tony_webhdfs *w, const char *path);
 int tony_webhdfs_path_of(const tony_webhdfs *w, const char *uri, char **path, tony_error *err);
 
 int tony_webhdfs_mkdirs(tony_webhdfs *w, const char *path, const char *permission, tony_error *err);
-/* Uploads a local file (overwriting) and returns its status after close
- * (one more call; st NULL: not asked). */
-int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, tony_hdfs_status *st, tony_error *err);
+/* Uploads a local file (overwriting) with an octal permission such as
+ * "600" and returns its status after close (one more call; st NULL: not
+ * asked). */
+int tony_webhdfs_put(tony_webhdfs *w, const char *local, const char *path, const char *permission,
+                     tony_hdfs_status *st, tony_error *err);
 /* *exists = false (and 0 returned) when path does not exist. */
 int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, bool *exists, tony_error *err);
 int tony_webhdfs_delete(tony_webhdfs *w, const char *path, bool recursive, tony_error *err);

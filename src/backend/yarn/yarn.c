@@ -16,13 +16,17 @@
 #include <string.h>
 
 #include "backend/yarn/amrm.h"
+#include "backend/yarn/job_credentials.h"
 #include "backend/yarn/nm.h"
+#include "backend/yarn/nm_spnego.h"
 #include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
 #include "common/fs.h"
 #include "common/http.h"
+#include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 #include "conf/resource.h"
 
 #define RPC_TIMEOUT_MS 15000
@@ -81,7 +85,8 @@ typedef struct yarn_backend {
     bool ask_now;    /* asks changed meanwhile: the next heartbeat at once */
     bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
-    tony_buf task_tokens; /* the token storage each task container gets */
+    yarn_job_credentials *creds; /* the AM container's (outlives the backend) */
+    yarn_nm_spnego *spnego;      /* logins to kerberized NodeManagers' pages, with a keytab; or NULL */
 } yarn_backend;
 
 /* --- the manifest written by the client */
@@ -261,21 +266,24 @@ static void start_container(yarn_backend *b, yarn_req *r) {
     /* Where people and the coordinator read the task's output: its
      * NodeManager's log page (none when the node has no web UI). */
     char *link = tony_nmweb_container_log_link(r->container.node_http_address, r->container.id);
-    if (link) tony_env_set(&r->env, "TONY_TASK_LOG_URL", link);
+    if (link) tony_env_set(&r->env, TASKENV_TASK_LOG_URL, link);
     free(link);
     /* The secret goes in the token file below, never in the env: YARN
      * writes the env into launch_container.sh in the container's log dir. */
-    tony_env_unset(&r->env, TONY_SECRET_ENV);
+    tony_env_unset(&r->env, TASKENV_SECRET);
     ctx.env = &r->env;
     /* YARN writes them to the container's token file and points
      * HADOOP_TOKEN_FILE_LOCATION at it: the user's code reads HDFS with them. */
-    ctx.tokens = b->task_tokens.len ? b->task_tokens.data : NULL;
-    ctx.tokens_len = b->task_tokens.len;
+    tony_buf tokens = {0};
+    yarn_job_credentials_for_tasks(b->creds, -1, &tokens);
+    ctx.tokens = tokens.len ? tokens.data : NULL;
+    ctx.tokens_len = tokens.len;
     /* The NM expands <LOG_DIR> to the container's log dir: the user's
      * stdout/stderr land where YARN's log links and aggregation look. */
-    ctx.command = "TONY_LOG_DIR=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
+    ctx.command = TASKENV_LOG_DIR "=<LOG_DIR> exec " TONY_YARN_TONY_COMMAND " executor 1><LOG_DIR>/executor.out "
                   "2><LOG_DIR>/executor.log";
     yarn_nm_start_async(b->nm, &r->container, &ctx, on_started, b);
+    tony_buf_free(&tokens);
     free(files);
 }
 
@@ -368,18 +376,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
     tony_workq_submit(b->q, "rm", alloc_run, alloc_done, j);
 }
 
-/* The AMRMToken from the container's token file and the scheduler address
- * the client put in our env (nothing in a container names it otherwise). */
-/* The AM's container_tokens: its AMRMToken for the scheduler, and the job's
- * other tokens (HDFS delegation tokens on a secure cluster), which every
- * task container gets in turn (task_tokens; empty when there are none). */
-static yarn_amrm *amrm_from_container(tony_buf *task_tokens, tony_error *err) {
-    const char *path = getenv("HADOOP_TOKEN_FILE_LOCATION");
+/* The AMRMToken from the job's credentials and the scheduler address the
+ * client put in our env (nothing in a container names it otherwise). */
+static yarn_amrm *amrm_connect(const yarn_job_credentials *creds, tony_error *err) {
     const char *addr = getenv(TONY_YARN_SCHEDULER_ENV);
-    if (!path || !*path) {
-        tony_err(err, "HADOOP_TOKEN_FILE_LOCATION is not set: not in a YARN AM container");
-        return NULL;
-    }
     const char *colon = addr ? strrchr(addr, ':') : NULL;
     long long port;
     if (!colon || colon == addr || !tony_parse_ll(colon + 1, &port) || port <= 0 || port > 65535) {
@@ -387,19 +387,12 @@ static yarn_amrm *amrm_from_container(tony_buf *task_tokens, tony_error *err) {
                  TONY_YARN_SCHEDULER_ENV, addr ? addr : "");
         return NULL;
     }
-    yarn_credentials *creds = NULL;
-    if (yarn_credentials_read_file(path, &creds, err)) return NULL;
-    const yarn_token *t = yarn_credentials_find_kind(creds, "YARN_AM_RM_TOKEN");
-    yarn_amrm *am = NULL;
-    if (!t) {
-        tony_err(err, "%s holds no YARN_AM_RM_TOKEN: the ResourceManager did not start this container as an AM", path);
-    } else {
-        char *host = tony_sprintf("%.*s", (int)(colon - addr), addr);
-        am = yarn_amrm_new(host, (int)port, t, err);
-        free(host);
-        yarn_credentials_write_for_tasks(creds, task_tokens);
-    }
-    yarn_credentials_free(creds);
+    yarn_token *t = yarn_job_credentials_amrm(creds, err);
+    if (!t) return NULL;
+    char *host = tony_sprintf("%.*s", (int)(colon - addr), addr);
+    yarn_amrm *am = yarn_amrm_new(host, (int)port, t, err);
+    free(host);
+    yarn_token_free(t);
     return am;
 }
 
@@ -447,7 +440,7 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     r->resources = tony_strdup(l->resources ? l->resources : "");
     tony_env_merge(&r->env, l->env);
     /* The NodeManager kills a container by signalling its process group. */
-    tony_env_set(&r->env, "TONY_SHARE_PROCESS_GROUP", "1");
+    tony_env_set(&r->env, TASKENV_SHARE_PROCESS_GROUP, "1");
     if (b->nreqs == b->capreqs) {
         b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
         b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
@@ -520,9 +513,30 @@ static void stop_all(yarn_backend *b) {
     tony_workq_drain(b->q);
 }
 
+/* The final status.json into the container's log dir (yarn_backend.h),
+ * before the RM hears of the end: a client that sees the app finished
+ * finds it there. */
+static void keep_status(const char *job_dir) {
+    const char *log_dirs = getenv("LOG_DIRS");
+    if (!log_dirs || !*log_dirs) return;
+    char *from = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    char *dir = tony_sprintf("%.*s", (int)strcspn(log_dirs, ","), log_dirs);
+    char *to = tony_path_join(dir, TONY_YARN_AM_STATUS_LOG);
+    char *data = NULL;
+    size_t len = 0;
+    tony_error err;
+    if (tony_read_file(from, &data, &len, &err) || tony_write_file(to, data, len, 0600, &err))
+        tony_warn("the job's final status stays out of the container's log dir: %s", err.msg);
+    free(data);
+    free(to);
+    free(dir);
+    free(from);
+}
+
 static void yarn_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
     yarn_backend *b = (yarn_backend *)base;
     if (b->finished) return;
+    keep_status(b->job_dir);
     stop_all(b);
     b->finished = true;
     yarn_final_status fs = strcmp(final_status, "SUCCEEDED") == 0 ? YARN_FINAL_SUCCEEDED
@@ -554,7 +568,7 @@ static void yarn_free(tony_backend *base) {
     }
     free(b->files);
     free(b->job_dir);
-    tony_buf_free(&b->task_tokens);
+    if (b->creds) yarn_job_credentials_stop_refresh(b->creds);
     for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
     free(b->roles);
     if (b->heartbeat) event_free(b->heartbeat);
@@ -562,6 +576,7 @@ static void yarn_free(tony_backend *base) {
     yarn_register_info_free(&b->info);
     yarn_nm_pool_free(b->nm);
     yarn_nmlog_free(b->logs);
+    yarn_nm_spnego_free(b->spnego);
     yarn_amrm_free(b->amrm);
     free(b);
 }
@@ -595,7 +610,7 @@ static int yarn_prepare_am_command(tony_backend *base, const char *resources, to
     const char *comma = strchr(log_dirs, ',');
     out->log_dir = comma ? tony_sprintf("%.*s", (int)(comma - log_dirs), log_dirs) : tony_strdup(log_dirs);
     out->work_dir = tony_strdup(b->job_dir);
-    const char *container = getenv("CONTAINER_ID"), *host = getenv("NM_HOST"), *port = getenv("NM_HTTP_PORT");
+    const char *container = getenv(TASKENV_CONTAINER_ID), *host = getenv(TASKENV_NM_HOST), *port = getenv("NM_HTTP_PORT");
     if (container && *container) out->container = tony_strdup(container);
     if (host && port) {
         char *addr = tony_sprintf("%s:%s", host, port);
@@ -620,6 +635,11 @@ static int yarn_prepare_am_command(tony_backend *base, const char *resources, to
     return 0;
 }
 
+static long long yarn_task_credentials(tony_backend *base, long long have, tony_buf *out) {
+    long long g = yarn_job_credentials_for_tasks(((yarn_backend *)base)->creds, have, out);
+    return g > have ? g : 0;
+}
+
 static const tony_backend_ops yarn_ops = {
     .name = "yarn",
     .check_plan = yarn_check_plan,
@@ -631,6 +651,7 @@ static const tony_backend_ops yarn_ops = {
     .read_log = yarn_read_log,
     .cancel_log = yarn_cancel_log,
     .prepare_am_command = yarn_prepare_am_command,
+    .task_credentials = yarn_task_credentials,
     .shutdown = yarn_shutdown,
     .free = yarn_free,
 };
@@ -646,15 +667,30 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
-    b->amrm = amrm_from_container(&b->task_tokens, err);
+    b->creds = o->credentials;
+    if (!b->creds) {
+        tony_err(err, "the yarn backend runs only in the AM container, with the job's credentials");
+        goto fail;
+    }
+    b->amrm = amrm_connect(b->creds, err);
     if (!b->amrm) goto fail;
     yarn_amrm_set_timeout(b->amrm, RPC_TIMEOUT_MS);
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
     b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
-    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs)",
+    tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs; "
+              "Hadoop IPC protection: %s)",
               b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,
-              b->info.max_capability.gpus);
+              b->info.max_capability.gpus, b->info.protection ? b->info.protection : "?");
+    /* Not fatal: the job's tokens still serve until their maximum lifetime. */
+    tony_error rerr;
+    if (yarn_job_credentials_start_refresh(b->creds, base, b->q, &rerr)) {
+        tony_warn("%s; the job's HDFS access ends when its tokens reach their maximum lifetime", rerr.msg);
+    } else if (yarn_job_credentials_refreshable(b->creds)) {
+        b->spnego = yarn_nm_spnego_new(b->creds, b->q);
+        yarn_nmlog_auth auth = yarn_nm_spnego_auth(b->spnego);
+        yarn_nmlog_set_auth(b->logs, &auth);
+    }
     return &b->base;
 fail:
     yarn_free(&b->base);

@@ -23,8 +23,15 @@
 #define TONY_YARN_VISIBILITY_PRIVATE "PRIVATE"
 /* The credentials secret (container_tokens) that carries the job's secret. */
 #define TONY_YARN_SECRET_ALIAS "tony.job.secret"
+/* The coordinator's last status.json (its tasks, their log links), copied
+ * into its container's log dir as it exits: the work dir goes with the
+ * container, the log dir stays (the NodeManager serves it), so that
+ * `tony logs` finds the tasks of a job it never saw run (--detach). */
+#define TONY_YARN_AM_STATUS_LOG "tony-status.json"
 /* Env of the AM container: the RM's scheduler address, host:port. */
 #define TONY_YARN_SCHEDULER_ENV "TONY_YARN_SCHEDULER_ADDRESS"
+
+struct yarn_job_credentials;
 
 typedef struct tony_yarn_backend_opts {
     const char *job_dir;      /* the AM container's work dir: tony-final.xml, the manifest */
@@ -32,6 +39,7 @@ typedef struct tony_yarn_backend_opts {
     const char *api_host;     /* registered as the AM's host ... */
     int api_port;             /* ... and RPC port: clients find our API there */
     const char *tracking_url; /* what the RM's proxy forwards to (the web UI) */
+    struct yarn_job_credentials *credentials; /* the AM container's (job_credentials.h), outliving the backend */
 } tony_yarn_backend_opts;
 
 /* Connects to the scheduler and registers the application master. */
@@ -41,6 +49,10 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
  * (HADOOP_TOKEN_FILE_LOCATION), where the coordinator put it for every task
  * container instead of the env. */
 int tony_yarn_task_secret(char **out, tony_error *err);
+/* Replaces this container's token file with the coordinator's newer token
+ * storage (written beside it, then renamed over it, so that a process
+ * never reads half of it). */
+int tony_yarn_task_update_credentials(const void *data, size_t len, tony_error *err);
 
 /* `tony am --yarn`: the coordinator inside its AM container. Reads the
  * job's secret from container_tokens, then runs the coordinator with the

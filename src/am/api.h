@@ -1,0 +1,22 @@
+/* The coordinator's HTTP API server (api.c; the contract is
+ * common/amapi.h): it parses requests, feeds the state machine events and
+ * answers; am.c starts it and has it answer the executors waiting at the
+ * barrier when the state machine says so. */
+#ifndef TONY_AM_API_H
+#define TONY_AM_API_H
+
+#include "am/am_internal.h"
+
+/* Listens on bind_host, any free port; am->url names am->host. */
+int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
+/* The server's handler of every request (arg: the tony_am); its own
+ * symbol so that the request fuzzer (tests/fuzz/fuzz_api.c) can hand it
+ * requests without a socket. */
+void am_api_handle(struct evhttp_request *req, void *arg);
+/* Answers every executor waiting at the barrier: go, or "ending" once the
+ * attempt is over (AM_ACT_RELEASE_GANG). */
+void am_api_release_waiters(tony_am *am);
+/* Answers "wait" to the polls held longer than AM_REGISTER_POLL_MS. */
+void am_api_expire_waiters(tony_am *am, long long now_ms);
+
+#endif

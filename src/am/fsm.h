@@ -1,0 +1,146 @@
+/* The coordinator's state machine: the only place where the job's and its
+ * tasks' states change. Each function takes one event (a task registered,
+ * started, sent a heartbeat, its container ended; the user killed the job;
+ * time passed) and appends to a list the actions the coordinator (am.c)
+ * must carry out: ask for a container, answer the gang, stop a container,
+ * restart the attempt, finish the job. It does no I/O, so whole event
+ * sequences run in unit tests without HTTP, processes or a clock. TonY's
+ * completion rules (what an exit means) are in here too. */
+#ifndef TONY_AM_FSM_H
+#define TONY_AM_FSM_H
+
+#include <stdbool.h>
+
+#include "am/job.h"
+#include "conf/plan.h"
+
+/* The job's own state. Backends tell of containers only when they end, so
+ * waiting for containers and for their executors to register is one state. */
+typedef enum {
+    AM_JOB_NEW,         /* before the first attempt */
+    AM_JOB_REGISTERING, /* containers asked for; not every executor registered yet */
+    AM_JOB_RUNNING,     /* every requested task registered (or the single-node command runs) */
+    AM_JOB_FINISHING,   /* the attempt is decided: stopping what still runs */
+    AM_JOB_DONE,        /* the final status is decided */
+} am_job_state;
+
+/* A stop that does not end its container is tried again after
+ * AM_FSM_STOP_RETRY_MS, then after twice as long each time, AM_FSM_STOP_TRIES
+ * times in all; a container still there 16 s after the last try (31 s
+ * after the first) is given up on (left to the backend's shutdown), so that a stop that
+ * cannot work (a node that no longer answers, a process table that cannot
+ * be read) never holds the job in FINISHING. */
+#define AM_FSM_STOP_TRIES 5
+#define AM_FSM_STOP_RETRY_MS 1000
+
+typedef enum {
+    AM_ACT_REQUEST,      /* task: ask the backend for its container (it is REQUESTED now) */
+    AM_ACT_RELEASE_GANG, /* answer the executors waiting at the barrier: go, or "ending" once FINISHING */
+    AM_ACT_STOP,         /* task (NULL: the single-node command): stop it; try says which time */
+    AM_ACT_LOST,         /* task: declared dead for missed heartbeats (its diagnostics say so) */
+    AM_ACT_RESTART,      /* the attempt failed with retries left: record it, then am_fsm_next_attempt */
+    AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
+} am_action_kind;
+
+typedef struct am_action {
+    am_action_kind kind;
+    am_task *task;
+    int try_no;       /* AM_ACT_STOP: 1 for the first stop, up to AM_FSM_STOP_TRIES */
+    const char *note; /* AM_ACT_STOP of the single-node command: why, for the log */
+} am_action;
+
+typedef struct am_actions {
+    am_action *items;
+    size_t len, cap;
+} am_actions;
+
+void am_actions_free(am_actions *a);
+
+typedef struct am_fsm {
+    am_job job; /* the task table of the current attempt */
+    am_job_state state;
+    int retries_left;        /* tony.am.retry-count, counted down per restart */
+    bool killed;             /* by the user: no restart */
+    bool timed_out;          /* tony.application.timeout (or the single-node command's): no restart */
+    long long started_ms;    /* the first event's clock, for tony.application.timeout */
+    long long finished_ms;   /* when DONE */
+    am_final_status final_status;
+    char *diagnostics;       /* why, once DONE */
+    bool restarting;         /* AM_ACT_RESTART given, am_fsm_next_attempt not called yet */
+    /* The single-node command (plan.single_node): its end decides the job. */
+    bool single_running;
+} am_fsm;
+
+/* barrier_poll_ms: how long an executor waiting at the gang barrier may
+ * stay silent (its long poll's length, and some). */
+void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, long long now_ms);
+void am_fsm_free(am_fsm *f);
+/* TonY's words for the job state in the API ("RUNNING", "FINISHED", ...). */
+const char *am_job_state_name(am_job_state s);
+const char *am_final_status_name(am_final_status s);
+
+/* The first attempt starts: the first stage's containers are asked for. */
+void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out);
+/* After AM_ACT_RESTART was carried out: the next attempt starts afresh. */
+void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out);
+/* An AM_ACT_REQUEST that was not carried out because, meanwhile, the
+ * attempt ended: the task is as if never asked for. */
+void am_fsm_request_dropped(am_fsm *f, am_task *t, long long now_ms, am_actions *out);
+
+/* What an executor reports when it registers. */
+typedef struct am_registration {
+    const char *host;
+    int port;
+    int tb_port;           /* 0: none reserved */
+    const char *log_dir;   /* NULL or "": not said */
+    const char *container; /* NULL or "": none */
+    const char *log_url;   /* NULL: none the backend can read */
+} am_registration;
+
+typedef enum {
+    AM_REG_NEW,    /* registered now: wait at the barrier */
+    AM_REG_AGAIN,  /* already registered (a renewed poll): wait at the barrier */
+    AM_REG_ENDING, /* the attempt is over: refused */
+} am_reg_result;
+
+am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out);
+/* The executor started the user's process. */
+void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms);
+
+typedef enum {
+    AM_HB_OK,   /* keep going */
+    AM_HB_STOP, /* the attempt is ending: the executor stops its task itself */
+} am_hb_answer;
+
+/* A heartbeat; tensorboard: -1 when not said, else whether TB_PORT serves
+ * (*tb_changed tells a change worth showing). */
+am_hb_answer am_fsm_heartbeat(am_fsm *f, am_task *t, int tensorboard, long long now_ms, bool *tb_changed);
+/* A sign of life that is not a heartbeat (a metrics sample). */
+void am_fsm_alive(am_fsm *f, am_task *t, long long now_ms);
+/* The executor says its user process ended (the result is still the
+ * container's exit status): heartbeats are no longer expected. timed_out:
+ * it was killed for tony.task.executor.execution-timeout-ms. */
+void am_fsm_result_reported(am_fsm *f, am_task *t, bool timed_out);
+/* A container ended with exit_status (0, YARN's negative codes, or
+ * 128+signal): TonY's rules (contract §3.5) plus ours decide what it means. */
+void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
+                   am_actions *out);
+/* The attempt cannot go on (e.g. a task's env cannot be built). */
+void am_fsm_fail_attempt(am_fsm *f, const char *why, long long now_ms, am_actions *out);
+/* The user asked to kill the job: no restart. */
+void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out);
+/* Time passed: heartbeats, the registration and application timeouts,
+ * stops to try again. */
+void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out);
+
+/* Single-node mode: the command runs in the coordinator. */
+void am_fsm_single_started(am_fsm *f);
+/* Its exit code (0..255, 128+signal) decides the job. */
+void am_fsm_single_exited(am_fsm *f, int code, long long now_ms, am_actions *out);
+
+/* The job failed before it could start (bad config, no backend...). */
+void am_fsm_fail_job(am_fsm *f, const char *why, long long now_ms, am_actions *out);
+/* The coordinator stops before the job ended (a signal after the end). */
+void am_fsm_abandon(am_fsm *f, long long now_ms, am_actions *out);
+
+#endif

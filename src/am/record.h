@@ -1,0 +1,22 @@
+/* Recording what happens to a job (record.c): hooks the loop and the API
+ * call as things happen; each writes the event log, the history file and
+ * the metrics. Failing to record never disturbs the job, and recording
+ * never changes a state. */
+#ifndef TONY_AM_RECORD_H
+#define TONY_AM_RECORD_H
+
+#include "am/am_internal.h"
+
+void am_record_start(tony_am *am);
+void am_record_attempt(tony_am *am);
+void am_record_task_requested(tony_am *am, const am_task *t);
+void am_record_task_registered(tony_am *am, const am_task *t);
+void am_record_task_started(tony_am *am, const am_task *t);
+void am_record_task_exit(tony_am *am, const am_task *t);
+void am_record_heartbeat_missed(tony_am *am, const am_task *t);
+void am_record_restart(tony_am *am);
+void am_record_kill(tony_am *am);
+void am_record_finish(tony_am *am);
+void am_record_free(tony_am *am);
+
+#endif

@@ -1,0 +1,59 @@
+/* The coordinator's part of a task's environment: the job, the coordinator
+ * to talk to, the attempt, the heartbeat and metrics settings. The task's
+ * identity in TonY's terms (JOB_NAME, TASK_INDEX, IS_CHIEF, ...) is the
+ * runtime's to write, in the "go" answer; the backend adds where the
+ * container runs. */
+#include "am/taskenv.h"
+
+#include "common/http.h"
+#include "common/taskenv.h"
+
+/* The executor's metrics: the interval, and nvidia-smi for tasks with GPUs
+ * when tony.task.gpu-metrics.enabled. */
+static void metrics_env(const tony_am *am, const am_task *t, tony_env *env) {
+    tony_env_setf(env, TASKENV_METRICS_INTERVAL_MS, "%lld", am->plan.metrics_interval_ms);
+    bool gpu_metrics = true;
+    if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
+    const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
+    if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, TASKENV_GPU_METRICS_SMI, smi && *smi ? smi : "nvidia-smi");
+}
+
+void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
+    const tony_plan *p = &am->plan;
+    int attempt = am->fsm.job.attempt;
+    tony_env_merge(env, &p->container_env);
+    tony_env_set(env, TASKENV_JOB_ID, am->app_id);
+    tony_env_set(env, TASKENV_APPID, am->app_id);
+    tony_env_setf(env, TASKENV_SESSION_ID, "%d", attempt);
+    if (attempt > 0) tony_env_setf(env, TASKENV_NUM_AM_RETRIES, "%d", attempt);
+    tony_env_set(env, TASKENV_ATTEMPT_NUMBER, "0");
+    tony_env_set(env, TASKENV_AM_HOST, am->host);
+    tony_env_setf(env, TASKENV_AM_PORT, "%d", am->port);
+    if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
+    tony_env_set(env, TASKENV_AM_URL, am->url);
+    tony_env_set(env, TASKENV_SECRET, am->secret);
+    tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
+    tony_env_setf(env, TASKENV_ATTEMPT, "%d", attempt);
+    tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);
+    tony_env_setf(env, TASKENV_MAX_MISSED_HEARTBEATS, "%d", p->max_missed_heartbeats);
+    metrics_env(am, t, env);
+    if (am_job_reserves_tb_port(&am->fsm.job, t)) tony_env_set(env, TASKENV_RESERVE_TB_PORT, "1");
+    if (p->tensorboard_log_dir) tony_env_set(env, TASKENV_TB_LOG_DIR, p->tensorboard_log_dir);
+    if (t->role->docker_image) {
+        tony_env_set(env, TASKENV_DOCKER_RUNTIME, "docker");
+        tony_env_set(env, TASKENV_DOCKER_IMAGE, t->role->docker_image);
+    }
+}
+
+void am_single_node_env(const tony_am *am, const char *work_dir, tony_env *env) {
+    tony_env_merge(env, &am->plan.container_env);
+    tony_env_merge(env, &am->plan.shell_env);
+    tony_env_set(env, TASKENV_JOB_ID, am->app_id);
+    tony_env_set(env, TASKENV_APPID, am->app_id);
+    tony_env_set(env, TASKENV_PREPROCESSING_JOB, "true");
+    tony_env_set(env, "HOME", work_dir);
+    tony_env_set(env, TASKENV_SESSION_ID, "0");
+    if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
+    /* YARN's MALLOC_ARENA_MAX slows TensorFlow down (TonY #346) */
+    tony_env_unset(env, "MALLOC_ARENA_MAX");
+}

@@ -1,0 +1,14 @@
+/* The coordinator's part of a task's environment (taskenv.c), the one
+ * writer of the variables common/taskenv.h gives to it: what a task's
+ * container gets, and what the single-node command gets. */
+#ifndef TONY_AM_TASKENV_H
+#define TONY_AM_TASKENV_H
+
+#include "am/am_internal.h"
+
+/* The container env of t in the current attempt (its executor's). */
+void am_task_env(const tony_am *am, const am_task *t, tony_env *env);
+/* The env of the single-node command, run in work_dir. */
+void am_single_node_env(const tony_am *am, const char *work_dir, tony_env *env);
+
+#endif

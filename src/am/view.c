@@ -1,0 +1,159 @@
+/* The job as people and clients see it: the JSON of GET /v1/job, of
+ * status.json and of each task in history's metrics.json, built from the
+ * state machine's table without changing it. */
+#include "am/view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jobdir.h"
+#include "common/sizing.h"
+#include "common/strv.h"
+
+static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
+    json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
+    if (exit_status != TONY_EXIT_INVALID) {
+        char meaning[160];
+        json_object_set_new(o, "exit_status", json_integer(exit_status));
+        json_object_set_new(o, "exit_meaning", json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
+    }
+    return o;
+}
+
+/* The attempts the task got a container in (earlier ones, then this one),
+ * and how many times its process started: the job restarts as a whole,
+ * so a task's restarts are the job's attempts it ran in. */
+static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
+    json_t *runs = json_array();
+    int starts = 0;
+    for (size_t i = 0; i < t->nruns; i++) {
+        const am_task_run *r = &t->runs[i];
+        json_t *rj = run_json(r->attempt, r->state, r->exit_status, r->started);
+        if (r->log_url) json_object_set_new(rj, "log_url", json_string(r->log_url));
+        json_array_append_new(runs, rj);
+        starts += r->started;
+    }
+    if (t->state != AM_TASK_NEW) {
+        json_array_append_new(runs, run_json(am->fsm.job.attempt, t->state, t->exit_status, t->started_ms != 0));
+        starts += t->started_ms != 0;
+    }
+    json_object_set_new(o, "starts", json_integer(starts));
+    json_object_set_new(o, "runs", runs);
+}
+
+/* A task's requested resources. */
+static json_t *requested_json(const am_task *t) {
+    return json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)t->role->memory_mb * 1024 * 1024, "vcores",
+                     t->role->vcores, "gpus", t->role->gpus);
+}
+
+json_t *am_task_json(const tony_am *am, const am_task *t) {
+    char meaning[160];
+    json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
+                          am_task_state_name(t->state), "attempt", am->fsm.job.attempt);
+    if (t->host) {
+        json_object_set_new(o, "host", json_string(t->host));
+        json_object_set_new(o, "port", json_integer(t->port));
+    }
+    if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
+    if (t->exited || am_task_done(t)) {
+        json_object_set_new(o, "exit_status", json_integer(t->exit_status));
+        json_object_set_new(o, "exit_meaning",
+                            json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
+    }
+    if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
+    json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
+    task_runs_json(am, t, o);
+    if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
+    /* The executor says where its logs are (a container's log dir on its
+     * node); before it registers, the local layout is the best guess. */
+    char *dir = t->log_dir ? tony_strdup(t->log_dir)
+                           : tony_jobdir_task_dir(am->job_dir, am->fsm.job.attempt, t->role->name, t->index);
+    char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
+    if (t->container) json_object_set_new(o, "container", json_string(t->container));
+    if (t->log_url) json_object_set_new(o, "log_url", json_string(t->log_url));
+    json_object_set_new(o, "log_dir", json_string(dir));
+    json_object_set_new(o, "stdout", json_string(out));
+    json_object_set_new(o, "stderr", json_string(err));
+    free(dir), free(out), free(err);
+    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(am, t->registered_ms)));
+    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
+    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
+    json_object_set_new(o, "requested", requested_json(t));
+    am_metrics *m = am_task_metrics(am, t);
+    if (m) {
+        json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));
+        json_object_set_new(o, "last_sample", am_metrics_last_json(m));
+    }
+    return o;
+}
+
+/* The task serving TensorBoard now: the one that reserved TB_PORT (the
+ * sidecar, else the chief), running, with something listening there. */
+const am_task *am_view_tensorboard_task(const tony_am *am) {
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
+        const am_task *t = &am->fsm.job.tasks[i];
+        if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING && t->tb_listening) return t;
+    }
+    return NULL;
+}
+
+/* A single-node job's command as the job's one task, am:0, with a task's
+ * log fields, so that readers (tony logs, the page) find its output where
+ * they find any task's. */
+static json_t *single_node_task_json(const tony_am *am) {
+    const tony_am_place *at = &am->single;
+    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", "role", "am", "index", 0, "state",
+                          (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : "RUNNING", "attempt", 0, "host", am->host);
+    if (am->single_exited) {
+        char meaning[160];
+        json_object_set_new(t, "exit_status", json_integer(am->single_exit_code));
+        json_object_set_new(t, "exit_meaning",
+                            json_string(tony_exit_status_meaning(am->single_exit_code, meaning, sizeof meaning)));
+    }
+    if (at->container) json_object_set_new(t, "container", json_string(at->container));
+    if (at->log_url) json_object_set_new(t, "log_url", json_string(at->log_url));
+    json_object_set_new(t, "log_dir", json_string(at->log_dir));
+    json_object_set_new(t, "stdout", json_sprintf("%s/stdout", at->log_dir));
+    json_object_set_new(t, "stderr", json_sprintf("%s/stderr", at->log_dir));
+    return t;
+}
+
+json_t *am_job_json(const tony_am *am) {
+    /* a single-node job runs from the moment its coordinator does */
+    const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? "RUNNING"
+                                                                            : am_job_state_name(am->fsm.state);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
+                          am_final_status_name(am->fsm.final_status), "attempt", am->fsm.job.attempt, "backend",
+                          am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
+                          am->job_dir, "started_ms", am_wall_ms(am, am->started_ms));
+    json_object_set_new(o, "retries_left", json_integer(am->fsm.retries_left));
+    json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
+    if (am->url) json_object_set_new(o, "url", json_string(am->url));
+    if (am->fsm.finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->fsm.finished_ms)));
+    const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
+    if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
+    if (am->status_error) json_object_set_new(o, "status_error", json_string(am->status_error));
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
+    if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
+    json_object_set_new(o, "tasks", tasks);
+    const am_task *tb = am_view_tensorboard_task(am);
+    if (tb) {
+        json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));
+        json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", tb->role->name, tb->index));
+    }
+    /* Right-sizing once the job is over; the numbers are final then. */
+    json_object_set_new(o, "advice", (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
+    if (am->history) {
+        /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
+        char *where = am_history_where(am->history);
+        const char *file = strrchr(am_history_file(am->history), '/');
+        json_object_set_new(o, "history_dir", json_string(where));
+        json_object_set_new(o, "history_file", json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        free(where);
+    }
+    return o;
+}
+

@@ -1,0 +1,20 @@
+/* The job as JSON (view.c): what GET /v1/job answers, status.json holds and
+ * history's metrics.json keeps per task. Reads the coordinator's state,
+ * changes nothing. */
+#ifndef TONY_AM_VIEW_H
+#define TONY_AM_VIEW_H
+
+#include <jansson.h>
+
+#include "am/am_internal.h"
+
+/* The whole job. */
+json_t *am_job_json(const tony_am *am);
+/* One task of it (the job JSON's "tasks" entries). */
+json_t *am_task_json(const tony_am *am, const am_task *t);
+/* The task serving TensorBoard now: the one that reserved TB_PORT (the
+ * sidecar, else the chief), running, with something listening there; or
+ * NULL. */
+const am_task *am_view_tensorboard_task(const tony_am *am);
+
+#endif

@@ -1,0 +1,58 @@
+/* The coordinator's HTTP API as a contract: its paths, the task verbs, the
+ * JSON fields executors send and get back and the words of its answers.
+ * The coordinator (am/api.c), the executor, the client and the backends
+ * name them from here only, so that the two sides cannot drift apart.
+ * Every call that changes state carries the job's secret in
+ * TONY_SECRET_HEADER (common/http.h). */
+#ifndef TONY_AMAPI_H
+#define TONY_AMAPI_H
+
+/* Paths (GET unless said). */
+#define AM_API_JOB "/v1/job"             /* the job as JSON (?metrics=0: without each task's samples) */
+#define AM_API_JOB_KILL "/v1/job/kill"   /* POST: the user kills the job */
+#define AM_API_JOB_FINISH "/v1/job/finish" /* POST: the client read the final state */
+#define AM_API_EVENTS "/v1/events"       /* ?since=SEQ: the event log */
+#define AM_API_TASKS "/v1/tasks/"        /* + <role>/<index>/<verb> */
+#define AM_API_TENSORBOARD "/tensorboard" /* a redirect to the task serving TensorBoard */
+#define AM_API_UI "/ui/"                 /* the web page's files */
+/* Sent by the web page: the job is being watched (its coordinator lingers). */
+#define AM_API_UI_HEADER "X-Tony-UI"
+
+/* Task verbs: /v1/tasks/<role>/<index>/<verb>. */
+#define AM_API_REGISTER "register"   /* POST, long poll: the answer comes when the gang is complete */
+#define AM_API_HEARTBEAT "heartbeat" /* POST */
+#define AM_API_STARTED "started"     /* POST: the user's process started */
+#define AM_API_FINISHED "finished"   /* POST: it ended (the result is still the container's exit status) */
+#define AM_API_METRICS "metrics"     /* POST: one sample; GET: the task's series */
+#define AM_API_LOG "log"             /* GET ?stream=stdout|stderr&offset=N&attempt=A */
+
+/* Fields of what an executor POSTs. */
+#define AM_API_ATTEMPT "attempt"       /* every call: the attempt the executor belongs to */
+#define AM_API_HOST "host"             /* register: where its port is */
+#define AM_API_PORT "port"             /* register: the port reserved for the user's process */
+#define AM_API_TB_PORT "tb_port"       /* register: TB_PORT, when it reserved one */
+#define AM_API_LOG_DIR "log_dir"       /* register: where its stdout/stderr are, on its node */
+#define AM_API_CONTAINER "container"   /* register: the cluster's container id */
+#define AM_API_LOG_URL "log_url"       /* register: people's link to its logs (TONY_TASK_LOG_URL) */
+#define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
+#define AM_API_PID "pid"               /* started */
+#define AM_API_EXIT_CODE "exit_code"   /* finished */
+#define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
+
+/* Fields of the coordinator's answers. */
+#define AM_API_STATUS "status"
+#define AM_API_ERROR "error"
+#define AM_API_COMMAND "command"             /* go: the user's command */
+#define AM_API_ENV "env"                     /* go: the framework's variables */
+#define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
+#define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
+
+/* Words of "status". */
+#define AM_API_GO "go"         /* register: the gang is complete, start the user's process */
+#define AM_API_WAIT "wait"     /* register: poll again */
+#define AM_API_OK "ok"
+#define AM_API_STALE "stale"   /* 409: the call names an attempt that is over */
+#define AM_API_ENDING "ending" /* 409, register: the attempt is ending, no new task joins */
+#define AM_API_STOP "stop"     /* 409, heartbeat: the attempt is ending, stop the task */
+
+#endif

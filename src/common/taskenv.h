@@ -1,0 +1,61 @@
+/* The task environment as a contract: every variable a task's container or
+ * its user process gets from tony, each with its one writer, named from
+ * here by the writer and by every reader (the executor, the backends, the
+ * client's --dry-run). The frameworks' own variables (TF_CONFIG,
+ * MASTER_ADDR, DMLC_*, ...) are the runtime seam's (runtime/) and not
+ * listed here. TonY's names are kept as they are. */
+#ifndef TONY_TASKENV_H
+#define TONY_TASKENV_H
+
+/* TonY's task identity, in the user's process. Writer: the runtime
+ * (tony_runtime_build_env, in the coordinator's "go" answer). */
+#define TASKENV_JOB_NAME "JOB_NAME"                 /* the role */
+#define TASKENV_TASK_INDEX "TASK_INDEX"
+#define TASKENV_TASK_NUM "TASK_NUM"                 /* tracked tasks in the job */
+#define TASKENV_IS_CHIEF "IS_CHIEF"                 /* "true" on the chief only; absent elsewhere */
+#define TASKENV_DISTRIBUTED_MODE "DISTRIBUTED_MODE" /* GANG or FCFS */
+#define TASKENV_CLUSTER_SPEC "CLUSTER_SPEC"         /* role -> ["host:port"], GANG only */
+
+/* The job and its coordinator, in the container. Writer: the coordinator
+ * (am/taskenv.c). */
+#define TASKENV_JOB_ID "JOB_ID"                     /* the application id (also lowercase "appid", as TonY) */
+#define TASKENV_APPID "appid"
+#define TASKENV_SESSION_ID "SESSION_ID"             /* the attempt number */
+#define TASKENV_NUM_AM_RETRIES "NUM_AM_RETRIES"     /* from the second attempt on */
+#define TASKENV_ATTEMPT_NUMBER "ATTEMPT_NUMBER"     /* always 0 (TonY's task attempt) */
+#define TASKENV_AM_HOST "AM_HOST"
+#define TASKENV_AM_PORT "AM_PORT"
+#define TASKENV_JOB_DIR "TONY_JOB_DIR"              /* a dir every task sees, when there is one */
+#define TASKENV_TB_LOG_DIR "TB_LOG_DIR"             /* --sidecar_tensorboard_log_dir */
+#define TASKENV_DOCKER_RUNTIME "YARN_CONTAINER_RUNTIME_TYPE"          /* "docker" for tony.<role>.docker.image */
+#define TASKENV_DOCKER_IMAGE "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+#define TASKENV_PREPROCESSING_JOB "PREPROCESSING_JOB" /* single-node command: "true" */
+
+/* For the executor only (it removes the secret from its user's process).
+ * Writer: the coordinator (am/taskenv.c). */
+#define TASKENV_AM_URL "TONY_AM_URL"
+#define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
+#define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
+#define TASKENV_ATTEMPT "TONY_ATTEMPT"
+#define TASKENV_HEARTBEAT_INTERVAL_MS "TONY_HEARTBEAT_INTERVAL_MS"
+#define TASKENV_MAX_MISSED_HEARTBEATS "TONY_MAX_MISSED_HEARTBEATS"
+#define TASKENV_METRICS_INTERVAL_MS "TONY_METRICS_INTERVAL_MS"
+#define TASKENV_GPU_METRICS_SMI "TONY_GPU_METRICS_SMI" /* nvidia-smi's path, for tasks with GPUs */
+#define TASKENV_RESERVE_TB_PORT "TONY_RESERVE_TB_PORT" /* "1": reserve TB_PORT */
+
+/* Where the container runs. Writer: the backend (backend/local, backend/yarn;
+ * YARN's NodeManager writes CONTAINER_ID and NM_HOST itself). */
+#define TASKENV_LOG_DIR "TONY_LOG_DIR"              /* where the user's stdout/stderr go */
+#define TASKENV_PRIVATE_LOGS "TONY_PRIVATE_LOGS"    /* "1": make them 0600 */
+#define TASKENV_SHARE_PROCESS_GROUP "TONY_SHARE_PROCESS_GROUP" /* "1": stay in the container's process group */
+#define TASKENV_TASK_LOG_URL "TONY_TASK_LOG_URL"    /* people's link to the logs */
+#define TASKENV_CONTAINER_MEMORY_MB "TONY_CONTAINER_MEMORY_MB"
+#define TASKENV_NM_HOST "NM_HOST"                   /* the node's name, where the task's port is */
+#define TASKENV_CONTAINER_ID "CONTAINER_ID"
+#define TASKENV_CUDA_VISIBLE_DEVICES "CUDA_VISIBLE_DEVICES"
+#define TASKENV_NVIDIA_VISIBLE_DEVICES "NVIDIA_VISIBLE_DEVICES"
+
+/* In the user's process. Writer: the executor. */
+#define TASKENV_TB_PORT "TB_PORT"                   /* the TensorBoard port it reserved */
+
+#endif

@@ -1,0 +1,708 @@
+/* The coordinator's state machine driven through whole event sequences,
+ * with no HTTP, process or clock: TonY's final-status rules, our lock-step
+ * rule, untracked/sidecar roles, restarts within the retry budget,
+ * heartbeats, the registration and application timeouts, kill, the prepare
+ * -> training stage order, stops tried again, and executors told to stop
+ * themselves. Plans are built from real configurations through
+ * tony_plan_from_conf. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "am/fsm.h"
+#include "backend/backend.h"
+#include "conf/conf.h"
+#include "conf/plan.h"
+
+typedef struct fixture {
+    tony_conf *conf;
+    tony_plan plan;
+    am_fsm fsm;
+    am_job *job;
+    am_actions out; /* the actions of the last event */
+} fixture;
+
+/* kv: NULL-terminated "key=value" list over TonY's defaults. */
+static fixture *make_polling(const char *const *kv, long long barrier_poll_ms) {
+    fixture *f = calloc(1, sizeof *f);
+    f->conf = tony_conf_new();
+    tony_conf_load_defaults(f->conf);
+    tony_conf_set(f->conf, "tony.containers.command", "python train.py", "test");
+    for (; *kv; kv++) {
+        char *copy = strdup(*kv), *eq = strchr(copy, '=');
+        *eq = '\0';
+        tony_conf_set(f->conf, copy, eq + 1, "test");
+        free(copy);
+    }
+    tony_error err;
+    if (tony_plan_from_conf(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
+    am_fsm_init(&f->fsm, &f->plan, barrier_poll_ms, 0);
+    f->job = &f->fsm.job;
+    return f;
+}
+
+static fixture *make(const char *const *kv) { return make_polling(kv, 0); }
+
+static void destroy(fixture *f) {
+    am_actions_free(&f->out);
+    am_fsm_free(&f->fsm);
+    tony_plan_free(&f->plan);
+    tony_conf_free(f->conf);
+    free(f);
+}
+
+/* Forgets the last event's actions: the next event's are checked alone. */
+static am_actions *fresh(fixture *f) {
+    f->out.len = 0;
+    return &f->out;
+}
+
+static int count(const fixture *f, am_action_kind kind) {
+    int n = 0;
+    for (size_t i = 0; i < f->out.len; i++) n += f->out.items[i].kind == kind;
+    return n;
+}
+
+static bool stops(const fixture *f, const char *role, int index) {
+    for (size_t i = 0; i < f->out.len; i++) {
+        const am_action *a = &f->out.items[i];
+        if (a->kind == AM_ACT_STOP && a->task && a->task->index == index && strcmp(a->task->role->name, role) == 0)
+            return true;
+    }
+    return false;
+}
+
+static am_task *task(fixture *f, const char *role, int index) {
+    am_task *t = am_job_task(f->job, role, index);
+    assert_non_null(t);
+    return t;
+}
+
+static void reg(fixture *f, am_task *t, long long now) {
+    am_registration r = {.host = "127.0.0.1", .port = 1000 + t->index};
+    assert_int_equal(am_fsm_registered(&f->fsm, t, &r, now, fresh(f)), AM_REG_NEW);
+}
+
+/* Every task asked for now registers at a fake address and starts. */
+static void start_all(fixture *f, long long now) {
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        if (t->state != AM_TASK_REQUESTED) continue;
+        reg(f, t, now);
+    }
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        if (t->state == AM_TASK_REGISTERED) am_fsm_started(&f->fsm, t, 4000 + (int)i, now);
+    }
+}
+
+/* The first attempt: every REQUEST out, then all register and start. */
+static void begin(fixture *f, long long now) {
+    am_fsm_start(&f->fsm, now, fresh(f));
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    start_all(f, now);
+}
+
+static void exit_task(fixture *f, const char *role, int index, int status) {
+    am_fsm_exited(&f->fsm, task(f, role, index), status, status ? "diag" : NULL, 100, fresh(f));
+}
+
+/* The containers the last event asked to stop end as stopped ones do. */
+static void stopped(fixture *f) {
+    am_actions got = f->out;
+    f->out = (am_actions){0};
+    for (size_t i = 0; i < got.len; i++)
+        if (got.items[i].kind == AM_ACT_STOP && got.items[i].task && !got.items[i].task->exited)
+            am_fsm_exited(&f->fsm, got.items[i].task, TONY_EXIT_KILLED_BY_APPMASTER, NULL, 200, fresh(f));
+    am_actions_free(&got);
+}
+
+static const char *PS_WORKERS[] = {"tony.ps.instances=1", "tony.worker.instances=3", NULL};
+
+static void test_all_workers_succeed(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    assert_true(am_job_gang_ready(f->job));
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    assert_false(f->job->attempt_over);
+    exit_task(f, "worker", 2, 0);
+    /* ps is untracked: the attempt is over without it, and it is stopped */
+    assert_true(f->job->attempt_over);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_SUCCEEDED);
+    assert_int_equal(f->fsm.state, AM_JOB_FINISHING);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_true(stops(f, "ps", 0));
+    assert_int_equal(count(f, AM_ACT_FINISH), 0); /* not before ps's container ended */
+    exit_task(f, "ps", 0, TONY_EXIT_KILLED_BY_APPMASTER);
+    assert_int_equal(task(f, "ps", 0)->state, AM_TASK_FINISHED);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.state, AM_JOB_DONE);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    assert_string_equal(f->fsm.diagnostics, "All 3 tracked tasks succeeded");
+    destroy(f);
+}
+
+static void test_non_chief_failure_tolerated_with_ps(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "worker", 2, 1);
+    assert_false(f->job->attempt_over);
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_SUCCEEDED);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "failedCnt=1"));
+    destroy(f);
+}
+
+static void test_all_tracked_failed_fails(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "worker", 1, 1);
+    exit_task(f, "worker", 2, 1);
+    assert_false(f->job->attempt_over);
+    /* worker:0 is the chief here: its failure alone ends the attempt */
+    exit_task(f, "worker", 0, 1);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "Chief task [worker:0]"));
+    destroy(f);
+}
+
+static void test_chief_role_is_chief(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.chief.instances=1", "tony.worker.instances=2", "tony.ps.instances=1", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    exit_task(f, "worker", 0, 1); /* not the chief when a chief role exists */
+    assert_false(f->job->attempt_over);
+    exit_task(f, "chief", 0, 137);
+    assert_true(f->job->attempt_over);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_FAILED);
+    destroy(f);
+}
+
+static void test_fail_on_worker_failure(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=3",
+                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    exit_task(f, "worker", 2, 1);
+    assert_true(f->job->attempt_over);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_FAILED);
+    destroy(f);
+}
+
+static void test_stop_on_failure_role(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=2", "tony.evaluator.instances=1",
+                        "tony.application.stop-on-failure-jobtypes=evaluator", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    exit_task(f, "evaluator", 0, 2);
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "stop-on-failure"));
+    destroy(f);
+}
+
+static void test_untracked_failure_fails_fast(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "ps", 0, 1);
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "Untracked task [ps:0]"));
+    destroy(f);
+}
+
+static void test_sidecar_failure_ignored(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=1", "tony.tensorboard.instances=1", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    exit_task(f, "tensorboard", 0, 1);
+    assert_false(f->job->attempt_over);
+    exit_task(f, "worker", 0, 0);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_SUCCEEDED);
+    destroy(f);
+}
+
+static void test_lockstep_failure_ends_attempt(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=3", "tony.application.framework=pytorch", NULL};
+    fixture *f = make(kv);
+    assert_true(f->plan.lockstep);
+    begin(f, 0);
+    exit_task(f, "worker", 2, 137);
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "lock-step"));
+    destroy(f);
+}
+
+static void test_tracked_task_stopped_counts_as_failure(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "worker", 1, TONY_EXIT_KILLED_BY_APPMASTER);
+    exit_task(f, "worker", 2, TONY_EXIT_KILLED_BY_APPMASTER);
+    exit_task(f, "worker", 0, 0);
+    /* TonY counts every non-zero exit: 2 of 3 failed, tolerated with a note */
+    assert_int_equal(f->job->attempt_status, AM_FINAL_SUCCEEDED);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "failedCnt=2"));
+    destroy(f);
+}
+
+static void test_gang_ignores_tasks_that_ended_unregistered(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.tensorboard.instances=1", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 2);
+    am_task *tb = task(f, "tensorboard", 0), *w = task(f, "worker", 0);
+    am_fsm_exited(&f->fsm, tb, TONY_EXIT_ABORTED, "localization failed", 1, fresh(f));
+    assert_false(f->job->attempt_over); /* a sidecar: ignored */
+    assert_false(am_job_gang_ready(f->job));
+    reg(f, w, 2);
+    assert_true(am_job_gang_ready(f->job));
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    destroy(f);
+}
+
+static void test_gang_released_only_when_complete(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    reg(f, task(f, "worker", 1), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    /* a renewed poll of the same executor changes nothing */
+    am_registration r = {.host = "127.0.0.1", .port = 1};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 1), &r, 2, fresh(f)), AM_REG_AGAIN);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    reg(f, task(f, "worker", 0), 3);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    destroy(f);
+}
+
+static void test_fcfs_releases_each_task_at_once(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.application.distributed-mode=FCFS", NULL};
+    fixture *f = make(kv);
+    assert_false(f->plan.gang);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    reg(f, task(f, "worker", 1), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    destroy(f);
+}
+
+static void test_tb_port_goes_to_the_sidecar_else_the_chief(void **state) {
+    (void)state;
+    const char *with_chief[] = {"tony.chief.instances=1", "tony.worker.instances=2", NULL};
+    fixture *f = make(with_chief);
+    assert_true(am_job_reserves_tb_port(f->job, task(f, "chief", 0)));
+    assert_false(am_job_reserves_tb_port(f->job, task(f, "worker", 0)));
+    destroy(f);
+    const char *workers[] = {"tony.worker.instances=2", NULL};
+    f = make(workers);
+    assert_true(am_job_reserves_tb_port(f->job, task(f, "worker", 0)));
+    assert_false(am_job_reserves_tb_port(f->job, task(f, "worker", 1)));
+    destroy(f);
+    const char *sidecar[] = {"tony.worker.instances=2", "tony.tensorboard.instances=1", NULL};
+    f = make(sidecar);
+    assert_true(am_job_reserves_tb_port(f->job, task(f, "tensorboard", 0)));
+    assert_false(am_job_reserves_tb_port(f->job, task(f, "worker", 0)));
+    destroy(f);
+}
+
+/* A failed attempt with retries left is restarted; each task keeps a line
+ * on each attempt it got a container in; the last allowed failure fails
+ * the job. */
+static void test_restart_within_budget_then_fail(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=1", NULL};
+    fixture *f = make(kv);
+    assert_int_equal(f->fsm.retries_left, 1);
+    begin(f, 10);
+    am_task *ev = task(f, "evaluator", 0), *w0 = task(f, "worker", 0);
+    ev->started_ms = 0; /* got a container, but its process never started */
+    /* each attempt's container has its own log link: the run keeps it */
+    w0->log_url = tony_strdup("http://nm1:8042/node/containerlogs/c_1/u");
+    exit_task(f, "worker", 0, 3); /* the chief */
+    assert_true(f->job->attempt_over);
+    assert_true(stops(f, "worker", 1));
+    assert_true(stops(f, "evaluator", 0));
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0);
+    /* the attempt's record is intact until the next one starts */
+    assert_int_equal(f->job->attempt, 0);
+    assert_int_equal(w0->state, AM_TASK_FAILED);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(f->job->attempt, 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 3);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    assert_int_equal(w0->state, AM_TASK_REQUESTED);
+    assert_int_equal(w0->nruns, 1);
+    assert_int_equal(w0->runs[0].attempt, 0);
+    assert_int_equal(w0->runs[0].state, AM_TASK_FAILED);
+    assert_int_equal(w0->runs[0].exit_status, 3);
+    assert_true(w0->runs[0].started);
+    assert_string_equal(w0->runs[0].log_url, "http://nm1:8042/node/containerlogs/c_1/u");
+    assert_null(w0->log_url);
+    assert_null(w0->host);
+    assert_null(task(f, "worker", 1)->runs[0].log_url);
+    assert_int_equal(task(f, "worker", 1)->runs[0].state, AM_TASK_FINISHED);
+    assert_int_equal(ev->runs[0].exit_status, TONY_EXIT_KILLED_BY_APPMASTER);
+    /* attempt 1 fails too: no retry left */
+    start_all(f, 400);
+    exit_task(f, "worker", 0, 137);
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->fsm.diagnostics, "Chief task [worker:0] failed"));
+    assert_int_equal(w0->nruns, 1);
+    destroy(f); /* the runs are freed with the job (ASan checks) */
+}
+
+static void test_only_first_exit_counts(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "worker", 1, 0);
+    exit_task(f, "worker", 1, 1);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_SUCCEEDED);
+    destroy(f);
+}
+
+static void test_exit_before_registration_fails(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 1, "cannot unpack", 5, fresh(f));
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "before it registered"));
+    /* the others never registered either: they are stopped, and registering now is refused */
+    assert_true(stops(f, "worker", 0));
+    am_registration r = {.host = "h", .port = 1};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 6, fresh(f)), AM_REG_ENDING);
+    destroy(f);
+}
+
+static void test_heartbeat_expiry(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=2", "tony.task.heartbeat-interval-ms=100",
+                        "tony.task.max-missed-heartbeats=5", NULL};
+    fixture *f = make(kv);
+    begin(f, 1000);
+    am_fsm_tick(&f->fsm, 1400, fresh(f)); /* within 5 x 100 ms */
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    bool changed;
+    for (size_t i = 0; i < f->job->ntasks; i++) am_fsm_heartbeat(&f->fsm, &f->job->tasks[i], -1, 1400, &changed);
+    task(f, "worker", 1)->last_heartbeat_ms = 1000;
+    am_fsm_tick(&f->fsm, 1600, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 1));
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_FAILED);
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "missed [5] heartbeats"));
+    /* everything is stopped, the silent task too (its container may live on) */
+    assert_true(stops(f, "worker", 1));
+    assert_true(stops(f, "ps", 0));
+    assert_true(stops(f, "worker", 0));
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1); /* tony.am.retry-count is 0 */
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_FAILED);
+    destroy(f);
+}
+
+static void test_heartbeats_floor_of_three(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.task.heartbeat-interval-ms=100",
+                        "tony.task.max-missed-heartbeats=1", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_tick(&f->fsm, 250, fresh(f)); /* TonY: interval x max(3, missed) */
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    am_fsm_tick(&f->fsm, 301, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 1);
+    destroy(f);
+}
+
+static void test_barrier_waiters_not_expired(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.task.heartbeat-interval-ms=100",
+                        "tony.task.max-missed-heartbeats=5", NULL};
+    fixture *f = make_polling(kv, 20000);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    /* worker:0 registered and waits in its long poll for a slow peer */
+    reg(f, task(f, "worker", 0), 0);
+    am_fsm_tick(&f->fsm, 5000, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    am_fsm_tick(&f->fsm, 20600, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 1);
+    destroy(f);
+}
+
+static void test_registration_timeout(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.container.registration.timeout=1000", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    reg(f, task(f, "worker", 0), 500);
+    am_fsm_tick(&f->fsm, 900, fresh(f));
+    assert_false(f->job->attempt_over);
+    am_fsm_tick(&f->fsm, 1100, fresh(f));
+    assert_true(f->job->attempt_over);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "[worker:1] registration timeout"));
+    assert_true(stops(f, "worker", 0));
+    assert_true(stops(f, "worker", 1));
+    /* the waiting executor is answered "ending" */
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    destroy(f);
+}
+
+static void test_stages_order_requests(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.prep.instances=1", "tony.worker.instances=2", "tony.ps.instances=1",
+                        "tony.application.prepare-stage=prep,ps", NULL};
+    fixture *f = make(kv);
+    assert_true(f->plan.has_stages);
+    am_task *prep = task(f, "prep", 0), *w = task(f, "worker", 0), *ps = task(f, "ps", 0);
+    begin(f, 0);
+    assert_int_equal(prep->state, AM_TASK_RUNNING);
+    assert_int_equal(ps->state, AM_TASK_RUNNING);
+    assert_int_equal(w->state, AM_TASK_NEW);
+    assert_int_equal(am_job_count_requested(f->job), 2);
+    /* the training stage waits for the tracked prepare tasks only (ps is untracked) */
+    exit_task(f, "prep", 0, 0);
+    assert_false(f->job->attempt_over);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 2);
+    assert_int_equal(w->state, AM_TASK_REQUESTED);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    start_all(f, 10);
+    assert_true(am_job_gang_ready(f->job));
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    assert_int_equal(f->job->attempt_status, AM_FINAL_SUCCEEDED);
+    destroy(f);
+}
+
+static void test_kill_stops_everything_and_never_restarts(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_kill(&f->fsm, 50, fresh(f));
+    assert_true(stops(f, "worker", 0));
+    assert_true(stops(f, "worker", 1));
+    assert_int_equal(f->fsm.state, AM_JOB_FINISHING);
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_KILLED);
+    assert_string_equal(f->fsm.diagnostics, "Killed by the user");
+    assert_int_equal(f->fsm.retries_left, 3);
+    destroy(f);
+}
+
+static void test_application_timeout_never_restarts(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=3", "tony.application.timeout=5000", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_tick(&f->fsm, 4000, fresh(f));
+    assert_false(f->job->attempt_over);
+    am_fsm_tick(&f->fsm, 5001, fresh(f));
+    assert_true(f->fsm.timed_out);
+    assert_true(stops(f, "worker", 0));
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->fsm.diagnostics, "tony.application.timeout"));
+    destroy(f);
+}
+
+/* Issue 11 #1: a stop that did not end its container is asked again on a
+ * timer, each wait twice the last, AM_FSM_STOP_TRIES times; then the
+ * container is given up on and the job finishes rather than staying in
+ * FINISHING. */
+static void test_stop_is_tried_again_then_given_up(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    exit_task(f, "worker", 2, 0); /* at 100 */
+    assert_true(stops(f, "ps", 0));
+    long long first = task(f, "ps", 0)->stop_ms;
+    int tries = 1;
+    long long wait = AM_FSM_STOP_RETRY_MS;
+    for (long long now = first + 50; now < first + 60000; now += 50) {
+        am_fsm_tick(&f->fsm, now, fresh(f));
+        if (stops(f, "ps", 0)) {
+            tries++;
+            /* each try comes when its wait is over, not before */
+            assert_true(now - task(f, "ps", 0)->stop_ms < 50);
+            assert_int_equal(f->out.items[0].try_no, tries);
+            assert_true(now >= first + wait);
+            first = now;
+            wait *= 2;
+        }
+        if (count(f, AM_ACT_FINISH)) {
+            assert_int_equal(tries, AM_FSM_STOP_TRIES);
+            assert_true(now >= first + wait);
+            assert_true(task(f, "ps", 0)->stop_given_up);
+            assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+            destroy(f);
+            return;
+        }
+        assert_int_equal(f->fsm.state, AM_JOB_FINISHING);
+    }
+    fail_msg("the job stayed in FINISHING for a minute after %d stop(s)", tries);
+}
+
+/* Issue 11 #1: while the coordinator is finishing, a heartbeat's answer
+ * tells the executor to stop its task; the task that ends that way (exit
+ * 143: SIGTERM) counts as stopped by us, not as a failure. */
+static void test_heartbeat_tells_executor_to_stop_when_finishing(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    bool changed;
+    am_task *ps = task(f, "ps", 0);
+    assert_int_equal(am_fsm_heartbeat(&f->fsm, ps, -1, 50, &changed), AM_HB_OK);
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    exit_task(f, "worker", 2, 0);
+    assert_int_equal(f->fsm.state, AM_JOB_FINISHING);
+    assert_int_equal(am_fsm_heartbeat(&f->fsm, ps, -1, 150, &changed), AM_HB_STOP);
+    am_fsm_exited(&f->fsm, ps, 143, NULL, 200, fresh(f));
+    assert_int_equal(ps->state, AM_TASK_FINISHED);
+    assert_int_equal(ps->exit_status, 143);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    destroy(f);
+}
+
+static void test_tensorboard_seen_through_heartbeats(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    am_task *w = task(f, "worker", 0);
+    am_registration r = {.host = "h", .port = 5, .tb_port = 6006, .log_dir = "/logs/w0", .container = "c_1"};
+    assert_int_equal(am_fsm_registered(&f->fsm, w, &r, 1, fresh(f)), AM_REG_NEW);
+    assert_string_equal(w->log_dir, "/logs/w0");
+    assert_string_equal(w->container, "c_1");
+    assert_null(w->log_url);
+    bool changed;
+    am_fsm_heartbeat(&f->fsm, w, 0, 2, &changed);
+    assert_false(changed);
+    am_fsm_heartbeat(&f->fsm, w, 1, 3, &changed);
+    assert_true(changed && w->tb_listening);
+    am_fsm_heartbeat(&f->fsm, w, -1, 4, &changed);
+    assert_true(!changed && w->tb_listening);
+    destroy(f);
+}
+
+/* A launch that failed at once ends the attempt; the requests after it in
+ * the same batch are dropped, and the job finishes without them. */
+static void test_request_dropped_after_attempt_ended(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=3", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 3);
+    am_actions batch = f->out;
+    f->out = (am_actions){0};
+    am_fsm_exited(&f->fsm, batch.items[0].task, TONY_EXIT_ABORTED, "no such directory", 1, fresh(f));
+    assert_true(f->job->attempt_over);
+    assert_int_equal(count(f, AM_ACT_FINISH), 0);
+    am_fsm_request_dropped(&f->fsm, batch.items[1].task, 1, fresh(f));
+    assert_int_equal(batch.items[1].task->state, AM_TASK_NEW);
+    am_fsm_request_dropped(&f->fsm, batch.items[2].task, 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->fsm.diagnostics, "failed before it registered"));
+    assert_int_equal(batch.items[1].task->nruns, 0);
+    am_actions_free(&batch);
+    destroy(f);
+}
+
+static void test_single_node(void **state) {
+    (void)state;
+    const char *ok[] = {"tony.application.timeout=0", NULL};
+    fixture *f = make(ok);
+    assert_true(f->plan.single_node);
+    am_fsm_single_started(&f->fsm);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    am_fsm_single_exited(&f->fsm, 0, 10, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    destroy(f);
+    const char *timeout[] = {"tony.application.timeout=1000", NULL};
+    f = make(timeout);
+    am_fsm_single_started(&f->fsm);
+    am_fsm_tick(&f->fsm, 1001, fresh(f));
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    assert_null(f->out.items[0].task);
+    am_fsm_single_exited(&f->fsm, 137, 1100, fresh(f));
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->fsm.diagnostics, "Timed out"));
+    destroy(f);
+    f = make(ok);
+    am_fsm_single_started(&f->fsm);
+    am_fsm_kill(&f->fsm, 5, fresh(f));
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    am_fsm_single_exited(&f->fsm, 137, 6, fresh(f));
+    assert_int_equal(f->fsm.final_status, AM_FINAL_KILLED);
+    destroy(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_workers_succeed),
+        cmocka_unit_test(test_non_chief_failure_tolerated_with_ps),
+        cmocka_unit_test(test_all_tracked_failed_fails),
+        cmocka_unit_test(test_chief_role_is_chief),
+        cmocka_unit_test(test_fail_on_worker_failure),
+        cmocka_unit_test(test_stop_on_failure_role),
+        cmocka_unit_test(test_untracked_failure_fails_fast),
+        cmocka_unit_test(test_sidecar_failure_ignored),
+        cmocka_unit_test(test_tb_port_goes_to_the_sidecar_else_the_chief),
+        cmocka_unit_test(test_lockstep_failure_ends_attempt),
+        cmocka_unit_test(test_tracked_task_stopped_counts_as_failure),
+        cmocka_unit_test(test_gang_ignores_tasks_that_ended_unregistered),
+        cmocka_unit_test(test_gang_released_only_when_complete),
+        cmocka_unit_test(test_fcfs_releases_each_task_at_once),
+        cmocka_unit_test(test_restart_within_budget_then_fail),
+        cmocka_unit_test(test_only_first_exit_counts),
+        cmocka_unit_test(test_exit_before_registration_fails),
+        cmocka_unit_test(test_heartbeat_expiry),
+        cmocka_unit_test(test_heartbeats_floor_of_three),
+        cmocka_unit_test(test_barrier_waiters_not_expired),
+        cmocka_unit_test(test_registration_timeout),
+        cmocka_unit_test(test_stages_order_requests),
+        cmocka_unit_test(test_kill_stops_everything_and_never_restarts),
+        cmocka_unit_test(test_application_timeout_never_restarts),
+        cmocka_unit_test(test_stop_is_tried_again_then_given_up),
+        cmocka_unit_test(test_heartbeat_tells_executor_to_stop_when_finishing),
+        cmocka_unit_test(test_tensorboard_seen_through_heartbeats),
+        cmocka_unit_test(test_request_dropped_after_attempt_ended),
+        cmocka_unit_test(test_single_node),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
