@@ -43,7 +43,10 @@ void am_reply_json_text(struct evhttp_request *req, int code, const char *s) {
 void am_reply_json(struct evhttp_request *req, int code, json_t *body) {
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    am_reply_json_text(req, code, s);
+    /* No body (a json_pack that failed) is a bug of ours; the request is
+     * still answered, never strlen(NULL). */
+    if (!s) am_reply_json_text(req, 500, "{\"" AM_API_ERROR "\":\"the coordinator could not encode its answer\"}");
+    else am_reply_json_text(req, code, s);
     free(s);
 }
 
@@ -52,7 +55,13 @@ void am_reply_text(struct evhttp_request *req, int code, const char *text) {
 }
 
 void am_reply_error(struct evhttp_request *req, int code, const char *msg) {
-    am_reply_json(req, code, json_pack("{s:s}", AM_API_ERROR, msg));
+    /* Messages quote what the client sent (a Host header, a path), which
+     * need not be UTF-8: json_pack would refuse it (found by
+     * tests/fuzz/fuzz_api.c: "Host: \xce" took the coordinator down). */
+    size_t used;
+    char *text = tony_utf8_sanitize(msg, strlen(msg), &used);
+    am_reply_json(req, code, json_pack("{s:s}", AM_API_ERROR, text));
+    free(text);
 }
 
 json_t *am_log_chunk_json(const char *role, int index, int attempt, const char *stream, long long offset,
