@@ -217,38 +217,32 @@ bool tony_krb5_keytab_configured(const tony_conf *job, const char **principal, c
     return *principal && *keytab;
 }
 
-int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err) {
+/* From the keytab (principal and keytab set) or the ticket cache (both NULL). */
+static int login(const char *principal, const char *keytab, tony_krb5_identity *out, tony_error *err) {
     memset(out, 0, sizeof *out);
     krb5_context ctx = NULL;
     krb5_error_code code = krb5_init_context(&ctx);
     if (code)
         return tony_err(err, "Kerberos: cannot read its configuration (KRB5_CONFIG, else /etc/krb5.conf): %s",
                         error_message(code));
-    const char *user = user_set(job, TONY_KEYTAB_USER_KEY), *keytab = user_set(job, TONY_KEYTAB_LOCATION_KEY);
-    int rc;
-    if (user && keytab)
-        rc = login_keytab(ctx, user, keytab, out, err);
-    else if (user || keytab)
-        rc = tony_err(err, "%s and %s go together: set both to log in from a keytab, or neither to use `kinit`'s ticket",
-                      TONY_KEYTAB_USER_KEY, TONY_KEYTAB_LOCATION_KEY);
-    else
-        rc = login_cache(ctx, out, err);
+    int rc = keytab ? login_keytab(ctx, principal, keytab, out, err) : login_cache(ctx, out, err);
     krb5_free_context(ctx);
     if (rc) tony_krb5_identity_free(out);
     return rc;
 }
 
-int tony_krb5_login_keytab(const char *principal, const char *keytab, tony_krb5_identity *out, tony_error *err) {
+int tony_krb5_login(const tony_conf *job, tony_krb5_identity *out, tony_error *err) {
+    const char *user, *keytab;
+    if (tony_krb5_keytab_configured(job, &user, &keytab)) return login(user, keytab, out, err);
     memset(out, 0, sizeof *out);
-    krb5_context ctx = NULL;
-    krb5_error_code code = krb5_init_context(&ctx);
-    if (code)
-        return tony_err(err, "Kerberos: cannot read its configuration (KRB5_CONFIG, else /etc/krb5.conf): %s",
-                        error_message(code));
-    int rc = login_keytab(ctx, principal, keytab, out, err);
-    krb5_free_context(ctx);
-    if (rc) tony_krb5_identity_free(out);
-    return rc;
+    if (user || keytab)
+        return tony_err(err, "%s and %s go together: set both to log in from a keytab, or neither to use `kinit`'s "
+                             "ticket", TONY_KEYTAB_USER_KEY, TONY_KEYTAB_LOCATION_KEY);
+    return login(NULL, NULL, out, err);
+}
+
+int tony_krb5_login_keytab(const char *principal, const char *keytab, tony_krb5_identity *out, tony_error *err) {
+    return login(principal, keytab, out, err);
 }
 
 int tony_krb5_ready(const tony_conf *job, tony_error *err) {
