@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/self.h"
@@ -197,6 +198,22 @@ static void on_kick(evutil_socket_t fd, short what, void *arg) {
     carry_out(arg);
 }
 
+/* A task whose container ended without its executor's report (killed
+ * with it, out of memory): its last words for the root cause, from its log
+ * where this coordinator can read it (the local backend; on YARN only on
+ * the coordinator's own node). */
+static void read_last_words(tony_am *am, am_task *t) {
+    if (t->stderr_tail || t->error_report || !t->log_dir) return;
+    char *errp = tony_path_join(t->log_dir, "stderr"), *errfile = tony_path_join(t->log_dir, TONY_TORCH_ERROR_FILE);
+    char *tail = tony_lastwords_tail(errp, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+    char *report = tony_lastwords_torch_error(errfile, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+    am_fsm_task_output(&am->fsm, t, tail, report);
+    free(tail);
+    free(report);
+    free(errfile);
+    free(errp);
+}
+
 static void on_container_exit(void *ctx, const char *role, int index, int attempt, int exit_status,
                               const char *diagnostics) {
     tony_am *am = ctx;
@@ -205,6 +222,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     if (!t || t->exited) return;
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
+    if (exit_status != 0 && t->stop_tries == 0) read_last_words(am, t);
     am_fsm_exited(&am->fsm, t, exit_status, diagnostics, am_now_ms(), &am->pending);
     am_record_task_exit(am, t);
     am->status_dirty = true;

@@ -126,7 +126,7 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
     json_t *go = task_go_json(am, w->task, &err);
     if (!go) {
         char *why = tony_sprintf("cannot build the env of %s:%d: %s", w->task->role->name, w->task->index, err.msg);
-        am_fsm_fail_attempt(&am->fsm, why, am_now_ms(), &am->pending);
+        am_fsm_fail_permanently(&am->fsm, why, am_now_ms(), &am->pending);
         free(why);
         am_reply_error(w->req, 500, err.msg);
         am_kick(am);
@@ -453,6 +453,8 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     } else if (strcmp(verb, AM_API_FINISHED) == 0) {
         /* Only stops heartbeat monitoring: the result is the container's
          * exit status, as in TonY. */
+        am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
+                           json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
         am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, AM_API_TIMED_OUT)));
     } else {
         json_decref(body);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "am/policy.h"
 #include "backend/backend.h"
 #include "common/strv.h"
 
@@ -31,6 +32,7 @@ const char *am_job_state_name(am_job_state s) {
     case AM_JOB_REGISTERING: return "REGISTERING";
     case AM_JOB_RUNNING: return "RUNNING";
     case AM_JOB_FINISHING: return "FINISHING";
+    case AM_JOB_BACKOFF: return "BACKOFF";
     case AM_JOB_DONE: return "FINISHED";
     }
     return "?";
@@ -57,6 +59,8 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
 void am_fsm_free(am_fsm *f) {
     am_job_free(&f->job);
     free(f->diagnostics);
+    free(f->permanent);
+    am_cause_free(&f->root_cause);
     memset(f, 0, sizeof *f);
 }
 
@@ -83,6 +87,7 @@ static void reset_attempt(am_job *j, int attempt) {
         t->exit_status = TONY_EXIT_INVALID;
     }
     j->attempt = attempt;
+    j->first_failed = NULL;
     j->attempt_over = false;
     j->attempt_status = AM_FINAL_UNDEFINED;
     free(j->attempt_diagnostics);
@@ -157,6 +162,65 @@ static void stop_task(am_task *t, long long now_ms, am_actions *out) {
     emit(out, AM_ACT_STOP, t, t->stop_tries, NULL);
 }
 
+/* Why this attempt's failure must not be retried whatever the policy: the
+ * first failed task's own reason, else any task's, else the attempt's. */
+static const char *permanent_reason(const am_fsm *f) {
+    const am_job *j = &f->job;
+    if (j->first_failed && j->first_failed->permanent) return j->first_failed->permanent;
+    for (size_t i = 0; i < j->ntasks; i++)
+        if (j->tasks[i].permanent) return j->tasks[i].permanent;
+    return f->permanent;
+}
+
+/* The attempt failed and every container has ended: the restart policy
+ * (policy.h) decides between the end and another attempt after its backoff,
+ * waited for in AM_JOB_BACKOFF on ticks. The diagnostics name the first
+ * task to fail and its last words (cause.h), and say why no retry came. */
+static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    const tony_plan *p = j->plan;
+    if (f->state == AM_JOB_BACKOFF) {
+        /* killed or out of time while waiting: the last attempt stands */
+        char *d = NULL;
+        if (f->killed) d = tony_sprintf("Killed by the user while waiting to restart. The last attempt: %s",
+                                        j->attempt_diagnostics);
+        else if (f->timed_out)
+            d = tony_sprintf("Application timed out after %lld ms (tony.application.timeout) while waiting to "
+                             "restart. The last attempt: %s", p->app_timeout_ms, j->attempt_diagnostics);
+        if (d) {
+            finish(f, f->killed ? AM_FINAL_KILLED : AM_FINAL_FAILED, d, now_ms, out);
+            free(d);
+            return;
+        }
+        if (now_ms < f->restart_at_ms) return;
+        f->retries_left--;
+        f->restarting = true;
+        emit(out, AM_ACT_RESTART, NULL, 0, NULL);
+        return;
+    }
+    if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
+    am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
+                     .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+    char *why = NULL, *cause = j->first_failed ? am_cause_text(&f->root_cause) : NULL;
+    bool retry = am_policy_should_retry(p, &fl, f->retries_left, &why);
+    const char *diag = j->attempt_diagnostics ? j->attempt_diagnostics : "";
+    char *d = tony_sprintf("%s%s%s%s%s", diag, why ? " " : "", why ? why : "", cause ? "\n" : "", cause ? cause : "");
+    free(why);
+    free(cause);
+    if (!retry) {
+        finish(f, AM_FINAL_FAILED, d, now_ms, out);
+        free(d);
+        return;
+    }
+    /* the restart's record and a following client tell the root cause */
+    free(j->attempt_diagnostics);
+    j->attempt_diagnostics = d;
+    f->state = AM_JOB_BACKOFF;
+    f->restart_at_ms = now_ms + am_policy_backoff_ms(p, p->retry_count - f->retries_left);
+    after_failure(f, now_ms, out); /* no wait at all: at once */
+}
+
 /* After every event: ask for what may start now, and once the attempt is
  * decided, stop what still runs; when every container has ended, restart
  * or finish. */
@@ -180,7 +244,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
     /* The attempt is decided: untracked and sidecar roles, and anything still
      * running after a failure, are stopped; the next step waits for every
      * container to end so that their final states are known. */
-    if (f->state != AM_JOB_FINISHING) {
+    if (f->state != AM_JOB_FINISHING && f->state != AM_JOB_BACKOFF) {
         f->state = AM_JOB_FINISHING;
         emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     }
@@ -189,10 +253,8 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
     }
     if (!containers_gone(j)) return;
-    if (j->attempt_status == AM_FINAL_FAILED && f->retries_left > 0 && !f->killed && !f->timed_out) {
-        f->retries_left--;
-        f->restarting = true;
-        emit(out, AM_ACT_RESTART, NULL, 0, NULL);
+    if (j->attempt_status == AM_FINAL_FAILED) {
+        after_failure(f, now_ms, out);
         return;
     }
     finish(f, j->attempt_status, j->attempt_diagnostics, now_ms, out);
@@ -207,6 +269,8 @@ void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->restarting) return;
     f->restarting = false;
+    free(f->permanent);
+    f->permanent = NULL;
     reset_attempt(&f->job, f->job.attempt + 1);
     f->state = AM_JOB_REGISTERING;
     advance(f, now_ms, out);
@@ -280,6 +344,12 @@ static const char *lockstep_hint(const tony_plan *p) {
     return p->lockstep ? "its peers train in lock-step and cannot go on without it" : "";
 }
 
+/* The first task of the attempt to fail, by time, is its root cause; a
+ * sidecar's failures are ignored, so never one. */
+static void note_failure(am_job *j, am_task *t) {
+    if (!j->first_failed && t->role->kind != TONY_ROLE_SIDECAR) j->first_failed = t;
+}
+
 /* What a failed task means for the attempt (TonY's rules, then ours). */
 static void task_failed(am_job *j, am_task *t, int exit_status, const char *diagnostics, bool registered) {
     const tony_plan *p = j->plan;
@@ -329,6 +399,7 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
         else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0) t->state = AM_TASK_FINISHED;
         else t->state = AM_TASK_FAILED;
+        if (t->state == AM_TASK_FAILED) note_failure(&f->job, t);
         if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
             task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
     }
@@ -338,6 +409,38 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
 void am_fsm_fail_attempt(am_fsm *f, const char *why, long long now_ms, am_actions *out) {
     end_attempt(&f->job, AM_FINAL_FAILED, "%s", why);
     advance(f, now_ms, out);
+}
+
+void am_fsm_fail_permanently(am_fsm *f, const char *why, long long now_ms, am_actions *out) {
+    if (!f->job.attempt_over && !f->permanent)
+        f->permanent = tony_strdup("the attempt failed on its configuration, which another attempt would repeat");
+    am_fsm_fail_attempt(f, why, now_ms, out);
+}
+
+void am_fsm_task_permanent(am_fsm *f, am_task *t, const char *reason) {
+    (void)f;
+    if (t->permanent) return; /* the first reason stands */
+    t->permanent = tony_strdup(reason);
+}
+
+/* Keeps s, cut to its first `max` bytes at most (the API bounds what an
+ * executor may send; this bounds what the job's JSON carries). */
+static char *bounded_dup(const char *s, size_t max) {
+    if (!s || !*s) return NULL;
+    size_t n = strnlen(s, max);
+    return strndup(s, n);
+}
+
+void am_fsm_task_output(am_fsm *f, am_task *t, const char *stderr_tail, const char *error_report) {
+    (void)f;
+    if (stderr_tail && *stderr_tail) {
+        free(t->stderr_tail);
+        t->stderr_tail = bounded_dup(stderr_tail, AM_FSM_OUTPUT_MAX);
+    }
+    if (error_report && *error_report) {
+        free(t->error_report);
+        t->error_report = bounded_dup(error_report, AM_FSM_OUTPUT_MAX);
+    }
 }
 
 void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out) {
@@ -368,6 +471,7 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
+        note_failure(j, t);
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",
                                       t->role->name, t->index, j->plan->max_missed_heartbeats,

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "am/cause.h"
 #include "am/job.h"
 #include "conf/plan.h"
 
@@ -21,6 +22,7 @@ typedef enum {
     AM_JOB_REGISTERING, /* containers asked for; not every executor registered yet */
     AM_JOB_RUNNING,     /* every requested task registered (or the single-node command runs) */
     AM_JOB_FINISHING,   /* the attempt is decided: stopping what still runs */
+    AM_JOB_BACKOFF,     /* the attempt failed, every container ended: waiting restart_at_ms to restart */
     AM_JOB_DONE,        /* the final status is decided */
 } am_job_state;
 
@@ -32,13 +34,16 @@ typedef enum {
  * be read) never holds the job in FINISHING. */
 #define AM_FSM_STOP_TRIES 5
 #define AM_FSM_STOP_RETRY_MS 1000
+/* The most of a task's last words (stderr tail, torch's error report) kept. */
+#define AM_FSM_OUTPUT_MAX 8192
 
 typedef enum {
     AM_ACT_REQUEST,      /* task: ask the backend for its container (it is REQUESTED now) */
     AM_ACT_RELEASE_GANG, /* answer the executors waiting at the barrier: go, or "ending" once FINISHING */
     AM_ACT_STOP,         /* task (NULL: the single-node command): stop it; try says which time */
     AM_ACT_LOST,         /* task: declared dead for missed heartbeats (its diagnostics say so) */
-    AM_ACT_RESTART,      /* the attempt failed with retries left: record it, then am_fsm_next_attempt */
+    AM_ACT_RESTART,      /* the attempt failed, the policy retries it, its backoff is over: record it,
+                            then am_fsm_next_attempt */
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
 } am_action_kind;
 
@@ -67,6 +72,12 @@ typedef struct am_fsm {
     am_final_status final_status;
     char *diagnostics;       /* why, once DONE */
     bool restarting;         /* AM_ACT_RESTART given, am_fsm_next_attempt not called yet */
+    /* Restart policies (policy.h): in AM_JOB_BACKOFF, when the next attempt
+     * starts; why the current attempt may not be retried, whatever the
+     * policy (am_fsm_fail_permanently); the last failed attempt's root cause. */
+    long long restart_at_ms;
+    char *permanent;
+    am_root_cause root_cause;
     /* The single-node command (plan.single_node): its end decides the job. */
     bool single_running;
 } am_fsm;
@@ -127,6 +138,17 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
                    am_actions *out);
 /* The attempt cannot go on (e.g. a task's env cannot be built). */
 void am_fsm_fail_attempt(am_fsm *f, const char *why, long long now_ms, am_actions *out);
+/* The same, and no other attempt could do better (a config error: a task's
+ * env cannot be built): no retry whatever the policy; `why` says so. */
+void am_fsm_fail_permanently(am_fsm *f, const char *why, long long now_ms, am_actions *out);
+/* t's failure (now or when it comes) must not be retried, because of
+ * `reason` (e.g. a log policy's `fail` action: "its output matched ...
+ * (tony.application.log-policies)"). */
+void am_fsm_task_permanent(am_fsm *f, am_task *t, const char *reason);
+/* What a task left behind for its root cause (cause.h), as its executor
+ * reports it when its process ended, or as read from its log: the tail of
+ * its stderr and torch's error file's report (either NULL). */
+void am_fsm_task_output(am_fsm *f, am_task *t, const char *stderr_tail, const char *error_report);
 /* The user asked to kill the job: no restart. */
 void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out);
 /* Time passed: heartbeats, the registration and application timeouts,

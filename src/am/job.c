@@ -31,6 +31,9 @@ void am_task_clear(am_task *t) {
     free(t->container);
     free(t->log_url);
     free(t->diagnostics);
+    free(t->stderr_tail);
+    free(t->error_report);
+    free(t->permanent);
 }
 
 void am_job_free(am_job *j) {

@@ -51,6 +51,12 @@ typedef struct am_task {
     int stop_tries;       /* stops asked of the backend in this attempt */
     long long stop_ms;    /* the last one */
     bool stop_given_up;   /* AM_FSM_STOP_TRIES stops did not end it: no longer waited for */
+    /* Its last words when it failed (root cause, cause.h): the tail of its
+     * stderr and torch's error file, as its executor (or the coordinator,
+     * reading its log) found them. */
+    char *stderr_tail;
+    char *error_report;
+    char *permanent;      /* non-NULL: its failure must not be retried, because of this (policy.h) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;
@@ -68,6 +74,7 @@ typedef struct am_job {
     bool attempt_over;
     am_final_status attempt_status;
     char *attempt_diagnostics;
+    am_task *first_failed; /* the first task of this attempt to fail (root cause), or NULL */
 } am_job;
 
 /* The table of attempt 0, every task NEW; the state machine (fsm.h) is

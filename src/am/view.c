@@ -135,6 +135,10 @@ json_t *am_job_json(const tony_am *am) {
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
     if (am->status_error) json_object_set_new(o, "status_error", json_string(am->status_error));
+    json_t *cause = am_cause_json(&am->fsm.root_cause);
+    if (cause) json_object_set_new(o, "root_cause", cause);
+    if (am->fsm.state == AM_JOB_BACKOFF)
+        json_object_set_new(o, "restart_at_ms", json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));

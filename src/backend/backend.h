@@ -37,6 +37,10 @@ enum {
 /* A sentence explaining a container exit status ("killed for exceeding its
  * physical memory limit", "exit code 1", "killed by signal 9 (SIGKILL)"). */
 const char *tony_exit_status_meaning(int exit_status, char *buf, size_t buflen);
+/* The same, saying whose verdict an exit code is, for a failure's root cause:
+ * "exit code 1 (the script's own error)", "exit code 127 (the command was
+ * not found)"; other statuses as tony_exit_status_meaning. */
+const char *tony_exit_status_explain(int exit_status, char *buf, size_t buflen);
 
 /* One container request: run `argv` (the executor) for role:index. */
 typedef struct tony_launch {

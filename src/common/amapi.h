@@ -38,6 +38,8 @@
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
 #define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
+#define AM_API_STDERR_TAIL "stderr_tail" /* finished, on failure: the last lines of its stderr */
+#define AM_API_ERROR_REPORT "error_report" /* finished, on failure: torch's error file (TORCHELASTIC_ERROR_FILE) */
 
 /* Fields of the coordinator's answers. */
 #define AM_API_STATUS "status"

@@ -57,5 +57,9 @@
 
 /* In the user's process. Writer: the executor. */
 #define TASKENV_TB_PORT "TB_PORT"                   /* the TensorBoard port it reserved */
+/* Where torch's @record writes the exception that ended the process (its
+ * log dir's torchelastic_error.json, removed before each start): the
+ * failure's root cause. */
+#define TASKENV_TORCHELASTIC_ERROR_FILE "TORCHELASTIC_ERROR_FILE"
 
 #endif

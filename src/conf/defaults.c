@@ -44,6 +44,13 @@ static const tony_conf_default defaults[] = {
     {"tony.application.fail-fast-lockstep", "auto",
      "End the attempt at once when one tracked task fails (auto|true|false); auto asks the framework whether "
      "its workers train in lock-step."},
+    {"tony.application.restart-policy", "on-failure",
+     "Which failed attempts are retried, within tony.am.retry-count (ours): on-failure (all), never, or "
+     "exit-code (exit codes 1-127 are the script's own error and are not retried; signals, lost or preempted "
+     "containers are). tony.<type>.restart-policy overrides it for the job type whose task failed first."},
+    {"tony.application.restart-backoff-ms", "1000",
+     "Wait before the first restart of a failed attempt, in ms (ours); each later restart waits twice as long."},
+    {"tony.application.restart-backoff-max-ms", "60000", "The longest wait between attempts, in ms (ours)."},
     {"tony.application.security.enabled", "true",
      "Kerberos mode: fetch delegation tokens and secure client-coordinator calls."},
     {"tony.application.hdfs-conf-path", NULL, "Path of an hdfs-site.xml to use and ship to the containers."},

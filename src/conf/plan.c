@@ -328,6 +328,49 @@ static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *
     return rc;
 }
 
+const char *tony_restart_policy_name(tony_restart_policy p) {
+    switch (p) {
+    case TONY_RESTART_NEVER: return "never";
+    case TONY_RESTART_EXIT_CODE: return "exit-code";
+    case TONY_RESTART_ON_FAILURE: break;
+    }
+    return "on-failure";
+}
+
+/* One restart-policy key; unset keeps *out (the job's, for a role). */
+static int read_policy_key(const tony_conf *c, const char *key, tony_restart_policy *out, tony_error *err) {
+    const char *v = get_str(c, key);
+    if (!v) return 0;
+    char *t = tony_strdup(v);
+    char *s = tony_trim(t);
+    int rc = 0;
+    if (strcasecmp(s, "on-failure") == 0) *out = TONY_RESTART_ON_FAILURE;
+    else if (strcasecmp(s, "never") == 0) *out = TONY_RESTART_NEVER;
+    else if (strcasecmp(s, "exit-code") == 0) *out = TONY_RESTART_EXIT_CODE;
+    else rc = tony_err(err, "%s must be on-failure, never or exit-code, got '%s'", key, v);
+    free(t);
+    return rc;
+}
+
+/* The restart policies (the job's, then each role's over it) and the
+ * backoff between attempts; tony.am.retry-count stays the budget. */
+static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
+    p->restart_policy = TONY_RESTART_ON_FAILURE;
+    if (read_policy_key(c, "tony.application.restart-policy", &p->restart_policy, err)) return -1;
+    for (size_t i = 0; i < p->nroles; i++) {
+        tony_role *r = &p->roles[i];
+        r->restart_policy = p->restart_policy;
+        char *key = tony_sprintf("tony.%s.restart-policy", r->name);
+        int rc = read_policy_key(c, key, &r->restart_policy, err);
+        free(key);
+        if (rc) return -1;
+    }
+    if (get_nonneg_ll(c, "tony.application.restart-backoff-ms", 1000, &p->restart_backoff_ms, err)) return -1;
+    if (get_nonneg_ll(c, "tony.application.restart-backoff-max-ms", 60000, &p->restart_backoff_max_ms, err))
+        return -1;
+    return 0;
+}
+
 static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
     const char *mode = get_str(c, "tony.application.distributed-mode");
     char *m = tony_strdup(mode ? mode : "GANG");
@@ -433,6 +476,7 @@ int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
     if (build_roles(c, out, err)) goto fail;
     out->single_node = out->nroles == 0;
     if (read_settings(c, out, err)) goto fail;
+    if (read_restart(c, out, err)) goto fail;
     if (out->single_node && !out->am_command) {
         tony_err(err, "no command to run: pass --executes or set tony.containers.command");
         goto fail;

@@ -22,6 +22,17 @@ typedef enum {
 
 typedef enum { TONY_STAGE_PREPARE = 0, TONY_STAGE_TRAINING = 1 } tony_stage;
 
+/* Which failed attempts may be retried (tony.<role>.restart-policy over
+ * tony.application.restart-policy); am/policy.c applies it. */
+typedef enum {
+    TONY_RESTART_ON_FAILURE = 0, /* every failure (TonY's behaviour) */
+    TONY_RESTART_NEVER,          /* none */
+    TONY_RESTART_EXIT_CODE,      /* Kubeflow's rule: exit codes 1-127 are the script's own, permanent */
+} tony_restart_policy;
+
+/* "on-failure", "never", "exit-code". */
+const char *tony_restart_policy_name(tony_restart_policy p);
+
 /* The longest job type name: the coordinator's API paths and the
  * executors take no longer ones. */
 #define TONY_ROLE_NAME_MAX 63
@@ -39,6 +50,7 @@ typedef struct tony_role {
     tony_role_kind kind;
     bool stop_on_failure;  /* in tony.application.stop-on-failure-jobtypes */
     tony_stage stage;      /* roles of the training stage start after the prepare stage's tracked tasks end */
+    tony_restart_policy restart_policy; /* tony.<t>.restart-policy, else the job's */
 } tony_role;
 
 typedef struct tony_plan {
@@ -55,6 +67,9 @@ typedef struct tony_plan {
      * "auto" asks the framework runtime. */
     bool lockstep;
     int retry_count;                    /* tony.am.retry-count */
+    tony_restart_policy restart_policy; /* tony.application.restart-policy */
+    long long restart_backoff_ms;       /* tony.application.restart-backoff-ms: the first wait, doubled after */
+    long long restart_backoff_max_ms;   /* tony.application.restart-backoff-max-ms: the longest wait */
     long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
     int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
     long long app_timeout_ms;           /* tony.application.timeout, 0 = none */

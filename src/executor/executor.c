@@ -19,7 +19,9 @@
 #include "backend/backend.h"
 #include "common/amapi.h"
 #include "common/env.h"
+#include "common/fs.h"
 #include "common/http.h"
+#include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
@@ -202,6 +204,33 @@ static void kill_group(pid_t pgid, int sig) {
     else if (pgid > 0) kill(-pgid, sig);
 }
 
+/* TORCHELASTIC_ERROR_FILE in the log dir, unless the user set their own:
+ * torch's @record writes the exception there. The last attempt's file is
+ * removed so that it is never taken for this one's. */
+static void set_error_file(const executor *x, tony_env *env) {
+    if (tony_env_get(env, TASKENV_TORCHELASTIC_ERROR_FILE) || getenv(TASKENV_TORCHELASTIC_ERROR_FILE)) return;
+    char *path = tony_path_join(x->log_dir, TONY_TORCH_ERROR_FILE);
+    unlink(path);
+    tony_env_set(env, TASKENV_TORCHELASTIC_ERROR_FILE, path);
+    free(path);
+}
+
+/* The failed process's last words for its root cause: the tail of its
+ * stderr and torch's error file (the coordinator shows them). */
+static void add_last_words(const executor *x, json_t *fin) {
+    char *errp = tony_path_join(x->log_dir, "stderr");
+    const char *own = getenv(TASKENV_TORCHELASTIC_ERROR_FILE);
+    char *errfile = own && *own ? tony_strdup(own) : tony_path_join(x->log_dir, TONY_TORCH_ERROR_FILE);
+    char *tail = tony_lastwords_tail(errp, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+    char *report = tony_lastwords_torch_error(errfile, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+    if (tail) json_object_set_new(fin, AM_API_STDERR_TAIL, json_string(tail));
+    if (report) json_object_set_new(fin, AM_API_ERROR_REPORT, json_string(report));
+    free(tail);
+    free(report);
+    free(errfile);
+    free(errp);
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
     const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
@@ -213,6 +242,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     json_t *v;
     json_object_foreach(json_object_get(go, AM_API_ENV), k, v) tony_env_set(&env, k, json_string_value(v));
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
+    set_error_file(x, &env);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
     tony_env all = {0};
@@ -305,8 +335,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
-    ans = call(x, AM_API_FINISHED, json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out), CALL_TIMEOUT_MS,
-               &status, &herr);
+    json_t *fin = json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out);
+    if (code != 0) add_last_words(x, fin);
+    ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
     json_decref(ans);
     return code;
 }

@@ -1,0 +1,82 @@
+/* The root cause of a failed attempt as text and JSON (see cause.h). */
+#include "am/cause.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "common/strv.h"
+
+static char *dup_or_null(const char *s) { return s && *s ? tony_strdup(s) : NULL; }
+
+void am_cause_free(am_root_cause *c) {
+    free(c->task);
+    free(c->host);
+    free(c->error);
+    free(c->stderr_tail);
+    free(c->diagnostics);
+    memset(c, 0, sizeof *c);
+}
+
+void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
+    am_cause_free(c);
+    c->task = tony_sprintf("%s:%d", t->role->name, t->index);
+    c->attempt = attempt;
+    c->exit_status = t->exit_status;
+    c->host = dup_or_null(t->host);
+    c->error = dup_or_null(t->error_report);
+    c->stderr_tail = dup_or_null(t->stderr_tail);
+    c->diagnostics = dup_or_null(t->diagnostics);
+}
+
+/* Each line of text, indented, on b. */
+static void put_indented(tony_buf *b, const char *text) {
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        tony_buf_puts(b, "\n    ");
+        tony_buf_append(b, p, n);
+        p += n + (nl != NULL);
+    }
+}
+
+char *am_cause_text(const am_root_cause *c) {
+    if (!c->task) return NULL;
+    char meaning[160];
+    tony_buf b = {0};
+    tony_buf_printf(&b, "Root cause: %s failed first in attempt %d%s%s: %s.", c->task, c->attempt,
+                    c->host ? " on " : "", c->host ? c->host : "",
+                    c->exit_status == TONY_EXIT_INVALID ? "its container was lost (no exit status)"
+                                                        : tony_exit_status_explain(c->exit_status, meaning, sizeof meaning));
+    /* torch's own report names the exception and where it was raised: it
+     * says more than the stderr, which may be any rank's noise */
+    if (c->error) {
+        tony_buf_puts(&b, " Its error file (torch's @record) says:");
+        put_indented(&b, c->error);
+    } else if (c->stderr_tail) {
+        tony_buf_puts(&b, " The end of its stderr:");
+        put_indented(&b, c->stderr_tail);
+    } else {
+        tony_buf_puts(&b, " It wrote nothing to stderr that tony could read.");
+    }
+    return b.data;
+}
+
+json_t *am_cause_json(const am_root_cause *c) {
+    if (!c->task) return NULL;
+    char meaning[160];
+    json_t *o = json_pack("{s:s,s:i}", "task", c->task, "attempt", c->attempt);
+    if (c->exit_status != TONY_EXIT_INVALID) {
+        json_object_set_new(o, "exit_status", json_integer(c->exit_status));
+        json_object_set_new(o, "exit_meaning",
+                            json_string(tony_exit_status_explain(c->exit_status, meaning, sizeof meaning)));
+    }
+    if (c->host) json_object_set_new(o, "host", json_string(c->host));
+    if (c->error) json_object_set_new(o, "error", json_string(c->error));
+    if (c->stderr_tail) json_object_set_new(o, "stderr_tail", json_string(c->stderr_tail));
+    if (c->diagnostics) json_object_set_new(o, "diagnostics", json_string(c->diagnostics));
+    char *text = am_cause_text(c);
+    json_object_set_new(o, "text", json_string(text));
+    free(text);
+    return o;
+}

@@ -1,0 +1,34 @@
+/* The root cause of a failed attempt, for people: the first task to fail
+ * (by time), what its exit means, and its own last words: the error file
+ * torch's @record wrote (TORCHELASTIC_ERROR_FILE), else the tail of its
+ * stderr (the Python traceback). The state machine keeps one for the last
+ * failed attempt; the job's JSON, its diagnostics (so submit, status,
+ * history and YARN's application diagnostics) show it. No I/O. */
+#ifndef TONY_AM_CAUSE_H
+#define TONY_AM_CAUSE_H
+
+#include <jansson.h>
+
+#include "am/job.h"
+
+typedef struct am_root_cause {
+    char *task;        /* "worker:1"; NULL: no root cause known */
+    int attempt;
+    int exit_status;   /* TONY_EXIT_INVALID when no exit was seen (lost) */
+    char *host;        /* where it ran, when it registered */
+    char *error;       /* torch's error file: the message and its traceback, or NULL */
+    char *stderr_tail; /* the last lines of its stderr, or NULL */
+    char *diagnostics; /* the task's own (the container's word, missed heartbeats...), or NULL */
+} am_root_cause;
+
+/* c becomes the root cause of attempt `attempt` that t (the first task to
+ * fail) gives; what c held before is freed. */
+void am_cause_set(am_root_cause *c, const am_task *t, int attempt);
+void am_cause_free(am_root_cause *c);
+/* "Root cause: worker:1 failed first ...", with its last words indented;
+ * NULL when none is known. */
+char *am_cause_text(const am_root_cause *c);
+/* The job JSON's "root_cause" (view.c); NULL when none is known. */
+json_t *am_cause_json(const am_root_cause *c);
+
+#endif

@@ -1,0 +1,61 @@
+/* Restart policies and the backoff between attempts (see policy.h). */
+#include "am/policy.h"
+
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "common/strv.h"
+
+bool am_policy_exit_is_permanent(int exit_status) { return exit_status >= 1 && exit_status <= 127; }
+
+/* The key that set a role's policy, for the message: its own when it
+ * differs from the job's (role keys override), else the job's. */
+static char *policy_key(const tony_plan *p, const tony_role *r) {
+    if (r && r->restart_policy != p->restart_policy) return tony_sprintf("tony.%s.restart-policy", r->name);
+    return tony_strdup("tony.application.restart-policy");
+}
+
+bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries_left, char **why) {
+    *why = NULL;
+    /* With no budget at all nobody asked for a retry: nothing to explain. */
+    if (p->retry_count == 0) return false;
+    if (f->killed) {
+        *why = tony_strdup("Not retried: the job was killed");
+        return false;
+    }
+    if (f->timed_out) {
+        *why = tony_sprintf("Not retried: the job ran out of time (tony.application.timeout=%lld ms)",
+                            p->app_timeout_ms);
+        return false;
+    }
+    if (f->permanent) {
+        *why = tony_sprintf("Not retried: %s", f->permanent);
+        return false;
+    }
+    tony_restart_policy policy = f->role ? f->role->restart_policy : p->restart_policy;
+    if (policy == TONY_RESTART_NEVER) {
+        char *key = policy_key(p, f->role);
+        *why = tony_sprintf("Not retried: %s is never", key);
+        free(key);
+        return false;
+    }
+    if (policy == TONY_RESTART_EXIT_CODE && f->role && am_policy_exit_is_permanent(f->exit_status)) {
+        char *key = policy_key(p, f->role);
+        *why = tony_sprintf("Not retried: exit code %d is the script's own error, which another attempt would "
+                            "repeat (%s is exit-code: only signals and lost or preempted containers are retried)",
+                            f->exit_status, key);
+        free(key);
+        return false;
+    }
+    if (retries_left <= 0) {
+        *why = tony_sprintf("Not retried: no restarts left (tony.am.retry-count=%d)", p->retry_count);
+        return false;
+    }
+    return true;
+}
+
+long long am_policy_backoff_ms(const tony_plan *p, int restarts_done) {
+    long long wait = p->restart_backoff_ms, max = p->restart_backoff_max_ms;
+    for (int i = 0; i < restarts_done && wait < max; i++) wait *= 2;
+    return wait > max ? max : wait;
+}

@@ -1,0 +1,111 @@
+/* A failed task's last words: stderr's tail and torch's error file (see
+ * lastwords.h). */
+#include "common/lastwords.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/strv.h"
+
+/* The longest error file read: torch's holds one traceback. */
+#define TORCH_ERROR_FILE_MAX (1 << 20)
+
+/* Bytes that are not UTF-8 become '?', so that the text goes into JSON
+ * (a tail may start inside a character; a script may print anything). */
+static void make_utf8(char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n && (len != 2 || c >= 0xc2);
+        for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+        if (c == 0) ok = false; /* a NUL would end the text early */
+        if (!ok) {
+            s[i++] = '?';
+            continue;
+        }
+        i += len;
+    }
+}
+
+/* The last `lines` whole lines of text[0..n) that fit in max_bytes, as a
+ * new string without trailing blank space; NULL when nothing is left. */
+static char *last_lines(const char *text, size_t n, int lines, size_t max_bytes) {
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' || text[n - 1] == '\t')) n--;
+    if (n == 0) return NULL;
+    size_t start = n;
+    int seen = 0;
+    while (start > 0 && seen < lines) {
+        size_t nl = start - 1;
+        while (nl > 0 && text[nl - 1] != '\n') nl--;
+        if (n - nl > max_bytes) break; /* this line would not fit whole */
+        start = nl;
+        seen++;
+    }
+    if (seen == 0) start = n - max_bytes; /* one line longer than max_bytes: its end */
+    char *out = tony_xmalloc(n - start + 1);
+    memcpy(out, text + start, n - start);
+    out[n - start] = '\0';
+    make_utf8(out, n - start);
+    return out;
+}
+
+char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *out = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        /* a byte more than kept, to see whether the first line is whole */
+        off_t from = st.st_size > (off_t)max_bytes + 1 ? st.st_size - (off_t)max_bytes - 1 : 0;
+        size_t want = (size_t)(st.st_size - from);
+        char *buf = tony_xmalloc(want + 1);
+        ssize_t got = pread(fd, buf, want, from);
+        if (got > 0) {
+            size_t skip = 0;
+            /* a line cut by the start of the window is not shown */
+            if (from > 0)
+                while (skip < (size_t)got && buf[skip++] != '\n') {}
+            out = last_lines(buf + skip, (size_t)got - skip, lines, max_bytes);
+        }
+        free(buf);
+    }
+    close(fd);
+    return out;
+}
+
+char *tony_lastwords_torch_error(const char *path, int lines, size_t max_bytes) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    json_t *root = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= TORCH_ERROR_FILE_MAX) {
+        FILE *f = fdopen(fd, "r");
+        if (f) {
+            root = json_loadf(f, 0, NULL);
+            fclose(f);
+            fd = -1;
+        }
+    }
+    if (fd >= 0) close(fd);
+    /* {"message": {"message": "Exc: text", "extraInfo": {"py_callstack": "Traceback..."}}}
+     * or, from older torch and other writers, {"message": "text"} */
+    json_t *m = json_object_get(root, "message");
+    const char *text = json_string_value(m), *stack = NULL;
+    if (json_is_object(m)) {
+        text = json_string_value(json_object_get(m, "message"));
+        stack = json_string_value(json_object_get(json_object_get(m, "extraInfo"), "py_callstack"));
+    }
+    char *out = NULL;
+    /* the traceback ends with the exception's line: it says it all */
+    const char *best = stack && *stack ? stack : text;
+    if (best) out = last_lines(best, strlen(best), lines, max_bytes);
+    json_decref(root);
+    return out;
+}

@@ -1,0 +1,27 @@
+/* A failed task's last words, for its root cause: the last lines of its
+ * stderr (the Python traceback) and the report torch's @record decorator
+ * writes to TORCHELASTIC_ERROR_FILE. Read by the executor when its user's
+ * process ends, and by the coordinator from a task's log when the
+ * container died without saying. Bounded, and valid UTF-8 whatever the file
+ * holds (what comes out goes into JSON). */
+#ifndef TONY_LASTWORDS_H
+#define TONY_LASTWORDS_H
+
+#include <stddef.h>
+
+#define TONY_LASTWORDS_LINES 20   /* lines of stderr kept */
+#define TONY_LASTWORDS_BYTES 4096 /* and bytes */
+/* The error file's name in the task's log dir, for each attempt anew. */
+#define TONY_TORCH_ERROR_FILE "torchelastic_error.json"
+
+/* The last `lines` lines of the file at path, at most max_bytes of them
+ * (whole lines), without the trailing newline; NULL when it is missing,
+ * unreadable or holds only blank space. */
+char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes);
+
+/* The exception and its traceback's last `lines` lines from torch's error
+ * file at path (either of its two formats); NULL when there is none or it
+ * is not torch's. */
+char *tony_lastwords_torch_error(const char *path, int lines, size_t max_bytes);
+
+#endif
