@@ -329,7 +329,8 @@ static void test_tb_port_goes_to_the_sidecar_else_the_chief(void **state) {
  * the job. */
 static void test_restart_within_budget_then_fail(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=1", NULL};
+    const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=1",
+                        "tony.application.restart-backoff-ms=0", NULL};
     fixture *f = make(kv);
     assert_int_equal(f->fsm.retries_left, 1);
     begin(f, 10);
@@ -672,6 +673,215 @@ static void test_single_node(void **state) {
     destroy(f);
 }
 
+
+/* ---------- restart policies (policy.h) and root cause (cause.h) ---------- */
+
+/* Fails worker:index with status at `now`; with fail-on-worker-failure the
+ * attempt ends, the others are stopped and end as stopped ones do. */
+static void fail_task_at(fixture *f, am_task *t, int status, long long now) {
+    am_fsm_exited(&f->fsm, t, status, NULL, now, fresh(f));
+    /* every action of the sequence is kept in f->out */
+    for (size_t i = 0; i < f->out.len; i++) {
+        am_action a = f->out.items[i];
+        if (a.kind == AM_ACT_STOP && a.task && !a.task->exited)
+            am_fsm_exited(&f->fsm, a.task, TONY_EXIT_KILLED_BY_APPMASTER, NULL, now, &f->out);
+    }
+}
+
+static void fail_worker_at(fixture *f, int index, int status, long long now) {
+    fail_task_at(f, task(f, "worker", index), status, now);
+}
+
+/* exit-code: a script's own exit code (1-127) is permanent: the job ends at
+ * once, with the budget untouched, saying why and naming the key; the root
+ * cause names the first task to fail and the end of its stderr. */
+static void test_exit_code_policy_does_not_retry_script_error(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
+                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_task_output(&f->fsm, task(f, "worker", 1), "Traceback (most recent call last):\n  File \"t.py\"\nValueError: boom",
+                       NULL);
+    fail_worker_at(f, 1, 1, 100);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_int_equal(f->fsm.retries_left, 3);
+    const char *d = f->fsm.diagnostics;
+    assert_non_null(strstr(d, "Not retried: exit code 1 is the script's own error"));
+    assert_non_null(strstr(d, "tony.application.restart-policy is exit-code"));
+    assert_non_null(strstr(d, "Root cause: worker:1 failed first in attempt 0 on 127.0.0.1: exit code 1 (the "
+                              "script's own error). The end of its stderr:\n    Traceback"));
+    assert_non_null(strstr(d, "\n    ValueError: boom"));
+    /* the reason comes before the traceback */
+    assert_true(strstr(d, "Not retried") < strstr(d, "Root cause"));
+    assert_string_equal(f->fsm.root_cause.task, "worker:1");
+    assert_int_equal(f->fsm.root_cause.exit_status, 1);
+    destroy(f);
+}
+
+/* exit-code retries a signal after the backoff, which doubles with each
+ * restart up to its cap, waited for on ticks in BACKOFF. */
+static void test_exit_code_policy_retries_signal_after_backoff(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
+                        "tony.application.fail-on-worker-failure-enabled=true",
+                        "tony.application.restart-backoff-ms=1000", "tony.application.restart-backoff-max-ms=3000",
+                        NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    long long now = 1000;
+    long long waits[] = {1000, 2000, 3000}; /* doubled, then capped */
+    for (int a = 0; a < 3; a++) {
+        fail_worker_at(f, 0, 128 + 9, now); /* SIGKILL */
+        assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+        assert_int_equal(count(f, AM_ACT_RESTART), 0);
+        assert_int_equal(f->fsm.restart_at_ms, now + waits[a]);
+        am_fsm_tick(&f->fsm, now + waits[a] - 1, fresh(f));
+        assert_int_equal(count(f, AM_ACT_RESTART), 0);
+        am_fsm_tick(&f->fsm, now + waits[a], fresh(f));
+        assert_int_equal(count(f, AM_ACT_RESTART), 1);
+        assert_int_equal(f->fsm.retries_left, 2 - a);
+        /* the restart's record tells the root cause */
+        assert_non_null(strstr(f->job->attempt_diagnostics, "Root cause: worker:0 failed first"));
+        assert_non_null(strstr(f->job->attempt_diagnostics, "killed by signal 9"));
+        am_fsm_tick(&f->fsm, now + waits[a] + 1, fresh(f)); /* no second restart */
+        assert_int_equal(count(f, AM_ACT_RESTART), 0);
+        now += waits[a];
+        am_fsm_next_attempt(&f->fsm, now, fresh(f));
+        assert_int_equal(f->job->attempt, a + 1);
+        start_all(f, now);
+    }
+    /* budget exhausted: the end, saying so */
+    fail_worker_at(f, 1, 128 + 15, now);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_non_null(strstr(f->fsm.diagnostics, "Not retried: no restarts left (tony.am.retry-count=3)"));
+    assert_non_null(strstr(f->fsm.diagnostics, "Root cause: worker:1 failed first in attempt 3"));
+    destroy(f);
+}
+
+/* YARN's codes and lost tasks (no exit status) are retryable under
+ * exit-code; with no backoff the restart comes at once. */
+static void test_exit_code_policy_retries_preempted_and_lost(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=2", "tony.application.restart-policy=exit-code",
+                        "tony.application.restart-backoff-ms=0", "tony.task.max-missed-heartbeats=3", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    fail_worker_at(f, 0, TONY_EXIT_PREEMPTED, 100);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 200, fresh(f));
+    start_all(f, 200);
+    am_fsm_tick(&f->fsm, 200 + 3000 + 1, fresh(f)); /* heartbeats missed */
+    assert_int_equal(count(f, AM_ACT_LOST), 1);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), TONY_EXIT_KILLED_BY_APPMASTER, NULL, 3300, fresh(f));
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_string_equal(f->fsm.root_cause.task, "worker:0");
+    assert_int_equal(f->fsm.root_cause.exit_status, TONY_EXIT_INVALID);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "its container was lost"));
+    destroy(f);
+}
+
+/* A role's policy overrides the job's: the policy that applies is the one
+ * of the role whose task failed first. */
+static void test_role_policy_overrides_job_policy(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=2",
+                        "tony.worker.restart-policy=never", "tony.application.restart-backoff-ms=0",
+                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    /* the evaluator fails first: on-failure (the job's) retries */
+    fail_task_at(f, task(f, "evaluator", 0), 2, 100);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    start_all(f, 300);
+    /* a worker fails first: never */
+    fail_worker_at(f, 1, 137, 400);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_non_null(strstr(f->fsm.diagnostics, "Not retried: tony.worker.restart-policy is never"));
+    assert_int_equal(f->fsm.retries_left, 1);
+    destroy(f);
+}
+
+/* The first task to fail by time is the root cause, not the one that
+ * ended the attempt; torch's error report is preferred to stderr. */
+static void test_root_cause_is_first_failure_and_prefers_error_file(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=3", "tony.application.fail-fast-lockstep=false", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_task *w2 = task(f, "worker", 2);
+    am_fsm_task_output(&f->fsm, w2, "noise on stderr", "Traceback...\nRuntimeError: rank 2 broke");
+    am_fsm_exited(&f->fsm, w2, 1, NULL, 100, fresh(f));
+    assert_false(f->job->attempt_over); /* a worker that is not the chief */
+    fail_worker_at(f, 0, 3, 200); /* the chief ends the attempt */
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_string_equal(f->fsm.root_cause.task, "worker:2");
+    assert_non_null(strstr(f->fsm.diagnostics, "Chief task [worker:0] failed"));
+    assert_non_null(strstr(f->fsm.diagnostics, "Its error file (torch's @record) says:\n    Traceback...\n    "
+                                                 "RuntimeError: rank 2 broke"));
+    assert_null(strstr(f->fsm.diagnostics, "noise"));
+    /* with no retry asked for there is nothing to explain */
+    assert_null(strstr(f->fsm.diagnostics, "Not retried"));
+    destroy(f);
+}
+
+/* A failure made permanent (a log policy's `fail`, a config error) is not
+ * retried under any policy, and says why. */
+static void test_permanent_failures_are_not_retried(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-backoff-ms=0",
+                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_task_permanent(&f->fsm, task(f, "worker", 1), "its output matched 'CUDA out of memory'");
+    fail_worker_at(f, 0, 137, 100); /* another task's failure came first: still permanent */
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_non_null(strstr(f->fsm.diagnostics, "Not retried: its output matched 'CUDA out of memory'"));
+    destroy(f);
+
+    f = make(kv);
+    begin(f, 0);
+    am_fsm_fail_permanently(&f->fsm, "cannot build the env of worker:0: bad", 100, fresh(f));
+    for (size_t i = 0; i < f->out.len; i++)
+        if (f->out.items[i].kind == AM_ACT_STOP && !f->out.items[i].task->exited)
+            am_fsm_exited(&f->fsm, f->out.items[i].task, TONY_EXIT_KILLED_BY_APPMASTER, NULL, 100, &f->out);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.retries_left, 3);
+    assert_non_null(strstr(f->fsm.diagnostics, "cannot build the env of worker:0: bad Not retried: the attempt "
+                                                 "failed on its configuration"));
+    destroy(f);
+}
+
+/* Killed, or out of time, while waiting to restart: the end, at once. */
+static void test_kill_or_timeout_during_backoff(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=3", "tony.application.timeout=60000", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    fail_worker_at(f, 0, 1, 100);
+    assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+    am_fsm_kill(&f->fsm, 200, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_KILLED);
+    assert_non_null(strstr(f->fsm.diagnostics, "Killed by the user while waiting to restart"));
+    destroy(f);
+
+    f = make(kv);
+    begin(f, 0);
+    fail_worker_at(f, 0, 1, 59900);
+    assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+    am_fsm_tick(&f->fsm, 60001, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_non_null(strstr(f->fsm.diagnostics, "(tony.application.timeout) while waiting to restart"));
+    destroy(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_workers_succeed),
@@ -703,6 +913,13 @@ int main(void) {
         cmocka_unit_test(test_tensorboard_seen_through_heartbeats),
         cmocka_unit_test(test_request_dropped_after_attempt_ended),
         cmocka_unit_test(test_single_node),
+        cmocka_unit_test(test_exit_code_policy_does_not_retry_script_error),
+        cmocka_unit_test(test_exit_code_policy_retries_signal_after_backoff),
+        cmocka_unit_test(test_exit_code_policy_retries_preempted_and_lost),
+        cmocka_unit_test(test_role_policy_overrides_job_policy),
+        cmocka_unit_test(test_root_cause_is_first_failure_and_prefers_error_file),
+        cmocka_unit_test(test_permanent_failures_are_not_retried),
+        cmocka_unit_test(test_kill_or_timeout_during_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,221 @@
+/* Restart policies and a failure's last words without the state machine:
+ * which exit statuses are permanent under exit-code, the backoff's doubling
+ * and cap, the reasons given for no retry (naming the key), the keys'
+ * validation, and reading a stderr's tail and torch's error file from real
+ * files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "am/policy.h"
+#include "backend/backend.h"
+#include "common/lastwords.h"
+#include "conf/conf.h"
+#include "conf/plan.h"
+
+static int plan_of(const char *const *kv, tony_conf **conf, tony_plan *p, tony_error *err) {
+    *conf = tony_conf_new();
+    tony_conf_load_defaults(*conf);
+    tony_conf_set(*conf, "tony.containers.command", "python train.py", "test");
+    for (; *kv; kv++) {
+        char *copy = strdup(*kv), *eq = strchr(copy, '=');
+        *eq = '\0';
+        tony_conf_set(*conf, copy, eq + 1, "test");
+        free(copy);
+    }
+    return tony_plan_from_conf(*conf, p, err);
+}
+
+static void test_exit_code_rule(void **state) {
+    (void)state;
+    assert_true(am_policy_exit_is_permanent(1));
+    assert_true(am_policy_exit_is_permanent(2));
+    assert_true(am_policy_exit_is_permanent(127));
+    assert_false(am_policy_exit_is_permanent(0));
+    assert_false(am_policy_exit_is_permanent(128));
+    assert_false(am_policy_exit_is_permanent(137)); /* SIGKILL */
+    assert_false(am_policy_exit_is_permanent(143)); /* SIGTERM */
+    for (int s = TONY_EXIT_KILLED_FOR_EXCESS_LOGS; s <= TONY_EXIT_ABORTED; s++) assert_false(am_policy_exit_is_permanent(s));
+    assert_false(am_policy_exit_is_permanent(TONY_EXIT_INVALID));
+}
+
+static void test_backoff_doubles_up_to_cap(void **state) {
+    (void)state;
+    tony_plan p = {.restart_backoff_ms = 1000, .restart_backoff_max_ms = 60000};
+    assert_int_equal(am_policy_backoff_ms(&p, 0), 1000);
+    assert_int_equal(am_policy_backoff_ms(&p, 1), 2000);
+    assert_int_equal(am_policy_backoff_ms(&p, 5), 32000);
+    assert_int_equal(am_policy_backoff_ms(&p, 6), 60000);
+    assert_int_equal(am_policy_backoff_ms(&p, 1000000), 60000); /* no overflow */
+    p.restart_backoff_ms = 0;
+    assert_int_equal(am_policy_backoff_ms(&p, 3), 0);
+    p.restart_backoff_ms = 5000, p.restart_backoff_max_ms = 2000;
+    assert_int_equal(am_policy_backoff_ms(&p, 0), 2000);
+}
+
+static void test_decisions_and_reasons(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=1", "tony.ps.instances=1", "tony.am.retry-count=2",
+                        "tony.application.restart-policy=exit-code", "tony.ps.restart-policy=on-failure", NULL};
+    tony_conf *c;
+    tony_plan p;
+    tony_error err;
+    if (plan_of(kv, &c, &p, &err)) fail_msg("plan: %s", err.msg);
+    const tony_role *ps = tony_plan_role(&p, "ps"), *worker = tony_plan_role(&p, "worker");
+    assert_int_equal(worker->restart_policy, TONY_RESTART_EXIT_CODE);
+    assert_int_equal(ps->restart_policy, TONY_RESTART_ON_FAILURE);
+    char *why;
+    am_failure f = {.role = worker, .exit_status = 137};
+    assert_true(am_policy_should_retry(&p, &f, 2, &why));
+    assert_null(why);
+    f.exit_status = 1;
+    assert_false(am_policy_should_retry(&p, &f, 2, &why));
+    assert_non_null(strstr(why, "tony.application.restart-policy is exit-code"));
+    free(why);
+    f.role = ps; /* its own key says on-failure */
+    assert_true(am_policy_should_retry(&p, &f, 2, &why));
+    assert_false(am_policy_should_retry(&p, &f, 0, &why));
+    assert_string_equal(why, "Not retried: no restarts left (tony.am.retry-count=2)");
+    free(why);
+    f.timed_out = true;
+    assert_false(am_policy_should_retry(&p, &f, 2, &why));
+    assert_non_null(strstr(why, "tony.application.timeout"));
+    free(why);
+    f = (am_failure){.role = ps, .exit_status = 137, .permanent = "its output matched X"};
+    assert_false(am_policy_should_retry(&p, &f, 2, &why));
+    assert_string_equal(why, "Not retried: its output matched X");
+    free(why);
+    /* no task failed (a registration timeout): the job's policy; no exit code */
+    f = (am_failure){.exit_status = TONY_EXIT_INVALID};
+    assert_true(am_policy_should_retry(&p, &f, 1, &why));
+    p.retry_count = 0; /* nothing was asked for: nothing to say */
+    assert_false(am_policy_should_retry(&p, &f, 0, &why));
+    assert_null(why);
+    tony_plan_free(&p);
+    tony_conf_free(c);
+}
+
+static void expect_plan_error(const char *kv0, const char *want) {
+    const char *kv[] = {"tony.worker.instances=1", kv0, NULL};
+    tony_conf *c;
+    tony_plan p;
+    tony_error err;
+    assert_int_not_equal(plan_of(kv, &c, &p, &err), 0);
+    if (!strstr(err.msg, want)) fail_msg("'%s' not in '%s'", want, err.msg);
+    tony_conf_free(c);
+}
+
+static void test_bad_values_name_the_key(void **state) {
+    (void)state;
+    expect_plan_error("tony.application.restart-policy=always",
+                      "tony.application.restart-policy must be on-failure, never or exit-code, got 'always'");
+    expect_plan_error("tony.worker.restart-policy=sometimes", "tony.worker.restart-policy must be on-failure");
+    expect_plan_error("tony.application.restart-backoff-ms=-5", "tony.application.restart-backoff-ms");
+    expect_plan_error("tony.application.restart-backoff-max-ms=soon", "tony.application.restart-backoff-max-ms");
+    /* case and blanks as other keys take them; the defaults */
+    const char *kv[] = {"tony.worker.instances=1", "tony.application.restart-policy= Never ", NULL};
+    tony_conf *c;
+    tony_plan p;
+    tony_error err;
+    if (plan_of(kv, &c, &p, &err)) fail_msg("plan: %s", err.msg);
+    assert_int_equal(p.restart_policy, TONY_RESTART_NEVER);
+    assert_int_equal(p.roles[0].restart_policy, TONY_RESTART_NEVER);
+    assert_int_equal(p.restart_backoff_ms, 1000);
+    assert_int_equal(p.restart_backoff_max_ms, 60000);
+    assert_string_equal(tony_restart_policy_name(p.restart_policy), "never");
+    tony_plan_free(&p);
+    tony_conf_free(c);
+}
+
+static char *write_tmp(const char *data, size_t n) {
+    char *path = strdup("/tmp/tony-test-lastwords-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void test_stderr_tail(void **state) {
+    (void)state;
+    char big[8192];
+    size_t n = 0;
+    for (int i = 0; i < 100; i++) n += (size_t)snprintf(big + n, sizeof big - n, "line %d\n", i);
+    char *path = write_tmp(big, n);
+    char *t = tony_lastwords_tail(path, 3, 4096);
+    assert_string_equal(t, "line 97\nline 98\nline 99");
+    free(t);
+    /* bytes bound whole lines: "line 98\nline 99\n" is 16 */
+    t = tony_lastwords_tail(path, 20, 16);
+    assert_string_equal(t, "line 98\nline 99");
+    free(t);
+    t = tony_lastwords_tail(path, 20, 15);
+    assert_string_equal(t, "line 99");
+    free(t);
+    /* a window that starts inside a line drops that line */
+    t = tony_lastwords_tail(path, 20, 10);
+    assert_string_equal(t, "line 99");
+    free(t);
+    unlink(path);
+    free(path);
+    /* not UTF-8, a NUL, blank endings */
+    const char odd[] = "ok\n\xff\xfe bad \xc3\x28 \xc3\xa9t\xc3\xa9\0x\n\n  \n";
+    path = write_tmp(odd, sizeof odd - 1);
+    t = tony_lastwords_tail(path, 5, 4096);
+    assert_string_equal(t, "ok\n?? bad ?( \xc3\xa9t\xc3\xa9?x");
+    free(t);
+    unlink(path);
+    free(path);
+    path = write_tmp("\n \n", 3);
+    assert_null(tony_lastwords_tail(path, 5, 4096));
+    unlink(path);
+    free(path);
+    assert_null(tony_lastwords_tail("/nonexistent/stderr", 5, 4096));
+}
+
+static void test_torch_error_file(void **state) {
+    (void)state;
+    /* what torch's @record writes */
+    const char *rec = "{\"message\": {\"message\": \"ValueError: boom\", \"extraInfo\": {\"py_callstack\": "
+                      "\"Traceback (most recent call last):\\n  File \\\"t.py\\\", line 3, in main\\n    raise "
+                      "ValueError('boom')\\nValueError: boom\\n\", \"timestamp\": \"1\"}}}";
+    char *path = write_tmp(rec, strlen(rec));
+    char *t = tony_lastwords_torch_error(path, 20, 4096);
+    assert_string_equal(t, "Traceback (most recent call last):\n  File \"t.py\", line 3, in main\n    raise "
+                           "ValueError('boom')\nValueError: boom");
+    free(t);
+    t = tony_lastwords_torch_error(path, 1, 4096);
+    assert_string_equal(t, "ValueError: boom");
+    free(t);
+    unlink(path);
+    free(path);
+    path = write_tmp("{\"message\": \"plain text\"}", 25);
+    t = tony_lastwords_torch_error(path, 20, 4096);
+    assert_string_equal(t, "plain text");
+    free(t);
+    unlink(path);
+    free(path);
+    path = write_tmp("not json", 8);
+    assert_null(tony_lastwords_torch_error(path, 20, 4096));
+    unlink(path);
+    free(path);
+    assert_null(tony_lastwords_torch_error("/nonexistent/torchelastic_error.json", 20, 4096));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_code_rule),
+        cmocka_unit_test(test_backoff_doubles_up_to_cap),
+        cmocka_unit_test(test_decisions_and_reasons),
+        cmocka_unit_test(test_bad_values_name_the_key),
+        cmocka_unit_test(test_stderr_tail),
+        cmocka_unit_test(test_torch_error_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
