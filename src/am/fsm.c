@@ -205,7 +205,7 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     char *why = NULL, *cause = j->first_failed ? am_cause_text(&f->root_cause) : NULL;
     bool retry = am_policy_should_retry(p, &fl, f->retries_left, &why);
     const char *diag = j->attempt_diagnostics ? j->attempt_diagnostics : "";
-    char *d = tony_sprintf("%s%s%s%s%s", diag, why ? " " : "", why ? why : "", cause ? "\n" : "", cause ? cause : "");
+    char *d = tony_sprintf("%s%s%s%s%s", diag, why ? "\n" : "", why ? why : "", cause ? "\n" : "", cause ? cause : "");
     free(why);
     free(cause);
     if (!retry) {

@@ -27,6 +27,7 @@ struct tony_follow {
     long long attempt;   /* the job attempt last seen, -1 before the first look */
     char *attempt_diag;  /* why the attempt last seen is ending, once known */
     tony_strv told;      /* "role:index@attempt" failures already reported */
+    char *cause;         /* the root cause last printed */
 };
 
 static bool wants_live(FILE *out) {
@@ -51,6 +52,7 @@ void tony_follow_free(tony_follow *f) {
     free(f->tb_url);
     free(f->block);
     free(f->attempt_diag);
+    free(f->cause);
     tony_strv_free(&f->told);
     free(f);
 }
@@ -322,9 +324,18 @@ static void update_plain(tony_follow *f, const json_t *job) {
     fflush(f->out);
 }
 
+/* A failed attempt's root cause (the job's root_cause), once, while the job
+ * goes on (it restarts); the final diagnostics say the last one. */
+static void note_cause(tony_follow *f, const json_t *job) {
+    const char *cause = str(json_object_get(job, "root_cause"), "text");
+    if (!*cause || strcmp(str(job, "state"), "FINISHED") == 0 || !changed(&f->cause, cause)) return;
+    tony_follow_say(f, f->out, "tony: %s\n", cause);
+}
+
 void tony_follow_update(tony_follow *f, const json_t *job) {
     if (f->live) update_live(f, job);
     else update_plain(f, job);
+    note_cause(f, job);
 }
 
 void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) {

@@ -61,6 +61,11 @@ void tony_report_tasks(FILE *out, const json_t *job) {
         }
         free(id);
     }
+    /* A running job that restarted: why its last attempt failed (once the
+     * job is over, its diagnostics say it, with the root cause). */
+    const char *state = json_string_value(json_object_get(job, "state"));
+    const char *cause = json_string_value(json_object_get(json_object_get(job, "root_cause"), "text"));
+    if (cause && (!state || strcmp(state, "FINISHED") != 0)) fprintf(out, "  last failed attempt: %s\n", cause);
 }
 
 void tony_report_final(FILE *out, const json_t *job) {

@@ -850,7 +850,7 @@ static void test_permanent_failures_are_not_retried(void **state) {
             am_fsm_exited(&f->fsm, f->out.items[i].task, TONY_EXIT_KILLED_BY_APPMASTER, NULL, 100, &f->out);
     assert_int_equal(count(f, AM_ACT_FINISH), 1);
     assert_int_equal(f->fsm.retries_left, 3);
-    assert_non_null(strstr(f->fsm.diagnostics, "cannot build the env of worker:0: bad Not retried: the attempt "
+    assert_non_null(strstr(f->fsm.diagnostics, "cannot build the env of worker:0: bad\nNot retried: the attempt "
                                                  "failed on its configuration"));
     destroy(f);
 }

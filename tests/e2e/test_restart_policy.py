@@ -1,0 +1,124 @@
+"""Restart policies and root cause on the local backend, with real Python
+(and PyTorch) processes: `exit-code` does not retry a script's own error
+(sys.exit(1), an uncaught exception) but retries a SIGKILLed task; the
+first task to fail, its exit meaning and its traceback reach `tony submit`'s
+output, `tony status` and the job's JSON; torch's @record error file is
+read in preference to stderr; a bad policy value is refused at submit."""
+import json
+import time
+
+import pytest
+
+from conftest import REPO
+
+SMALL = ["--conf", "tony.worker.memory=512m", "--conf", "tony.worker.instances=2",
+         "--conf", "tony.application.fail-on-worker-failure-enabled=true"]
+
+
+def script(tmp_path, name, text):
+    d = tmp_path / "src"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text)
+    return ["--src_dir", str(d), "--python_binary_path", str(PYTHON), "--executes", name]
+
+
+PYTHON = REPO / "build/pyenv/bin/python"
+
+RAISES = """
+import os, sys, time
+if os.environ["TASK_INDEX"] == "1":
+    print("rank 1 about to fail", file=sys.stderr)
+    def load(path):
+        raise ValueError("no such shard: " + path)
+    load("/data/shard-7")
+time.sleep(30)  # rank 0 is stopped when rank 1 fails
+"""
+
+
+def test_exit_code_policy_does_not_retry_script_error(tony, tmp_path):
+    t0 = time.time()
+    r = tony.submit(*script(tmp_path, "raises.py", RAISES), *SMALL, "--conf", "tony.am.retry-count=3",
+                    "--conf", "tony.application.restart-policy=exit-code")
+    assert r.rc != 0, r
+    assert time.time() - t0 < 25  # no restart, no backoff
+    st = r.status()
+    assert st["attempt"] == 0 and st["retries_left"] == 3, st
+    cause = st["root_cause"]
+    assert cause["task"] == "worker:1" and cause["exit_status"] == 1, cause
+    assert cause["exit_meaning"] == "exit code 1 (the script's own error)"
+    assert "ValueError: no such shard: /data/shard-7" in cause["stderr_tail"]
+    assert 'raise ValueError("no such shard: " + path)' in cause["stderr_tail"]
+    diag = st["diagnostics"]
+    assert "Not retried: exit code 1 is the script's own error" in diag, diag
+    assert "tony.application.restart-policy is exit-code" in diag
+    # tony submit's output: the reason, then the failing rank's traceback
+    assert "Root cause: worker:1 failed first in attempt 0" in r.out, r
+    assert "    ValueError: no such shard: /data/shard-7" in r.out, r
+    # tony status, after the end
+    s = tony.run("status", st["app_id"], check_rc=None)
+    assert "Root cause: worker:1 failed first" in s.out, s
+    assert "ValueError: no such shard" in s.out, s
+
+
+KILLED_ONCE = """
+import os, signal, sys
+marker = os.path.join(os.environ["TONY_JOB_DIR"], "killed-once")
+if os.environ["TASK_INDEX"] == "0" and not os.path.exists(marker):
+    open(marker, "w").close()
+    print("rank 0 going down", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+print("attempt", os.environ["SESSION_ID"], "ok")
+"""
+
+
+def test_exit_code_policy_retries_sigkill_after_backoff(tony, tmp_path):
+    r = tony.submit(*script(tmp_path, "killed.py", KILLED_ONCE), *SMALL, "--conf", "tony.am.retry-count=2",
+                    "--conf", "tony.application.restart-policy=exit-code",
+                    "--conf", "tony.application.restart-backoff-ms=1500")
+    assert r.rc == 0, r
+    st = r.status()
+    assert st["attempt"] == 1 and st["final_status"] == "SUCCEEDED", st
+    # the root cause of the failed attempt stays in the job's record
+    assert st["root_cause"]["task"] == "worker:0" and st["root_cause"]["exit_status"] == 137, st["root_cause"]
+    assert "rank 0 going down" in st["root_cause"]["stderr_tail"]
+    # the client said why attempt 0 failed when it restarted
+    assert "killed by signal 9" in r.out, r
+    w0 = [t for t in st["tasks"] if t["role"] == "worker" and t["index"] == 0][0]
+    assert w0["state"] == "SUCCEEDED" and [run["state"] for run in w0["runs"]] == ["FAILED", "SUCCEEDED"], w0
+
+
+RECORD = """
+import os, time
+from torch.distributed.elastic.multiprocessing.errors import record
+
+@record
+def main():
+    if os.environ["TASK_INDEX"] == "1":
+        raise RuntimeError("rank 1 lost its optimizer state")
+    time.sleep(60)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_torch_record_error_file_is_the_root_cause(tony, tmp_path):
+    pytest.importorskip("torch")
+    r = tony.submit(*script(tmp_path, "record.py", RECORD), *SMALL, "--conf", "tony.application.framework=pytorch")
+    assert r.rc != 0, r
+    st = r.status()
+    cause = st["root_cause"]
+    assert cause["task"] == "worker:1", cause
+    assert "RuntimeError: rank 1 lost its optimizer state" in cause["error"], cause
+    assert "Traceback (most recent call last)" in cause["error"]
+    assert "Its error file (torch's @record) says:" in r.out, r
+    # the file is where TORCHELASTIC_ERROR_FILE pointed: the task's log dir
+    f = r.job_dir() / "attempts/0/worker-1/torchelastic_error.json"
+    assert json.loads(f.read_text())["message"]["message"].startswith("RuntimeError")
+
+
+def test_bad_policy_is_refused_at_submit(tony):
+    r = tony.submit("--executes", "true", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.worker.restart-policy=always")
+    assert r.rc != 0, r
+    assert "tony.worker.restart-policy must be on-failure, never or exit-code, got 'always'" in r.text, r
