@@ -151,6 +151,12 @@ function renderJob(job) {
   const diag = $("diagnostics");
   setText(diag, job.diagnostics || "");
   diag.hidden = !job.diagnostics;
+  // While the job goes on after a failed attempt, why that one failed: the
+  // first task to fail and its last words (once over, the diagnostics say it).
+  const cause = $("root-cause");
+  const showCause = job.root_cause && job.root_cause.text && job.state !== "FINISHED";
+  setText(cause, showCause ? `Last failed attempt. ${job.root_cause.text}` : "");
+  cause.hidden = !showCause;
   const tb = $("tb-link");
   if (job.tensorboard_url) {
     // Through the coordinator's redirect: behind YARN's proxy that serves

@@ -121,6 +121,10 @@ async function restart() {
   release("release-fail");
   // the job restarts; the row counts the task's starts and the tail follows
   await waitText(page.locator("#attempt"), /^1 \(1 restart\)/, "the job's attempt 1");
+  // why attempt 0 failed: its first failed task, the exit in words, its stderr
+  await waitText(page.locator("#root-cause"), /Root cause: worker:0 failed first in attempt 0.*exit code 7 \(the script's own error\)/,
+                 "the root cause of attempt 0");
+  check(/worker 0 fails in attempt 0/.test(await page.locator("#root-cause").textContent()), "the root cause without its stderr");
   await waitText(cell("worker:0", "attempt"), /^1 \(started 2×\)$/, "worker:0 started twice");
   await waitText(cell("worker:1", "attempt"), /^1 \(started 2×\)$/, "worker:1 started twice");
   await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING again");
