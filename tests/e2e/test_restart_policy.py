@@ -58,6 +58,9 @@ def test_exit_code_policy_does_not_retry_script_error(tony, tmp_path):
     s = tony.run("status", st["app_id"], check_rc=None)
     assert "Root cause: worker:1 failed first" in s.out, s
     assert "ValueError: no such shard" in s.out, s
+    # the history (its events) keeps it
+    h = tony.run("history", st["app_id"], check_rc=None)
+    assert "Root cause: worker:1 failed first" in h.out and "ValueError: no such shard" in h.out, h
 
 
 KILLED_ONCE = """
@@ -102,6 +105,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.ml
 def test_torch_record_error_file_is_the_root_cause(tony, tmp_path):
     pytest.importorskip("torch")
     r = tony.submit(*script(tmp_path, "record.py", RECORD), *SMALL, "--conf", "tony.application.framework=pytorch")
