@@ -56,36 +56,47 @@ static char *last_lines(const char *text, size_t n, int lines, size_t max_bytes)
     return out;
 }
 
-char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes) {
+/* An fd on path when it is a regular file with something in it (a FIFO
+ * planted there must not block the reader), *size its size; else -1. */
+static int open_nonempty(const char *path, off_t *size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return NULL;
+    if (fd < 0) return -1;
     struct stat st;
-    char *out = NULL;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        /* a byte more than kept, to see whether the first line is whole */
-        off_t from = st.st_size > (off_t)max_bytes + 1 ? st.st_size - (off_t)max_bytes - 1 : 0;
-        size_t want = (size_t)(st.st_size - from);
-        char *buf = tony_xmalloc(want + 1);
-        ssize_t got = pread(fd, buf, want, from);
-        if (got > 0) {
-            size_t skip = 0;
-            /* a line cut by the start of the window is not shown */
-            if (from > 0)
-                while (skip < (size_t)got && buf[skip++] != '\n') {}
-            out = last_lines(buf + skip, (size_t)got - skip, lines, max_bytes);
-        }
-        free(buf);
+        *size = st.st_size;
+        return fd;
     }
+    close(fd);
+    return -1;
+}
+
+char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes) {
+    off_t size;
+    int fd = open_nonempty(path, &size);
+    if (fd < 0) return NULL;
+    /* a byte more than kept, to see whether the first line is whole */
+    off_t from = size > (off_t)max_bytes + 1 ? size - (off_t)max_bytes - 1 : 0;
+    size_t want = (size_t)(size - from);
+    char *buf = tony_xmalloc(want + 1), *out = NULL;
+    ssize_t got = pread(fd, buf, want, from);
+    if (got > 0) {
+        size_t skip = 0;
+        /* a line cut by the start of the window is not shown */
+        if (from > 0)
+            while (skip < (size_t)got && buf[skip++] != '\n') {}
+        out = last_lines(buf + skip, (size_t)got - skip, lines, max_bytes);
+    }
+    free(buf);
     close(fd);
     return out;
 }
 
 char *tony_lastwords_torch_error(const char *path, int lines, size_t max_bytes) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    off_t size;
+    int fd = open_nonempty(path, &size);
     if (fd < 0) return NULL;
-    struct stat st;
     json_t *root = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= TORCH_ERROR_FILE_MAX) {
+    if (size <= TORCH_ERROR_FILE_MAX) {
         FILE *f = fdopen(fd, "r");
         if (f) {
             root = json_loadf(f, 0, NULL);

@@ -6,16 +6,9 @@ application -status` show them) and `tony status`."""
 import pytest
 
 from conftest import PYTHON
-from test_yarn_jobs import Yarn, check_after, role_cmd
+from test_yarn_jobs import role_cmd, yarn  # noqa: F401 (yarn: the cluster fixture, with its checks after)
 
 pytestmark = pytest.mark.hadoop
-
-
-@pytest.fixture
-def yarn(tony, hadoop):
-    y = Yarn(tony, hadoop)
-    yield y
-    check_after(y)
 
 
 def test_root_cause_in_yarn_diagnostics_and_status(yarn):

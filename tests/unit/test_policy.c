@@ -5,6 +5,7 @@
  * files. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,13 +134,24 @@ static void test_bad_values_name_the_key(void **state) {
     tony_conf_free(c);
 }
 
-static char *write_tmp(const char *data, size_t n) {
-    char *path = strdup("/tmp/tony-test-lastwords-XXXXXX");
+/* What tony_lastwords_tail / _torch_error (torch: true) read from a real
+ * file holding data[0..n). */
+static char *read_back(const char *data, size_t n, bool torch, int lines, size_t max_bytes) {
+    char path[] = "/tmp/tony-test-lastwords-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, data, n), (ssize_t)n);
     close(fd);
-    return path;
+    char *out = torch ? tony_lastwords_torch_error(path, lines, max_bytes) : tony_lastwords_tail(path, lines, max_bytes);
+    unlink(path);
+    return out;
+}
+
+static void expect_read(const char *data, size_t n, bool torch, int lines, size_t max_bytes, const char *want) {
+    char *got = read_back(data, n, torch, lines, max_bytes);
+    if (!want) assert_null(got);
+    else assert_string_equal(got, want);
+    free(got);
 }
 
 static void test_stderr_tail(void **state) {
@@ -147,35 +159,16 @@ static void test_stderr_tail(void **state) {
     char big[8192];
     size_t n = 0;
     for (int i = 0; i < 100; i++) n += (size_t)snprintf(big + n, sizeof big - n, "line %d\n", i);
-    char *path = write_tmp(big, n);
-    char *t = tony_lastwords_tail(path, 3, 4096);
-    assert_string_equal(t, "line 97\nline 98\nline 99");
-    free(t);
+    expect_read(big, n, false, 3, 4096, "line 97\nline 98\nline 99");
     /* bytes bound whole lines: "line 98\nline 99\n" is 16 */
-    t = tony_lastwords_tail(path, 20, 16);
-    assert_string_equal(t, "line 98\nline 99");
-    free(t);
-    t = tony_lastwords_tail(path, 20, 15);
-    assert_string_equal(t, "line 99");
-    free(t);
+    expect_read(big, n, false, 20, 16, "line 98\nline 99");
+    expect_read(big, n, false, 20, 15, "line 99");
     /* a window that starts inside a line drops that line */
-    t = tony_lastwords_tail(path, 20, 10);
-    assert_string_equal(t, "line 99");
-    free(t);
-    unlink(path);
-    free(path);
+    expect_read(big, n, false, 20, 10, "line 99");
     /* not UTF-8, a NUL, blank endings */
     const char odd[] = "ok\n\xff\xfe bad \xc3\x28 \xc3\xa9t\xc3\xa9\0x\n\n  \n";
-    path = write_tmp(odd, sizeof odd - 1);
-    t = tony_lastwords_tail(path, 5, 4096);
-    assert_string_equal(t, "ok\n?? bad ?( \xc3\xa9t\xc3\xa9?x");
-    free(t);
-    unlink(path);
-    free(path);
-    path = write_tmp("\n \n", 3);
-    assert_null(tony_lastwords_tail(path, 5, 4096));
-    unlink(path);
-    free(path);
+    expect_read(odd, sizeof odd - 1, false, 5, 4096, "ok\n?? bad ?( \xc3\xa9t\xc3\xa9?x");
+    expect_read("\n \n", 3, false, 5, 4096, NULL);
     assert_null(tony_lastwords_tail("/nonexistent/stderr", 5, 4096));
 }
 
@@ -185,26 +178,12 @@ static void test_torch_error_file(void **state) {
     const char *rec = "{\"message\": {\"message\": \"ValueError: boom\", \"extraInfo\": {\"py_callstack\": "
                       "\"Traceback (most recent call last):\\n  File \\\"t.py\\\", line 3, in main\\n    raise "
                       "ValueError('boom')\\nValueError: boom\\n\", \"timestamp\": \"1\"}}}";
-    char *path = write_tmp(rec, strlen(rec));
-    char *t = tony_lastwords_torch_error(path, 20, 4096);
-    assert_string_equal(t, "Traceback (most recent call last):\n  File \"t.py\", line 3, in main\n    raise "
-                           "ValueError('boom')\nValueError: boom");
-    free(t);
-    t = tony_lastwords_torch_error(path, 1, 4096);
-    assert_string_equal(t, "ValueError: boom");
-    free(t);
-    unlink(path);
-    free(path);
-    path = write_tmp("{\"message\": \"plain text\"}", 25);
-    t = tony_lastwords_torch_error(path, 20, 4096);
-    assert_string_equal(t, "plain text");
-    free(t);
-    unlink(path);
-    free(path);
-    path = write_tmp("not json", 8);
-    assert_null(tony_lastwords_torch_error(path, 20, 4096));
-    unlink(path);
-    free(path);
+    expect_read(rec, strlen(rec), true, 20, 4096,
+                "Traceback (most recent call last):\n  File \"t.py\", line 3, in main\n    raise "
+                "ValueError('boom')\nValueError: boom");
+    expect_read(rec, strlen(rec), true, 1, 4096, "ValueError: boom");
+    expect_read("{\"message\": \"plain text\"}", 25, true, 20, 4096, "plain text");
+    expect_read("not json", 8, true, 20, 4096, NULL);
     assert_null(tony_lastwords_torch_error("/nonexistent/torchelastic_error.json", 20, 4096));
 }
 
