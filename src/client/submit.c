@@ -199,7 +199,8 @@ static void dry_run(const tony_plan *p, const char *backend, const tony_local_po
     printf("  framework:  %s\n  mode:       %s%s\n", p->framework,
            p->single_node ? "single node (the command runs in the coordinator)" : (p->gang ? "GANG" : "FCFS"),
            p->lockstep ? ", lock-step: one failed worker ends the attempt" : "");
-    printf("  restarts:   %d (tony.am.retry-count)\n", p->retry_count);
+    printf("  restarts:   %d (tony.am.retry-count), policy %s, backoff %lld ms doubling up to %lld ms\n",
+           p->retry_count, tony_restart_policy_name(p->restart_policy), p->restart_backoff_ms, p->restart_backoff_max_ms);
     printf("  heartbeat:  every %lld ms, expires after %d missed\n", p->heartbeat_interval_ms, p->max_missed_heartbeats);
     if (p->single_node) {
         printf("  command:    %s\n", p->am_command);
@@ -219,6 +220,9 @@ static void dry_run(const tony_plan *p, const char *backend, const tony_local_po
                role->instances, role->memory_mb, role->vcores, role->gpus, tony_role_kind_name(role->kind),
                role->stage == TONY_STAGE_PREPARE ? "prepare" : "training", role->stop_on_failure ? ", stop-on-failure" : "",
                role->node_label ? ", node label " : "");
+        if (role->restart_policy != p->restart_policy)
+            printf("    restart policy: %s (tony.%s.restart-policy)\n", tony_restart_policy_name(role->restart_policy),
+                   role->name);
         if (role->node_label) printf("%s", role->node_label);
         printf("    command:   %s\n", role->command);
         if (role->resources && *role->resources) printf("    resources: %s\n", role->resources);

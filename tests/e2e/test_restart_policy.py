@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=512m", "--conf", "tony.worker.instances=2",
          "--conf", "tony.application.fail-on-worker-failure-enabled=true"]
@@ -85,9 +85,37 @@ def test_exit_code_policy_retries_sigkill_after_backoff(tony, tmp_path):
     assert st["root_cause"]["task"] == "worker:0" and st["root_cause"]["exit_status"] == 137, st["root_cause"]
     assert "rank 0 going down" in st["root_cause"]["stderr_tail"]
     # the client said why attempt 0 failed when it restarted
-    assert "killed by signal 9" in r.out, r
+    assert "tony: Root cause: worker:0 failed first in attempt 0" in r.out, r
+    assert "killed by signal 9 (SIGKILL)" in r.out and "    rank 0 going down" in r.out, r
     w0 = [t for t in st["tasks"] if t["role"] == "worker" and t["index"] == 0][0]
     assert w0["state"] == "SUCCEEDED" and [run["state"] for run in w0["runs"]] == ["FAILED", "SUCCEEDED"], w0
+
+
+def test_status_during_backoff_shows_root_cause(tony, tmp_path):
+    """While the coordinator waits out the backoff the job is in BACKOFF and
+    `tony status` says why the last attempt failed."""
+    r = tony.submit("--detach", *script(tmp_path, "killed.py", KILLED_ONCE), *SMALL,
+                    "--conf", "tony.am.retry-count=1", "--conf", "tony.application.restart-backoff-ms=20000")
+    assert r.rc == 0, r
+    app_id = r.job_dir().name
+
+    def backoff():
+        s = tony.run("status", app_id, "--json")
+        return s.rc == 0 and json.loads(s.out).get("state") == "BACKOFF"
+    wait_for(backoff, 30, what="the job in BACKOFF")
+    t0 = time.time()
+    job = json.loads(tony.run("status", app_id, "--json").out)
+    assert job["restart_at_ms"] > time.time() * 1000 + 5000, job  # about 20 s after the failure
+    s = tony.run("status", app_id)
+    assert "last failed attempt: Root cause: worker:0 failed first in attempt 0" in s.out, s
+    assert "killed by signal 9 (SIGKILL)" in s.out and "rank 0 going down" in s.out, s
+    # a kill during the wait ends the job there, KILLED
+    tony.run("kill", app_id, check_rc=0)
+    wait_for(lambda: r.status()["state"] == "FINISHED", 30, what="the end")
+    st = r.status()
+    assert st["final_status"] == "KILLED" and st["attempt"] == 0, st
+    assert "Killed by the user while waiting to restart" in st["diagnostics"], st
+    assert time.time() - t0 < 15
 
 
 RECORD = """
