@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "am/api.h"
+#include "am/lastfetch.h"
 #include "am/logfetch.h"
 #include "am/record.h"
 #include "am/taskenv.h"
@@ -200,10 +201,10 @@ static void on_kick(evutil_socket_t fd, short what, void *arg) {
 
 /* A task whose container ended without its executor's report (killed
  * with it, out of memory): its last words for the root cause, from its log
- * where this coordinator can read it (the local backend; on YARN only on
- * the coordinator's own node). */
+ * dir, where the backend reads no log links (the local backend: the files
+ * are on this machine). */
 static void read_last_words(tony_am *am, am_task *t) {
-    if (t->stderr_tail || t->error_report || !t->log_dir) return;
+    if (!t->log_dir) return;
     char *errp = tony_path_join(t->log_dir, "stderr"), *errfile = tony_path_join(t->log_dir, TONY_TORCH_ERROR_FILE);
     char *tail = tony_lastwords_tail(errp, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
     char *report = tony_lastwords_torch_error(errfile, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
@@ -214,6 +215,23 @@ static void read_last_words(tony_am *am, am_task *t) {
     free(errp);
 }
 
+/* A container's end, given to the state machine (at exit_ms, when it was
+ * told: a failed task's exit may wait for its last words, lastfetch.h). */
+static void deliver_exit(tony_am *am, am_task *t, int exit_status, const char *diagnostics, long long exit_ms) {
+    am_fsm_exited(&am->fsm, t, exit_status, diagnostics, exit_ms, &am->pending);
+    am_record_task_exit(am, t);
+    am->status_dirty = true;
+    carry_out(am);
+}
+
+static void on_last_words(tony_am *am, const char *role, int index, int attempt, int exit_status,
+                          const char *diagnostics, long long exit_ms, const char *tail) {
+    am_task *t = attempt == am->fsm.job.attempt ? am_job_task(&am->fsm.job, role, index) : NULL;
+    if (!t || t->exited) return;
+    am_fsm_task_output(&am->fsm, t, tail, NULL);
+    deliver_exit(am, t, exit_status, diagnostics, exit_ms);
+}
+
 static void on_container_exit(void *ctx, const char *role, int index, int attempt, int exit_status,
                               const char *diagnostics) {
     tony_am *am = ctx;
@@ -222,11 +240,15 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     if (!t || t->exited) return;
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
-    if (exit_status != 0 && t->stop_tries == 0) read_last_words(am, t);
-    am_fsm_exited(&am->fsm, t, exit_status, diagnostics, am_now_ms(), &am->pending);
-    am_record_task_exit(am, t);
-    am->status_dirty = true;
-    carry_out(am);
+    long long now = am_now_ms();
+    /* A failure its executor did not report: its last words from its log,
+     * through the backend where it reads log links (the exit then waits
+     * for them), else from the file. */
+    if (exit_status != 0 && t->stop_tries == 0 && !t->stderr_tail && !t->error_report) {
+        if (am_lastfetch_start(am, t, exit_status, diagnostics, now, on_last_words)) return;
+        read_last_words(am, t);
+    }
+    deliver_exit(am, t, exit_status, diagnostics, now);
 }
 
 static void kill_job(tony_am *am) {
@@ -400,6 +422,7 @@ static void am_teardown(tony_am *am) {
     if (am->single_pid > 0) kill_single(am, am->single_pid);
     /* Reads of task logs in flight belong to the backend: dropped first. */
     am_logfetch_free_all(am);
+    am_lastfetch_free_all(am);
     /* The history's last copy is over, or given up, before the cluster
      * hears of the end (its client then looks for the history). */
     am_history_free(am->history);

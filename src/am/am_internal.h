@@ -38,6 +38,8 @@ typedef struct am_waiter {
 
 /* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
+/* A failed task's stderr tail read by the backend, its exit held (lastfetch.c). */
+typedef struct am_lastfetch am_lastfetch;
 
 typedef struct tony_am {
     struct event_base *base;
@@ -88,6 +90,7 @@ typedef struct tony_am {
     am_metrics **metrics;
     size_t nmetrics;
     am_logfetch *logfetches; /* log reads by the backend in flight */
+    am_lastfetch *lastfetches; /* stderr tails of failed tasks read by the backend, their exits held */
 } tony_am;
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms

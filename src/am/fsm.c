@@ -344,10 +344,13 @@ static const char *lockstep_hint(const tony_plan *p) {
     return p->lockstep ? "its peers train in lock-step and cannot go on without it" : "";
 }
 
-/* The first task of the attempt to fail, by time, is its root cause; a
+/* The first task of the attempt to fail, by time, is its root cause (an
+ * exit told late, held for its last words, still counts at its time); a
  * sidecar's failures are ignored, so never one. */
-static void note_failure(am_job *j, am_task *t) {
-    if (!j->first_failed && t->role->kind != TONY_ROLE_SIDECAR) j->first_failed = t;
+static void note_failure(am_job *j, am_task *t, long long when_ms) {
+    if (t->role->kind == TONY_ROLE_SIDECAR || (j->first_failed && j->first_failed_ms <= when_ms)) return;
+    j->first_failed = t;
+    j->first_failed_ms = when_ms;
 }
 
 /* What a failed task means for the attempt (TonY's rules, then ours). */
@@ -395,11 +398,13 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
             t->diagnostics = d;
         }
         /* A task we asked to stop ended because of it, whether the backend
-         * stopped it or its executor did when its heartbeat was answered. */
+         * stopped it or its executor did when its heartbeat was answered;
+         * not one whose end, told late (lastfetch.h), came before the stop. */
+        bool stopped = t->stop_tries > 0 && now_ms >= t->stop_ms;
         if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
-        else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0) t->state = AM_TASK_FINISHED;
+        else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
         else t->state = AM_TASK_FAILED;
-        if (t->state == AM_TASK_FAILED) note_failure(&f->job, t);
+        if (t->state == AM_TASK_FAILED) note_failure(&f->job, t, now_ms);
         if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
             task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
     }
@@ -471,7 +476,7 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
-        note_failure(j, t);
+        note_failure(j, t, now_ms);
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",
                                       t->role->name, t->index, j->plan->max_missed_heartbeats,

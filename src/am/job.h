@@ -75,6 +75,7 @@ typedef struct am_job {
     am_final_status attempt_status;
     char *attempt_diagnostics;
     am_task *first_failed; /* the first task of this attempt to fail (root cause), or NULL */
+    long long first_failed_ms; /* when it failed */
 } am_job;
 
 /* The table of attempt 0, every task NEW; the state machine (fsm.h) is

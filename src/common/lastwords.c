@@ -56,6 +56,14 @@ static char *last_lines(const char *text, size_t n, int lines, size_t max_bytes)
     return out;
 }
 
+char *tony_lastwords_text(const char *text, size_t n, bool cut, int lines, size_t max_bytes) {
+    size_t skip = 0;
+    /* a line cut by the start of the window is not shown */
+    if (cut)
+        while (skip < n && text[skip++] != '\n') {}
+    return last_lines(text + skip, n - skip, lines, max_bytes);
+}
+
 /* An fd on path when it is a regular file with something in it (a FIFO
  * planted there must not block the reader), *size its size; else -1. */
 static int open_nonempty(const char *path, off_t *size) {
@@ -79,13 +87,7 @@ char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes) {
     size_t want = (size_t)(size - from);
     char *buf = tony_xmalloc(want + 1), *out = NULL;
     ssize_t got = pread(fd, buf, want, from);
-    if (got > 0) {
-        size_t skip = 0;
-        /* a line cut by the start of the window is not shown */
-        if (from > 0)
-            while (skip < (size_t)got && buf[skip++] != '\n') {}
-        out = last_lines(buf + skip, (size_t)got - skip, lines, max_bytes);
-    }
+    if (got > 0) out = tony_lastwords_text(buf, (size_t)got, from > 0, lines, max_bytes);
     free(buf);
     close(fd);
     return out;

@@ -7,6 +7,7 @@
 #ifndef TONY_LASTWORDS_H
 #define TONY_LASTWORDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define TONY_LASTWORDS_LINES 20   /* lines of stderr kept */
@@ -18,6 +19,11 @@
  * (whole lines), without the trailing newline; NULL when it is missing,
  * unreadable or holds only blank space. */
 char *tony_lastwords_tail(const char *path, int lines, size_t max_bytes);
+
+/* The same from text[0..n), the end of a file read elsewhere (a YARN
+ * NodeManager's answer); cut: text starts inside the file, so its first
+ * line may be partial and is dropped. */
+char *tony_lastwords_text(const char *text, size_t n, bool cut, int lines, size_t max_bytes);
 
 /* The exception and its traceback's last `lines` lines from torch's error
  * file at path (either of its two formats); NULL when there is none or it

@@ -828,6 +828,26 @@ static void test_root_cause_is_first_failure_and_prefers_error_file(void **state
     destroy(f);
 }
 
+/* An exit told late (held while the coordinator reads the task's stderr
+ * through the backend) counts at its own time: it failed first, before the
+ * stop it was sent meanwhile, so it is the root cause and FAILED. */
+static void test_exit_told_late_counts_at_its_time(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 1, NULL, 300, fresh(f));
+    assert_true(stops(f, "worker", 0)); /* its end is not known yet */
+    am_fsm_task_output(&f->fsm, task(f, "worker", 0), "oom-ish end of worker 0", NULL);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 137, NULL, 100, fresh(f));
+    assert_int_equal(task(f, "worker", 0)->state, AM_TASK_FAILED);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_string_equal(f->fsm.root_cause.task, "worker:0");
+    assert_non_null(strstr(f->fsm.diagnostics, "Root cause: worker:0 failed first"));
+    assert_non_null(strstr(f->fsm.diagnostics, "oom-ish end of worker 0"));
+    destroy(f);
+}
+
 /* A failure made permanent (a log policy's `fail`, a config error) is not
  * retried under any policy, and says why. */
 static void test_permanent_failures_are_not_retried(void **state) {
@@ -918,6 +938,7 @@ int main(void) {
         cmocka_unit_test(test_exit_code_policy_retries_preempted_and_lost),
         cmocka_unit_test(test_role_policy_overrides_job_policy),
         cmocka_unit_test(test_root_cause_is_first_failure_and_prefers_error_file),
+        cmocka_unit_test(test_exit_told_late_counts_at_its_time),
         cmocka_unit_test(test_permanent_failures_are_not_retried),
         cmocka_unit_test(test_kill_or_timeout_during_backoff),
     };
