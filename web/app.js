@@ -217,6 +217,7 @@ function taskCells(t, job) {
     mem,
     cpu,
     log: t.log_url || "",
+    stacks: t.stacks || "",
   };
 }
 
@@ -231,6 +232,21 @@ function renderLogLink(td, url) {
   a.rel = "noopener";
   a.title = "this task's container logs on its NodeManager";
   a.textContent = "logs ↗";
+  a.addEventListener("click", (e) => e.stopPropagation());
+  td.append(" ", a);
+}
+
+// Hang diagnosis: the task's stacks, once a progress timeout collected them
+// (the coordinator serves them as text; relative, so YARN's proxy works).
+function renderStacksLink(td, url) {
+  if (!url) return;
+  const a = document.createElement("a");
+  a.className = "stacks";
+  a.href = url.replace(/^\//, "");
+  a.target = "_blank";
+  a.rel = "noopener";
+  a.title = "the stacks of this task's processes, collected when the attempt hung (tony.task.progress-timeout)";
+  a.textContent = "stacks ↗";
   a.addEventListener("click", (e) => e.stopPropagation());
   td.append(" ", a);
 }
@@ -325,6 +341,7 @@ function renderTasks(tasks) {
       at.dataset.starts = String(t.starts || 0);
       renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
       renderLogLink(tds[COLS.indexOf("task")], cells.log);
+      renderStacksLink(tds[COLS.indexOf("task")], cells.stacks);
       row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
       row.tr.dataset.state = t.state;
     }

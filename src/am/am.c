@@ -15,6 +15,7 @@
 #include "am/api.h"
 #include "am/logfetch.h"
 #include "am/record.h"
+#include "am/stacks.h"
 #include "am/taskenv.h"
 #include "am/view.h"
 #include "common/fs.h"
@@ -182,6 +183,7 @@ static void carry_out(tony_am *am) {
             break;
         case AM_ACT_RESTART: restart(am); break;
         case AM_ACT_FINISH: finished(am); break;
+        case AM_ACT_HANG: am_stacks_hang(am, a.task, am->fsm.hang.idle_ms); break;
         }
     }
     q->len = 0;

@@ -22,6 +22,10 @@
 char *tony_jobs_root(const char *root_conf);
 /* <job_dir>/attempts/<attempt>/<role>-<index>; malloc'ed. */
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index);
+/* <job_dir>/attempts/<attempt>/stacks: the stacks of a hung attempt's
+ * tasks (tony.task.progress-timeout), and in it <role>-<index>.txt. */
+char *tony_jobdir_stacks_dir(const char *job_dir, int attempt);
+char *tony_jobdir_stacks_file(const char *job_dir, int attempt, const char *role, int index);
 /* <job_dir>/attempts/0/am: where a single-node job's command runs. */
 char *tony_jobdir_am_dir(const char *job_dir);
 /* The job's state as JSON (the coordinator's /v1/job): asked of the live

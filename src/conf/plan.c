@@ -363,6 +363,9 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",
                         tony_conf_get(c, "tony.task.metrics-interval-ms"));
 
+    /* hang diagnosis (am/hang.h) */
+    if (tony_conf_get_duration_ms(c, "tony.task.progress-timeout", 0, &p->progress_timeout_ms, err)) return -1;
+
     if (get_nonneg_ll(c, "tony.application.timeout", 0, &p->app_timeout_ms, err)) return -1;
 
     long long exec;
