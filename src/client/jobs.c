@@ -285,15 +285,10 @@ int tony_cmd_logs(int argc, char **argv) {
         fprintf(stderr, "tony: error: --stacks and --follow do not go together: stacks are written once\n");
         code = TONY_EXIT_USAGE;
     }
-    if (code == 0 && stacks && tony_yarn_is_job(job_dir)) {
-        fprintf(stderr, "tony: error: --stacks reads the job dir of a local job; a YARN job's stacks are in its "
-                        "coordinator's container (attempts/<n>/stacks/ in its work dir)\n");
-        code = TONY_EXIT_USAGE;
-    }
     if (code == 0 && tony_yarn_is_job(job_dir)) {
         char *norm = want ? tony_sprintf("%s:%d", role, index) : NULL;
         tony_yarn_logs_opts yo = {.task = norm, .follow = follow, .am = tony_args_get(opts, "am")->seen,
-                                  .attempt = (int)attempt};
+                                  .attempt = (int)attempt, .stacks = stacks};
         code = tony_yarn_logs(job_dir, &yo, conf);
         free(norm);
         free(job_dir);
