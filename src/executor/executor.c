@@ -209,7 +209,11 @@ static void kill_group(pid_t pgid, int sig) {
  * process of the task; they go to it once per attempt. */
 static void send_stacks(const executor *x, pid_t pid) {
     tony_info("the coordinator diagnoses a hang: dumping the stacks of the task's processes");
-    char *text = tony_stacks_dump(pid, share_container_group(), getenv(TASKENV_PY_SPY), TONY_STACKS_BUDGET_MS);
+    /* no heartbeats meanwhile: the dump ends well before the coordinator
+     * would take the silence for a lost executor (fsm.c) */
+    long long expiry = x->heartbeat_ms * (x->max_missed < 3 ? 3 : x->max_missed);
+    long long budget = expiry / 2 < TONY_STACKS_BUDGET_MS ? expiry / 2 : TONY_STACKS_BUDGET_MS;
+    char *text = tony_stacks_dump(pid, share_container_group(), getenv(TASKENV_PY_SPY), budget);
     long status;
     tony_error err;
     json_t *ans = call(x, AM_API_STACKS, json_pack("{s:s}", AM_API_STACKS_TEXT, text), CALL_TIMEOUT_MS, &status, &err);

@@ -214,7 +214,7 @@ static void test_restart_policy_applies(void **state) {
 static void test_only_tracked_roles_are_watched(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=1", "tony.ps.instances=1", "tony.application.framework=tensorflow",
-                        "tony.task.progress-timeout=1s", NULL};
+                        "tony.task.progress-timeout=2s", NULL};
     hang_fx *h = running_job(kv);
     am_fsm_progress(&h->fsm, tk(h, "worker", 0), 0, 10000);
     am_fsm_progress(&h->fsm, tk(h, "ps", 0), 10000, 10000);
@@ -222,7 +222,7 @@ static void test_only_tracked_roles_are_watched(void **state) {
     assert_int_equal(am_hang_idle_ms(tk(h, "ps", 0), 10000), -1);
     assert_int_equal(tick(h, 10000, AM_ACT_HANG), 0);
     /* but once a worker hangs, the ps's stacks are wanted too */
-    am_fsm_progress(&h->fsm, tk(h, "worker", 0), 1500, 10500);
+    am_fsm_progress(&h->fsm, tk(h, "worker", 0), 2500, 10500);
     assert_int_equal(tick(h, 10500, AM_ACT_HANG), 1);
     assert_true(am_fsm_wants_stacks(&h->fsm, tk(h, "ps", 0)));
     int wanted, in;
@@ -263,6 +263,19 @@ static void test_durations(void **state) {
     assert_int_equal(tony_conf_get_duration_ms(c, "tony.task.progress-timeout", 0, &ms, &err), -1);
     assert_non_null(strstr(err.msg, "tony.task.progress-timeout must be a duration"));
     assert_non_null(strstr(err.msg, "'soon'"));
+    /* output is looked at once per heartbeat: a shorter timeout would find healthy tasks hung */
+    tony_conf_load_defaults(c);
+    tony_conf_set(c, "tony.containers.command", "python train.py", "test");
+    tony_conf_set(c, "tony.worker.instances", "1", "test");
+    tony_conf_set(c, "tony.task.progress-timeout", "1500ms", "test");
+    tony_plan plan;
+    assert_int_equal(tony_plan_from_conf(c, &plan, &err), -1);
+    assert_non_null(strstr(err.msg, "tony.task.progress-timeout (1500 ms) must be at least twice "
+                                    "tony.task.heartbeat-interval-ms (1000 ms)"));
+    tony_conf_set(c, "tony.task.progress-timeout", "2s", "test");
+    assert_int_equal(tony_plan_from_conf(c, &plan, &err), 0);
+    assert_int_equal(plan.progress_timeout_ms, 2000);
+    tony_plan_free(&plan);
     tony_conf_free(c);
     char buf[32];
     am_hang_format_ms(850, buf, sizeof buf);
