@@ -453,9 +453,7 @@ void am_fsm_progress(am_fsm *f, am_task *t, long long idle_ms, long long now_ms)
 }
 
 bool am_fsm_wants_stacks(am_fsm *f, am_task *t) {
-    if (!hang_collecting(f) || t->stacks_in || !am_hang_wants_stacks(t)) return false;
-    t->stacks_asked = true;
-    return true;
+    return hang_collecting(f) && !t->stacks_in && am_hang_wants_stacks(t);
 }
 
 void am_fsm_stacks_in(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {

@@ -53,10 +53,9 @@ typedef struct am_task {
     bool stop_given_up;   /* AM_FSM_STOP_TRIES stops did not end it: no longer waited for */
     /* Hang diagnosis (am/hang.h): how long its user process had shown no
      * output or progress when its executor last said, and when that was. */
-    long long idle_ms;      /* -1 or 0 before the first report: counted from started_ms */
-    long long idle_seen_ms; /* 0: never reported */
-    bool stacks_asked;      /* a heartbeat answer asked its executor for its stacks */
-    bool stacks_in;         /* they arrived (written to the job dir) */
+    long long idle_ms;      /* as last reported */
+    long long idle_seen_ms; /* 0: no report yet (idle is counted from started_ms) */
+    bool stacks_in;         /* its stacks arrived (written to the job dir) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;
