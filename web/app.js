@@ -223,22 +223,38 @@ function taskCells(t, job) {
     mem,
     cpu,
     log: t.log_url || "",
+    stacks: t.stacks || "",
   };
 }
 
-// A YARN task on a node with a web UI: its NodeManager's page of the
-// container's logs, beside the task's name (the row itself opens the panel).
-function renderLogLink(td, url) {
-  if (!url || !/^https?:\/\//.test(url)) return;
+// A link beside the task's name that opens elsewhere (the row itself
+// opens the panel).
+function appendLink(td, href, className, title, text) {
   const a = document.createElement("a");
-  a.className = "nm-log";
-  a.href = url;
+  a.className = className;
+  a.href = href;
   a.target = "_blank";
   a.rel = "noopener";
-  a.title = "this task's container logs on its NodeManager";
-  a.textContent = "logs ↗";
+  a.title = title;
+  a.textContent = text;
   a.addEventListener("click", (e) => e.stopPropagation());
   td.append(" ", a);
+}
+
+// A YARN task on a node with a web UI: its NodeManager's page of the
+// container's logs.
+function renderLogLink(td, url) {
+  if (!url || !/^https?:\/\//.test(url)) return;
+  appendLink(td, url, "nm-log", "this task's container logs on its NodeManager", "logs ↗");
+}
+
+// Hang diagnosis: the task's stacks, once a progress timeout collected them
+// (the coordinator serves them as text; relative, so YARN's proxy works).
+function renderStacksLink(td, url) {
+  if (!url) return;
+  appendLink(td, url.replace(/^\//, ""), "stacks",
+             "the stacks of this task's processes, collected when the attempt hung (tony.task.progress-timeout)",
+             "stacks ↗");
 }
 
 // Each attempt the task ran in, for the Attempt cell's tooltip.
@@ -331,6 +347,7 @@ function renderTasks(tasks) {
       at.dataset.starts = String(t.starts || 0);
       renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
       renderLogLink(tds[COLS.indexOf("task")], cells.log);
+      renderStacksLink(tds[COLS.indexOf("task")], cells.stacks);
       row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
       row.tr.dataset.state = t.state;
     }

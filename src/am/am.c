@@ -16,6 +16,7 @@
 #include "am/lastfetch.h"
 #include "am/logfetch.h"
 #include "am/record.h"
+#include "am/stacks.h"
 #include "am/taskenv.h"
 #include "am/view.h"
 #include "common/fs.h"
@@ -184,6 +185,7 @@ static void carry_out(tony_am *am) {
             break;
         case AM_ACT_RESTART: restart(am); break;
         case AM_ACT_FINISH: finished(am); break;
+        case AM_ACT_HANG: am_stacks_hang(am, a.task, am->fsm.hang.idle_ms); break;
         }
     }
     q->len = 0;

@@ -17,6 +17,7 @@
 #include "am/logfetch.h"
 #include "am/record.h"
 #include "am/reply.h"
+#include "am/stacks.h"
 #include "am/view.h"
 #include "am/webui.h"
 #include "common/amapi.h"
@@ -304,7 +305,8 @@ static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answe
 
 static bool known_verb(const char *verb) {
     static const char *const verbs[] = {AM_API_LOG,       AM_API_METRICS, AM_API_REGISTER,
-                                        AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED};
+                                        AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED,
+                                        AM_API_STACKS};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (strcmp(verb, verbs[i]) == 0) return true;
     return false;
@@ -316,16 +318,20 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
         am_reply_error(req, 404,
-                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished>");
+                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|stacks>");
         return;
     }
     if (!known_verb(verb)) {
-        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
+        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started, finished or stacks");
         return;
     }
     if (strcmp(verb, AM_API_LOG) == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else handle_log(am, req, role, index);
+        return;
+    }
+    if (strcmp(verb, AM_API_STACKS) == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+        am_stacks_get(am, req, role, index);
         return;
     }
     if (strcmp(verb, AM_API_METRICS) == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
@@ -432,6 +438,15 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             return;
         }
         add_newer_credentials(am, body, answer);
+        /* hang diagnosis (am/hang.h): how idle the task is; whether to dump its stacks */
+        json_t *idle = json_object_get(body, AM_API_IDLE_MS);
+        if (json_is_integer(idle)) am_fsm_progress(&am->fsm, t, json_integer_value(idle), now);
+        if (am_fsm_wants_stacks(&am->fsm, t)) json_object_set_new(answer, AM_API_DUMP_STACKS, json_true());
+    } else if (strcmp(verb, AM_API_STACKS) == 0) {
+        am_stacks_post(am, req, t, body);
+        json_decref(body);
+        json_decref(answer);
+        return;
     } else if (strcmp(verb, AM_API_STARTED) == 0) {
         am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, AM_API_PID)), now);
         am->status_dirty = true;

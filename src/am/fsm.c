@@ -515,6 +515,65 @@ static void retry_stops(am_job *j, long long now_ms, am_actions *out) {
     }
 }
 
+/* ---- Hang diagnosis (hang.h): tony.task.progress-timeout ---- */
+
+static bool hang_collecting(const am_fsm *f) {
+    return f->hang.active && f->hang.attempt == f->job.attempt && !f->job.attempt_over;
+}
+
+/* The stacks are in, or the wait is over: the attempt fails, naming the
+ * task found idle; the restart policy applies as to any failure. */
+static void hang_end(am_fsm *f) {
+    am_hang *h = &f->hang;
+    am_task *t = h->task;
+    int wanted, in;
+    am_hang_count_stacks(&f->job, &wanted, &in);
+    char idle[32], limit[32];
+    am_hang_format_ms(h->idle_ms, idle, sizeof idle);
+    am_hang_format_ms(f->job.plan->progress_timeout_ms, limit, sizeof limit);
+    free(t->diagnostics);
+    t->diagnostics = tony_sprintf("hung: no output or progress from %s:%d for %s (tony.task.progress-timeout is %s)",
+                                  t->role->name, t->index, idle, limit);
+    end_attempt(&f->job, AM_FINAL_FAILED, "%s; stacks of %d of %d running task(s) collected (tony logs --stacks)",
+                t->diagnostics, in, wanted);
+    h->active = false;
+}
+
+static void check_hang(am_fsm *f, long long now_ms, am_actions *out) {
+    am_hang *h = &f->hang;
+    if (hang_collecting(f)) {
+        int wanted, in;
+        am_hang_count_stacks(&f->job, &wanted, &in);
+        if (in >= wanted || now_ms >= h->deadline_ms) hang_end(f);
+        return;
+    }
+    long long idle;
+    am_task *t = am_hang_find(&f->job, f->job.plan->progress_timeout_ms, now_ms, &idle);
+    if (!t) return;
+    *h = (am_hang){.active = true, .attempt = f->job.attempt, .task = t, .idle_ms = idle,
+                   .deadline_ms = now_ms + am_hang_stacks_wait_ms(f->job.plan)};
+    emit(out, AM_ACT_HANG, t, 0, NULL);
+}
+
+void am_fsm_progress(am_fsm *f, am_task *t, long long idle_ms, long long now_ms) {
+    (void)f;
+    t->idle_ms = idle_ms < 0 ? 0 : idle_ms;
+    t->idle_seen_ms = now_ms;
+}
+
+bool am_fsm_wants_stacks(am_fsm *f, am_task *t) {
+    return hang_collecting(f) && !t->stacks_in && am_hang_wants_stacks(t);
+}
+
+void am_fsm_stacks_in(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    t->stacks_in = true;
+    if (!hang_collecting(f)) return;
+    int wanted, in;
+    am_hang_count_stacks(&f->job, &wanted, &in);
+    if (in >= wanted) hang_end(f);
+    advance(f, now_ms, out);
+}
+
 void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
     if (f->state == AM_JOB_DONE || f->state == AM_JOB_NEW) return;
     const tony_plan *p = f->job.plan;
@@ -540,6 +599,7 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->job.attempt_over) {
         check_heartbeats(f, now_ms, out);
         check_registration(&f->job, now_ms);
+        if (!f->job.attempt_over) check_hang(f, now_ms, out);
     } else {
         retry_stops(&f->job, now_ms, out);
     }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "am/cause.h"
+#include "am/hang.h"
 #include "am/job.h"
 #include "conf/plan.h"
 
@@ -45,6 +46,7 @@ typedef enum {
     AM_ACT_RESTART,      /* the attempt failed, the policy retries it, its backoff is over: record it,
                             then am_fsm_next_attempt */
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
+    AM_ACT_HANG,         /* task: idle past tony.task.progress-timeout; every task's stacks are being collected */
 } am_action_kind;
 
 typedef struct am_action {
@@ -80,6 +82,7 @@ typedef struct am_fsm {
     am_root_cause root_cause;
     /* The single-node command (plan.single_node): its end decides the job. */
     bool single_running;
+    am_hang hang; /* tony.task.progress-timeout: a hang whose stacks are being collected (hang.h) */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
@@ -154,6 +157,16 @@ void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out);
 /* Time passed: heartbeats, the registration and application timeouts,
  * stops to try again. */
 void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out);
+
+/* Hang diagnosis (hang.h). What the executor says with its heartbeat: its
+ * user process showed no output or progress for idle_ms. */
+void am_fsm_progress(am_fsm *f, am_task *t, long long idle_ms, long long now_ms);
+/* Whether t's heartbeat answer asks its executor for its stacks (a hang is
+ * being diagnosed and they are not in yet). */
+bool am_fsm_wants_stacks(am_fsm *f, am_task *t);
+/* t's stacks arrived (the coordinator wrote them): once every running
+ * task's are in, the hung attempt fails. */
+void am_fsm_stacks_in(am_fsm *f, am_task *t, long long now_ms, am_actions *out);
 
 /* Single-node mode: the command runs in the coordinator. */
 void am_fsm_single_started(am_fsm *f);

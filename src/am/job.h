@@ -57,6 +57,11 @@ typedef struct am_task {
     char *stderr_tail;
     char *error_report;
     char *permanent;      /* non-NULL: its failure must not be retried, because of this (policy.h) */
+    /* Hang diagnosis (am/hang.h): how long its user process had shown no
+     * output or progress when its executor last said, and when that was. */
+    long long idle_ms;      /* as last reported */
+    long long idle_seen_ms; /* 0: no report yet (idle is counted from started_ms) */
+    bool stacks_in;         /* its stacks arrived (written to the job dir) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;

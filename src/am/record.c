@@ -202,6 +202,26 @@ void am_record_heartbeat_missed(tony_am *am, const am_task *t) {
     free(id);
 }
 
+/* Hang diagnosis (am/hang.h): the task found idle, then each task's stacks
+ * as they arrive. */
+void am_record_task_hung(tony_am *am, const am_task *t, long long idle_ms) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add_data(am->events, wall_now(am), "TASK_HUNG", id, am->fsm.job.attempt,
+                       json_pack("{s:I}", "idle_ms", (json_int_t)idle_ms),
+                       "no output or progress for %lld ms (tony.task.progress-timeout): collecting every task's stacks",
+                       idle_ms);
+    free(id);
+}
+
+void am_record_stacks(tony_am *am, const am_task *t, const char *path) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add_data(am->events, wall_now(am), "STACKS_COLLECTED", id, am->fsm.job.attempt,
+                       json_pack("{s:s}", "path", path), "stacks in %s", path);
+    free(id);
+}
+
 /* metrics.json beside the .jhist: this attempt's tasks (final state, where
  * their logs are, the metric series the coordinator holds) appended to the
  * attempts already there, so a job's plots outlive its coordinator. Written

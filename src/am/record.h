@@ -14,6 +14,8 @@ void am_record_task_registered(tony_am *am, const am_task *t);
 void am_record_task_started(tony_am *am, const am_task *t);
 void am_record_task_exit(tony_am *am, const am_task *t);
 void am_record_heartbeat_missed(tony_am *am, const am_task *t);
+void am_record_task_hung(tony_am *am, const am_task *t, long long idle_ms);
+void am_record_stacks(tony_am *am, const am_task *t, const char *path);
 void am_record_restart(tony_am *am);
 void am_record_kill(tony_am *am);
 void am_record_finish(tony_am *am);

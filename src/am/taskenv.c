@@ -37,6 +37,9 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, TASKENV_MAX_MISSED_HEARTBEATS, "%d", p->max_missed_heartbeats);
     metrics_env(am, t, env);
+    /* hang diagnosis: the executor dumps stacks with this py-spy when asked */
+    const char *spy = tony_conf_get(am->conf, "tony.task.py-spy-path");
+    if (p->progress_timeout_ms > 0) tony_env_set(env, TASKENV_PY_SPY, spy && *spy ? spy : "py-spy");
     if (am_job_reserves_tb_port(&am->fsm.job, t)) tony_env_set(env, TASKENV_RESERVE_TB_PORT, "1");
     if (p->tensorboard_log_dir) tony_env_set(env, TASKENV_TB_LOG_DIR, p->tensorboard_log_dir);
     if (t->role->docker_image) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/amapi.h"
 #include "common/jobdir.h"
 #include "common/sizing.h"
 #include "common/strv.h"
@@ -81,6 +82,10 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
     if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
     json_object_set_new(o, "requested", requested_json(t));
+    /* hang diagnosis: where this attempt's stacks of the task are served */
+    if (t->stacks_in)
+        json_object_set_new(o, "stacks", json_sprintf(AM_API_TASKS "%s/%d/" AM_API_STACKS "?" AM_API_ATTEMPT "=%d",
+                                                      t->role->name, t->index, am->fsm.job.attempt));
     am_metrics *m = am_task_metrics(am, t);
     if (m) {
         json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));

@@ -243,6 +243,8 @@ int tony_cmd_logs(int argc, char **argv) {
     tony_opt opts[] = {{"task", NULL, true, false, "ROLE:INDEX, e.g. worker:1 (default: all tasks)", false, {0}},
                        {"attempt", NULL, true, false, "attempt number (default: the last)", false, {0}},
                        {"am", NULL, false, false, "show the coordinator's log", false, {0}},
+                       {"stacks", NULL, false, false,
+                        "only the stacks a hang diagnosis collected (tony.task.progress-timeout)", false, {0}},
                        {"follow", "f", false, false, "with --task: print its stdout as it grows, until the job ends", false, {0}},
                        COMMON_OPTS,
                        {NULL, NULL, false, false, NULL, false, {0}}};
@@ -250,7 +252,7 @@ int tony_cmd_logs(int argc, char **argv) {
     char *job_dir = NULL;
     tony_conf *conf = tony_conf_new();
     int rc = resolve(argc, argv, opts,
-                     "usage: tony logs JOB_ID [--task worker:1 [-f]] [--attempt N] [--am] [--conf K=V] "
+                     "usage: tony logs JOB_ID [--task worker:1 [-f]] [--attempt N] [--am] [--stacks] [--conf K=V] "
                      "[--conf_file FILE]",
                      conf, &job_dir, &err);
     if (rc) {
@@ -274,15 +276,19 @@ int tony_cmd_logs(int argc, char **argv) {
         fprintf(stderr, "tony: error: --task %s: expected ROLE:INDEX such as worker:1\n", want);
         code = TONY_EXIT_USAGE;
     }
-    bool follow = tony_args_get(opts, "follow")->seen;
+    bool follow = tony_args_get(opts, "follow")->seen, stacks = tony_args_get(opts, "stacks")->seen;
     if (code == 0 && follow && !want) {
         fprintf(stderr, "tony: error: --follow needs --task ROLE:INDEX\n");
+        code = TONY_EXIT_USAGE;
+    }
+    if (code == 0 && follow && stacks) {
+        fprintf(stderr, "tony: error: --stacks and --follow do not go together: stacks are written once\n");
         code = TONY_EXIT_USAGE;
     }
     if (code == 0 && tony_yarn_is_job(job_dir)) {
         char *norm = want ? tony_sprintf("%s:%d", role, index) : NULL;
         tony_yarn_logs_opts yo = {.task = norm, .follow = follow, .am = tony_args_get(opts, "am")->seen,
-                                  .attempt = (int)attempt};
+                                  .attempt = (int)attempt, .stacks = stacks};
         code = tony_yarn_logs(job_dir, &yo, conf);
         free(norm);
         free(job_dir);
@@ -299,6 +305,7 @@ int tony_cmd_logs(int argc, char **argv) {
     json_t *job = load_job(job_dir, &live);
     if (attempt < 0) attempt = job ? json_integer_value(json_object_get(job, "attempt")) : 0;
     bool found = false;
+    int nstacks = 0;
     size_t i;
     json_t *t;
     json_array_foreach(job ? json_object_get(job, "tasks") : NULL, i, t) {
@@ -312,17 +319,27 @@ int tony_cmd_logs(int argc, char **argv) {
         char *title = tony_sprintf("%s:%d", r, idx);
         char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");
         char *t1 = tony_sprintf("%s stdout", title), *t2 = tony_sprintf("%s stderr", title);
+        /* a hang diagnosis' stacks, with the task's output when there are some */
+        char *sf = tony_jobdir_stacks_file(job_dir, (int)attempt, r, idx), *t3 = tony_sprintf("%s stacks", title);
+        bool has_stacks = tony_file_exists(sf);
+        nstacks += has_stacks;
         if (follow) {
             follow_file(job_dir, out);
-        } else {
+        } else if (!stacks) {
             cat_file(t1, out);
             cat_file(t2, er);
         }
-        free(dir), free(title), free(out), free(er), free(t1), free(t2);
+        if (has_stacks && !follow) cat_file(t3, sf);
+        free(dir), free(title), free(out), free(er), free(t1), free(t2), free(sf), free(t3);
     }
     if (code == 0 && want && !found) {
         fprintf(stderr, "tony: error: no task %s in this job\n", want);
         code = TONY_EXIT_USAGE;
+    }
+    if (code == 0 && stacks && nstacks == 0) {
+        fprintf(stderr, "tony: no stacks in attempt %lld%s: they are collected when tony.task.progress-timeout "
+                        "finds the attempt hung\n", attempt, want ? " for that task" : "");
+        code = TONY_EXIT_JOB_FAILED;
     }
     json_decref(job);
     free(job_dir);

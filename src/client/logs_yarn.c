@@ -299,6 +299,47 @@ static void show_am(ylogs *y, const json_t *rec) {
     }
 }
 
+/* A hang diagnosis' stacks of task t (am/hang.h), if it has some: from the
+ * live coordinator, else from the log dir of its container, where it left
+ * them (yarn_backend.h). 1 when shown. */
+static int show_stacks(ylogs *y, const json_t *t) {
+    char name[96];
+    task_name(t, name, sizeof name);
+    const char *role = json_string_value(json_object_get(t, "role"));
+    int index = (int)json_integer_value(json_object_get(t, "index"));
+    tony_buf b = {0};
+    tony_error err;
+    int rc;
+    char *where;
+    if (y->am) {
+        where = tony_sprintf("%s" AM_API_TASKS "%s/%d/" AM_API_STACKS "?" AM_API_ATTEMPT "=%d", y->am, role, index,
+                             y->attempt);
+        tony_http_response r;
+        rc = tony_http_call("GET", where, NULL, NULL, AM_TIMEOUT_MS, &r, &err);
+        if (rc == 0 && r.status == 200) tony_buf_append(&b, r.body, r.len);
+        else if (rc == 0 && r.status == 404) rc = 1;
+        else if (rc == 0) rc = tony_err(&err, "the coordinator answered HTTP %ld", r.status);
+        if (r.status) tony_http_response_free(&r);
+    } else {
+        const char *link = json_string_value(json_object_get(y->app, "amContainerLogs"));
+        char *file = tony_jobdir_stacks_log_name(y->attempt, role, index);
+        where = tony_sprintf("%s/%s", link ? link : "", file);
+        rc = link && *link ? nm_read(y, link, file, &b, &err)
+                           : tony_err(&err, "the coordinator's container has no log link");
+        free(file);
+    }
+    if (rc == 0) {
+        printf("==> %s stacks (%s) <==\n", name, where);
+        print_bytes(b.data ? b.data : "", b.len, true);
+    } else if (rc < 0) {
+        fprintf(stderr, "tony: error: %s's stacks: %s\n", name, err.msg);
+        y->failed = true;
+    }
+    free(where);
+    tony_buf_free(&b);
+    return rc == 0;
+}
+
 static bool aggregation_on(const tony_conf *conf) {
     const char *hc = getenv("HADOOP_CONF_DIR");
     bool on = false;
@@ -372,11 +413,23 @@ int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony
             code = TONY_EXIT_USAGE;
         }
     }
-    if (code == 0 && y.attempt != current && !y.am) {
+    if (code == 0 && y.attempt != current && !y.am && !o->stacks) {
         fprintf(stderr, "tony: error: %s ended: only its last attempt's (%d) task logs are known\n", app_id, current);
         code = TONY_EXIT_USAGE;
     }
-    if (code == 0 && o->follow) {
+    if (code == 0 && o->stacks) {
+        int shown = 0;
+        size_t i;
+        json_t *t;
+        json_array_foreach(json_object_get(y.job, "tasks"), i, t) {
+            if (!one || t == one) shown += show_stacks(&y, t);
+        }
+        if (shown == 0 && !y.failed) {
+            fprintf(stderr, "tony: no stacks in attempt %d%s: they are collected when tony.task.progress-timeout "
+                            "finds the attempt hung\n", y.attempt, one ? " for that task" : "");
+            code = TONY_EXIT_JOB_FAILED;
+        }
+    } else if (code == 0 && o->follow) {
         if (!y.am && !is_final(y.app))
             fprintf(stderr, "tony: the coordinator of %s is not running (%s): showing what there is\n", app_id,
                     state ? state : "state unknown");

@@ -42,6 +42,7 @@ typedef struct tony_yarn_logs_opts {
     bool follow;      /* with task: its stdout as it grows, until the job ends */
     bool am;          /* the coordinator's own log too */
     int attempt;      /* -1: the current one */
+    bool stacks;      /* only the stacks of a hang diagnosis (tony.task.progress-timeout) */
 } tony_yarn_logs_opts;
 /* Prints tasks' output: while the job runs through the coordinator's API,
  * afterwards from the NodeManagers (logs_yarn.c). */

@@ -25,6 +25,7 @@
 #define AM_API_FINISHED "finished"   /* POST: it ended (the result is still the container's exit status) */
 #define AM_API_METRICS "metrics"     /* POST: one sample; GET: the task's series */
 #define AM_API_LOG "log"             /* GET ?stream=stdout|stderr&offset=N&attempt=A */
+#define AM_API_STACKS "stacks"       /* POST: the task's stacks (hang diagnosis); GET ?attempt=A: them, as text */
 
 /* Fields of what an executor POSTs. */
 #define AM_API_ATTEMPT "attempt"       /* every call: the attempt the executor belongs to */
@@ -40,6 +41,9 @@
 #define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
 #define AM_API_STDERR_TAIL "stderr_tail" /* finished, on failure: the last lines of its stderr */
 #define AM_API_ERROR_REPORT "error_report" /* finished, on failure: torch's error file (TORCHELASTIC_ERROR_FILE) */
+#define AM_API_IDLE_MS "idle_ms"       /* heartbeat: ms since the user process last wrote output or touched
+                                          TONY_PROGRESS_FILE (am/hang.h) */
+#define AM_API_STACKS_TEXT "stacks"    /* stacks: what the dump printed, every process of the task */
 
 /* Fields of the coordinator's answers. */
 #define AM_API_STATUS "status"
@@ -48,6 +52,7 @@
 #define AM_API_ENV "env"                     /* go: the framework's variables */
 #define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
+#define AM_API_DUMP_STACKS "dump_stacks"   /* heartbeat, true: a hang is diagnosed; send the stacks */
 
 /* Words of "status". */
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */

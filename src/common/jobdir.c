@@ -88,6 +88,19 @@ char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, i
     return tony_sprintf("%s/attempts/%d/%s-%d", job_dir, attempt, role, index);
 }
 
+char *tony_jobdir_stacks_dir(const char *job_dir, int attempt) {
+    /* no role dir clashes: theirs are <role>-<index> */
+    return tony_sprintf("%s/attempts/%d/stacks", job_dir, attempt);
+}
+
+char *tony_jobdir_stacks_file(const char *job_dir, int attempt, const char *role, int index) {
+    return tony_sprintf("%s/attempts/%d/stacks/%s-%d.txt", job_dir, attempt, role, index);
+}
+
+char *tony_jobdir_stacks_log_name(int attempt, const char *role, int index) {
+    return tony_sprintf("tony-stacks-%d-%s-%d.txt", attempt, role, index);
+}
+
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err) {
     if (strchr(id_or_path, '/')) {
         char *conf = tony_path_join(id_or_path, TONY_JOBDIR_CONF);

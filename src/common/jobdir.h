@@ -22,6 +22,14 @@
 char *tony_jobs_root(const char *root_conf);
 /* <job_dir>/attempts/<attempt>/<role>-<index>; malloc'ed. */
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index);
+/* <job_dir>/attempts/<attempt>/stacks: the stacks of a hung attempt's
+ * tasks (tony.task.progress-timeout), and in it <role>-<index>.txt. */
+char *tony_jobdir_stacks_dir(const char *job_dir, int attempt);
+char *tony_jobdir_stacks_file(const char *job_dir, int attempt, const char *role, int index);
+/* The name a coordinator in a cluster's container gives a stacks file in
+ * that container's log dir, which the cluster serves after the container
+ * (and its work dir, the job dir there) is gone: tony-stacks-<attempt>-<role>-<index>.txt. */
+char *tony_jobdir_stacks_log_name(int attempt, const char *role, int index);
 /* <job_dir>/attempts/0/am: where a single-node job's command runs. */
 char *tony_jobdir_am_dir(const char *job_dir);
 /* The job's state as JSON (the coordinator's /v1/job): asked of the live

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,50 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
         return tony_err(err, "cannot start %s: %s", s->argv[0], msg);
     }
     *pid_out = pid;
+    return 0;
+}
+
+int tony_proc_capture(char *const argv[], bool with_stderr, long long timeout_ms, tony_buf *out, tony_error *err) {
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]), close(pfd[1]);
+        return tony_err(err, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        if (with_stderr) dup2(pfd[1], 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    long long deadline = tony_now_ms() + timeout_ms;
+    bool timed_out = false;
+    for (;;) {
+        long long left = deadline - tony_now_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) continue;
+        char buf[4096];
+        ssize_t r = read(pfd[0], buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        tony_buf_append(out, buf, (size_t)r);
+    }
+    close(pfd[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return tony_err(err, "%s did not answer within %lld ms", argv[0], timeout_ms);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return tony_err(err, "%s failed (exit code %d)", argv[0], tony_proc_exit_code(st));
     return 0;
 }
 

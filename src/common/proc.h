@@ -22,6 +22,14 @@ typedef struct tony_spawn {
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
 
+/* Runs argv (argv[0] a path: no PATH lookup) and appends its stdout (and
+ * its stderr, with_stderr) to out; gives up and kills it after timeout_ms.
+ * 0 when it exited 0, else an error saying how it ended (out keeps what it
+ * printed). For helpers that may wedge (nvidia-smi, py-spy). */
+struct tony_buf;
+int tony_proc_capture(char *const argv[], bool with_stderr, long long timeout_ms, struct tony_buf *out,
+                      tony_error *err);
+
 /* 0..255 for a normal exit, 128+signal for a death by signal (the shell's and
  * YARN's convention). */
 int tony_proc_exit_code(int wait_status);

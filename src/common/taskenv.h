@@ -42,6 +42,7 @@
 #define TASKENV_METRICS_INTERVAL_MS "TONY_METRICS_INTERVAL_MS"
 #define TASKENV_GPU_METRICS_SMI "TONY_GPU_METRICS_SMI" /* nvidia-smi's path, for tasks with GPUs */
 #define TASKENV_RESERVE_TB_PORT "TONY_RESERVE_TB_PORT" /* "1": reserve TB_PORT */
+#define TASKENV_PY_SPY "TONY_PY_SPY"                /* tony.task.py-spy-path, with tony.task.progress-timeout */
 
 /* Where the container runs. Writer: the backend (backend/local, backend/yarn;
  * YARN's NodeManager writes CONTAINER_ID and NM_HOST itself). */
@@ -61,5 +62,6 @@
  * log dir's torchelastic_error.json, removed before each start): the
  * failure's root cause. */
 #define TASKENV_TORCHELASTIC_ERROR_FILE "TORCHELASTIC_ERROR_FILE"
+#define TASKENV_PROGRESS_FILE "TONY_PROGRESS_FILE"  /* a file the task may touch to show progress (am/hang.h) */
 
 #endif

@@ -194,6 +194,38 @@ int tony_conf_get_ll(const tony_conf *c, const char *key, long long def, long lo
     return 0;
 }
 
+bool tony_parse_duration_ms(const char *s, long long *out) {
+    static const struct {
+        const char *suffix;
+        long long ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1}};
+    char *t = tony_strdup(s ? s : "");
+    char *v = tony_trim(t);
+    size_t digits = strspn(v, "0123456789");
+    bool ok = false;
+    for (size_t i = 0; i < sizeof units / sizeof *units && !ok && digits > 0 && digits <= 15; i++) {
+        if (strcasecmp(v + digits, units[i].suffix) != 0) continue;
+        v[digits] = '\0';
+        long long n;
+        ok = tony_parse_ll(v, &n);
+        if (ok) *out = n * units[i].ms;
+    }
+    free(t);
+    return ok;
+}
+
+int tony_conf_get_duration_ms(const tony_conf *c, const char *key, long long def, long long *out, tony_error *err) {
+    const char *v = get_nonblank(c, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!tony_parse_duration_ms(v, out))
+        return tony_err(err, "%s must be a duration: milliseconds (300000) or a number with ms, s, m or h (5m), got '%s'",
+                        key, v);
+    return 0;
+}
+
 int tony_conf_get_bool(const tony_conf *c, const char *key, bool def, bool *out, tony_error *err) {
     const char *v = get_nonblank(c, key);
     if (!v) {

@@ -48,6 +48,11 @@ int tony_conf_get_bool(const tony_conf *c, const char *key, bool def, bool *out,
 /* Memory strings as TonY parses them: "2g" -> 2048, "512m" -> 512, "3" -> 3
  * (MB); case-insensitive. */
 int tony_conf_get_memory_mb(const tony_conf *c, const char *key, const char *def, long long *out, tony_error *err);
+/* A duration in milliseconds: a plain number is ms; "500ms", "30s", "5m"
+ * and "2h" name their unit (case-insensitive, no space). Negative or
+ * malformed values are an error naming the key and the accepted forms. */
+int tony_conf_get_duration_ms(const tony_conf *c, const char *key, long long def, long long *out, tony_error *err);
+bool tony_parse_duration_ms(const char *s, long long *out);
 /* Comma list, trimmed, empty entries dropped. */
 void tony_conf_get_list(const tony_conf *c, const char *key, tony_strv *out);
 

@@ -77,6 +77,13 @@ static const tony_conf_default defaults[] = {
     {"tony.task.gpu-metrics.enabled", "true", "Collect GPU metrics for tasks that requested GPUs."},
     {"tony.task.executor.execution-timeout-ms", "0",
      "Time limit of every user process in ms; 0 falls back to tony.worker.timeout."},
+    {"tony.task.progress-timeout", "0",
+     "Hang diagnosis (ours): a task that writes no output and does not touch $TONY_PROGRESS_FILE for this long "
+     "is hung: the coordinator collects every task's Python stacks (py-spy) and fails the attempt. Milliseconds, "
+     "or a number with ms, s, m or h (e.g. 30m); 0 turns it off."},
+    {"tony.task.py-spy-path", "py-spy",
+     "The py-spy that dumps a hung task's stacks (ours): a path, or a name looked up on the executor's PATH and "
+     "beside the task's python."},
     {"tony.gpu-exec-path", "nvidia-smi", "nvidia-smi binary (or its directory) used for GPU metrics."},
 
     /* Coordinator (AM) */

@@ -406,6 +406,15 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",
                         tony_conf_get(c, "tony.task.metrics-interval-ms"));
 
+    /* hang diagnosis (am/hang.h) */
+    if (tony_conf_get_duration_ms(c, "tony.task.progress-timeout", 0, &p->progress_timeout_ms, err)) return -1;
+    /* executors look at the output once per heartbeat: a shorter timeout would find healthy tasks hung */
+    if (p->progress_timeout_ms > 0 && p->progress_timeout_ms < 2 * p->heartbeat_interval_ms)
+        return tony_err(err,
+                        "tony.task.progress-timeout (%lld ms) must be at least twice tony.task.heartbeat-interval-ms "
+                        "(%lld ms): executors look at the tasks' output once per heartbeat",
+                        p->progress_timeout_ms, p->heartbeat_interval_ms);
+
     if (get_nonneg_ll(c, "tony.application.timeout", 0, &p->app_timeout_ms, err)) return -1;
 
     long long exec;

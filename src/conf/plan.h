@@ -76,6 +76,7 @@ typedef struct tony_plan {
     long long execution_timeout_ms;     /* tony.task.executor.execution-timeout-ms or tony.worker.timeout, 0 = none */
     long long registration_timeout_ms;  /* tony.container.registration.timeout or tony.container.allocation.timeout, <=0 = none */
     long long metrics_interval_ms;      /* tony.task.metrics-interval-ms */
+    long long progress_timeout_ms;      /* tony.task.progress-timeout (am/hang.h), 0 = off */
     char *am_command;                   /* single-node / preprocess command: tony.am.command or tony.containers.command */
     long long am_memory_mb;
     int am_vcores;

@@ -26,7 +26,9 @@
 #include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
+#include "executor/activity.h"
 #include "executor/metrics.h"
+#include "executor/stacks.h"
 #include "executor/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -231,6 +233,23 @@ static void add_last_words(const executor *x, json_t *fin) {
     free(errp);
 }
 
+/* Hang diagnosis (am/hang.h): the coordinator asked for the stacks of every
+ * process of the task; they go to it once per attempt. */
+static void send_stacks(const executor *x, pid_t pid) {
+    tony_info("the coordinator diagnoses a hang: dumping the stacks of the task's processes");
+    /* no heartbeats meanwhile: the dump ends well before the coordinator
+     * would take the silence for a lost executor (fsm.c) */
+    long long expiry = x->heartbeat_ms * (x->max_missed < 3 ? 3 : x->max_missed);
+    long long budget = expiry / 2 < TONY_STACKS_BUDGET_MS ? expiry / 2 : TONY_STACKS_BUDGET_MS;
+    char *text = tony_stacks_dump(pid, share_container_group(), getenv(TASKENV_PY_SPY), budget);
+    long status;
+    tony_error err;
+    json_t *ans = call(x, AM_API_STACKS, json_pack("{s:s}", AM_API_STACKS_TEXT, text), CALL_TIMEOUT_MS, &status, &err);
+    if (!ans || status != 200) tony_warn("the stacks did not reach the coordinator: %s", ans ? "refused" : err.msg);
+    json_decref(ans);
+    free(text);
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
     const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
@@ -243,6 +262,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     json_object_foreach(json_object_get(go, AM_API_ENV), k, v) tony_env_set(&env, k, json_string_value(v));
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
     set_error_file(x, &env);
+    /* hang diagnosis: a file the task may touch to show progress without output */
+    char *progress = tony_abspath(".tony-progress");
+    tony_env_set(&env, TASKENV_PROGRESS_FILE, progress);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
     tony_env all = {0};
@@ -265,9 +287,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     if (x->tb_fd >= 0) close(x->tb_fd);
     x->port_fd = x->tb_fd = -1;
     tony_strv_free(&envp);
-    free(out);
-    free(errp);
-    if (rc) return -1;
+    if (rc) {
+        free(out), free(errp), free(progress);
+        return -1;
+    }
     tony_info("started `%s` as pid %d", command, (int)pid);
 
     long status;
@@ -277,6 +300,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     /* A first sample at once, so that even a short task has one. */
     tony_metrics_sampler_set_group(x->sampler, pid);
     send_metrics(x);
+    const char *watched[] = {out, errp, progress};
+    tony_activity activity;
+    tony_activity_init(&activity, watched, 3, now_ms());
+    bool stacks_sent = false;
 
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
     int failed_hb = 0, wait_status = 0, code = -1;
@@ -301,8 +328,13 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             json_t *hb = json_object();
             if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
             json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
+            json_object_set_new(hb, AM_API_IDLE_MS, json_integer(tony_activity_idle_ms(&activity, now)));
             ans = call(x, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &status, &herr);
             if (ans && status == 200) install_credentials(x, json_object_get(ans, TONY_HEARTBEAT_CREDENTIALS));
+            if (ans && status == 200 && json_is_true(json_object_get(ans, AM_API_DUMP_STACKS)) && !stacks_sent) {
+                send_stacks(x, pid);
+                stacks_sent = true;
+            }
             if (ans && status == 409) {
                 /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
                 const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
@@ -333,6 +365,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         tony_sleep_ms(50);
     }
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
+    tony_activity_free(&activity);
+    free(out), free(errp), free(progress);
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
     json_t *fin = json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out);

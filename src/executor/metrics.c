@@ -210,51 +210,6 @@ static bool *select_members(const tony_metrics_sampler *m, const proc_list *l) {
     return in;
 }
 
-/* Runs argv with stdout into a buffer; gives up (and kills it) after
- * timeout_ms. */
-static int run_capture(char *const argv[], long long timeout_ms, tony_buf *out, tony_error *err) {
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]), close(pfd[1]);
-        return tony_err(err, "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(pfd[1]);
-    long long deadline = mono_ms() + timeout_ms;
-    bool timed_out = false;
-    for (;;) {
-        long long left = deadline - mono_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) continue;
-        char buf[4096];
-        ssize_t r = read(pfd[0], buf, sizeof buf);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        tony_buf_append(out, buf, (size_t)r);
-    }
-    close(pfd[0]);
-    if (timed_out) kill(pid, SIGKILL);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out) return tony_err(err, "%s did not answer within %lld ms", argv[0], timeout_ms);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return tony_err(err, "%s failed (exit code %d)", argv[0], tony_proc_exit_code(st));
-    return 0;
-}
-
 static void sample_gpus(tony_metrics_sampler *m, tony_sample *s) {
     if (!m->gpu_ids || m->smi_failures >= SMI_MAX_FAILURES) return;
     char ids[256];
@@ -263,7 +218,7 @@ static void sample_gpus(tony_metrics_sampler *m, tony_sample *s) {
     tony_buf out = {0};
     tony_buf_puts(&out, "");
     tony_error err;
-    if (run_capture(argv, SMI_TIMEOUT_MS, &out, &err) == 0 && tony_metrics_parse_smi(out.data, s, &err) == 0) {
+    if (tony_proc_capture(argv, false, SMI_TIMEOUT_MS, &out, &err) == 0 && tony_metrics_parse_smi(out.data, s, &err) == 0) {
         m->smi_failures = 0;
     } else if (++m->smi_failures >= SMI_MAX_FAILURES) {
         tony_warn("GPU metrics stop after %d failures in a row: %s", m->smi_failures, err.msg);

@@ -7,7 +7,9 @@
 // timeline, the end); mode "proxy" loads the page under a path prefix and
 // checks that everything it fetched stayed under it; mode "restart" follows a
 // job whose first attempt fails: the task rows count the starts, and the log
-// tail shows the earlier attempt's output when picked. Exits 1 with the reason.
+// tail shows the earlier attempt's output when picked; mode "hang" follows a
+// job that tony.task.progress-timeout finds hung: the hung task's row links
+// its stacks, and the link serves them. Exits 1 with the reason.
 import fs from "node:fs";
 import path from "node:path";
 import { check, finish, launch } from "./harness.mjs";
@@ -157,5 +159,25 @@ async function restart() {
   return { tip };
 }
 
-await finish(b, () => (cfg.mode === "proxy" ? proxy() : cfg.mode === "restart" ? restart() : full()),
+async function hang() {
+  step = "open the page";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING");
+  check((await row("worker:0").locator("a.stacks").count()) === 0, "a stacks link before any hang");
+  release("release-hang");
+  await waitText(page.locator("#final-status"), /FAILED/, "the hung job FAILED");
+  step = "the stacks link";
+  const link = row("worker:0").locator("td.c-task a.stacks");
+  await link.waitFor({ timeout: T });
+  const href = await link.getAttribute("href");
+  check(!href.startsWith("/"), `the stacks link is not relative: ${href}`);
+  const r = await page.request.get(new URL(href, page.url()).toString());
+  const text = await r.text();
+  check(r.status() === 200 && /wait_silently \(task\.py/.test(text), `the stacks link served ${r.status()}: ${text}`);
+  await shot("hung");
+  return { href, stacks: text.length };
+}
+
+await finish(b, () => (cfg.mode === "proxy" ? proxy() : cfg.mode === "restart" ? restart()
+                       : cfg.mode === "hang" ? hang() : full()),
              { step: () => step, shot });

@@ -126,6 +126,36 @@ def test_page_shows_task_restarts_and_earlier_logs(tony, scripts, browser_tools)
     assert (ARTIFACTS / "restart-earlier-attempt.png").stat().st_size > 1000
 
 
+# Talks until released, then goes silent: tony.task.progress-timeout finds it hung.
+HANG_PY = r"""
+import os, time
+
+def wait_silently():
+    time.sleep(300)
+
+while not os.path.exists(os.path.join(os.environ["TONY_JOB_DIR"], "release-hang")):
+    print("waiting", flush=True)
+    time.sleep(0.3)
+wait_silently()
+"""
+
+
+def test_page_links_a_hung_tasks_stacks(tony, scripts, browser_tools):
+    (scripts / "task.py").write_text(HANG_PY)
+    r = tony.submit("--detach", "--src_dir", str(scripts), "--executes", "task.py", "--python_binary_path",
+                    sys.executable, "--conf", "tony.worker.instances=1", "--conf", "tony.task.progress-timeout=2s",
+                    *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    url = json.loads((job / "am.json").read_text())["url"]
+    try:
+        out = run_browser(browser_tools, mode="hang", url=url + "/", app_id=job.name, release_dir=str(job / "shared"))
+    finally:
+        (job / "shared" / "release-hang").write_text("")
+    assert out["href"] == "v1/tasks/worker/0/stacks?attempt=0", out
+    wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 30, what="the end")
+
+
 class PrefixProxy(http.server.ThreadingHTTPServer):
     """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
     YARN's web proxy does; anything else is a 404."""

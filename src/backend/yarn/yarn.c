@@ -11,7 +11,9 @@
  * at the end, after the loop stopped, do finish and shutdown wait for them. */
 #include "backend/yarn/yarn_backend.h"
 
+#include <dirent.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -513,30 +515,77 @@ static void stop_all(yarn_backend *b) {
     tony_workq_drain(b->q);
 }
 
-/* The final status.json into the container's log dir (yarn_backend.h),
- * before the RM hears of the end: a client that sees the app finished
- * finds it there. */
-static void keep_status(const char *job_dir) {
+/* The container's log dir: what stays (the NodeManager serves it) when
+ * the work dir, the job dir here, goes with the container. NULL if unknown. */
+static char *am_log_dir(void) {
     const char *log_dirs = getenv("LOG_DIRS");
-    if (!log_dirs || !*log_dirs) return;
-    char *from = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
-    char *dir = tony_sprintf("%.*s", (int)strcspn(log_dirs, ","), log_dirs);
-    char *to = tony_path_join(dir, TONY_YARN_AM_STATUS_LOG);
+    if (!log_dirs || !*log_dirs) return NULL;
+    return tony_sprintf("%.*s", (int)strcspn(log_dirs, ","), log_dirs);
+}
+
+static void keep_file(const char *from, const char *dir, const char *name, const char *what) {
+    char *to = tony_path_join(dir, name);
     char *data = NULL;
     size_t len = 0;
     tony_error err;
     if (tony_read_file(from, &data, &len, &err) || tony_write_file(to, data, len, 0600, &err))
-        tony_warn("the job's final status stays out of the container's log dir: %s", err.msg);
+        tony_warn("%s stays out of the container's log dir: %s", what, err.msg);
     free(data);
     free(to);
-    free(dir);
+}
+
+/* The final status.json into the container's log dir (yarn_backend.h),
+ * before the RM hears of the end: a client that sees the app finished
+ * finds it there. */
+static void keep_status(const char *job_dir, const char *dir) {
+    char *from = tony_path_join(job_dir, TONY_JOBDIR_STATUS);
+    keep_file(from, dir, TONY_YARN_AM_STATUS_LOG, "the job's final status");
     free(from);
+}
+
+/* The stacks a hang diagnosis collected (attempts/<n>/stacks/<role>-<index>.txt,
+ * am/hang.h) beside it, under tony_jobdir_stacks_log_name, where `tony logs
+ * --stacks` reads them once the coordinator is gone. */
+static void keep_attempt_stacks(const char *job_dir, const char *dir, int attempt) {
+    char *sdir = tony_jobdir_stacks_dir(job_dir, attempt);
+    DIR *d = opendir(sdir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char role[64], tail[8];
+        int index, n = 0;
+        if (sscanf(de->d_name, "%63[a-z]-%d%7s%n", role, &index, tail, &n) != 3 || strcmp(tail, ".txt") != 0 ||
+            de->d_name[n])
+            continue;
+        char *from = tony_path_join(sdir, de->d_name), *name = tony_jobdir_stacks_log_name(attempt, role, index);
+        keep_file(from, dir, name, "a hung task's stacks");
+        free(from);
+        free(name);
+    }
+    if (d) closedir(d);
+    free(sdir);
+}
+
+static void keep_stacks(const char *job_dir, const char *dir) {
+    char *attempts = tony_path_join(job_dir, "attempts");
+    DIR *d = opendir(attempts);
+    struct dirent *de;
+    long long n;
+    while (d && (de = readdir(d)))
+        if (strspn(de->d_name, "0123456789") == strlen(de->d_name) && tony_parse_ll(de->d_name, &n) && n < 1000000)
+            keep_attempt_stacks(job_dir, dir, (int)n);
+    if (d) closedir(d);
+    free(attempts);
 }
 
 static void yarn_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
     yarn_backend *b = (yarn_backend *)base;
     if (b->finished) return;
-    keep_status(b->job_dir);
+    char *log_dir = am_log_dir();
+    if (log_dir) {
+        keep_status(b->job_dir, log_dir);
+        keep_stacks(b->job_dir, log_dir);
+    }
+    free(log_dir);
     stop_all(b);
     b->finished = true;
     yarn_final_status fs = strcmp(final_status, "SUCCEEDED") == 0 ? YARN_FINAL_SUCCEEDED
