@@ -187,7 +187,9 @@ static void test_wait_for_stacks_is_bounded(void **state) {
 
 static void test_restart_policy_applies(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=2", "tony.task.progress-timeout=2000", "tony.am.retry-count=1", NULL};
+    /* no backoff (policy.h): the restart comes with the last exit */
+    const char *kv[] = {"tony.worker.instances=2", "tony.task.progress-timeout=2000", "tony.am.retry-count=1",
+                        "tony.application.restart-backoff-ms=0", NULL};
     hang_fx *h = running_job(kv);
     beat(h, 2000, 2000);
     assert_int_equal(tick(h, 2000, AM_ACT_HANG), 1);
