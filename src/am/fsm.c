@@ -50,6 +50,7 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     am_job_init(&f->job, plan);
     f->job.barrier_poll_ms = barrier_poll_ms;
     f->retries_left = plan->retry_count;
+    am_exclusion_init(&f->exclusion, plan->max_excluded_nodes);
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
 }
@@ -57,6 +58,8 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
 void am_fsm_free(am_fsm *f) {
     am_job_free(&f->job);
     free(f->diagnostics);
+    am_exclusion_free(&f->exclusion);
+    free(f->permanent_failure);
     memset(f, 0, sizeof *f);
 }
 
@@ -189,6 +192,13 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
     }
     if (!containers_gone(j)) return;
+    if (j->attempt_status == AM_FINAL_FAILED && f->retries_left > 0 && f->permanent_failure) {
+        char *why = tony_sprintf("%s Not restarted: %s", j->attempt_diagnostics ? j->attempt_diagnostics : "",
+                                 f->permanent_failure);
+        finish(f, j->attempt_status, why, now_ms, out);
+        free(why);
+        return;
+    }
     if (j->attempt_status == AM_FINAL_FAILED && f->retries_left > 0 && !f->killed && !f->timed_out) {
         f->retries_left--;
         f->restarting = true;
@@ -239,6 +249,33 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
     if (!f->job.plan->gang || am_job_gang_ready(&f->job)) emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     advance(f, now_ms, out);
     return res;
+}
+
+void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes) {
+    if (cluster_nodes > 0) f->cluster_nodes = cluster_nodes;
+    if (!node || !*node || t->node) return;
+    t->node = tony_strdup(node);
+}
+
+void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line) {
+    (void)f;
+    char **slot = fail ? &t->log_fail : &t->log_exclude;
+    if (*slot) return; /* the first match counts */
+    *slot = tony_sprintf("log policy '%s' matched %s:%d's %s: %s", policy, t->role->name, t->index, stream, line);
+}
+
+/* A failed task's node: excluded when its end was the node's fault (or an
+ * exclude-node log policy matched), within the cap. */
+static void judge_node(am_fsm *f, am_task *t, int exit_status, long long now_ms, am_actions *out) {
+    char buf[256];
+    const char *cause = t->log_exclude ? t->log_exclude
+                                       : am_exclusion_node_cause(exit_status, t->host != NULL, t->stop_tries > 0, buf,
+                                                                 sizeof buf);
+    if (!cause || !t->node) return;
+    char *id = tony_sprintf("%s:%d", t->role->name, t->index);
+    am_excl_result r = am_exclusion_add(&f->exclusion, t->node, id, cause, f->job.attempt, f->cluster_nodes, now_ms);
+    free(id);
+    if (r != AM_EXCL_ALREADY) emit(out, AM_ACT_EXCLUDE_NODE, t, 0, t->node);
 }
 
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {
@@ -329,8 +366,27 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
         else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0) t->state = AM_TASK_FINISHED;
         else t->state = AM_TASK_FAILED;
+        if (t->state == AM_TASK_FAILED) judge_node(f, t, exit_status, now_ms, out);
+        /* A `fail` log policy: the failure is the user's for good (a
+         * sidecar's failures never count). */
+        char *policy_diag = NULL;
+        if (t->state == AM_TASK_FAILED && t->log_fail && t->role->kind != TONY_ROLE_SIDECAR) {
+            if (!f->permanent_failure)
+                f->permanent_failure = tony_sprintf("a fail log policy matched %s:%d's output, so the failure is "
+                                                    "permanent (tony.application.log-policies).",
+                                                    t->role->name, t->index);
+            policy_diag = tony_sprintf("%s. %s", t->log_fail, diagnostics ? diagnostics : "");
+        }
+        /* the task's own diagnostics say it first, too */
+        const char *said = t->state == AM_TASK_FAILED ? (t->log_fail ? t->log_fail : t->log_exclude) : NULL;
+        if (said) {
+            char *d = tony_sprintf("%s. %s", said, t->diagnostics ? t->diagnostics : "");
+            free(t->diagnostics);
+            t->diagnostics = d;
+        }
         if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
-            task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
+            task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
+        free(policy_diag);
     }
     advance(f, now_ms, out);
 }

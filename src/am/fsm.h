@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "am/exclusion.h"
 #include "am/job.h"
 #include "conf/plan.h"
 
@@ -40,6 +41,7 @@ typedef enum {
     AM_ACT_LOST,         /* task: declared dead for missed heartbeats (its diagnostics say so) */
     AM_ACT_RESTART,      /* the attempt failed with retries left: record it, then am_fsm_next_attempt */
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
+    AM_ACT_EXCLUDE_NODE, /* note: a node task's end marked bad; excluded if am_exclusion_has says so, else refused (the cap) */
 } am_action_kind;
 
 typedef struct am_action {
@@ -69,6 +71,10 @@ typedef struct am_fsm {
     bool restarting;         /* AM_ACT_RESTART given, am_fsm_next_attempt not called yet */
     /* The single-node command (plan.single_node): its end decides the job. */
     bool single_running;
+    /* Bad nodes and log policies: */
+    am_exclusion exclusion;  /* nodes kept off, and those the cap refused */
+    int cluster_nodes;       /* the cluster's size as the backend last said (0: not known) */
+    char *permanent_failure; /* a `fail` log policy matched a failed task: why no restart */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
@@ -104,6 +110,12 @@ typedef enum {
 } am_reg_result;
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out);
+/* The backend says where t's container ran (node; NULL: nowhere yet) and
+ * how many nodes the cluster has (0: not known): before am_fsm_exited. */
+void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes);
+/* The executor says a log policy (conf/logpolicy.h) matched a line of its
+ * task's output (stream: "stdout" or "stderr"); it counts if the task fails. */
+void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line);
 /* The executor started the user's process. */
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms);
 

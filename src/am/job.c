@@ -31,6 +31,9 @@ void am_task_clear(am_task *t) {
     free(t->container);
     free(t->log_url);
     free(t->diagnostics);
+    free(t->node);
+    free(t->log_fail);
+    free(t->log_exclude);
 }
 
 void am_job_free(am_job *j) {

@@ -52,6 +52,10 @@ typedef struct am_task {
     long long stop_ms;    /* the last one */
     bool stop_given_up;   /* AM_FSM_STOP_TRIES stops did not end it: no longer waited for */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
+    /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */
+    char *node;           /* where its container ran, as the backend names it (NULL: not known) */
+    char *log_fail;       /* a `fail` log policy matched its output: the policy and the line, in words */
+    char *log_exclude;    /* an `exclude-node` one did */
     size_t nruns;
 } am_task;
 

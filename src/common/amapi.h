@@ -38,6 +38,11 @@
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
 #define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
+#define AM_API_LOG_MATCHES "log_matches" /* finished: the log policies that matched, [{policy, action, stream, line}] */
+#define AM_API_MATCH_POLICY "policy"   /* the policy as written ("fail:CUDA out of memory") */
+#define AM_API_MATCH_ACTION "action"   /* "fail" | "exclude-node" */
+#define AM_API_MATCH_STREAM "stream"   /* "stdout" | "stderr" */
+#define AM_API_MATCH_LINE "line"       /* the first line it matched (cut to 512 bytes) */
 
 /* Fields of the coordinator's answers. */
 #define AM_API_STATUS "status"
@@ -46,6 +51,7 @@
 #define AM_API_ENV "env"                     /* go: the framework's variables */
 #define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
+#define AM_API_LOG_POLICIES "log_policies"   /* go: tony.application.log-policies (conf/logpolicy.h) */
 
 /* Words of "status". */
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */
