@@ -163,6 +163,7 @@ function renderJob(job) {
     tb.hidden = true;
   }
   renderAdvice(job.advice);
+  renderExcludedNodes(job.excluded_nodes);
   renderTasks(job.tasks || []);
   // After a restart the open task's log is the new attempt's, unless the
   // reader picked an earlier one.
@@ -170,6 +171,24 @@ function renderJob(job) {
   if (ui.log && ui.logAttempt == null && job.attempt !== (prev && prev.attempt) && prev) openLog(ui.log.stream);
   if (ui.serverEvents !== true) noteTransitions(prev, job);
   tick();
+}
+
+// Bad nodes: those the job keeps its containers off, and those it found bad
+// but could not exclude (the cap), each with its task and reason.
+function renderExcludedNodes(nodes) {
+  const ul = $("excluded-nodes");
+  const items = Array.isArray(nodes) ? nodes : [];
+  const sig = JSON.stringify(items);
+  if (ul.dataset.sig === sig) return;
+  ul.dataset.sig = sig;
+  ul.replaceChildren(...items.map((e) => {
+    const li = document.createElement("li");
+    const b = document.createElement("b");
+    b.textContent = e.excluded ? `node ${e.node} excluded: ` : `node ${e.node} bad, not excluded (${e.refused}): `;
+    li.append(b, document.createTextNode(`${e.task} in attempt ${e.attempt}: ${e.reason}`));
+    return li;
+  }));
+  ul.hidden = items.length === 0;
 }
 
 function renderAdvice(advice) {

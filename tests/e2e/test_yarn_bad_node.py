@@ -60,7 +60,7 @@ def test_a_node_whose_launches_fail_is_excluded_and_the_job_succeeds_elsewhere(b
     before = set(y.app_ids())
     blocker = y.popen_submit("--executes", "sleep 600", "--conf", "tony.am.memory=768m",
                              "--conf", "tony.yarn.queue=ml", "--conf", "tony.application.name=blocker")
-    p = None
+    p = blocker_id = None
     try:
         blocker_id = wait_for(lambda: next(iter(set(y.app_ids()) - before), None), timeout=90, what="the blocker")
         wait_for(lambda: (y.app(blocker_id) or {}).get("state") == "RUNNING", timeout=90,
@@ -87,6 +87,9 @@ def test_a_node_whose_launches_fail_is_excluded_and_the_job_succeeds_elsewhere(b
         y.tony.run("kill", blocker_id, timeout=60)
         out, err = p.communicate(timeout=180)
     finally:
+        # a failure above must not leave the blocker holding the cluster
+        if blocker_id and (y.app(blocker_id) or {}).get("state") not in ("FINISHED", "FAILED", "KILLED"):
+            y.tony.run("kill", blocker_id, timeout=60)
         for q in (blocker, p):
             if q and q.poll() is None:
                 q.kill()
