@@ -278,6 +278,27 @@ static void judge_node(am_fsm *f, am_task *t, int exit_status, long long now_ms,
     if (r != AM_EXCL_ALREADY) emit(out, AM_ACT_EXCLUDE_NODE, t, 0, t->node);
 }
 
+/* What a failed task's end says beyond TonY's rules: its node is bad
+ * (above), or a `fail` log policy makes the failure permanent (a
+ * sidecar's failures never count). Returns the diagnostics for the
+ * attempt when a log policy adds to them (malloc'ed), else NULL. */
+static char *judge_failure(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
+                           am_actions *out) {
+    judge_node(f, t, exit_status, now_ms, out);
+    const char *said = t->log_fail ? t->log_fail : t->log_exclude;
+    if (!said) return NULL;
+    /* the task's own diagnostics say it first */
+    char *d = tony_sprintf("%s. %s", said, t->diagnostics ? t->diagnostics : "");
+    free(t->diagnostics);
+    t->diagnostics = d;
+    if (!t->log_fail || t->role->kind == TONY_ROLE_SIDECAR) return NULL;
+    if (!f->permanent_failure)
+        f->permanent_failure = tony_sprintf("a fail log policy matched %s:%d's output, so the failure is permanent "
+                                            "(tony.application.log-policies).",
+                                            t->role->name, t->index);
+    return tony_sprintf("%s. %s", t->log_fail, diagnostics ? diagnostics : "");
+}
+
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {
     (void)f;
     t->pid = pid;
@@ -366,24 +387,7 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
         else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0) t->state = AM_TASK_FINISHED;
         else t->state = AM_TASK_FAILED;
-        if (t->state == AM_TASK_FAILED) judge_node(f, t, exit_status, now_ms, out);
-        /* A `fail` log policy: the failure is the user's for good (a
-         * sidecar's failures never count). */
-        char *policy_diag = NULL;
-        if (t->state == AM_TASK_FAILED && t->log_fail && t->role->kind != TONY_ROLE_SIDECAR) {
-            if (!f->permanent_failure)
-                f->permanent_failure = tony_sprintf("a fail log policy matched %s:%d's output, so the failure is "
-                                                    "permanent (tony.application.log-policies).",
-                                                    t->role->name, t->index);
-            policy_diag = tony_sprintf("%s. %s", t->log_fail, diagnostics ? diagnostics : "");
-        }
-        /* the task's own diagnostics say it first, too */
-        const char *said = t->state == AM_TASK_FAILED ? (t->log_fail ? t->log_fail : t->log_exclude) : NULL;
-        if (said) {
-            char *d = tony_sprintf("%s. %s", said, t->diagnostics ? t->diagnostics : "");
-            free(t->diagnostics);
-            t->diagnostics = d;
-        }
+        char *policy_diag = t->state == AM_TASK_FAILED ? judge_failure(f, t, exit_status, diagnostics, now_ms, out) : NULL;
         if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
             task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
         free(policy_diag);

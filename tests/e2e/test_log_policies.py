@@ -65,3 +65,6 @@ def test_exclude_node_on_the_only_node_is_shown_not_done(tony):
     assert "node localhost is bad but was not excluded" in st.out, st
     ev = [e for e in events(r) if e["type"] == "NODE_NOT_EXCLUDED"]
     assert len(ev) == 1 and ev[0]["task"] == "worker:0" and ev[0]["node"] == "localhost", ev
+    # and the history says it
+    h = tony.run("history", r.job_dir().name)
+    assert h.rc == 0 and "NODE_NOT_EXCLUDED" in h.out and "only node" in h.out, h
