@@ -57,6 +57,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
         json_object_set_new(o, "port", json_integer(t->port));
     }
     if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
+    if (t->node) json_object_set_new(o, "node", json_string(t->node)); /* once its container ended */
     if (t->exited || am_task_done(t)) {
         json_object_set_new(o, "exit_status", json_integer(t->exit_status));
         json_object_set_new(o, "exit_meaning",

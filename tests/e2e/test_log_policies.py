@@ -60,6 +60,7 @@ def test_exclude_node_on_the_only_node_is_shown_not_done(tony):
     nodes = r.status()["excluded_nodes"]
     assert len(nodes) == 1 and not nodes[0]["excluded"], nodes
     assert nodes[0]["node"] == "localhost" and nodes[0]["task"] == "worker:0"
+    assert r.task("worker", 0)["node"] == "localhost"
     assert "uncorrectable ECC error" in nodes[0]["reason"] and "only node" in nodes[0]["refused"], nodes
     st = tony.run("status", r.job_dir().name)
     assert "node localhost is bad but was not excluded" in st.out, st
