@@ -169,6 +169,7 @@ function renderJob(job) {
     tb.hidden = true;
   }
   renderAdvice(job.advice);
+  renderExcludedNodes(job.excluded_nodes);
   renderTasks(job.tasks || []);
   // After a restart the open task's log is the new attempt's, unless the
   // reader picked an earlier one.
@@ -178,22 +179,38 @@ function renderJob(job) {
   tick();
 }
 
-function renderAdvice(advice) {
-  const ul = $("advice");
-  const items = Array.isArray(advice) ? advice : [];
+// A list of the job panel (advice, bad nodes), redrawn only when it changed:
+// one <li> per item, a bold head then the text.
+function renderList(ul, items, item) {
   const sig = JSON.stringify(items);
   if (ul.dataset.sig === sig) return;
   ul.dataset.sig = sig;
-  ul.replaceChildren(...items.map((a) => {
+  ul.replaceChildren(...items.map((x) => {
+    const [head, text] = item(x);
     const li = document.createElement("li");
     const b = document.createElement("b");
-    const text = a.text || "";
-    // the advice may already start with its role's name
-    b.textContent = a.role && !text.startsWith(`${a.role}:`) ? `${a.role}: ` : "";
+    b.textContent = head;
     li.append(b, document.createTextNode(text));
     return li;
   }));
   ul.hidden = items.length === 0;
+}
+
+// Bad nodes: those the job keeps its containers off, and those it found bad
+// but could not exclude (the cap), each with its task and reason.
+function renderExcludedNodes(nodes) {
+  renderList($("excluded-nodes"), Array.isArray(nodes) ? nodes : [], (e) => [
+    e.excluded ? `node ${e.node} excluded: ` : `node ${e.node} bad, not excluded (${e.refused}): `,
+    `${e.task} in attempt ${e.attempt}: ${e.reason}`,
+  ]);
+}
+
+function renderAdvice(advice) {
+  renderList($("advice"), Array.isArray(advice) ? advice : [], (a) => {
+    const text = a.text || "";
+    // the advice may already start with its role's name
+    return [a.role && !text.startsWith(`${a.role}:`) ? `${a.role}: ` : "", text];
+  });
 }
 
 // ---------- the task table: one tbody per role, rows redrawn only on change ----------

@@ -145,6 +145,23 @@ static void stop_task(tony_am *am, const am_action *a) {
     am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, am->fsm.job.attempt);
 }
 
+/* A node a task's end marked bad: kept off from now on, or, past the cap,
+ * said why not (exclusion.h). */
+static void exclude_node(tony_am *am, const am_action *a) {
+    const am_exclusion *x = &am->fsm.exclusion;
+    const am_excluded_node *e = NULL;
+    for (size_t i = 0; i < x->len && !e; i++)
+        if (strcmp(x->items[i].node, a->note) == 0) e = &x->items[i];
+    if (!e) return;
+    if (e->refused) {
+        tony_warn("node %s is bad (%s: %s) but stays in use: %s", e->node, e->task, e->reason, e->refused);
+    } else {
+        tony_warn("excluding node %s from the job's later containers: %s %s", e->node, e->task, e->reason);
+        if (am->backend->ops->exclude_node) am->backend->ops->exclude_node(am->backend, e->node);
+    }
+    am_record_node_excluded(am, a->task, e);
+}
+
 static void restart(tony_am *am) {
     am_job *j = &am->fsm.job;
     am_record_restart(am);
@@ -186,6 +203,7 @@ static void carry_out(tony_am *am) {
         case AM_ACT_RESTART: restart(am); break;
         case AM_ACT_FINISH: finished(am); break;
         case AM_ACT_HANG: am_stacks_hang(am, a.task, am->fsm.hang.idle_ms); break;
+        case AM_ACT_EXCLUDE_NODE: exclude_node(am, &a); break;
         }
     }
     q->len = 0;
@@ -235,7 +253,7 @@ static void on_last_words(tony_am *am, const char *role, int index, int attempt,
 }
 
 static void on_container_exit(void *ctx, const char *role, int index, int attempt, int exit_status,
-                              const char *diagnostics) {
+                              const char *diagnostics, const char *node) {
     tony_am *am = ctx;
     if (attempt != am->fsm.job.attempt) return; /* a container of an earlier attempt */
     am_task *t = am_job_task(&am->fsm.job, role, index);
@@ -243,6 +261,9 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
     long long now = am_now_ms();
+    /* where it ran, for bad-node exclusion (exclusion.h) */
+    am_fsm_node(&am->fsm, t, node,
+                am->backend->ops->cluster_nodes ? am->backend->ops->cluster_nodes(am->backend) : 1);
     /* A failure its executor did not report: its last words from its log,
      * through the backend where it reads log links (the exit then waits
      * for them), else from the file. */

@@ -26,6 +26,7 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "conf/logpolicy.h"
 
 /* GET /v1/job[?metrics=0], with an ETag over the body: a browser polling
  * every second gets a bodiless 304 while nothing changed, however many tasks
@@ -114,8 +115,10 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
         free(k);
     }
     tony_env_free(&env);
-    return json_pack("{s:s,s:s,s:o,s:o,s:I}", AM_API_STATUS, AM_API_GO, AM_API_COMMAND, t->role->command, AM_API_ENV,
-                     envj, AM_API_CLUSTER_SPEC, spec, AM_API_EXECUTION_TIMEOUT_MS, am->plan.execution_timeout_ms);
+    return json_pack("{s:s,s:s,s:o,s:o,s:I,s:s}", AM_API_STATUS, AM_API_GO, AM_API_COMMAND, t->role->command,
+                     AM_API_ENV, envj, AM_API_CLUSTER_SPEC, spec, AM_API_EXECUTION_TIMEOUT_MS,
+                     am->plan.execution_timeout_ms, AM_API_LOG_POLICIES,
+                     am->plan.log_policies ? am->plan.log_policies : "");
 }
 
 static void answer_waiter(tony_am *am, am_waiter *w) {
@@ -312,6 +315,23 @@ static bool known_verb(const char *verb) {
     return false;
 }
 
+/* The log policies the executor saw match (conf/logpolicy.h): they count
+ * when the task fails. */
+static void log_matched(tony_am *am, am_task *t, const json_t *matches) {
+    size_t i;
+    const json_t *m;
+    json_array_foreach(matches, i, m) {
+        const char *policy = json_string_value(json_object_get(m, AM_API_MATCH_POLICY));
+        const char *action = json_string_value(json_object_get(m, AM_API_MATCH_ACTION));
+        const char *stream = json_string_value(json_object_get(m, AM_API_MATCH_STREAM));
+        const char *line = json_string_value(json_object_get(m, AM_API_MATCH_LINE));
+        tony_logpolicy_action a;
+        if (!policy || !action || !line || !tony_logpolicy_action_parse(action, &a)) continue;
+        tony_info("%s:%d: log policy '%s' matched: %s", t->role->name, t->index, policy, line);
+        am_fsm_log_matched(&am->fsm, t, a == TONY_LOGPOLICY_FAIL, policy, stream ? stream : "output", line);
+    }
+}
+
 /* /v1/tasks/<role>/<index>/<verb> */
 static void handle_task(tony_am *am, struct evhttp_request *req, const char *rest) {
     char role[64], verb[32];
@@ -471,6 +491,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
                            json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
         am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, AM_API_TIMED_OUT)));
+        log_matched(am, t, json_object_get(body, AM_API_LOG_MATCHES));
     } else {
         json_decref(body);
         json_decref(answer);

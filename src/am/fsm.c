@@ -52,6 +52,7 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     am_job_init(&f->job, plan);
     f->job.barrier_poll_ms = barrier_poll_ms;
     f->retries_left = plan->retry_count;
+    am_exclusion_init(&f->exclusion, plan->max_excluded_nodes);
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
 }
@@ -61,6 +62,7 @@ void am_fsm_free(am_fsm *f) {
     free(f->diagnostics);
     free(f->permanent);
     am_cause_free(&f->root_cause);
+    am_exclusion_free(&f->exclusion);
     memset(f, 0, sizeof *f);
 }
 
@@ -305,6 +307,55 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
     return res;
 }
 
+void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes) {
+    if (cluster_nodes > 0) f->cluster_nodes = cluster_nodes;
+    if (!node || !*node || t->node) return;
+    t->node = tony_strdup(node);
+}
+
+void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line) {
+    (void)f;
+    char **slot = fail ? &t->log_fail : &t->log_exclude;
+    if (*slot) return; /* the first match counts */
+    *slot = tony_sprintf("log policy '%s' matched %s:%d's %s: %s", policy, t->role->name, t->index, stream, line);
+}
+
+/* A failed task's node: excluded when its end was the node's fault (or an
+ * exclude-node log policy matched), within the cap. */
+static void judge_node(am_fsm *f, am_task *t, int exit_status, long long now_ms, am_actions *out) {
+    char buf[256];
+    const char *cause = t->log_exclude ? t->log_exclude
+                                       : am_exclusion_node_cause(exit_status, t->host != NULL, t->stop_tries > 0, buf,
+                                                                 sizeof buf);
+    if (!cause || !t->node) return;
+    char *id = tony_sprintf("%s:%d", t->role->name, t->index);
+    am_excl_result r = am_exclusion_add(&f->exclusion, t->node, id, cause, f->job.attempt, f->cluster_nodes, now_ms);
+    free(id);
+    if (r != AM_EXCL_ALREADY) emit(out, AM_ACT_EXCLUDE_NODE, t, 0, t->node);
+}
+
+/* What a failed task's end says beyond TonY's rules: its node is bad
+ * (above), or a `fail` log policy makes the failure permanent (a
+ * sidecar's failures never count). Returns the diagnostics for the
+ * attempt when a log policy adds to them (malloc'ed), else NULL. */
+static char *judge_failure(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
+                           am_actions *out) {
+    judge_node(f, t, exit_status, now_ms, out);
+    const char *said = t->log_fail ? t->log_fail : t->log_exclude;
+    if (!said) return NULL;
+    /* the task's own diagnostics say it first */
+    char *d = tony_sprintf("%s. %s", said, t->diagnostics ? t->diagnostics : "");
+    free(t->diagnostics);
+    t->diagnostics = d;
+    if (!t->log_fail || t->role->kind == TONY_ROLE_SIDECAR) return NULL;
+    char *why = tony_sprintf("a fail log policy matched %s:%d's output, so the failure is permanent "
+                             "(tony.application.log-policies).",
+                             t->role->name, t->index);
+    am_fsm_task_permanent(f, t, why);
+    free(why);
+    return tony_sprintf("%s. %s", t->log_fail, diagnostics ? diagnostics : "");
+}
+
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {
     (void)f;
     t->pid = pid;
@@ -404,9 +455,11 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
         else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
         else t->state = AM_TASK_FAILED;
+        char *policy_diag = t->state == AM_TASK_FAILED ? judge_failure(f, t, exit_status, diagnostics, now_ms, out) : NULL;
         if (t->state == AM_TASK_FAILED) note_failure(&f->job, t, now_ms);
         if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
-            task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
+            task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
+        free(policy_diag);
     }
     advance(f, now_ms, out);
 }

@@ -13,6 +13,7 @@
 
 #include "am/cause.h"
 #include "am/hang.h"
+#include "am/exclusion.h"
 #include "am/job.h"
 #include "conf/plan.h"
 
@@ -47,6 +48,7 @@ typedef enum {
                             then am_fsm_next_attempt */
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
     AM_ACT_HANG,         /* task: idle past tony.task.progress-timeout; every task's stacks are being collected */
+    AM_ACT_EXCLUDE_NODE, /* note: a node task's end marked bad; excluded if am_exclusion_has says so, else refused (the cap) */
 } am_action_kind;
 
 typedef struct am_action {
@@ -83,6 +85,9 @@ typedef struct am_fsm {
     /* The single-node command (plan.single_node): its end decides the job. */
     bool single_running;
     am_hang hang; /* tony.task.progress-timeout: a hang whose stacks are being collected (hang.h) */
+    /* Bad nodes and log policies: */
+    am_exclusion exclusion;  /* nodes kept off, and those the cap refused */
+    int cluster_nodes;       /* the cluster's size as the backend last said (0: not known) */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
@@ -118,6 +123,12 @@ typedef enum {
 } am_reg_result;
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out);
+/* The backend says where t's container ran (node; NULL: nowhere yet) and
+ * how many nodes the cluster has (0: not known): before am_fsm_exited. */
+void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes);
+/* The executor says a log policy (conf/logpolicy.h) matched a line of its
+ * task's output (stream: "stdout" or "stderr"); it counts if the task fails. */
+void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line);
 /* The executor started the user's process. */
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms);
 

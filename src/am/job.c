@@ -34,6 +34,9 @@ void am_task_clear(am_task *t) {
     free(t->stderr_tail);
     free(t->error_report);
     free(t->permanent);
+    free(t->node);
+    free(t->log_fail);
+    free(t->log_exclude);
 }
 
 void am_job_free(am_job *j) {

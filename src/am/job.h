@@ -63,6 +63,10 @@ typedef struct am_task {
     long long idle_seen_ms; /* 0: no report yet (idle is counted from started_ms) */
     bool stacks_in;         /* its stacks arrived (written to the job dir) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
+    /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */
+    char *node;           /* where its container ran, as the backend names it (NULL: not known) */
+    char *log_fail;       /* a `fail` log policy matched its output: the policy and the line, in words */
+    char *log_exclude;    /* an `exclude-node` one did */
     size_t nruns;
 } am_task;
 

@@ -267,6 +267,20 @@ void am_record_restart(tony_am *am) {
                   am->fsm.job.attempt_diagnostics ? am->fsm.job.attempt_diagnostics : "", am->fsm.retries_left);
 }
 
+void am_record_node_excluded(tony_am *am, const am_task *t, const am_excluded_node *e) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    json_t *data = json_pack("{s:s,s:s,s:b}", "node", e->node, "reason", e->reason, "excluded", e->refused == NULL);
+    if (e->refused) json_object_set_new(data, "refused", json_string(e->refused));
+    if (e->refused)
+        am_events_add_data(am->events, wall_now(am), "NODE_NOT_EXCLUDED", id, am->fsm.job.attempt, data,
+                           "node %s is bad (%s) but stays in use: %s", e->node, e->reason, e->refused);
+    else
+        am_events_add_data(am->events, wall_now(am), "NODE_EXCLUDED", id, am->fsm.job.attempt, data,
+                           "node %s excluded from later containers: %s", e->node, e->reason);
+    free(id);
+}
+
 void am_record_kill(tony_am *am) {
     if (!am->events) return;
     am_events_add(am->events, wall_now(am), "KILL", NULL, am->fsm.job.attempt, "killed by the user");

@@ -17,6 +17,8 @@ void am_record_heartbeat_missed(tony_am *am, const am_task *t);
 void am_record_task_hung(tony_am *am, const am_task *t, long long idle_ms);
 void am_record_stacks(tony_am *am, const am_task *t, const char *path);
 void am_record_restart(tony_am *am);
+/* A node a task's end marked bad (excluded, or refused by the cap). */
+void am_record_node_excluded(tony_am *am, const am_task *t, const am_excluded_node *e);
 void am_record_kill(tony_am *am);
 void am_record_finish(tony_am *am);
 void am_record_free(tony_am *am);

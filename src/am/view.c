@@ -58,6 +58,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
         json_object_set_new(o, "port", json_integer(t->port));
     }
     if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
+    if (t->node) json_object_set_new(o, "node", json_string(t->node)); /* once its container ended */
     if (t->exited || am_task_done(t)) {
         json_object_set_new(o, "exit_status", json_integer(t->exit_status));
         json_object_set_new(o, "exit_meaning",
@@ -125,6 +126,22 @@ static json_t *single_node_task_json(const tony_am *am) {
     return t;
 }
 
+/* Nodes the job keeps off (bad-node exclusion), and those it would have
+ * but for the cap, with why. */
+static json_t *excluded_nodes_json(const tony_am *am) {
+    json_t *a = json_array();
+    const am_exclusion *x = &am->fsm.exclusion;
+    for (size_t i = 0; i < x->len; i++) {
+        const am_excluded_node *e = &x->items[i];
+        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:b}", "node", e->node, "task", e->task, "reason", e->reason,
+                              "attempt", e->attempt, "time_ms", (json_int_t)am_wall_ms(am, e->t_ms), "excluded",
+                              e->refused == NULL);
+        if (e->refused) json_object_set_new(o, "refused", json_string(e->refused));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 json_t *am_job_json(const tony_am *am) {
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? "RUNNING"
@@ -148,6 +165,7 @@ json_t *am_job_json(const tony_am *am) {
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, "tasks", tasks);
+    json_object_set_new(o, "excluded_nodes", excluded_nodes_json(am));
     const am_task *tb = am_view_tensorboard_task(am);
     if (tb) {
         json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));

@@ -72,10 +72,11 @@ typedef struct tony_am_place {
 
 void tony_am_place_free(tony_am_place *p);
 
-/* Called from the event loop when a container of ours ended. host is where it
- * ran (NULL if it never started); log_dir where its stdout/stderr are. */
+/* Called from the event loop when a container of ours ended. node is the
+ * node it ran on, as the backend names nodes (and exclude_node takes them),
+ * or NULL when it never got one. */
 typedef void (*tony_backend_exit_cb)(void *ctx, const char *role, int index, int attempt, int exit_status,
-                                     const char *diagnostics);
+                                     const char *diagnostics, const char *node);
 
 /* Reading a task's output where the coordinator cannot open it as a file
  * (on a YARN node: through its NodeManager), without blocking the loop. */
@@ -146,6 +147,16 @@ typedef struct tony_backend_ops {
      * for tony_backend_task_update_credentials) and returns the
      * generation; else returns 0. NULL where they never change. */
     long long (*task_credentials)(tony_backend *b, long long have, tony_buf *out);
+    /* Bad-node exclusion (am/exclusion.h): keeps every container asked for
+     * from now on off node (a name the exit cb gave), for the rest of the
+     * job; containers running there are left alone. Never fails: a cluster
+     * backend sends it with its next request (YARN: the allocate call's
+     * blacklist additions). NULL where no node can be avoided (the local
+     * backend: one machine). */
+    void (*exclude_node)(tony_backend *b, const char *node);
+    /* How many nodes the cluster has now (0: not known yet), which caps
+     * exclusion. NULL: one (this machine). */
+    int (*cluster_nodes)(const tony_backend *b);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     /* Also drops log reads still in flight, without their callbacks. */

@@ -37,6 +37,25 @@ char *tony_report_grouped(const json_t *job) {
     return b.data;
 }
 
+/* Bad nodes (the job's "excluded_nodes"): kept off, or not, and why. */
+static void report_nodes(FILE *out, const json_t *job) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(job, "excluded_nodes"), i, e) {
+        const char *node = json_string_value(json_object_get(e, "node"));
+        const char *task = json_string_value(json_object_get(e, "task"));
+        const char *reason = json_string_value(json_object_get(e, "reason"));
+        const char *refused = json_string_value(json_object_get(e, "refused"));
+        int attempt = (int)json_integer_value(json_object_get(e, "attempt"));
+        if (refused)
+            fprintf(out, "  node %s is bad but was not excluded (%s): %s in attempt %d: %s\n", node, refused, task,
+                    attempt, reason);
+        else
+            fprintf(out, "  node %s excluded from later containers: %s in attempt %d: %s\n", node, task, attempt,
+                    reason);
+    }
+}
+
 void tony_report_tasks(FILE *out, const json_t *job) {
     size_t i;
     json_t *t;
@@ -66,6 +85,7 @@ void tony_report_tasks(FILE *out, const json_t *job) {
     const char *state = json_string_value(json_object_get(job, "state"));
     const char *cause = json_string_value(json_object_get(json_object_get(job, "root_cause"), "text"));
     if (cause && (!state || strcmp(state, "FINISHED") != 0)) fprintf(out, "  last failed attempt: %s\n", cause);
+    report_nodes(out, job);
 }
 
 void tony_report_final(FILE *out, const json_t *job) {

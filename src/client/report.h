@@ -12,7 +12,8 @@
 char *tony_report_grouped(const json_t *job);
 
 /* One entry per task: state, exit meaning, diagnostics of a failure, log
- * paths, and the TensorBoard link of the task serving it. */
+ * paths, and the TensorBoard link of the task serving it; then the nodes
+ * the job excluded (or found bad and could not exclude), with why. */
 void tony_report_tasks(FILE *out, const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
 /* The job's right-sizing advice ("advice" of the job JSON), when it has any. */

@@ -44,6 +44,11 @@
 #define AM_API_IDLE_MS "idle_ms"       /* heartbeat: ms since the user process last wrote output or touched
                                           TONY_PROGRESS_FILE (am/hang.h) */
 #define AM_API_STACKS_TEXT "stacks"    /* stacks: what the dump printed, every process of the task */
+#define AM_API_LOG_MATCHES "log_matches" /* finished: the log policies that matched, [{policy, action, stream, line}] */
+#define AM_API_MATCH_POLICY "policy"   /* the policy as written ("fail:CUDA out of memory") */
+#define AM_API_MATCH_ACTION "action"   /* "fail" | "exclude-node" */
+#define AM_API_MATCH_STREAM "stream"   /* "stdout" | "stderr" */
+#define AM_API_MATCH_LINE "line"       /* the first line it matched (cut to 512 bytes) */
 
 /* Fields of the coordinator's answers. */
 #define AM_API_STATUS "status"
@@ -53,6 +58,7 @@
 #define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
 #define AM_API_DUMP_STACKS "dump_stacks"   /* heartbeat, true: a hang is diagnosed; send the stacks */
+#define AM_API_LOG_POLICIES "log_policies"   /* go: tony.application.log-policies (conf/logpolicy.h) */
 
 /* Words of "status". */
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "conf/logpolicy.h"
+
 static const tony_conf_default defaults[] = {
     /* Application */
     {"tony.yarn.queue", "default", "Scheduler queue the job is submitted to."},
@@ -24,6 +26,13 @@ static const tony_conf_default defaults[] = {
     {"tony.application.enable-preprocess", "false",
      "Run the command in the coordinator before starting the distributed tasks; a failure fails the job."},
     {"tony.application.timeout", "0", "Maximum run time of the whole job in milliseconds; 0 means no limit."},
+    {"tony.application.max-excluded-nodes", NULL,
+     "Most nodes a job keeps its containers off after node-level failures (ours); unset: fewer than half of "
+     "the cluster's nodes; 0 turns exclusion off. Never every node."},
+    {TONY_LOGPOLICY_KEY, TONY_LOGPOLICY_DEFAULTS,
+     "Comma list of ACTION:REGEX matched against every line of a task's stdout and stderr (ours): fail makes a "
+     "failure of that task permanent (no restart), exclude-node keeps the job off its node; POSIX extended "
+     "regex, (?i) in front for any case, \\, for a comma inside one. Empty: none."},
     {"tony.application.framework", "tensorflow",
      "Framework runtime that sets up each task's distributed environment (case-insensitive)."},
     {"tony.application.num-client-rm-connect-retries", "3",

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "common/strv.h"
+#include "conf/logpolicy.h"
 #include "conf/resource.h"
 #include "runtime/runtime.h"
 
@@ -371,6 +372,20 @@ static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
     return 0;
 }
 
+/* Bad-node exclusion's cap and the log policies (conf/logpolicy.h): a
+ * regex that does not compile is refused here, at submit, not in a task. */
+static int read_node_policies(const tony_conf *c, tony_plan *p, tony_error *err) {
+    p->max_excluded_nodes = -1;
+    const char *max = tony_conf_get(c, "tony.application.max-excluded-nodes");
+    if (max && *max && get_nonneg_int(c, "tony.application.max-excluded-nodes", 0, &p->max_excluded_nodes, err))
+        return -1;
+    tony_logpolicies lp;
+    if (tony_logpolicies_parse(tony_logpolicies_value(c), &lp, err)) return -1;
+    tony_logpolicies_free(&lp);
+    p->log_policies = tony_strdup(tony_logpolicies_value(c));
+    return 0;
+}
+
 static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
     const char *mode = get_str(c, "tony.application.distributed-mode");
     char *m = tony_strdup(mode ? mode : "GANG");
@@ -416,6 +431,7 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
                         p->progress_timeout_ms, p->heartbeat_interval_ms);
 
     if (get_nonneg_ll(c, "tony.application.timeout", 0, &p->app_timeout_ms, err)) return -1;
+    if (read_node_policies(c, p, err)) return -1;
 
     long long exec;
     if (tony_conf_get_ll(c, "tony.task.executor.execution-timeout-ms", 0, &exec, err)) return -1;
@@ -519,6 +535,7 @@ void tony_plan_free(tony_plan *p) {
     tony_env_free(&p->shell_env);
     tony_env_free(&p->container_env);
     free(p->tensorboard_log_dir);
+    free(p->log_policies);
     memset(p, 0, sizeof *p);
 }
 

@@ -84,6 +84,8 @@ typedef struct tony_plan {
     tony_env shell_env;                 /* tony.execution.envs: the user process's env */
     tony_env container_env;             /* tony.containers.envs: executor (container) env */
     char *tensorboard_log_dir;          /* tony.application.tensorboard-log-dir or NULL */
+    int max_excluded_nodes;             /* tony.application.max-excluded-nodes; -1: fewer than half the cluster */
+    char *log_policies;                 /* tony.application.log-policies (checked; conf/logpolicy.h) */
 } tony_plan;
 
 /* Reads and validates c. Every error names the key and says what to do:

@@ -29,6 +29,7 @@
 #include "executor/activity.h"
 #include "executor/metrics.h"
 #include "executor/stacks.h"
+#include "executor/outscan.h"
 #include "executor/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -250,6 +251,36 @@ static void send_stacks(const executor *x, pid_t pid) {
     free(text);
 }
 
+/* The log policies the coordinator sent with "go", compiled; a value it
+ * accepted at submit compiles here too (the same code), so a failure is
+ * only said. */
+static tony_outscan *start_outscan(const json_t *go, tony_logpolicies *lp, const char *out, const char *errp) {
+    tony_error err;
+    const char *v = json_string_value(json_object_get(go, AM_API_LOG_POLICIES));
+    if (tony_logpolicies_parse(v ? v : "", lp, &err)) {
+        tony_warn("log policies off: %s", err.msg);
+        return NULL;
+    }
+    if (lp->len == 0) return NULL;
+    tony_outscan *s = tony_outscan_new(lp);
+    tony_outscan_add_file(s, out, "stdout");
+    tony_outscan_add_file(s, errp, "stderr");
+    return s;
+}
+
+/* The first line each policy matched, for the coordinator. */
+static json_t *outscan_matches(const tony_outscan *s, const tony_logpolicies *lp) {
+    json_t *a = json_array();
+    for (size_t i = 0; s && i < lp->len; i++) {
+        const tony_outscan_match *m = tony_outscan_matched(s, i);
+        if (!m) continue;
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s}", AM_API_MATCH_POLICY, lp->items[i].text,
+                                           AM_API_MATCH_ACTION, tony_logpolicy_action_name(lp->items[i].action),
+                                           AM_API_MATCH_STREAM, m->stream, AM_API_MATCH_LINE, m->line));
+    }
+    return a;
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
     const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
@@ -287,6 +318,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     if (x->tb_fd >= 0) close(x->tb_fd);
     x->port_fd = x->tb_fd = -1;
     tony_strv_free(&envp);
+    tony_logpolicies policies = {0};
+    tony_outscan *scan = rc ? NULL : start_outscan(go, &policies, out, errp);
     if (rc) {
         free(out), free(errp), free(progress);
         return -1;
@@ -358,6 +391,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             }
             json_decref(ans);
         }
+        if (scan) tony_outscan_poll(scan, 0);
         if (now >= next_metrics && !stop_at) {
             send_metrics(x);
             next_metrics = now_ms() + x->metrics_ms;
@@ -369,10 +403,15 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     free(out), free(errp), free(progress);
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
-    json_t *fin = json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out);
+    /* what the process wrote last (the traceback) is read before the report */
+    if (scan) tony_outscan_poll(scan, 1);
+    json_t *fin = json_pack("{s:i,s:b,s:o}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out, AM_API_LOG_MATCHES,
+                            outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
     ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
     json_decref(ans);
+    tony_outscan_free(scan);
+    tony_logpolicies_free(&policies);
     return code;
 }
 

@@ -56,6 +56,9 @@ async function full() {
   // the failed worker, in words
   await waitText(cell("worker:1", "state"), /FAILED/, "worker:1 FAILED");
   await waitText(cell("worker:1", "exit"), /exit code 3/, "worker:1 shows exit code 3");
+  // its ECC error line (the default exclude-node log policy): a bad node, here the only one
+  await waitText(page.locator("#excluded-nodes li"), /node localhost bad, not excluded \(.*only node\): worker:1 in attempt 0: .*uncorrectable ECC error/,
+                 "the bad node listed");
   await waitText(cell("worker:0", "state"), /SUCCEEDED/, "worker:0 RUNNING -> SUCCEEDED");
   check((await page.locator("#elapsed").textContent()) !== e1, "the elapsed time does not tick");
   // the log tail of a task, both streams

@@ -22,7 +22,9 @@ SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m", "
 
 # Each task prints, then waits for the browser script to release it (a file
 # in the job's shared dir), so every state is on screen long enough to be
-# seen however slowly Chromium starts on a loaded machine.
+# seen however slowly Chromium starts on a loaded machine. worker:1's last
+# line matches the default exclude-node log policy: the page lists this
+# machine as a bad node the job could not exclude (its only node).
 TASK_SH = r"""
 wait_for() { for i in $(seq 1 600); do [ -e "$TONY_JOB_DIR/$1" ] && return; sleep 0.2; done; echo "never released" >&2; exit 9; }
 case "$JOB_NAME:$TASK_INDEX" in
@@ -32,7 +34,7 @@ case "$JOB_NAME:$TASK_INDEX" in
     for i in $(seq 1 12); do echo "chief step $i"; buf="$buf$(head -c 2000000 /dev/zero | tr '\0' x)"; sleep 0.5; done
     wait_for release-chief; echo "chief done" ;;
   worker:0) echo "worker 0 says hello"; wait_for release-workers; sleep 1; echo "worker 0 done" ;;
-  worker:1) echo "worker 1 says hello"; wait_for release-workers; echo "worker 1 fails" >&2; exit 3 ;;
+  worker:1) echo "worker 1 says hello"; wait_for release-workers; echo "worker 1 fails: uncorrectable ECC error" >&2; exit 3 ;;
   ps:*) echo "ps up"; exec sleep 300 ;;
 esac
 """

@@ -32,7 +32,9 @@ typedef struct world {
     struct rlimit nofile; /* the limit before */
 } world;
 
-static void on_exit_cb(void *ctx, const char *role, int index, int attempt, int exit_status, const char *diag) {
+static void on_exit_cb(void *ctx, const char *role, int index, int attempt, int exit_status, const char *diag,
+                       const char *node) {
+    (void)node;
     (void)role, (void)index, (void)attempt, (void)diag;
     world *w = ctx;
     w->exits++;

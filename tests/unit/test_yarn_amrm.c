@@ -71,6 +71,22 @@ static void test_ask_table(void **state) {
     yarn_amrm_free(am);
 }
 
+/* Bad-node exclusion's blacklist additions wait for the next allocate, in
+ * order (the RM's answer to it is proven live by test_yarn_bad_node.py). */
+static void test_blacklist_additions_queue(void **state) {
+    (void)state;
+    yarn_amrm *am = new_am();
+    char *got = yarn_amrm_pending_blacklist(am);
+    assert_string_equal(got, "");
+    free(got);
+    yarn_amrm_blacklist(am, "nm7.example.com:8041");
+    yarn_amrm_blacklist(am, "nm7.example.com");
+    got = yarn_amrm_pending_blacklist(am);
+    assert_string_equal(got, "nm7.example.com:8041\nnm7.example.com\n");
+    free(got);
+    yarn_amrm_free(am);
+}
+
 static void test_amrm_args(void **state) {
     (void)state;
     tony_error err;
@@ -313,6 +329,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_table),
         cmocka_unit_test(test_amrm_args),
+        cmocka_unit_test(test_blacklist_additions_queue),
         cmocka_unit_test(test_nm_checks_before_calling),
         cmocka_unit_test(test_nm_async_hung_node_delays_no_other),
         cmocka_unit_test(test_nm_stop_all_bounded_across_hung_nodes),

@@ -276,9 +276,12 @@ static void report_exit(local_backend *b, container *c, int status) {
     char *role = tony_strdup(c->role);
     char *diag = c->diagnostics ? tony_strdup(c->diagnostics) : NULL;
     int index = c->index, attempt = c->attempt;
+    /* This machine is the only node (named as its executors see it);
+     * a container still queued had none. */
+    const char *node = c->pid > 0 ? "localhost" : NULL;
     remove_container(b, c);
     container_free(c);
-    b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag);
+    b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag, node);
     free(role);
     free(diag);
 }

@@ -53,6 +53,8 @@ struct yarn_amrm {
     size_t n_asks;
     yarn_container_id *releases;
     size_t n_releases;
+    tony_strv blacklist; /* additions not yet sent */
+    tony_strv blacklisted; /* every addition: sent again when the RM forgot us */
     nm_token *nm;
     size_t n_nm;
 };
@@ -173,6 +175,8 @@ void yarn_amrm_free(yarn_amrm *am) {
     for (size_t i = 0; i < am->n_asks; i++) free(am->asks[i].label);
     free(am->asks);
     free(am->releases);
+    tony_strv_free(&am->blacklist);
+    tony_strv_free(&am->blacklisted);
     for (size_t i = 0; i < am->n_nm; i++) {
         free(am->nm[i].host);
         yarn_token_free(am->nm[i].token);
@@ -388,6 +392,22 @@ void yarn_amrm_release(yarn_amrm *am, const yarn_container *c) {
     pthread_mutex_unlock(&am->mu);
 }
 
+void yarn_amrm_blacklist(yarn_amrm *am, const char *name) {
+    pthread_mutex_lock(&am->mu);
+    tony_strv_push(&am->blacklist, name);
+    tony_strv_push(&am->blacklisted, name);
+    pthread_mutex_unlock(&am->mu);
+}
+
+char *yarn_amrm_pending_blacklist(yarn_amrm *am) {
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    pthread_mutex_lock(&am->mu);
+    for (size_t i = 0; i < am->blacklist.len; i++) tony_buf_printf(&b, "%s\n", am->blacklist.items[i]);
+    pthread_mutex_unlock(&am->mu);
+    return b.data;
+}
+
 char *yarn_amrm_pending_asks(yarn_amrm *am) {
     tony_buf b = {0};
     tony_buf_puts(&b, "");
@@ -418,6 +438,8 @@ typedef struct alloc_req {
     Hadoop__Yarn__ContainerIdProto **relp;
     size_t *sent;       /* indexes of the asks sent... */
     int *sent_total;    /* ...and the totals they had */
+    Hadoop__Yarn__ResourceBlacklistRequestProto blacklist;
+    tony_strv blacklist_names; /* copies of the additions sent */
 } alloc_req;
 
 /* Locked. */
@@ -463,6 +485,14 @@ static void build_allocate(yarn_amrm *am, float progress, alloc_req *a) {
     }
     a->req.n_release = am->n_releases;
     a->req.release = a->relp;
+    hadoop__yarn__resource_blacklist_request_proto__init(&a->blacklist);
+    memset(&a->blacklist_names, 0, sizeof a->blacklist_names);
+    if (am->blacklist.len) {
+        for (size_t i = 0; i < am->blacklist.len; i++) tony_strv_push(&a->blacklist_names, am->blacklist.items[i]);
+        a->blacklist.n_blacklist_additions = a->blacklist_names.len;
+        a->blacklist.blacklist_additions = a->blacklist_names.items;
+        a->req.blacklist_request = &a->blacklist;
+    }
     a->req.has_response_id = a->req.has_progress = 1;
     a->req.response_id = am->response_id;
     a->req.progress = progress < 0 ? 0 : progress > 1 ? 1 : progress;
@@ -480,6 +510,7 @@ static void alloc_req_free(alloc_req *a) {
     free(a->rel);
     free(a->rel_ids);
     free(a->relp);
+    tony_strv_free(&a->blacklist_names);
 }
 
 /* Locked. What the RM now knows: an ask it got is clean unless it changed
@@ -487,6 +518,14 @@ static void alloc_req_free(alloc_req *a) {
 static void mark_sent(yarn_amrm *am, const alloc_req *a) {
     for (size_t i = 0; i < a->req.n_ask; i++)
         if (am->asks[a->sent[i]].total == a->sent_total[i]) am->asks[a->sent[i]].dirty = false;
+    /* the RM keeps the additions it got: they are sent once */
+    size_t nb = a->blacklist_names.len;
+    if (nb) {
+        for (size_t i = 0; i < nb; i++) free(am->blacklist.items[i]);
+        memmove(am->blacklist.items, am->blacklist.items + nb, (am->blacklist.len - nb) * sizeof *am->blacklist.items);
+        am->blacklist.len -= nb;
+        am->blacklist.items[am->blacklist.len] = NULL;
+    }
     size_t n = a->req.n_release;
     if (n == 0) return;
     memmove(am->releases, am->releases + n, (am->n_releases - n) * sizeof *am->releases);
@@ -572,6 +611,8 @@ int yarn_amrm_allocate(yarn_amrm *am, float progress, yarn_allocation *out, tony
         if (do_register(am, NULL, err) < 0) return -1;
         pthread_mutex_lock(&am->mu);
         for (size_t i = 0; i < am->n_asks; i++) am->asks[i].dirty = am->asks[i].total > 0;
+        tony_strv_free(&am->blacklist);
+        for (size_t i = 0; i < am->blacklisted.len; i++) tony_strv_push(&am->blacklist, am->blacklisted.items[i]);
         pthread_mutex_unlock(&am->mu);
     }
     return -1;

@@ -109,6 +109,9 @@ void yarn_amrm_remove_request(yarn_amrm *am, int priority, const yarn_resource *
 int yarn_amrm_outstanding(yarn_amrm *am, int priority, const yarn_resource *cap, const char *node_label);
 /* Gives a container back to the RM at the next allocate. */
 void yarn_amrm_release(yarn_amrm *am, const yarn_container *c);
+/* Adds name (a scheduler node name) to the application's blacklist with
+ * the next allocate that reaches the RM (once: the RM keeps it). */
+void yarn_amrm_blacklist(yarn_amrm *am, const char *name);
 
 /* One heartbeat (progress in [0,1]). out is filled even when nothing new
  * happened. Re-registers and resends every ask when the RM has forgotten us
@@ -133,6 +136,8 @@ int yarn_amrm_token_key_id(const yarn_token *t);
 /* --- for tests */
 /* What the next allocate would send, as "prio/mem/vcores/gpus/label=count" lines. */
 char *yarn_amrm_pending_asks(yarn_amrm *am);
+/* The blacklist additions the next allocate would send, one per line. */
+char *yarn_amrm_pending_blacklist(yarn_amrm *am);
 /* Keeps an NMToken (a copy) for node host:port, as an allocate would. */
 void yarn_amrm_put_nm_token(yarn_amrm *am, const char *host, int port, const yarn_token *t);
 

@@ -87,6 +87,7 @@ typedef struct yarn_backend {
     bool ask_now;    /* asks changed meanwhile: the next heartbeat at once */
     bool closing;    /* finish/shutdown: replies are only cleaned up */
     bool finished;
+    int cluster_nodes; /* as the last allocate said (0: none yet) */
     yarn_job_credentials *creds; /* the AM container's (outlives the backend) */
     yarn_nm_spnego *spnego;      /* logins to kerberized NodeManagers' pages, with a keytab; or NULL */
 } yarn_backend;
@@ -212,7 +213,11 @@ static void on_notify(evutil_socket_t fd, short what, void *arg) {
         r->report_pending = false;
         char *role = tony_strdup(r->role), *diag = tony_strdup(r->diagnostics);
         int index = r->index, attempt = r->attempt, status = r->exit_status;
-        b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag);
+        /* a NodeManager, host:port: several may share a host */
+        char *node = r->container.node_host ? tony_sprintf("%s:%d", r->container.node_host, r->container.node_port)
+                                            : NULL;
+        b->base.on_exit(b->base.cb_ctx, role, index, attempt, status, diag, node);
+        free(node);
         free(role);
         free(diag);
     }
@@ -358,6 +363,7 @@ static void alloc_done(void *arg, bool ran) {
         if (b->failures >= MAX_HEARTBEAT_FAILURES) give_up(b, j->err.msg);
     } else {
         b->failures = 0;
+        if (j->out.num_cluster_nodes > 0) b->cluster_nodes = j->out.num_cluster_nodes;
         for (size_t i = 0; i < j->out.n_allocated; i++) on_allocated(b, &j->out.allocated[i]);
         for (size_t i = 0; i < j->out.n_completed; i++) on_completed(b, &j->out.completed[i]);
         if (j->out.command == YARN_AM_CMD_SHUTDOWN)
@@ -472,6 +478,31 @@ static void yarn_stop(tony_backend *base, const char *role, int index, int attem
     }
     yarn_nm_stop_async(b->nm, &r->container, on_stopped, b);
 }
+
+/* YARN matches a blacklist entry against the scheduler's node name: the
+ * host, or host:port where yarn.scheduler.include-port-in-node-name is set
+ * (several NodeManagers on one host). The coordinator cannot read the RM's
+ * setting, so it sends both; the RM ignores a name that is no node's. */
+static void yarn_exclude_node(tony_backend *base, const char *node) {
+    yarn_backend *b = (yarn_backend *)base;
+    yarn_amrm_blacklist(b->amrm, node);
+    const char *colon = strrchr(node, ':');
+    if (colon) {
+        char *host = tony_sprintf("%.*s", (int)(colon - node), node);
+        yarn_amrm_blacklist(b->amrm, host);
+        free(host);
+    }
+    /* the asks still out are placed with it at once */
+    if (b->allocating) {
+        b->ask_now = true;
+    } else if (!b->closing) {
+        evtimer_del(b->heartbeat);
+        struct timeval zero = {0, 0};
+        evtimer_add(b->heartbeat, &zero);
+    }
+}
+
+static int yarn_cluster_nodes(const tony_backend *base) { return ((const yarn_backend *)base)->cluster_nodes; }
 
 static int yarn_active(const tony_backend *base) {
     const yarn_backend *b = (const yarn_backend *)base;
@@ -701,6 +732,8 @@ static const tony_backend_ops yarn_ops = {
     .cancel_log = yarn_cancel_log,
     .prepare_am_command = yarn_prepare_am_command,
     .task_credentials = yarn_task_credentials,
+    .exclude_node = yarn_exclude_node,
+    .cluster_nodes = yarn_cluster_nodes,
     .shutdown = yarn_shutdown,
     .free = yarn_free,
 };
