@@ -29,7 +29,7 @@ def test_cuda_oom_with_the_default_policies_is_not_retried(tony):
     diag = st["diagnostics"]
     assert "log policy 'fail:CUDA out of memory' matched worker:0's stderr" in diag, diag
     assert "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB" in diag, diag
-    assert "Not restarted" in diag and "tony.application.log-policies" in diag, diag
+    assert "Not retried" in diag and "tony.application.log-policies" in diag, diag
     # the task says it too, and tony submit printed it
     assert "fail:CUDA out of memory" in r.task("worker", 0)["diagnostics"]
     assert "log policy 'fail:CUDA out of memory' matched" in r.text, r
