@@ -327,13 +327,10 @@ void tony_follow_update(tony_follow *f, const json_t *job) {
     else update_plain(f, job);
 }
 
-void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) {
+void tony_follow_vsay(tony_follow *f, FILE *stream, const char *fmt, va_list ap) {
     if (f->live) erase_block(f);
     fflush(f->out);
-    va_list ap;
-    va_start(ap, fmt);
     vfprintf(stream, fmt, ap);
-    va_end(ap);
     fflush(stream);
     if (f->live && f->block) draw_block(f);
 }

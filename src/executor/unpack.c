@@ -8,8 +8,6 @@
 #include "common/fs.h"
 #include "common/strv.h"
 
-char *tony_src_archive_name(const char *app_id) { return tony_sprintf("tony_src_%s.zip", app_id); }
-
 int tony_unpack_job_files(const char *work_dir, const char *app_id, tony_error *err) {
     char *name = tony_src_archive_name(app_id);
     char *src = tony_path_join(work_dir, name);

@@ -5,12 +5,8 @@
 #define TONY_UNPACK_H
 
 #include "common/error.h"
+#include "common/jobdir.h" /* the archives' names: TONY_VENV_ARCHIVE, tony_src_archive_name */
 
-#define TONY_VENV_ARCHIVE "venv.zip"
-#define TONY_VENV_DIR "venv"
-
-/* The name the client stages the source archive under. malloc'ed. */
-char *tony_src_archive_name(const char *app_id);
 int tony_unpack_job_files(const char *work_dir, const char *app_id, tony_error *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* `tony logs` for YARN jobs. While the job runs, output comes through the
+/* The YARN client half's `tony logs`. While the job runs, output comes through the
  * coordinator's API (which reads it from each task's NodeManager), so -f
  * follows; afterwards straight from the NodeManagers' web services, as long
  * as they keep the files. Log links for status and submit live here too. */
@@ -9,8 +9,7 @@
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/nmweb.h"
 #include "backend/yarn/yarn_backend.h"
-#include "client/client.h"
-#include "client/yarn_client.h"
+#include "backend/yarn/yarn_client.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
@@ -314,7 +313,7 @@ static bool aggregation_on(const tony_conf *conf) {
     return on;
 }
 
-int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony_conf *conf) {
+int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *app_id = json_string_value(json_object_get(rec, "app_id"));
     if (!app_id) {
