@@ -18,7 +18,7 @@
 #include "am/record.h"
 #include "am/reply.h"
 #include "am/view.h"
-#include "am/webui.h"
+#include "common/webui.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"

@@ -20,6 +20,7 @@
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
+#include "common/unpack.h"
 #include "conf/resource.h"
 
 int tony_stage_write_secret(const char *job_dir, char **secret, tony_error *err) {

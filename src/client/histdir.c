@@ -18,6 +18,7 @@
 #include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 static void push(tony_hist_list *l, const tony_jhist_meta *m, const char *dir, const char *name) {
     if (l->len == l->cap) {
@@ -224,7 +225,7 @@ static void problem(json_t *problems, const char *fmt, ...) {
 static json_t *requests(const tony_conf *c, json_t *problems) {
     tony_plan p = {0};
     tony_error err;
-    if (tony_plan_from_conf(c, &p, &err)) {
+    if (tony_runtime_plan(c, &p, &err)) {
         problem(problems, "%s: %s (requested resources unknown)", TONY_JOBDIR_CONF, err.msg);
         return NULL;
     }

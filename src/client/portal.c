@@ -26,7 +26,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "am/webui.h"
+#include "common/webui.h"
 #include "client/args.h"
 #include "client/client.h"
 #include "client/confargs.h"

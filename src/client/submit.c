@@ -282,7 +282,7 @@ int tony_cmd_submit(int argc, char **argv) {
         goto fail;
     }
     fprintf(stderr, "tony: using the %s backend (%s)\n", backend, why);
-    if (tony_plan_from_conf(conf, &plan, &err)) goto fail;
+    if (tony_runtime_plan(conf, &plan, &err)) goto fail;
     have_plan = true;
     bool dry = tony_args_get(submit_opts, "dry-run")->seen;
     char *about = NULL;

@@ -84,8 +84,6 @@ json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
     return tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
 }
 
-char *tony_src_archive_name(const char *app_id) { return tony_sprintf("tony_src_%s.zip", app_id); }
-
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index) {
     return tony_sprintf("%s/attempts/%d/%s-%d", job_dir, attempt, role, index);
 }

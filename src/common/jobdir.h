@@ -15,17 +15,11 @@
 #define TONY_JOBDIR_STATUS "status.json" /* the job's state, rewritten as it changes */
 #define TONY_JOBDIR_AM_LOG "am.log"
 #define TONY_JOBDIR_STAGING "staging"
-/* The job's archives as staged by the client and unpacked by every task
- * (executor/unpack.h): the venv, unpacked into TONY_VENV_DIR. */
-#define TONY_VENV_ARCHIVE "venv.zip"
-#define TONY_VENV_DIR "venv"
 #define TONY_JOBDIR_SHARED "shared"   /* survives attempts: checkpoints go here */
 
 /* The root of local jobs: root_conf (tony.local.root) if set, else
  * $TONY_HOME, else ~/.tony. malloc'ed. */
 char *tony_jobs_root(const char *root_conf);
-/* The source archive's name, tony_src_<appId>.zip as TonY names it; malloc'ed. */
-char *tony_src_archive_name(const char *app_id);
 /* <job_dir>/attempts/<attempt>/<role>-<index>; malloc'ed. */
 char *tony_jobdir_task_dir(const char *job_dir, int attempt, const char *role, int index);
 /* <job_dir>/attempts/0/am: where a single-node job's command runs. */

@@ -25,7 +25,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "executor/metrics.h"
-#include "executor/unpack.h"
+#include "common/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
 #define CALL_TIMEOUT_MS 5000

@@ -1,5 +1,5 @@
 /* Unpacking the staged source and venv archives in a task's work dir. */
-#include "executor/unpack.h"
+#include "common/unpack.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -7,6 +7,8 @@
 #include "common/archive.h"
 #include "common/fs.h"
 #include "common/strv.h"
+
+char *tony_src_archive_name(const char *app_id) { return tony_sprintf("tony_src_%s.zip", app_id); }
 
 int tony_unpack_job_files(const char *work_dir, const char *app_id, tony_error *err) {
     char *name = tony_src_archive_name(app_id);
