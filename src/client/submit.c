@@ -1,14 +1,12 @@
 /* `tony submit`: TonY's flags and config layers into one configuration, a
- * validated plan (or the --dry-run view of it), the job staged and its
- * coordinator started, then followed until it ends. */
+ * validated plan (or the --dry-run view of it), the chosen backend's client
+ * half (backend/client.h) to check, stage and start it, then the one follow
+ * loop of every backend until it ends. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "backend/client.h"
 #include "client/args.h"
@@ -16,10 +14,7 @@
 #include "client/confargs.h"
 #include "client/follow.h"
 #include "client/report.h"
-#include "common/amapi.h"
 #include "common/fs.h"
-#include "common/http.h"
-#include "common/jobdir.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"

@@ -4,7 +4,7 @@
  * heartbeats, the registration and application timeouts, kill, the prepare
  * -> training stage order, stops tried again, and executors told to stop
  * themselves. Plans are built from real configurations through
- * tony_plan_from_conf. */
+ * tony_runtime_plan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -205,14 +205,19 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, con
     return r;
 }
 
-static int yarn_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
+json_t *tony_yarn_record_open(const char *job_dir, const char **app_id) {
     json_t *rec = tony_yarn_record_load(job_dir);
-    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
-    if (!app_id) {
-        fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
-        json_decref(rec);
-        return TONY_EXIT_UNAVAILABLE;
-    }
+    *app_id = json_string_value(json_object_get(rec, "app_id"));
+    if (*app_id) return rec;
+    fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
+    json_decref(rec);
+    return NULL;
+}
+
+static int yarn_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
+    const char *app_id;
+    json_t *rec = tony_yarn_record_open(job_dir, &app_id);
+    if (!rec) return TONY_EXIT_UNAVAILABLE;
     tony_error err;
     json_t *app = NULL, *job = NULL;
     int code = TONY_EXIT_OK;

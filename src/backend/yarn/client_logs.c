@@ -314,13 +314,9 @@ static bool aggregation_on(const tony_conf *conf) {
 }
 
 int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf) {
-    json_t *rec = tony_yarn_record_load(job_dir);
-    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
-    if (!app_id) {
-        fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
-        json_decref(rec);
-        return TONY_EXIT_UNAVAILABLE;
-    }
+    const char *app_id;
+    json_t *rec = tony_yarn_record_open(job_dir, &app_id);
+    if (!rec) return TONY_EXIT_UNAVAILABLE;
     ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on(conf),
                .kerberos = json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS))};
     tony_error err;

@@ -43,6 +43,9 @@ char *tony_yarn_am_url(const json_t *app);
  * ended with an error. Nothing when no task has a link. */
 void tony_yarn_print_log_links(FILE *out, const json_t *job, const char *app_id, bool failed_only);
 json_t *tony_yarn_record_load(const char *job_dir);
+/* The record with its app id (*app_id points into it), or NULL having said
+ * on stderr that it is unreadable. */
+json_t *tony_yarn_record_open(const char *job_dir, const char **app_id);
 void tony_yarn_record_update(const char *job_dir, const json_t *app);
 /* The coordinator's job JSON from the app report's amRPCAddress, or NULL. */
 json_t *tony_yarn_am_job(const json_t *app);
