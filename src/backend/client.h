@@ -92,6 +92,9 @@ typedef struct tony_client_row {
 
 struct tony_client_backend_ops {
     const char *name;
+    /* Its jobs' history is on the cluster's file system (fs.defaultFS), so
+     * a bare tony.history.location path means a path there. */
+    bool history_on_cluster_fs;
     /* Whether this backend is the one to use here when neither --backend
      * nor tony.application.backend names one; why says why (or why not)
      * in a few words ("HADOOP_CONF_DIR=/x has a yarn-site.xml"). The

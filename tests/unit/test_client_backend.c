@@ -74,6 +74,9 @@ static void test_find_by_name(void **state) {
     assert_null(tony_client_backend_find("Yarn"));
     assert_null(tony_client_backend_find("k8s"));
     assert_string_equal(tony_client_backend_names(), "local or yarn");
+    /* a bare history path is on HDFS for YARN's jobs only */
+    assert_true(tony_client_backend_find("yarn")->history_on_cluster_fs);
+    assert_false(tony_client_backend_find("local")->history_on_cluster_fs);
 }
 
 /* What client/ calls on every backend without a NULL check. */

@@ -290,9 +290,16 @@ static bool local_interrupt(tony_client_job *cj, int count, const tony_client_ou
 }
 
 /* We are the client that saw the end: the coordinator may go. */
-static void local_release(tony_client_job *cj) {
+static void local_job_finished(tony_client_job *cj, const json_t *job) {
+    (void)job;
     local_job *j = (local_job *)cj;
     if (j->url) tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_FINISH);
+}
+
+/* Detached or done following: the coordinator is told nothing (a detached
+ * job's end is for whoever looks at it next). */
+static void local_release(tony_client_job *cj) {
+    local_job *j = (local_job *)cj;
     free(j->url);
     tony_client_job_clear(cj);
     free(j);
@@ -506,6 +513,7 @@ const tony_client_backend_ops tony_local_client_ops = {
     .wait_started = local_wait_started,
     .poll = local_poll,
     .interrupt = local_interrupt,
+    .job_finished = local_job_finished,
     .release = local_release,
     .state = local_state,
     .kill = local_kill,

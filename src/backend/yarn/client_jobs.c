@@ -344,6 +344,7 @@ static char *yarn_lost_reason(const char *job_dir, const char *app_id) {
 
 const tony_client_backend_ops tony_yarn_client_ops = {
     .name = "yarn",
+    .history_on_cluster_fs = true,
     .configured = yarn_configured,
     .owns_job = yarn_owns_job,
     .submit = tony_yarn_client_submit,
