@@ -2,8 +2,9 @@
  * (submit, status, kill, logs, list, history) ask of the place a job runs,
  * so that client/ names no backend. Each backend's folder holds both
  * halves: the coordinator side (backend.h) and this one (local/,
- * yarn/ ...). A new backend is one more ops table here and in client.c's
- * list; client/ does not change.
+ * yarn/ ...). A new backend (Slurm: sbatch, squeue, scancel, sacct) is a
+ * folder with its ops table and a line in client.c's list; client/ does
+ * not change.
  *
  * Every op runs on the verb's one thread and may block (a cluster's REST
  * calls); none keeps a callback. An op prints its own messages (problems on
