@@ -56,6 +56,7 @@ dist: deps-build
 	@scripts/make-dist $(BUILD)/release/bin/tony $(BUILD)/dist
 
 test-unit: build
+	@scripts/check-layers --self-test && scripts/check-layers
 	@cd $(BUILD) && ctest --output-on-failure
 
 test-asan: asan

@@ -4,7 +4,7 @@
 cmake_minimum_required(VERSION 3.20)
 file(GLOB files RELATIVE ${WEB_DIR} ${WEB_DIR}/*)
 list(SORT files)
-set(body "/* Generated from web/ by cmake/embed-web.cmake; do not edit. */\n#include \"am/webui.h\"\n\n")
+set(body "/* Generated from web/ by cmake/embed-web.cmake; do not edit. */\n#include \"common/webui.h\"\n\n")
 set(table "")
 set(n 0)
 foreach(name ${files})

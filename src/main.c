@@ -17,7 +17,16 @@ typedef struct verb {
 } verb;
 
 static int run_am(int argc, char **argv) {
-    if (argc == 1 && strcmp(argv[0], "--yarn") == 0) return tony_yarn_am_main();
+    if (argc == 1 && strcmp(argv[0], "--yarn") == 0) {
+        /* the backend reads its container; the coordinator runs the job */
+        tony_yarn_am_start s;
+        if (tony_yarn_am_prepare(&s)) return 1;
+        tony_am_options o = {.job_dir = s.job_dir, .app_id = s.app_id, .host = s.host, .yarn = true,
+                             .history_mirror = s.history_mirror, .backend_data = s.credentials};
+        int code = tony_am_main(&o);
+        tony_yarn_am_release(&s);
+        return code;
+    }
     if (argc != 1 || argv[0][0] == '-') {
         fprintf(stderr, "usage: tony am JOB_DIR | --yarn (started by `tony submit`)\n");
         return 2;

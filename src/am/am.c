@@ -27,7 +27,8 @@
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
-#include "executor/unpack.h"
+#include "common/unpack.h"
+#include "runtime/runtime.h"
 
 #define TICK_MS 250
 #define UI_LINGER_S 4       /* a watched job's coordinator stays this long after the end */
@@ -116,7 +117,7 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
      * holds all of it and clients fall back to it, so on this machine there
      * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
-    if (!client_done && am->backend && (strcmp(am->backend->ops->name, "local") != 0 || am->status_error) &&
+    if (!client_done && am->backend && (!am->backend->ops->shares_job_dir || am->status_error) &&
         tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
@@ -387,7 +388,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     free(conf_path);
     if (rc) return -1;
     if (tony_jobdir_secret(am->job_dir, &am->secret, err)) return -1;
-    if (tony_plan_from_conf(am->conf, &am->plan, err)) return -1;
+    if (tony_runtime_plan(am->conf, &am->plan, err)) return -1;
     am->runtime = tony_runtime_find(am->plan.framework);
     /* an executor at the barrier re-polls at once after each long poll */
     am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);

@@ -21,6 +21,7 @@
 #include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/reaper.h"
+#include "common/strv.h" /* tony_now_ms */
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -95,11 +96,7 @@ typedef struct tony_am {
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
  * turns one of its readings into wall-clock ms for people. */
-static inline long long am_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static inline long long am_now_ms(void) { return tony_now_ms(); }
 
 static inline long long am_wall_clock_ms(void) {
     struct timeval tv;

@@ -19,7 +19,7 @@
 #include "am/reply.h"
 #include "am/stacks.h"
 #include "am/view.h"
-#include "am/webui.h"
+#include "common/webui.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/hostcheck.h"
+#include "common/httpreply.h"
 #include "common/httpserver.h"
 #include "common/log.h"
 #include "common/strv.h"
@@ -40,19 +41,6 @@ struct am_rendezvous {
     json_t *finished; /* scope -> number of workers that DELETEd */
 };
 
-static void reply(struct evhttp_request *req, int code, const void *body, size_t len) {
-    struct evbuffer *buf = evbuffer_new();
-    if (len) evbuffer_add(buf, body, len);
-    evhttp_send_reply(req, code,
-                      code == 200   ? "OK"
-                      : code == 404 ? "Not Found"
-                      : code == 413 ? "Payload Too Large"
-                      : code == 421 ? "Misdirected Request"
-                                    : "Bad Request",
-                      buf);
-    evbuffer_free(buf);
-}
-
 static size_t entry_bytes(const char *scope, const char *key, size_t len) {
     return strlen(scope) + strlen(key) + len + ENTRY_OVERHEAD;
 }
@@ -65,7 +53,7 @@ static void refuse(struct evhttp_request *req, const char *fmt, ...) {
     int n = vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; charset=utf-8");
-    reply(req, 413, text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+    tony_http_reply_bytes(req, 413, text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
 }
 
 static entry *find(am_rendezvous *r, const char *scope, const char *key) {
@@ -94,7 +82,7 @@ static void clear_scope(am_rendezvous *r, const char *scope) {
 static void refuse_host(struct evhttp_request *req) {
     static const char msg[] = "the Horovod rendezvous answers only requests for this machine's names and addresses "
                               "(a web page of another site may be trying to reach it through DNS rebinding)\n";
-    reply(req, 421, msg, sizeof msg - 1);
+    tony_http_reply_bytes(req, 421, msg, sizeof msg - 1);
 }
 
 static void handle(struct evhttp_request *req, void *arg) {
@@ -107,14 +95,14 @@ static void handle(struct evhttp_request *req, void *arg) {
     char scope[256], key[256];
     int n = 0;
     if (sscanf(uri, "/%255[^/]/%255[^/?]%n", scope, key, &n) != 2 || uri[n] != '\0') {
-        reply(req, 400, NULL, 0);
+        tony_http_reply_bytes(req, 400, NULL, 0);
         return;
     }
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     entry *e = find(r, scope, key);
     if (cmd == EVHTTP_REQ_GET) {
-        if (e) reply(req, 200, e->value, e->len);
-        else reply(req, 404, NULL, 0);
+        if (e) tony_http_reply_bytes(req, 200, e->value, e->len);
+        else tony_http_reply_bytes(req, 404, NULL, 0);
     } else if (cmd == EVHTTP_REQ_PUT) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(in);
@@ -146,7 +134,7 @@ static void handle(struct evhttp_request *req, void *arg) {
         }
         e->value = v;
         e->len = len;
-        reply(req, 200, NULL, 0);
+        tony_http_reply_bytes(req, 200, NULL, 0);
     } else if (cmd == EVHTTP_REQ_DELETE) {
         json_t *size = json_object_get(r->scope_sizes, scope);
         if (json_is_integer(size)) {
@@ -160,9 +148,9 @@ static void handle(struct evhttp_request *req, void *arg) {
         } else if (e) {
             drop(r, (size_t)(e - r->items));
         }
-        reply(req, 200, NULL, 0);
+        tony_http_reply_bytes(req, 200, NULL, 0);
     } else {
-        reply(req, 400, NULL, 0);
+        tony_http_reply_bytes(req, 400, NULL, 0);
     }
 }
 

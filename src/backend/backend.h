@@ -108,6 +108,10 @@ typedef struct tony_log_read tony_log_read;
 
 typedef struct tony_backend_ops {
     const char *name;
+    /* The client reads the job dir the coordinator writes (both on this
+     * machine): a client that missed the end finds the final state in
+     * status.json, so the coordinator need not wait for one to ask. */
+    bool shares_job_dir;
     /* Refuses, at once, a plan that can never run here (more memory, vcores
      * or GPUs than the cluster or machine has). */
     int (*check_plan)(tony_backend *b, const tony_plan *plan, tony_error *err);

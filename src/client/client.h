@@ -3,6 +3,8 @@
 #ifndef TONY_CLIENT_H
 #define TONY_CLIENT_H
 
+#include "backend/client.h" /* the CLI's exit codes (TONY_EXIT_OK, ...), the backends' too */
+
 int tony_cmd_submit(int argc, char **argv);
 int tony_cmd_status(int argc, char **argv);
 int tony_cmd_kill(int argc, char **argv);
@@ -13,8 +15,5 @@ int tony_cmd_history(int argc, char **argv);
 int tony_cmd_portal(int argc, char **argv);
 /* Writes this tony as one self-contained archive (common/self.h). */
 int tony_cmd_pack(int argc, char **argv);
-
-/* Exit codes of the CLI. */
-enum { TONY_EXIT_OK = 0, TONY_EXIT_JOB_FAILED = 1, TONY_EXIT_USAGE = 2, TONY_EXIT_UNAVAILABLE = 3 };
 
 #endif

@@ -324,12 +324,20 @@ static void update_plain(tony_follow *f, const json_t *job) {
     fflush(f->out);
 }
 
+static void say(tony_follow *f, FILE *stream, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(tony_follow *f, FILE *stream, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tony_follow_vsay(f, stream, fmt, ap);
+    va_end(ap);
+}
+
 /* A failed attempt's root cause (the job's root_cause), once, while the job
  * goes on (it restarts); the final diagnostics say the last one. */
 static void note_cause(tony_follow *f, const json_t *job) {
     const char *cause = str(json_object_get(job, "root_cause"), "text");
     if (!*cause || strcmp(str(job, "state"), "FINISHED") == 0 || !changed(&f->cause, cause)) return;
-    tony_follow_say(f, f->out, "tony: %s\n", cause);
+    say(f, f->out, "tony: %s\n", cause);
 }
 
 void tony_follow_update(tony_follow *f, const json_t *job) {
@@ -338,13 +346,10 @@ void tony_follow_update(tony_follow *f, const json_t *job) {
     note_cause(f, job);
 }
 
-void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) {
+void tony_follow_vsay(tony_follow *f, FILE *stream, const char *fmt, va_list ap) {
     if (f->live) erase_block(f);
     fflush(f->out);
-    va_list ap;
-    va_start(ap, fmt);
     vfprintf(stream, fmt, ap);
-    va_end(ap);
     fflush(stream);
     if (f->live && f->block) draw_block(f);
 }

@@ -11,6 +11,7 @@
 #define TONY_FOLLOW_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -25,7 +26,7 @@ void tony_follow_free(tony_follow *f);
 void tony_follow_leave(tony_follow *f);
 void tony_follow_update(tony_follow *f, const json_t *job);
 /* A one-off message to stream (out, or stderr): above the block when live. */
-void tony_follow_say(tony_follow *f, FILE *stream, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void tony_follow_vsay(tony_follow *f, FILE *stream, const char *fmt, va_list ap);
 
 /* The live block for job at wall-clock now_ms, lines cut to cols columns
  * (ANSI colours included when color): malloc'ed, one '\n' after each line. */

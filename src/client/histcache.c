@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/client.h"
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/kerberos.h"
 #include "backend/yarn/rest.h"
@@ -145,18 +146,15 @@ static int w_fetch(void *ctx, const char *path, const char *local, tony_error *e
     return tony_webhdfs_get(ctx, path, local, err);
 }
 
-/* The backend `tony submit` would pick, for what a bare history path
- * means: tony.application.backend, else yarn when HADOOP_CONF_DIR has a
- * yarn-site.xml. */
-static bool backend_is_yarn(const tony_conf *conf) {
+/* What a bare history path means: on the cluster's file system when the
+ * backend `tony submit` would pick (tony.application.backend, else the one
+ * configured here) keeps its history there. */
+static bool history_on_cluster_fs(const tony_conf *conf) {
     const char *b = tony_conf_get(conf, "tony.application.backend");
-    if (b && *b) return strcmp(b, "yarn") == 0;
-    const char *hc = getenv("HADOOP_CONF_DIR");
-    if (!hc || !*hc) return false;
-    char *site = tony_path_join(hc, "yarn-site.xml");
-    bool yes = tony_file_exists(site);
-    free(site);
-    return yes;
+    char why[512];
+    const tony_client_backend_ops *ops =
+        b && *b ? tony_client_backend_find(b) : tony_client_backend_choose(why, sizeof why);
+    return ops && ops->history_on_cluster_fs;
 }
 
 /* The NameNodes of an hdfs:// location: HADOOP_CONF_DIR's cluster, whose
@@ -206,8 +204,8 @@ int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char
                  ? tony_histloc_resolve(location_flag, NULL, NULL, key, false, root, &s->where, err)
                  : tony_histloc_resolve(tony_conf_get(conf, "tony.history.location"),
                                         tony_conf_get(conf, "tony.history.intermediate"),
-                                        tony_conf_get(conf, "tony.history.finished"), key, backend_is_yarn(conf), root,
-                                        &s->where, err);
+                                        tony_conf_get(conf, "tony.history.finished"), key,
+                                        history_on_cluster_fs(conf), root, &s->where, err);
     if (rc) return -1;
     if (s->where.fs == TONY_HISTLOC_LOCAL) {
         s->scan.location = tony_strdup(s->where.dirs.location);

@@ -11,13 +11,14 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "client/yarn_client.h"
+#include "backend/client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 static void push(tony_hist_list *l, const tony_jhist_meta *m, const char *dir, const char *name) {
     if (l->len == l->cap) {
@@ -125,25 +126,8 @@ char *tony_hist_lost_reason(const tony_hist_job *j, const char *root) {
     char *jobs = tony_path_join(root, "jobs");
     char *dir = tony_path_join(jobs, j->meta.app_id);
     free(jobs);
-    char *reason = NULL;
-    json_t *yarn = tony_is_dir(dir) ? tony_jobdir_read_json(dir, TONY_JOBDIR_YARN) : NULL;
-    if (yarn) {
-        /* Only what the client last saw of the app: a state it never saw
-         * end claims nothing. */
-        const char *state = json_string_value(json_object_get(yarn, "state"));
-        if (state && (strcmp(state, "FINISHED") == 0 || strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0))
-            reason = tony_sprintf("YARN reported the application %s, but its coordinator never finished the "
-                                  "history (its AM container was lost or killed); `tony status %s` shows the "
-                                  "last state seen",
-                                  state, j->meta.app_id);
-        json_decref(yarn);
-    } else if (tony_is_dir(dir)) {
-        int pid = 0;
-        if (!tony_jobdir_am_running(dir, &pid) && pid > 0)
-            reason = tony_sprintf("its coordinator (pid %d on this machine) is no longer running and never "
-                                  "finished the history (killed or crashed; its log: %s/%s)",
-                                  pid, dir, TONY_JOBDIR_AM_LOG);
-    }
+    /* The job's record says whose it was, and that backend why it is lost. */
+    char *reason = tony_is_dir(dir) ? tony_client_backend_of_job(dir)->lost_reason(dir, j->meta.app_id) : NULL;
     free(dir);
     return reason;
 }
@@ -241,7 +225,7 @@ static void problem(json_t *problems, const char *fmt, ...) {
 static json_t *requests(const tony_conf *c, json_t *problems) {
     tony_plan p = {0};
     tony_error err;
-    if (tony_plan_from_conf(c, &p, &err)) {
+    if (tony_runtime_plan(c, &p, &err)) {
         problem(problems, "%s: %s (requested resources unknown)", TONY_JOBDIR_CONF, err.msg);
         return NULL;
     }

@@ -26,13 +26,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "am/webui.h"
+#include "common/webui.h"
 #include "client/args.h"
 #include "client/client.h"
 #include "client/confargs.h"
 #include "client/histcache.h"
 #include "client/histdir.h"
 #include "common/fs.h"
+#include "common/httpreply.h"
 #include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/jhist.h"
@@ -67,34 +68,6 @@ typedef struct portal {
     char *token;
 } portal;
 
-static const char *reason(int code) {
-    switch (code) {
-    case 200: return "OK";
-    case 302: return "Found";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 403: return "Forbidden";
-    case 405: return "Method Not Allowed";
-    case 401: return "Unauthorized";
-    case 421: return "Misdirected Request";
-    default: return "Error";
-    }
-}
-
-static void reply_json(struct evhttp_request *req, int code, json_t *body) {
-    char *s = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add(buf, s, strlen(s));
-    evbuffer_add(buf, "\n", 1);
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "Content-Type", "application/json");
-    evhttp_add_header(out, "Cache-Control", "no-store");
-    evhttp_send_reply(req, code, reason(code), buf);
-    evbuffer_free(buf);
-    free(s);
-}
-
 static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...) {
@@ -103,7 +76,7 @@ static void reply_error(struct evhttp_request *req, int code, const char *fmt, .
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    reply_json(req, code, json_pack("{s:s}", "error", msg));
+    tony_http_reply_error(req, code, msg);
 }
 
 static long long now_ms(void) {
@@ -182,7 +155,7 @@ static void serve_jobs(portal *p, struct evhttp_request *req) {
         json_array_append_new(problems, json_sprintf("neither %s nor %s exists: no job has written history here yet",
                                                      p->src.shown_finished, p->src.shown_intermediate));
     json_object_set_new(body, "problems", problems);
-    reply_json(req, 200, body);
+    tony_http_reply_json(req, 200, body);
     tony_hist_list_free(&l);
 }
 
@@ -319,7 +292,7 @@ static void serve_job(portal *p, struct evhttp_request *req, const char *app_id)
             close(fd);
         }
         free(am_log);
-        reply_json(req, 200, o);
+        tony_http_reply_json(req, 200, o);
     }
     tony_hist_list_free(&l);
 }
@@ -393,7 +366,7 @@ static void serve_task(portal *p, struct evhttp_request *req, const char *app_id
     tony_error err;
     if (metrics) {
         json_t *s = tony_hist_task_series(j, role, (int)index, (int)attempt, &err);
-        if (s) reply_json(req, 200, s);
+        if (s) tony_http_reply_json(req, 200, s);
         else reply_error(req, 404, "%s", err.msg);
         tony_hist_list_free(&l);
         return;
@@ -456,7 +429,7 @@ static void redirect_tony_path(struct evhttp_request *req, const char *app_id) {
     }
     char *loc = tony_sprintf("../#/jobs/%s", app_id);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", loc);
-    evhttp_send_reply(req, 302, reason(302), NULL);
+    evhttp_send_reply(req, 302, tony_http_reason(302), NULL);
     free(loc);
 }
 
@@ -533,7 +506,7 @@ static bool token_ok(portal *p, struct evhttp_request *req, const char *path, st
         evhttp_add_header(out, "Set-Cookie", cookie);
         evhttp_add_header(out, "Location", path);
         evhttp_add_header(out, "Cache-Control", "no-store");
-        evhttp_send_reply(req, 302, reason(302), NULL);
+        evhttp_send_reply(req, 302, tony_http_reason(302), NULL);
         free(cookie);
         return false;
     }

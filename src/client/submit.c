@@ -1,27 +1,20 @@
 /* `tony submit`: TonY's flags and config layers into one configuration, a
- * validated plan (or the --dry-run view of it), the job staged and its
- * coordinator started, then followed until it ends. */
+ * validated plan (or the --dry-run view of it), the chosen backend's client
+ * half (backend/client.h) to check, stage and start it, then the one follow
+ * loop of every backend until it ends. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "backend/local/local.h"
+#include "backend/client.h"
 #include "client/args.h"
 #include "client/client.h"
 #include "client/confargs.h"
 #include "client/follow.h"
 #include "client/report.h"
-#include "client/stage.h"
-#include "client/yarn_client.h"
-#include "common/amapi.h"
 #include "common/fs.h"
-#include "common/http.h"
-#include "common/jobdir.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
@@ -142,32 +135,22 @@ static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     return 0;
 }
 
-/* yarn when HADOOP_CONF_DIR holds a yarn-site.xml, else local; says why. */
-static const char *choose_backend(tony_opt *o, const tony_conf *c, char *why, size_t n) {
+/* --backend, else tony.application.backend, else the one configured on this
+ * machine (backend/client.h); says why. NULL: no backend has that name. */
+static const tony_client_backend_ops *choose_backend(tony_opt *o, const tony_conf *c, const char **name, char *why,
+                                                     size_t n) {
     const char *b = tony_args_value(o, "backend");
     if (b) {
         snprintf(why, n, "--backend %s", b);
-        return b;
-    }
-    b = tony_conf_get(c, "tony.application.backend");
-    if (b && *b) {
+    } else if ((b = tony_conf_get(c, "tony.application.backend")) && *b) {
         snprintf(why, n, "tony.application.backend=%s", b);
-        return b;
+    } else {
+        const tony_client_backend_ops *ops = tony_client_backend_choose(why, n);
+        *name = ops->name;
+        return ops;
     }
-    const char *hc = getenv("HADOOP_CONF_DIR");
-    if (hc && *hc) {
-        char *site = tony_path_join(hc, "yarn-site.xml");
-        bool yarn = tony_file_exists(site);
-        free(site);
-        if (yarn) {
-            snprintf(why, n, "HADOOP_CONF_DIR=%s has a yarn-site.xml", hc);
-            return "yarn";
-        }
-        snprintf(why, n, "HADOOP_CONF_DIR=%s has no yarn-site.xml", hc);
-        return "local";
-    }
-    snprintf(why, n, "HADOOP_CONF_DIR is not set");
-    return "local";
+    *name = b;
+    return tony_client_backend_find(b);
 }
 
 static void print_env_line(const char *kv) {
@@ -175,27 +158,14 @@ static void print_env_line(const char *kv) {
     printf("      %s\n", kv);
 }
 
-/* The one fit check of a local job, for a real submit and --dry-run alike:
- * says on stderr that vcores are oversubscribed, or what does not fit.
- * -1 when the job cannot run on this machine. */
-static int report_local_fit(const tony_local_pool *pool, const tony_local_fit *fit) {
-    char *notice = tony_local_fit_notice(pool, fit);
-    if (notice) fprintf(stderr, "tony: %s\n", notice);
-    free(notice);
-    for (size_t i = 0; i < fit->problems.len; i++) fprintf(stderr, "tony: error: %s\n", fit->problems.items[i]);
-    return fit->problems.len ? -1 : 0;
-}
-
-/* pool: the local machine's, NULL on yarn. The whole plan is printed even
- * when it does not fit: seeing it is how the user finds what to change. */
-static void dry_run(const tony_plan *p, const char *backend, const tony_local_pool *pool) {
+/* about: what the backend runs it on (its check_plan's line), or NULL. The
+ * whole plan is printed even when it does not fit: seeing it is how the
+ * user finds what to change. */
+static void dry_run(const tony_plan *p, const char *backend, const char *about) {
     const tony_runtime *rt = tony_runtime_find(p->framework);
     printf("Plan (dry run; nothing was started)\n");
     printf("  backend:    %s\n", backend);
-    if (pool)
-        printf("  machine:    %d %s, %lldm memory, %d GPU(s)\n", pool->vcores,
-               pool->vcores_capped ? "vcores (tony.local.vcores)" : "cores (vcores may oversubscribe them)",
-               pool->memory_mb, pool->gpus);
+    if (about) printf("  machine:    %s\n", about);
     printf("  framework:  %s\n  mode:       %s%s\n", p->framework,
            p->single_node ? "single node (the command runs in the coordinator)" : (p->gang ? "GANG" : "FCFS"),
            p->lockstep ? ", lock-step: one failed worker ends the attempt" : "");
@@ -242,80 +212,46 @@ static void dry_run(const tony_plan *p, const char *backend, const tony_local_po
     json_decref(spec);
 }
 
-/* f: the follower, when one draws on stdout. */
-static void say_web_ui(tony_follow *f, const char *url) {
-    static const char fmt[] = "tony: watch it at %s/ (the coordinator's web page)\n";
-    if (f) {
-        tony_follow_say(f, stdout, fmt, url);
-    } else {
-        printf(fmt, url);
-        fflush(stdout);
-    }
+static void follow_say(void *ctx, FILE *stream, const char *fmt, va_list ap) {
+    tony_follow_vsay(ctx, stream, fmt, ap);
 }
 
-/* The coordinator's last warning or error in am.log (malloc'ed; NULL: none):
- * what a user needs when it ended without saying how the job did. */
-static char *last_problem(const char *job_dir) {
-    char *path = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
-    tony_buf tail = {0};
-    long long size = 0;
-    char *found = NULL;
-    tony_error ignored;
-    if (tony_read_range(path, 0, 0, &tail, &size, &ignored) == 0 &&
-        tony_read_range(path, size > 65536 ? size - 65536 : 0, 65536, &tail, &size, &ignored) == 0 && tail.data) {
-        for (char *line = strtok(tail.data, "\n"); line; line = strtok(NULL, "\n"))
-            if (strstr(line, " WARN ") || strstr(line, " ERROR ")) {
-                free(found);
-                found = tony_strdup(line);
-            }
-    }
-    tony_buf_free(&tail);
-    free(path);
-    return found;
-}
-
-/* Follows the job through the coordinator's API, printing TonY-style grouped
- * status lines when they change; returns the final job JSON. */
-static json_t *follow(const char *job_dir, int am_pid) {
-    char *url = NULL;
+/* Follows a submitted job to its end, on any backend: the backend's looks
+ * at it (poll) drawn as TonY-style grouped status lines, Ctrl-C handed to
+ * the backend to kill the job, the finished job's tasks and final line.
+ * Returns the exit code; err, when set, says why it stopped following. */
+static int follow(tony_client_job *j, tony_error *err) {
+    const tony_client_backend_ops *ops = j->ops;
     tony_follow *f = tony_follow_new(stdout);
-    bool kill_sent = false;
-    json_t *job = NULL;
+    tony_client_out out = {follow_say, f};
+    bool reported = false;
+    int code = TONY_EXIT_JOB_FAILED;
     for (;;) {
-        int status;
-        bool am_alive = waitpid(am_pid, &status, WNOHANG) == 0;
-        if (!url && tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) say_web_ui(f, url);
-        if (interrupted && url && !kill_sent) {
-            tony_follow_say(f, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
-            tony_jobdir_post(url, job_dir, AM_API_JOB_KILL);
-            kill_sent = true;
-        }
-        if (interrupted > 1) break;
-        json_decref(job);
-        bool live;
-        job = tony_jobdir_load_state(job_dir, &live);
-        if (!live && !am_alive) {
-            const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
-            if (!state || strcmp(state, "FINISHED") != 0) {
-                json_decref(job);
-                char *why = last_problem(job_dir);
-                tony_follow_say(f, stderr, "tony: the coordinator exited before the job ended%s%s; see %s/%s\n",
-                                why ? "; its last complaint: " : "", why ? why : "", job_dir, TONY_JOBDIR_AM_LOG);
-                free(why);
-                job = NULL;
-                break;
+        if (interrupted && ops->interrupt(j, (int)interrupted, &out)) break;
+        tony_client_poll p = {0};
+        ops->poll(j, &out, &p, err);
+        if (p.job) {
+            tony_follow_update(f, p.job);
+            const char *state = json_string_value(json_object_get(p.job, "state"));
+            if (!reported && state && strcmp(state, "FINISHED") == 0) {
+                reported = true;
+                tony_follow_leave(f);
+                tony_report_tasks(stdout, p.job);
+                tony_report_final(stdout, p.job);
+                tony_report_advice(stdout, p.job);
+                if (ops->job_finished) ops->job_finished(j, p.job);
             }
+            json_decref(p.job);
         }
-        if (job) {
-            tony_follow_update(f, job);
-            if (strcmp(json_string_value(json_object_get(job, "state")), "FINISHED") == 0) break;
+        if (p.done) {
+            code = p.code;
+            if (p.final && ops->cleanup) ops->cleanup(j->job_dir, false);
+            break;
         }
-        tony_sleep_ms(300);
+        tony_sleep_ms(p.next_ms);
     }
-    if (url) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
-    free(url);
     tony_follow_free(f);
-    return job;
+    return code;
 }
 
 int tony_cmd_submit(int argc, char **argv) {
@@ -323,9 +259,7 @@ int tony_cmd_submit(int argc, char **argv) {
     tony_error err = {{0}};
     tony_conf *conf = NULL;
     tony_plan plan = {0};
-    tony_local_fit fit = {0};
     bool have_plan = false;
-    char *job_dir = NULL, *app_id = NULL;
     int code = TONY_EXIT_USAGE;
     if (tony_args_parse(argc, argv, submit_opts, &positional, &err)) goto fail;
     if (tony_args_get(submit_opts, "help")->seen) {
@@ -340,92 +274,45 @@ int tony_cmd_submit(int argc, char **argv) {
     conf = tony_conf_new();
     if (build_conf(submit_opts, conf, &err)) goto fail;
     char why[512];
-    const char *backend = choose_backend(submit_opts, conf, why, sizeof why);
-    if (strcmp(backend, "local") != 0 && strcmp(backend, "yarn") != 0) {
-        tony_err(&err, "unknown backend '%s' (%s); use local or yarn", backend, why);
+    const char *backend = NULL;
+    const tony_client_backend_ops *ops = choose_backend(submit_opts, conf, &backend, why, sizeof why);
+    if (!ops) {
+        tony_err(&err, "unknown backend '%s' (%s); use %s", backend, why, tony_client_backend_names());
         goto fail;
     }
     fprintf(stderr, "tony: using the %s backend (%s)\n", backend, why);
-    if (tony_plan_from_conf(conf, &plan, &err)) goto fail;
+    if (tony_runtime_plan(conf, &plan, &err)) goto fail;
     have_plan = true;
-    tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
-    if (strcmp(backend, "yarn") == 0) {
-        if (tony_args_get(submit_opts, "dry-run")->seen) {
-            dry_run(&plan, backend, NULL);
-            code = TONY_EXIT_OK;
-            goto out;
-        }
-        struct sigaction sa = {.sa_handler = on_interrupt};
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        if (tony_args_value(submit_opts, "hdfs_classpath"))
-            fprintf(stderr, "tony: warning: --hdfs_classpath is not supported on the yarn backend yet; ignored\n");
-        tony_yarn_submit_opts yo = {tony_args_get(submit_opts, "detach")->seen, &interrupted};
-        err.msg[0] = '\0';
-        code = tony_yarn_submit(conf, &plan, &in, &yo, &err);
-        if (code != TONY_EXIT_OK && err.msg[0]) goto fail_code;
+    bool dry = tony_args_get(submit_opts, "dry-run")->seen;
+    char *about = NULL;
+    /* A job that cannot fit is bad input for this place: exit 2, for a real
+     * submit and --dry-run alike. */
+    int fits = ops->check_plan ? ops->check_plan(conf, &plan, &about, &err) : 0;
+    if (dry) dry_run(&plan, backend, about);
+    free(about);
+    if (fits) goto fail;
+    if (dry) {
+        code = TONY_EXIT_OK;
         goto out;
     }
     if (tony_args_value(submit_opts, "hdfs_classpath"))
-        fprintf(stderr, "tony: warning: --hdfs_classpath applies to the yarn backend; the local backend ignores it\n");
-    tony_local_pool pool;
-    if (tony_local_pool_from_conf(conf, &pool, &err)) goto fail;
-    tony_local_fit_plan(&pool, &plan, &fit);
-    if (tony_args_get(submit_opts, "dry-run")->seen) dry_run(&plan, backend, &pool);
-    /* A job that cannot fit is bad input for this machine: exit 2, as the
-     * same job refused by a real submit. */
-    if (report_local_fit(&pool, &fit)) {
-        code = TONY_EXIT_USAGE;
-        goto out;
-    }
-    if (tony_args_get(submit_opts, "dry-run")->seen) {
-        code = TONY_EXIT_OK;
-        goto out;
-    }
-    if (tony_stage_local_job(conf, &in, &job_dir, &app_id, &err)) goto fail;
-    int am_pid;
-    if (tony_start_local_am(job_dir, &am_pid, &err)) {
-        code = TONY_EXIT_UNAVAILABLE;
-        goto fail_code;
-    }
-    printf("tony: job %s submitted\ntony: job dir %s (coordinator log: %s/%s)\n", app_id, job_dir, job_dir,
-           TONY_JOBDIR_AM_LOG);
-    fflush(stdout);
-    if (tony_args_get(submit_opts, "detach")->seen) {
-        /* Return once the coordinator answers, so that status, logs and kill
-         * work right away. */
-        char *url = NULL;
-        for (int i = 0; i < 300 && !url; i++) {
-            if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0) break;
-            int st;
-            if (waitpid(am_pid, &st, WNOHANG) == am_pid) break;
-            tony_sleep_ms(100);
-        }
-        if (!url) {
-            tony_err(&err, "the coordinator did not start; see %s/%s", job_dir, TONY_JOBDIR_AM_LOG);
-            code = TONY_EXIT_UNAVAILABLE;
-            goto fail_code;
-        }
-        say_web_ui(NULL, url);
-        free(url);
-        printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
-        code = TONY_EXIT_OK;
-        goto out;
-    }
+        fprintf(stderr, "tony: warning: --hdfs_classpath is not supported on the %s backend yet; ignored\n", backend);
     struct sigaction sa = {.sa_handler = on_interrupt};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    json_t *job = follow(job_dir, am_pid);
-    if (!job) {
-        code = TONY_EXIT_JOB_FAILED;
-        goto out;
-    }
-    tony_report_tasks(stdout, job);
-    tony_report_advice(stdout, job);
-    tony_report_final(stdout, job);
-    code = strcmp(json_string_value(json_object_get(job, "final_status")), "SUCCEEDED") == 0 ? TONY_EXIT_OK
-                                                                                           : TONY_EXIT_JOB_FAILED;
-    json_decref(job);
+    tony_stage_input in = {tony_args_value(submit_opts, "src_dir"), tony_args_value(submit_opts, "python_venv")};
+    bool detach = tony_args_get(submit_opts, "detach")->seen;
+    tony_client_submission sub = {conf, &plan, &in, detach, &interrupted};
+    tony_client_job *job = NULL;
+    err.msg[0] = '\0';
+    code = ops->submit(&sub, &job, &err);
+    if (code == TONY_EXIT_OK && detach && ops->wait_started) code = ops->wait_started(job, &err);
+    if (code == TONY_EXIT_OK && detach)
+        printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", job->id, job->id);
+    else if (code == TONY_EXIT_OK)
+        code = follow(job, &err);
+    if (job) ops->release(job);
+    if (code != TONY_EXIT_OK && err.msg[0]) goto fail_code;
     goto out;
 fail:
     code = TONY_EXIT_USAGE;
@@ -433,11 +320,8 @@ fail_code:
     fprintf(stderr, "tony: error: %s\n", err.msg);
 out:
     if (have_plan) tony_plan_free(&plan);
-    tony_local_fit_free(&fit);
     tony_conf_free(conf);
     tony_strv_free(&positional);
     tony_args_free(submit_opts);
-    free(job_dir);
-    free(app_id);
     return code;
 }

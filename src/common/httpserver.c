@@ -60,12 +60,6 @@ struct tony_http_server {
  * found from their listener here. Only the loop thread touches the list. */
 static tony_http_server *registered;
 
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static long fd_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY) return -1;
@@ -165,7 +159,7 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg) {
     conn *c = tony_xcalloc(1, sizeof *c);
     c->srv = s;
     c->bev = bev;
-    c->idle_since_ms = now_ms();
+    c->idle_since_ms = tony_now_ms();
     bufferevent_incref(bev);
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
@@ -192,7 +186,7 @@ static void on_complete(struct evhttp_request *req, void *arg) {
     (void)req;
     conn *c = arg;
     c->busy--;
-    c->idle_since_ms = now_ms();
+    c->idle_since_ms = tony_now_ms();
     update_accepting(c->srv);
 }
 
@@ -221,7 +215,7 @@ static void on_accept_error(struct evconnlistener *lev, void *arg) {
     tony_http_server *s = registered;
     while (s && s->lev != lev) s = s->next_registered;
     if (!s) return;
-    long long now = now_ms();
+    long long now = tony_now_ms();
     if (!s->err_logged_ms || now - s->err_logged_ms >= ACCEPT_LOG_INTERVAL_MS) {
         char more[96] = "";
         if (s->err_unlogged)

@@ -12,7 +12,6 @@
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 #include "conf/resource.h"
-#include "runtime/runtime.h"
 
 /* Unset and blank both mean "not given", as with the typed getters. */
 static const char *get_str(const tony_conf *c, const char *key) {
@@ -290,44 +289,16 @@ static int parse_env(const tony_conf *c, const char *key, tony_env *env, tony_er
     return rc;
 }
 
-static int find_framework(const tony_conf *c, const tony_runtime **rt, tony_error *err) {
+/* The framework as named (trimmed; TonY's default tensorflow): whether it
+ * is one tony knows is the runtime layer's to say (tony_runtime_plan). */
+static char *framework_name(const tony_conf *c) {
     const char *name = get_str(c, "tony.application.framework");
-    if (!name) name = "tensorflow";
-    char *trimmed = tony_strdup(name);
-    *rt = tony_runtime_find(tony_trim(trimmed));
-    int rc = 0;
-    if (!*rt) {
-        const char *near = tony_runtime_suggest(trimmed);
-        size_t len = strlen(trimmed);
-        /* close enough to be a typo ("tensorflw"), not an unrelated word ("foo") */
-        if (near && tony_edit_distance(trimmed, near) <= (len > 6 ? len / 3 : 2))
-            rc = tony_err(err, "tony.application.framework: unknown framework '%s'; did you mean '%s'? Known: %s",
-                          trimmed, near, tony_runtime_names());
-        else
-            rc = tony_err(err, "tony.application.framework: unknown framework '%s'. Known: %s", trimmed,
-                          tony_runtime_names());
-    }
-    free(trimmed);
-    return rc;
+    char *t = tony_strdup(name ? name : "tensorflow");
+    char *trimmed = tony_strdup(tony_trim(t));
+    free(t);
+    return trimmed;
 }
 
-static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *p, tony_error *err) {
-    const char *key = "tony.application.fail-fast-lockstep";
-    const char *v = get_str(c, key);
-    char *t = tony_strdup(v ? v : "auto");
-    char *s = tony_trim(t);
-    int rc = 0;
-    if (strcasecmp(s, "auto") == 0)
-        p->lockstep = rt->lockstep ? rt->lockstep(p) : false;
-    else if (strcasecmp(s, "true") == 0)
-        p->lockstep = true;
-    else if (strcasecmp(s, "false") == 0)
-        p->lockstep = false;
-    else
-        rc = tony_err(err, "%s must be auto, true or false, got '%s'", key, v);
-    free(t);
-    return rc;
-}
 
 const char *tony_restart_policy_name(tony_restart_policy p) {
     switch (p) {
@@ -494,10 +465,8 @@ static int check_text(const tony_conf *c, tony_error *err) {
 
 int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
     memset(out, 0, sizeof *out);
-    const tony_runtime *rt = NULL;
     if (check_text(c, err)) goto fail;
-    if (find_framework(c, &rt, err)) goto fail;
-    out->framework = tony_strdup(rt->name);
+    out->framework = framework_name(c);
     if (build_roles(c, out, err)) goto fail;
     out->single_node = out->nroles == 0;
     if (read_settings(c, out, err)) goto fail;
@@ -508,10 +477,6 @@ int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err) {
     }
     if (check_limits(c, out, err)) goto fail;
     if (build_stages(c, out, err)) goto fail;
-    /* A single-node job runs one command in the coordinator: there is no
-     * cluster for a framework's rules (a pytorch worker role, ...) to apply to. */
-    if (!out->single_node && rt->validate && rt->validate(out, err)) goto fail;
-    if (read_lockstep(c, rt, out, err)) goto fail;
     return 0;
 fail:
     tony_plan_free(out);

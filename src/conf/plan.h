@@ -89,10 +89,11 @@ typedef struct tony_plan {
 } tony_plan;
 
 /* Reads and validates c. Every error names the key and says what to do:
- * non-numeric or negative numbers, unknown framework (with the nearest known
- * name), tony.task.max-total-* and tony.<t>.max-instances limits, a role
- * without a command, stages that do not cover the roles, the framework
- * runtime's own rules (e.g. standalone needs exactly one instance). */
+ * non-numeric or negative numbers, tony.task.max-total-* and
+ * tony.<t>.max-instances limits, a role without a command, stages that do
+ * not cover the roles. The framework's own rules (known, its checks, its
+ * lock-step) are a layer up: tony_runtime_plan (runtime/runtime.h) is this
+ * plus them, what every job's plan comes from; framework is as named. */
 int tony_plan_from_conf(const tony_conf *c, tony_plan *out, tony_error *err);
 void tony_plan_free(tony_plan *p);
 

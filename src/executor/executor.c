@@ -30,7 +30,7 @@
 #include "executor/metrics.h"
 #include "executor/stacks.h"
 #include "executor/outscan.h"
-#include "executor/unpack.h"
+#include "common/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
 #define CALL_TIMEOUT_MS 5000
@@ -59,11 +59,7 @@ typedef struct executor {
     long long credentials; /* the generation of the credentials installed (0: the container's own) */
 } executor;
 
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return tony_now_ms(); }
 
 /* Credentials the coordinator refreshed (a heartbeat's answer), installed
  * where the task's processes read them; a failure is said and tried again

@@ -42,12 +42,6 @@ struct tony_metrics_sampler {
     long long prev_mono_ms;
 };
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static long long wall_ms(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -147,7 +141,7 @@ tony_metrics_sampler *tony_metrics_sampler_new(pid_t root, const char *gpu_ids, 
     tony_metrics_sampler *m = tony_xcalloc(1, sizeof *m);
     m->root = root;
     m->root_leads_session = getsid(root) == root;
-    m->prev_mono_ms = mono_ms();
+    m->prev_mono_ms = tony_now_ms();
     if (smi && valid_gpu_ids(gpu_ids)) {
         m->smi = find_smi(smi);
         if (m->smi) m->gpu_ids = tony_strdup(gpu_ids);
@@ -253,7 +247,7 @@ void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
     free(m->prev);
     m->prev = now;
     m->nprev = nnow;
-    long long t = mono_ms();
+    long long t = tony_now_ms();
     long long wall = t - m->prev_mono_ms;
     m->prev_mono_ms = t;
     /* The first sample only sets the baseline: CPU spent before it (the

@@ -52,6 +52,55 @@ const char *tony_runtime_suggest(const char *name) {
 
 const char *tony_runtime_names(void) { return RUNTIME_NAMES; }
 
+/* The framework's half of a plan: conf (conf/plan.h) cannot know the
+ * frameworks, which live in this layer. */
+static int find_framework(const char *name, const tony_runtime **rt, tony_error *err) {
+    *rt = tony_runtime_find(name);
+    if (*rt) return 0;
+    const char *near = tony_runtime_suggest(name);
+    size_t len = strlen(name);
+    /* close enough to be a typo ("tensorflw"), not an unrelated word ("foo") */
+    if (near && tony_edit_distance(name, near) <= (len > 6 ? len / 3 : 2))
+        return tony_err(err, "tony.application.framework: unknown framework '%s'; did you mean '%s'? Known: %s", name,
+                        near, tony_runtime_names());
+    return tony_err(err, "tony.application.framework: unknown framework '%s'. Known: %s", name, tony_runtime_names());
+}
+
+static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *p, tony_error *err) {
+    const char *key = "tony.application.fail-fast-lockstep";
+    const char *v = tony_conf_get(c, key);
+    if (v && !v[strspn(v, " \t\r\n")]) v = NULL; /* blank means not given, as for every key */
+    char *t = tony_strdup(v ? v : "auto");
+    char *s = tony_trim(t);
+    int rc = 0;
+    if (strcasecmp(s, "auto") == 0)
+        p->lockstep = rt->lockstep ? rt->lockstep(p) : false;
+    else if (strcasecmp(s, "true") == 0)
+        p->lockstep = true;
+    else if (strcasecmp(s, "false") == 0)
+        p->lockstep = false;
+    else
+        rc = tony_err(err, "%s must be auto, true or false, got '%s'", key, v);
+    free(t);
+    return rc;
+}
+
+int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err) {
+    if (tony_plan_from_conf(c, out, err)) return -1;
+    const tony_runtime *rt = NULL;
+    if (find_framework(out->framework, &rt, err)) goto fail;
+    free(out->framework);
+    out->framework = tony_strdup(rt->name);
+    /* A single-node job runs one command in the coordinator: there is no
+     * cluster for a framework's rules (a pytorch worker role, ...) to apply to. */
+    if (!out->single_node && rt->validate && rt->validate(out, err)) goto fail;
+    if (read_lockstep(c, rt, out, err)) goto fail;
+    return 0;
+fail:
+    tony_plan_free(out);
+    return -1;
+}
+
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err) {
     const tony_plan *plan = task->plan;
     tony_env_set(env, TASKENV_JOB_NAME, task->role);

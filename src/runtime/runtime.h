@@ -48,6 +48,13 @@ const char *tony_runtime_suggest(const char *name);
 /* "tensorflow, pytorch, ..." for error messages. */
 const char *tony_runtime_names(void);
 
+/* The job's plan: tony_plan_from_conf (conf/plan.h) and then its
+ * framework's rules: an unknown framework refused with the nearest known
+ * name, the framework's own checks (e.g. standalone needs exactly one
+ * instance), tony.application.fail-fast-lockstep's auto resolved. Every
+ * error names the key; on error out is freed. */
+int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err);
+
 /* Fills env with what every task gets whatever the framework, then the
  * framework's own variables: JOB_NAME, TASK_INDEX, TASK_NUM, IS_CHIEF (chief
  * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). */

@@ -26,6 +26,7 @@
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "fuzz_util.h"
+#include "runtime/runtime.h"
 
 #define SECRET "fuzz-secret-0123456789"
 
@@ -66,7 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     tony_conf_set(conf, "tony.ps.command", "python train.py", "fuzz");
     tony_conf_set(conf, "tony.application.framework", "tensorflow", "fuzz");
     tony_error err;
-    FUZZ_CHECK(tony_plan_from_conf(conf, &plan, &err) == 0, "the fuzzer's plan: %s", err.msg);
+    FUZZ_CHECK(tony_runtime_plan(conf, &plan, &err) == 0, "the fuzzer's plan: %s", err.msg);
     /* worker:0 of attempt 0 has some output for GET .../log to read. */
     job_dir = tony_path_join(fuzz_scratch(), "job");
     char *dir = tony_jobdir_task_dir(job_dir, 0, "worker", 0);

@@ -3,7 +3,7 @@
  * machine through event sequences (a node excluded once with its action, a
  * stopped task's end not counted, the cap said, a `fail` match ending the
  * job with retries left, an `exclude-node` match, a sidecar's match
- * ignored). Plans come from real configurations (tony_plan_from_conf). */
+ * ignored). Plans come from real configurations (tony_runtime_plan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 /* --- the module */
 
@@ -117,7 +118,7 @@ static fixture *make(const char *const *kv) {
         free(copy);
     }
     tony_error err;
-    if (tony_plan_from_conf(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
+    if (tony_runtime_plan(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
     am_fsm_init(&f->fsm, &f->plan, 0, 0);
     return f;
 }

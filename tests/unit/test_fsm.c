@@ -4,7 +4,7 @@
  * heartbeats, the registration and application timeouts, kill, the prepare
  * -> training stage order, stops tried again, and executors told to stop
  * themselves. Plans are built from real configurations through
- * tony_plan_from_conf. */
+ * tony_runtime_plan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 typedef struct fixture {
     tony_conf *conf;
@@ -39,7 +40,7 @@ static fixture *make_polling(const char *const *kv, long long barrier_poll_ms) {
         free(copy);
     }
     tony_error err;
-    if (tony_plan_from_conf(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
+    if (tony_runtime_plan(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
     am_fsm_init(&f->fsm, &f->plan, barrier_poll_ms, 0);
     f->job = &f->fsm.job;
     return f;

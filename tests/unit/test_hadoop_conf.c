@@ -23,6 +23,7 @@
 #include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 #define assert_contains(haystack, needle)                                                              \
     do {                                                                                               \
@@ -286,7 +287,7 @@ static int check(cluster_json *c, tony_error *err, long long *am_mb, ...) {
     for (const char *k; (k = va_arg(ap, const char *));) tony_conf_set_cli(conf, k, va_arg(ap, const char *));
     va_end(ap);
     tony_plan plan = {0};
-    if (tony_plan_from_conf(conf, &plan, err)) fail_msg("plan: %s", err->msg);
+    if (tony_runtime_plan(conf, &plan, err)) fail_msg("plan: %s", err->msg);
     tony_yarn_cluster_info info = {c->scheduler, c->labels, c->max};
     long long mb = 0;
     int vc = 0;

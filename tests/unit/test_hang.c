@@ -17,6 +17,7 @@
 #include "am/hang.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 typedef struct hang_fx {
     tony_conf *conf;
@@ -40,7 +41,7 @@ static hang_fx *running_job(const char *const *kv) {
         free(k);
     }
     tony_error err;
-    if (tony_plan_from_conf(h->conf, &h->plan, &err)) fail_msg("plan: %s", err.msg);
+    if (tony_runtime_plan(h->conf, &h->plan, &err)) fail_msg("plan: %s", err.msg);
     am_fsm_init(&h->fsm, &h->plan, 0, 0);
     am_fsm_start(&h->fsm, 0, &h->out);
     am_job *j = &h->fsm.job;
@@ -270,11 +271,11 @@ static void test_durations(void **state) {
     tony_conf_set(c, "tony.worker.instances", "1", "test");
     tony_conf_set(c, "tony.task.progress-timeout", "1500ms", "test");
     tony_plan plan;
-    assert_int_equal(tony_plan_from_conf(c, &plan, &err), -1);
+    assert_int_equal(tony_runtime_plan(c, &plan, &err), -1);
     assert_non_null(strstr(err.msg, "tony.task.progress-timeout (1500 ms) must be at least twice "
                                     "tony.task.heartbeat-interval-ms (1000 ms)"));
     tony_conf_set(c, "tony.task.progress-timeout", "2s", "test");
-    assert_int_equal(tony_plan_from_conf(c, &plan, &err), 0);
+    assert_int_equal(tony_runtime_plan(c, &plan, &err), 0);
     assert_int_equal(plan.progress_timeout_ms, 2000);
     tony_plan_free(&plan);
     tony_conf_free(c);

@@ -15,6 +15,7 @@
 #include "backend/local/local.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 #include "conf_pairs.h"
 
 /* The fit of the plan the pairs make, on the given pool. */
@@ -23,7 +24,7 @@ static void fit_of(const tony_local_pool *pool, const char *const *kvs, tony_loc
     tony_conf_set_cli(c, "tony.containers.command", "sh -c true");
     tony_plan p;
     tony_error err = {{0}};
-    if (tony_plan_from_conf(c, &p, &err)) fail_msg("plan failed: %s", err.msg);
+    if (tony_runtime_plan(c, &p, &err)) fail_msg("plan failed: %s", err.msg);
     tony_local_fit_plan(pool, &p, fit);
     tony_plan_free(&p);
     tony_conf_free(c);

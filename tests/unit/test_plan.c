@@ -13,19 +13,20 @@
 
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 #include "conf_pairs.h"
 
 /* Builds a plan that must succeed. */
 static void plan_ok(tony_conf *c, tony_plan *p) {
     tony_error err = {{0}};
-    if (tony_plan_from_conf(c, p, &err)) fail_msg("plan failed: %s", err.msg);
+    if (tony_runtime_plan(c, p, &err)) fail_msg("plan failed: %s", err.msg);
 }
 
 /* Builds a plan that must fail, and checks the message holds every needle. */
 static void plan_fails(tony_conf *c, const char *const *needles) {
     tony_error err = {{0}};
     tony_plan p;
-    if (tony_plan_from_conf(c, &p, &err) == 0) {
+    if (tony_runtime_plan(c, &p, &err) == 0) {
         tony_plan_free(&p);
         fail_msg("plan unexpectedly succeeded (expected \"%s\")", needles[0]);
     }

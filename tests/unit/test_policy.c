@@ -19,6 +19,7 @@
 #include "common/lastwords.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
+#include "runtime/runtime.h"
 
 static int plan_of(const char *const *kv, tony_conf **conf, tony_plan *p, tony_error *err) {
     *conf = tony_conf_new();
@@ -30,7 +31,7 @@ static int plan_of(const char *const *kv, tony_conf **conf, tony_plan *p, tony_e
         tony_conf_set(*conf, copy, eq + 1, "test");
         free(copy);
     }
-    return tony_plan_from_conf(*conf, p, err);
+    return tony_runtime_plan(*conf, p, err);
 }
 
 static void test_exit_code_rule(void **state) {

@@ -553,6 +553,7 @@ static int local_prepare_am_command(tony_backend *base, const char *resources, t
 
 static const tony_backend_ops local_ops = {
     .name = "local",
+    .shares_job_dir = true,
     .check_plan = local_check_plan,
     .launch = local_launch,
     .stop = local_stop,

@@ -1,16 +1,14 @@
-/* `tony am --yarn`: what the coordinator does first inside its YARN AM
- * container. The NM has localized the staged files into the work dir; the
+/* `tony am --yarn`: what the coordinator needs first inside its YARN AM
+ * container (main.c then runs it). The NM has localized the staged files into the work dir; the
  * job's credentials (its secret, never in the env, which the RM shows; the
  * AMRMToken; HDFS tokens) are in container_tokens, read once here
  * (job_credentials.h); the node's name is NM_HOST; the NameNodes for the
  * job's history come in the env (history_hdfs.h). */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "am/am.h"
 #include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/ids.h"
 #include "backend/yarn/job_credentials.h"
@@ -33,34 +31,36 @@ static int write_secret(const yarn_job_credentials *creds, const char *job_dir, 
     return rc;
 }
 
-int tony_yarn_am_main(void) {
+int tony_yarn_am_prepare(tony_yarn_am_start *s) {
     tony_log_init("am", NULL);
+    *s = (tony_yarn_am_start){0};
     tony_error err = {{0}};
-    char cwd[PATH_MAX];
     const char *container = getenv(TASKENV_CONTAINER_ID);
     const char *host = getenv(TASKENV_NM_HOST);
     const char *tokens = getenv("HADOOP_TOKEN_FILE_LOCATION");
     yarn_container_id cid = {0};
     yarn_job_credentials *creds = NULL;
-    if (!getcwd(cwd, sizeof cwd)) {
+    if (!getcwd(s->job_dir, sizeof s->job_dir)) {
         tony_err(&err, "cannot read the container's work dir");
     } else if (!container || !host || !tokens || !*tokens) {
         tony_err(&err, "CONTAINER_ID, NM_HOST or HADOOP_TOKEN_FILE_LOCATION is not set: `tony am --yarn` runs only "
                        "in a YARN AM container");
     } else if (yarn_container_id_parse(container, &cid, &err) == 0 &&
-               yarn_job_credentials_load(tokens, &creds, &err) == 0 && write_secret(creds, cwd, &err) == 0) {
-        char app_id[YARN_ID_MAX];
-        yarn_app_id_format(&cid.attempt.app, app_id, sizeof app_id);
-        tony_info("YARN attempt %d of %s in %s on %s", (int)cid.attempt.attempt, app_id, container, host);
-        tony_am_history_mirror *mirror = tony_yarn_history_mirror_new(creds);
-        tony_am_options o = {.job_dir = cwd, .app_id = app_id, .host = host, .yarn = true, .history_mirror = mirror,
-                             .backend_data = creds};
-        int code = tony_am_main(&o);
-        tony_yarn_history_mirror_free(mirror);
-        yarn_job_credentials_free(creds);
-        return code;
+               yarn_job_credentials_load(tokens, &creds, &err) == 0 && write_secret(creds, s->job_dir, &err) == 0) {
+        yarn_app_id_format(&cid.attempt.app, s->app_id, sizeof s->app_id);
+        tony_info("YARN attempt %d of %s in %s on %s", (int)cid.attempt.attempt, s->app_id, container, host);
+        s->host = host;
+        s->credentials = creds;
+        s->history_mirror = tony_yarn_history_mirror_new(creds);
+        return 0;
     }
     yarn_job_credentials_free(creds);
     tony_error_log("%s", err.msg);
-    return 1;
+    return -1;
+}
+
+void tony_yarn_am_release(tony_yarn_am_start *s) {
+    tony_yarn_history_mirror_free(s->history_mirror);
+    yarn_job_credentials_free(s->credentials);
+    *s = (tony_yarn_am_start){0};
 }

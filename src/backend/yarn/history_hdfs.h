@@ -1,12 +1,12 @@
 /* The coordinator's history mirror on YARN: HDFS through WebHDFS, at the
  * NameNodes the client named in the AM's environment. Batches run on a
- * thread of the mirror's own (see am.h's tony_am_history_mirror), each
+ * thread of the mirror's own (see backend/history_mirror.h), each
  * call with limits of a few seconds, so that the coordinator's end (which
  * waits for the last batch) stays short when HDFS does not answer. */
 #ifndef TONY_YARN_HISTORY_HDFS_H
 #define TONY_YARN_HISTORY_HDFS_H
 
-#include "am/am.h"
+#include "backend/history_mirror.h"
 
 /* Env of the AM container, set by `tony submit`: the NameNodes' web
  * addresses (comma list of http://host:port), fs.defaultFS, and the user

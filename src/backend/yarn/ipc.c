@@ -21,6 +21,7 @@
 
 #include "backend/yarn/sasl.h"
 #include "backend/yarn/sasl_layer.h"
+#include "common/strv.h"
 #include "hadoop_rpc.pb-c.h"
 
 /* Hadoop clients refuse replies above 128 MiB (ipc.maximum.response.length). */
@@ -168,12 +169,6 @@ int yarn_ipc_parse_reply(const uint8_t *buf, size_t len, ProtobufCMessage **hdr,
 
 /* --- socket I/O with deadlines */
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int mark_broken(yarn_ipc *c) {
     c->broken = true;
     if (c->fd >= 0) close(c->fd);
@@ -196,7 +191,7 @@ __attribute__((format(printf, 3, 4))) static int fail_broken(yarn_ipc *c, tony_e
  * cancelled, -2 poll failed (errno). */
 static int poll_or_cancel(int fd, short events, int cancel_fd, int64_t deadline) {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - tony_now_ms();
         struct pollfd p[2] = {{fd, events, 0}, {cancel_fd, POLLIN, 0}};
         int r = poll(p, cancel_fd >= 0 ? 2 : 1, left <= 0 ? 0 : (int)(left > 1000000 ? 1000000 : left));
         if (r < 0 && errno == EINTR) continue;
@@ -563,7 +558,7 @@ int yarn_ipc_connect_cancellable(const char *host, int port, const char *protoco
         yarn_ipc_free(c);
         return tony_err(err, "OpenSSL could not produce random bytes");
     }
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = tony_now_ms() + c->timeout_ms;
     if (tcp_connect(c, host, port, deadline, err) < 0 || sasl_handshake(c, token, deadline, err) < 0) {
         yarn_ipc_free(c);
         return -1;
@@ -595,7 +590,7 @@ int yarn_ipc_call(yarn_ipc *c, const char *method, const ProtobufCMessage *req,
     free(c->exception);
     c->exception = NULL;
     if (c->broken) return tony_err(err, "the connection to %s is broken; reconnect", c->peer);
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = tony_now_ms() + c->timeout_ms;
     int32_t id = c->next_call_id;
     c->next_call_id = (c->next_call_id + 1) & 0x7fffffff;
     tony_buf b = {0};

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "backend/backend.h"
+#include "backend/history_mirror.h"
 #include "conf/conf.h"
 
 /* What the client stages beside tony-final.xml: every file the job's
@@ -54,9 +55,22 @@ int tony_yarn_task_secret(char **out, tony_error *err);
  * never reads half of it). */
 int tony_yarn_task_update_credentials(const void *data, size_t len, tony_error *err);
 
-/* `tony am --yarn`: the coordinator inside its AM container. Reads the
- * job's secret from container_tokens, then runs the coordinator with the
- * yarn backend. Returns the process exit code. */
-int tony_yarn_am_main(void);
+/* `tony am --yarn`: the coordinator inside its AM container. What it starts
+ * from, which tony_yarn_am_prepare reads (the job's secret from
+ * container_tokens, written into the work dir) and main.c hands the
+ * coordinator (am/am.h), so that this layer names no coordinator. */
+typedef struct tony_yarn_am_start {
+    char job_dir[4096];                     /* the container's work dir */
+    char app_id[128];
+    const char *host;                       /* NM_HOST */
+    tony_am_history_mirror *history_mirror; /* HDFS, or NULL */
+    struct yarn_job_credentials *credentials; /* the coordinator's backend_data */
+} tony_yarn_am_start;
+
+/* 0, or -1 having logged why (not in a YARN AM container, unreadable
+ * tokens). */
+int tony_yarn_am_prepare(tony_yarn_am_start *s);
+/* After the coordinator returned. */
+void tony_yarn_am_release(tony_yarn_am_start *s);
 
 #endif

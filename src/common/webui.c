@@ -1,6 +1,6 @@
 /* Serves the embedded web UI; the bytes and types come from the generated
  * webui_files.c (see webui.h). */
-#include "am/webui.h"
+#include "common/webui.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>

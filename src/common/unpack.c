@@ -1,5 +1,5 @@
 /* Unpacking the staged source and venv archives in a task's work dir. */
-#include "executor/unpack.h"
+#include "common/unpack.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -1,6 +1,8 @@
 /* What every task does first in its work dir, as TonY's executors do: unzip
  * the job's source archive (tony_src_<appId>.zip) into the work dir and the
- * venv archive (venv.zip) into ./venv. */
+ * venv archive (venv.zip) into ./venv. Shared by the executor, the
+ * coordinator (a single-node job's command) and the client's staging, which
+ * names the archives. */
 #ifndef TONY_UNPACK_H
 #define TONY_UNPACK_H
 

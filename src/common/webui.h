@@ -1,8 +1,9 @@
 /* The web UI's static files (the web/ folder), compiled into the binary by
- * cmake/embed-web.cmake so the coordinator serves them from memory: a
- * container needs nothing beside the tony binary to show the page. */
-#ifndef TONY_AM_WEBUI_H
-#define TONY_AM_WEBUI_H
+ * cmake/embed-web.cmake so the coordinator and the history portal serve
+ * them from memory: a container needs nothing beside the tony binary to
+ * show the page. (The am_ names date from when only the coordinator did.) */
+#ifndef TONY_COMMON_WEBUI_H
+#define TONY_COMMON_WEBUI_H
 
 #include <stddef.h>
 

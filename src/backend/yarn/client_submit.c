@@ -1,7 +1,8 @@
-/* `tony submit` on YARN: check the cluster can run the plan, stage the job to
- * HDFS (this very binary included, so nodes need nothing installed) with a
- * manifest the AM localizes from, submit the AM through RM REST, and follow
- * the app: RM states first, then the coordinator's own API once it runs. */
+/* The YARN client half's submit: check the cluster can run the plan, stage
+ * the job to HDFS (this very binary included, so nodes need nothing
+ * installed) with a manifest the AM localizes from, submit the AM through RM
+ * REST; and the looks at the app while the client follows it: RM states
+ * first, then the coordinator's own API once it runs. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,10 +20,7 @@
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
 #include "backend/yarn/yarn_backend.h"
-#include "client/client.h"
-#include "client/follow.h"
-#include "client/report.h"
-#include "client/yarn_client.h"
+#include "backend/yarn/yarn_client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/strv.h"
@@ -258,97 +256,106 @@ static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, c
     return rc;
 }
 
-/* RM state lines, then the coordinator's grouped task lines; returns the
- * exit code from the RM's final state. */
-static int follow(tony_yarn_rest *rest, const char *app_id, const char *job_dir, volatile sig_atomic_t *interrupted,
-                  tony_error *err) {
-    char *last_state = NULL;
-    tony_follow *f = tony_follow_new(stdout);
-    json_t *job = NULL, *app = NULL;
-    bool kill_sent = false, am_done = false;
-    int misses = 0, code = TONY_EXIT_JOB_FAILED;
-    for (;;) {
-        if (*interrupted && !kill_sent) {
-            tony_follow_say(f, stderr,
-                            "tony: interrupted: killing %s through the ResourceManager (Ctrl-C again to stop following)\n",
-                            app_id);
-            tony_error kerr;
-            if (tony_yarn_rest_kill(rest, app_id, &kerr)) tony_follow_say(f, stderr, "tony: %s\n", kerr.msg);
-            kill_sent = true;
+/* A submitted app this client follows: RM state lines, then the
+ * coordinator's own job JSON while it runs. */
+typedef struct yarn_job {
+    tony_client_job base;
+    tony_yarn_rest *rest;
+    json_t *app;      /* the RM's last report */
+    char *last_state; /* the RM state last said */
+    bool kill_sent;
+    bool am_done;     /* the coordinator said the job finished */
+    int misses;       /* RM calls failed in a row */
+} yarn_job;
+
+void tony_yarn_client_poll(tony_client_job *cj, const tony_client_out *out, tony_client_poll *p, tony_error *err) {
+    yarn_job *j = (yarn_job *)cj;
+    const char *app_id = cj->id;
+    json_t *app = NULL;
+    tony_error rerr;
+    if (tony_yarn_rest_app(j->rest, app_id, &app, &rerr)) {
+        /* An RM restart or failover takes a while: keep asking. */
+        if (++j->misses >= 60) {
+            tony_err(err, "%s (gave up following %s after %d tries; `tony status %s` asks again)", rerr.msg, app_id,
+                     j->misses, app_id);
+            p->done = true;
+            p->code = TONY_EXIT_UNAVAILABLE;
         }
-        if (*interrupted > 1) {
-            tony_follow_say(f, stderr, "tony: stopped following %s; see `tony status %s`\n", app_id, app_id);
-            break;
-        }
-        json_decref(app);
-        app = NULL;
-        tony_error rerr;
-        if (tony_yarn_rest_app(rest, app_id, &app, &rerr)) {
-            /* An RM restart or failover takes a while: keep asking. */
-            if (++misses >= 60) {
-                tony_err(err, "%s (gave up following %s after %d tries; `tony status %s` asks again)", rerr.msg, app_id,
-                         misses, app_id);
-                code = TONY_EXIT_UNAVAILABLE;
-                break;
-            }
-            tony_sleep_ms(1000);
-            continue;
-        }
-        misses = 0;
-        tony_yarn_record_update(job_dir, app);
-        const char *state = json_string_value(json_object_get(app, "state"));
-        if (!state) state = "?";
-        if (!last_state || strcmp(last_state, state) != 0) {
-            const char *diag = json_string_value(json_object_get(app, "diagnostics"));
-            tony_follow_say(f, stdout, "tony: YARN application %s: %s%s%s\n", app_id, state,
-                            diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
-                            diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
-            if (strcmp(state, "RUNNING") == 0)
-                tony_follow_say(f, stdout, "tony: tracking URL %s\n",
-                                json_string_value(json_object_get(app, "trackingUrl")));
-            free(last_state);
-            last_state = tony_strdup(state);
-        }
-        if (strcmp(state, "RUNNING") == 0 && !am_done) {
-            json_t *j = tony_yarn_am_job(app);
-            if (j) {
-                json_decref(job);
-                job = j;
-                tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
-                tony_follow_update(f, job);
-                const char *js = json_string_value(json_object_get(job, "state"));
-                if (js && strcmp(js, "FINISHED") == 0) {
-                    am_done = true;
-                    tony_follow_leave(f);
-                    tony_report_tasks(stdout, job);
-                    tony_report_final(stdout, job);
-                    tony_report_advice(stdout, job);
-                    const char *fs = json_string_value(json_object_get(job, "final_status"));
-                    if (fs && strcmp(fs, "SUCCEEDED") != 0) tony_yarn_print_log_links(stdout, job, app_id, true);
-                    tony_yarn_am_finish(app, job_dir);
-                }
-            }
-        }
-        if (tony_yarn_state_final(state)) {
-            const char *fs = json_string_value(json_object_get(app, "finalStatus"));
-            const char *diag = json_string_value(json_object_get(app, "diagnostics"));
-            tony_follow_say(f, stdout, "tony: YARN application %s ended: %s, final status %s%s%s\n", app_id, state,
-                            fs ? fs : "?", diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
-            code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
-                                                                                       : TONY_EXIT_JOB_FAILED;
-            tony_yarn_status_finalize(job_dir, app);
-            tony_yarn_cleanup_staging(job_dir, false);
-            break;
-        }
-        /* Faster while the coordinator runs: its final state shows only
-         * until it hears our finish or gives up waiting. */
-        tony_sleep_ms(strcmp(state, "RUNNING") == 0 ? 500 : 1000);
+        p->next_ms = 1000;
+        return;
     }
-    free(last_state);
-    tony_follow_free(f);
-    json_decref(job);
-    json_decref(app);
-    return code;
+    j->misses = 0;
+    json_decref(j->app);
+    j->app = app;
+    tony_yarn_record_update(cj->job_dir, app);
+    const char *state = json_string_value(json_object_get(app, "state"));
+    if (!state) state = "?";
+    if (!j->last_state || strcmp(j->last_state, state) != 0) {
+        const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+        tony_client_say(out, stdout, "tony: YARN application %s: %s%s%s\n", app_id, state,
+                        diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
+                        diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
+        if (strcmp(state, "RUNNING") == 0)
+            tony_client_say(out, stdout, "tony: tracking URL %s\n",
+                            json_string_value(json_object_get(app, "trackingUrl")));
+        free(j->last_state);
+        j->last_state = tony_strdup(state);
+    }
+    if (strcmp(state, "RUNNING") == 0 && !j->am_done) {
+        json_t *job = tony_yarn_am_job(app);
+        if (job) {
+            tony_jobdir_write_json(cj->job_dir, TONY_JOBDIR_STATUS, job, NULL);
+            const char *js = json_string_value(json_object_get(job, "state"));
+            if (js && strcmp(js, "FINISHED") == 0) j->am_done = true;
+            p->job = job;
+        }
+    }
+    if (tony_yarn_state_final(state)) {
+        const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+        const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+        tony_client_say(out, stdout, "tony: YARN application %s ended: %s, final status %s%s%s\n", app_id, state,
+                        fs ? fs : "?", diag && *diag ? "; diagnostics: " : "", diag && *diag ? diag : "");
+        p->code = strcmp(state, "FINISHED") == 0 && fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK
+                                                                                      : TONY_EXIT_JOB_FAILED;
+        tony_yarn_status_finalize(cj->job_dir, app);
+        p->done = p->final = true;
+    }
+    /* Faster while the coordinator runs: its final state shows only
+     * until it hears our finish or gives up waiting. */
+    p->next_ms = strcmp(state, "RUNNING") == 0 ? 500 : 1000;
+}
+
+/* Ctrl-C: kill through the RM, which works whether or not the coordinator
+ * runs yet; again: stop following, the app goes on being killed. */
+bool tony_yarn_client_interrupt(tony_client_job *cj, int count, const tony_client_out *out) {
+    yarn_job *j = (yarn_job *)cj;
+    if (!j->kill_sent) {
+        tony_client_say(out, stderr,
+                        "tony: interrupted: killing %s through the ResourceManager (Ctrl-C again to stop following)\n",
+                        cj->id);
+        tony_error kerr;
+        if (tony_yarn_rest_kill(j->rest, cj->id, &kerr)) tony_client_say(out, stderr, "tony: %s\n", kerr.msg);
+        j->kill_sent = true;
+    }
+    if (count <= 1) return false;
+    tony_client_say(out, stderr, "tony: stopped following %s; see `tony status %s`\n", cj->id, cj->id);
+    return true;
+}
+
+void tony_yarn_client_job_finished(tony_client_job *cj, const json_t *job) {
+    yarn_job *j = (yarn_job *)cj;
+    const char *fs = json_string_value(json_object_get(job, "final_status"));
+    if (fs && strcmp(fs, "SUCCEEDED") != 0) tony_yarn_print_log_links(stdout, job, cj->id, true);
+    tony_yarn_am_finish(j->app, cj->job_dir);
+}
+
+void tony_yarn_client_release(tony_client_job *cj) {
+    yarn_job *j = (yarn_job *)cj;
+    tony_yarn_rest_free(j->rest);
+    json_decref(j->app);
+    free(j->last_state);
+    tony_client_job_clear(cj);
+    free(j);
 }
 
 static void write_record(const char *job_dir, const char *rm, const char *app_id, const char *user,
@@ -457,8 +464,10 @@ static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_c
     return rc;
 }
 
-int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_input *in,
-                     const tony_yarn_submit_opts *opts, tony_error *err) {
+int tony_yarn_client_submit(const tony_client_submission *sub, tony_client_job **out, tony_error *err) {
+    tony_conf *conf = sub->conf;
+    const tony_plan *plan = sub->plan;
+    const tony_stage_input *in = sub->in;
     int code = TONY_EXIT_USAGE;
     char *user = NULL;
     bool secure = false;
@@ -518,7 +527,7 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
         tony_rm_rf(job_dir, NULL);
         goto out;
     }
-    if (*opts->interrupted) {
+    if (*sub->interrupted) {
         /* Ctrl-C while staging: nothing runs yet, so nothing is left. */
         tony_webhdfs_delete(w, st.staging_path, true, NULL);
         tony_rm_rf(job_dir, NULL);
@@ -546,12 +555,12 @@ int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_in
     printf("tony: ResourceManager: %s/cluster/app/%s\n", tony_yarn_rest_url(rest), app_id);
     printf("tony: staged in %s\n", st.staging_uri);
     fflush(stdout);
-    if (opts->detach) {
-        printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", app_id, app_id);
-        code = TONY_EXIT_OK;
-        goto out;
-    }
-    code = follow(rest, app_id, job_dir, opts->interrupted, err);
+    yarn_job *j = tony_xcalloc(1, sizeof *j);
+    tony_client_job_init(&j->base, &tony_yarn_client_ops, app_id, job_dir);
+    j->rest = rest;
+    rest = NULL;
+    *out = &j->base;
+    code = TONY_EXIT_OK;
 out:
     staged_free(&st);
     json_decref(ctx);

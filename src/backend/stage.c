@@ -1,7 +1,7 @@
 /* Staging a job TonY's way: src zipped as tony_src_<appId>.zip, the venv as
  * venv.zip, local resources (dirs zipped and marked #archive) handed to a
- * sink; and the local backend's sink, job dir and coordinator start. */
-#include "client/stage.h"
+ * backend's sink. */
+#include "backend/stage.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,41 +20,8 @@
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
+#include "common/unpack.h"
 #include "conf/resource.h"
-#include "executor/unpack.h"
-
-static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_error *err) {
-    char *jobs = tony_path_join(root, "jobs");
-    if (tony_mkdir_p(jobs, 0755, err)) {
-        free(jobs);
-        return -1;
-    }
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-    /* application_<clusterTimestamp>_<seq>, the id form TonY's history and
-     * portal expect; mkdir makes the id unique among concurrent clients. */
-    for (int seq = 1; seq < 10000; seq++) {
-        char *id = tony_sprintf("application_%lld_%04d", ms, seq);
-        char *dir = tony_path_join(jobs, id);
-        /* Only its user reads a job: its config, logs and staged sources. */
-        if (mkdir(dir, 0700) == 0) {
-            *job_dir = dir;
-            *app_id = id;
-            free(jobs);
-            return 0;
-        }
-        int e = errno;
-        free(id);
-        free(dir);
-        if (e != EEXIST) {
-            free(jobs);
-            return tony_err(err, "cannot create a job directory under %s: %s", root, strerror(e));
-        }
-    }
-    free(jobs);
-    return tony_err(err, "cannot find a free job id under %s", root);
-}
 
 int tony_stage_write_secret(const char *job_dir, char **secret, tony_error *err) {
     unsigned char raw[24];
@@ -161,75 +128,5 @@ int tony_stage_files(tony_conf *conf, const tony_stage_input *in, const char *ap
         else rc = put_job_file(conf, sink, in->python_venv, TONY_VENV_ARCHIVE, err);
     }
     if (rc == 0) tony_conf_set(conf, "tony.application.id", app_id, "client");
-    return rc;
-}
-
-/* The local backend's sink: files land in the job dir's staging/. */
-static int local_put(void *ctx, const char *local, const char *dest, const char *container_name, bool job_file,
-                     bool archive, char **where, tony_error *err) {
-    (void)container_name, (void)job_file, (void)archive;
-    char *dst = tony_path_join(ctx, dest);
-    int rc = 0;
-    if (strcmp(local, dst) != 0) {
-        char *dir = tony_strdup(dst);
-        *strrchr(dir, '/') = '\0';
-        rc = tony_mkdir_p(dir, 0700, err);
-        free(dir);
-        if (rc == 0) rc = tony_copy_file(local, dst, err);
-    }
-    if (rc == 0) *where = dst;
-    else free(dst);
-    return rc;
-}
-
-static int local_remote(void *ctx, const char *key, const tony_resource *r, char **where, tony_error *err) {
-    (void)ctx, (void)where;
-    return tony_err(err, "%s: %s is a remote URI; the local backend reads local files only", key, r->source);
-}
-
-int tony_stage_local_job(tony_conf *conf, const tony_stage_input *in, char **job_dir_out, char **app_id_out,
-                         tony_error *err) {
-    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
-    char *job_dir = NULL, *app_id = NULL;
-    int rc = make_job_dir(root, &job_dir, &app_id, err);
-    free(root);
-    if (rc) return -1;
-    char *staging = tony_path_join(job_dir, TONY_JOBDIR_STAGING);
-    rc = tony_mkdir_p(staging, 0700, err);
-    tony_stage_sink sink = {.ctx = staging, .put = local_put, .remote = local_remote, .list_job_files = true};
-    if (rc == 0) rc = tony_stage_files(conf, in, app_id, staging, &sink, err);
-    /* Copies keep their source's mode and archives get the umask's: none
-     * keeps a bit for others. */
-    if (rc == 0) rc = tony_make_private(staging, err);
-    char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
-    if (rc == 0) rc = tony_conf_write_file(conf, final, err);
-    if (rc == 0) rc = tony_stage_write_secret(job_dir, NULL, err);
-    free(final);
-    free(staging);
-    if (rc) {
-        tony_rm_rf(job_dir, NULL); /* nothing half-staged stays behind */
-        free(job_dir);
-        free(app_id);
-        return -1;
-    }
-    *job_dir_out = job_dir;
-    *app_id_out = app_id;
-    return 0;
-}
-
-int tony_start_local_am(const char *job_dir, int *pid_out, tony_error *err) {
-    tony_self self;
-    if (tony_self_find(&self, err)) return -1;
-    char *log = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
-    char *argv[] = {self.command, "am", (char *)job_dir, NULL};
-    /* Its own session: Ctrl-C in this terminal reaches the client, which asks
-     * the coordinator to kill the job, rather than killing it mid-step. */
-    tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true,
-                    .private_output = true};
-    pid_t pid;
-    int rc = tony_proc_spawn(&s, &pid, err);
-    free(log);
-    tony_self_free(&self);
-    if (rc == 0) *pid_out = (int)pid;
     return rc;
 }

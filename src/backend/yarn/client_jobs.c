@@ -1,6 +1,7 @@
-/* status, kill and logs for YARN jobs, from their local record (yarn.json:
- * which RM, which app, where it was staged) plus the RM's app report and,
- * while the app runs, the coordinator's own /v1/job at the amRPCAddress. */
+/* The YARN client half's view of existing jobs: status, kill and list from
+ * their local record (yarn.json: which RM, which app, where it was staged)
+ * plus the RM's app report and, while the app runs, the coordinator's own
+ * /v1/job at the amRPCAddress; and the ops table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,7 @@
 #include "backend/yarn/kerberos.h"
 #include "backend/yarn/rest.h"
 #include "backend/yarn/webhdfs.h"
-#include "client/client.h"
-#include "client/report.h"
-#include "client/yarn_client.h"
+#include "backend/yarn/yarn_client.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
@@ -24,7 +23,21 @@ bool tony_yarn_state_final(const char *state) {
     return state && (strcmp(state, "FINISHED") == 0 || strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0);
 }
 
-bool tony_yarn_is_job(const char *job_dir) {
+/* HADOOP_CONF_DIR with a yarn-site.xml: this machine is a cluster's client. */
+static bool yarn_configured(char *why, size_t n) {
+    const char *hc = getenv("HADOOP_CONF_DIR");
+    if (!hc || !*hc) {
+        snprintf(why, n, "HADOOP_CONF_DIR is not set");
+        return false;
+    }
+    char *site = tony_path_join(hc, "yarn-site.xml");
+    bool yarn = tony_file_exists(site);
+    free(site);
+    snprintf(why, n, "HADOOP_CONF_DIR=%s has %s yarn-site.xml", hc, yarn ? "a" : "no");
+    return yarn;
+}
+
+static bool yarn_owns_job(const char *job_dir) {
     char *p = tony_path_join(job_dir, TONY_JOBDIR_YARN);
     bool yes = tony_file_exists(p);
     free(p);
@@ -192,14 +205,19 @@ tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, con
     return r;
 }
 
-int tony_yarn_status(const char *job_dir, bool as_json, const tony_conf *conf) {
+json_t *tony_yarn_record_open(const char *job_dir, const char **app_id) {
     json_t *rec = tony_yarn_record_load(job_dir);
-    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
-    if (!app_id) {
-        fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
-        json_decref(rec);
-        return TONY_EXIT_UNAVAILABLE;
-    }
+    *app_id = json_string_value(json_object_get(rec, "app_id"));
+    if (*app_id) return rec;
+    fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
+    json_decref(rec);
+    return NULL;
+}
+
+static int yarn_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
+    const char *app_id;
+    json_t *rec = tony_yarn_record_open(job_dir, &app_id);
+    if (!rec) return TONY_EXIT_UNAVAILABLE;
     tony_error err;
     json_t *app = NULL, *job = NULL;
     int code = TONY_EXIT_OK;
@@ -215,47 +233,35 @@ int tony_yarn_status(const char *job_dir, bool as_json, const tony_conf *conf) {
     }
     const char *state = json_string_value(json_object_get(app, "state"));
     if (code == TONY_EXIT_OK && state && strcmp(state, "RUNNING") == 0) job = tony_yarn_am_job(app);
+    st->live = job != NULL;
     if (job) {
         tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
     } else {
         job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
     }
-    if (as_json) {
-        json_t *out = job ? json_deep_copy(job) : json_pack("{s:s}", "app_id", app_id);
-        json_object_set_new(out, "backend", json_string("yarn"));
-        json_object_set(out, "yarn", app);
-        json_dumpf(out, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(out);
-    } else {
-        const char *fs = json_string_value(json_object_get(app, "finalStatus"));
-        const char *diag = json_string_value(json_object_get(app, "diagnostics"));
-        const char *url = json_string_value(json_object_get(app, "trackingUrl"));
-        printf("job %s (yarn): %s, final status %s\n", app_id, state ? state : "unknown", fs ? fs : "unknown");
-        if (url && *url) printf("tracking URL: %s\n", url);
-        if (diag && *diag) printf("diagnostics: %s\n", diag);
-        if (job) {
-            char *g = tony_report_grouped(job);
-            if (*g) printf("%s\n", g);
-            free(g);
-            tony_report_tasks(stdout, job);
-            tony_yarn_print_log_links(stdout, job, app_id, false);
-            const char *js = json_string_value(json_object_get(job, "state"));
-            if (js && strcmp(js, "FINISHED") == 0) tony_report_final(stdout, job);
-        }
-    }
+    const char *fs = json_string_value(json_object_get(app, "finalStatus"));
+    const char *diag = json_string_value(json_object_get(app, "diagnostics"));
+    const char *url = json_string_value(json_object_get(app, "trackingUrl"));
+    tony_buf b = {0};
+    tony_buf_printf(&b, "job %s (yarn): %s, final status %s\n", app_id, state ? state : "unknown", fs ? fs : "unknown");
+    if (url && *url) tony_buf_printf(&b, "tracking URL: %s\n", url);
+    if (diag && *diag) tony_buf_printf(&b, "diagnostics: %s\n", diag);
+    st->headline = b.data;
+    st->job = job;
+    st->extra = json_pack("{s:s, s:s, s:O}", "app_id", app_id, "backend", "yarn", "yarn", app);
     if (code == TONY_EXIT_OK && tony_yarn_state_final(state)) {
         tony_yarn_status_finalize(job_dir, app);
-        tony_yarn_cleanup_staging(job_dir, true);
+        st->final = true;
     }
-    json_decref(job);
     json_decref(app);
     json_decref(rec);
     tony_yarn_rest_free(rest);
     return code;
 }
 
-int tony_yarn_kill(const char *job_dir, const tony_conf *conf) {
+/* Through the RM, which stops every container of the app. */
+static int yarn_kill(const char *job_dir, const tony_conf *conf, json_t **final_job) {
+    *final_job = NULL; /* the RM's word is what is shown */
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *app_id = json_string_value(json_object_get(rec, "app_id"));
     tony_error err;
@@ -307,11 +313,50 @@ int tony_yarn_kill(const char *job_dir, const tony_conf *conf) {
     return code;
 }
 
-void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal) {
+/* The RM's state as last seen; `tony status` refreshes it. */
+static void yarn_list_row(const char *job_dir, tony_client_row *row) {
     json_t *rec = tony_yarn_record_load(job_dir);
     const char *s = json_string_value(json_object_get(rec, "state"));
     const char *f = json_string_value(json_object_get(rec, "final_status"));
-    snprintf(state, nstate, "%s", s ? s : "SUBMITTED");
-    snprintf(final, nfinal, "%s", f ? f : "");
+    snprintf(row->state, sizeof row->state, "%s", s ? s : "SUBMITTED");
+    snprintf(row->final_status, sizeof row->final_status, "%s", f ? f : "");
     json_decref(rec);
+    json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
+    const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+    snprintf(row->framework, sizeof row->framework, "%s", fw ? fw : "");
+    json_decref(job);
 }
+
+/* Only what the client last saw of the app: a state it never saw end
+ * claims nothing. */
+static char *yarn_lost_reason(const char *job_dir, const char *app_id) {
+    json_t *rec = tony_yarn_record_load(job_dir);
+    const char *state = json_string_value(json_object_get(rec, "state"));
+    char *reason = NULL;
+    if (tony_yarn_state_final(state))
+        reason = tony_sprintf("YARN reported the application %s, but its coordinator never finished the "
+                              "history (its AM container was lost or killed); `tony status %s` shows the "
+                              "last state seen",
+                              state, app_id);
+    json_decref(rec);
+    return reason;
+}
+
+const tony_client_backend_ops tony_yarn_client_ops = {
+    .name = "yarn",
+    .history_on_cluster_fs = true,
+    .configured = yarn_configured,
+    .owns_job = yarn_owns_job,
+    .submit = tony_yarn_client_submit,
+    .poll = tony_yarn_client_poll,
+    .interrupt = tony_yarn_client_interrupt,
+    .job_finished = tony_yarn_client_job_finished,
+    .release = tony_yarn_client_release,
+    .print_log_links = tony_yarn_print_log_links,
+    .state = yarn_state,
+    .kill = yarn_kill,
+    .logs = tony_yarn_client_logs,
+    .list_row = yarn_list_row,
+    .cleanup = tony_yarn_cleanup_staging,
+    .lost_reason = yarn_lost_reason,
+};

@@ -1,8 +1,7 @@
-/* Client-side staging: the job's files (source archive, venv, every local
- * resource) prepared TonY's way and handed to a sink — the local job dir for
- * the local backend, HDFS for YARN — with the resource keys rewritten to
- * where the sink put them. For the local backend also the job dir itself,
- * tony-final.xml and the coordinator started in its own session. */
+/* Client-side staging, shared by every backend's client half: the job's
+ * files (source archive, venv, every local resource) prepared TonY's way
+ * and handed to a sink — the local job dir for the local backend, HDFS for
+ * YARN — with the resource keys rewritten to where the sink put them. */
 #ifndef TONY_STAGE_H
 #define TONY_STAGE_H
 
@@ -40,13 +39,5 @@ int tony_stage_files(tony_conf *conf, const tony_stage_input *in, const char *ap
                      const tony_stage_sink *sink, tony_error *err);
 /* A fresh random secret for the job's API, written 0600 to <job_dir>/secret. */
 int tony_stage_write_secret(const char *job_dir, char **secret, tony_error *err);
-
-/* Creates <root>/jobs/<app_id>, stages files into it, rewrites the resource
- * keys of conf to the staged paths and writes tony-final.xml and the secret.
- * Errors name the flag or key whose file is missing. */
-int tony_stage_local_job(tony_conf *conf, const tony_stage_input *in, char **job_dir, char **app_id,
-                         tony_error *err);
-/* Starts `tony am <job_dir>` detached from this terminal's session. */
-int tony_start_local_am(const char *job_dir, int *pid, tony_error *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* `tony logs` for YARN jobs. While the job runs, output comes through the
+/* The YARN client half's `tony logs`. While the job runs, output comes through the
  * coordinator's API (which reads it from each task's NodeManager), so -f
  * follows; afterwards straight from the NodeManagers' web services, as long
  * as they keep the files. Log links for status and submit live here too. */
@@ -9,8 +9,7 @@
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/nmweb.h"
 #include "backend/yarn/yarn_backend.h"
-#include "client/client.h"
-#include "client/yarn_client.h"
+#include "backend/yarn/yarn_client.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/http.h"
@@ -355,14 +354,10 @@ static bool aggregation_on(const tony_conf *conf) {
     return on;
 }
 
-int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony_conf *conf) {
-    json_t *rec = tony_yarn_record_load(job_dir);
-    const char *app_id = json_string_value(json_object_get(rec, "app_id"));
-    if (!app_id) {
-        fprintf(stderr, "tony: error: %s/%s is unreadable or has no app_id\n", job_dir, TONY_JOBDIR_YARN);
-        json_decref(rec);
-        return TONY_EXIT_UNAVAILABLE;
-    }
+int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf) {
+    const char *app_id;
+    json_t *rec = tony_yarn_record_open(job_dir, &app_id);
+    if (!rec) return TONY_EXIT_UNAVAILABLE;
     ylogs y = {.job_dir = job_dir, .app_id = app_id, .aggregated = aggregation_on(conf),
                .kerberos = json_is_true(json_object_get(rec, TONY_YARN_RECORD_KERBEROS))};
     tony_error err;

@@ -1,56 +1,38 @@
-/* The client verbs on the YARN backend: submit (check the cluster, stage to
- * HDFS, submit the AM through RM REST, follow it) and status, kill, logs for
- * YARN jobs, which keep a local record in ~/.tony/jobs/<appId>/yarn.json. */
+/* The YARN backend's client half (backend/client.h): submit checks the
+ * cluster, stages to HDFS and submits the AM through RM REST; status, kill
+ * and logs ask the RM and, while the app runs, the coordinator at its
+ * amRPCAddress. A YARN job's record is ~/.tony/jobs/<appId>/yarn.json.
+ * Below the ops table: what its three files (client_submit.c,
+ * client_jobs.c, client_logs.c) share, for them alone. */
 #ifndef TONY_YARN_CLIENT_H
 #define TONY_YARN_CLIENT_H
 
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdbool.h>
 
+#include "backend/client.h"
 #include "backend/yarn/rest.h"
-#include "client/stage.h"
 #include "common/error.h"
 #include "conf/conf.h"
-#include "conf/plan.h"
+
+extern const tony_client_backend_ops tony_yarn_client_ops;
 
 #define TONY_JOBDIR_YARN "yarn.json" /* {"rm","app_id","staging_uri","tracking_url",...} */
 /* yarn.json's flag for a job of a kerberized cluster (its verbs use SPNEGO). */
 #define TONY_YARN_RECORD_KERBEROS "kerberos"
 #define TONY_YARN_APP_TYPE "TONY"
 
-typedef struct tony_yarn_submit_opts {
-    bool detach;
-    volatile sig_atomic_t *interrupted; /* Ctrl-C count, set by the caller's signal handler */
-} tony_yarn_submit_opts;
-
-/* Submits and (unless detached) follows the job. Returns the process exit
- * code; err holds the message when it is neither 0 nor a job's own failure. */
-int tony_yarn_submit(tony_conf *conf, const tony_plan *plan, const tony_stage_input *in,
-                     const tony_yarn_submit_opts *opts, tony_error *err);
-
-/* True when job_dir is a YARN job's local record. */
-bool tony_yarn_is_job(const char *job_dir);
-/* The verbs for a YARN job; each returns the exit code and prints its own
- * messages. conf: the verb's configuration (--conf, tony.xml), whose fs.*,
- * yarn.* keys go over HADOOP_CONF_DIR's as for submit. */
-int tony_yarn_status(const char *job_dir, bool as_json, const tony_conf *conf);
-int tony_yarn_kill(const char *job_dir, const tony_conf *conf);
-typedef struct tony_yarn_logs_opts {
-    const char *task; /* "role:index", or NULL for every task */
-    bool follow;      /* with task: its stdout as it grows, until the job ends */
-    bool am;          /* the coordinator's own log too */
-    int attempt;      /* -1: the current one */
-    bool stacks;      /* only the stacks of a hang diagnosis (tony.task.progress-timeout) */
-} tony_yarn_logs_opts;
+/* The ops of following a submitted app (client_submit.c). */
+int tony_yarn_client_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err);
+void tony_yarn_client_poll(tony_client_job *j, const tony_client_out *out, tony_client_poll *p, tony_error *err);
+bool tony_yarn_client_interrupt(tony_client_job *j, int count, const tony_client_out *out);
+void tony_yarn_client_job_finished(tony_client_job *j, const json_t *job);
+void tony_yarn_client_release(tony_client_job *j);
 /* Prints tasks' output: while the job runs through the coordinator's API,
- * afterwards from the NodeManagers (logs_yarn.c). */
-int tony_yarn_logs(const char *job_dir, const tony_yarn_logs_opts *o, const tony_conf *conf);
-/* The RM state and final status recorded for `tony list` ("" if none). */
-void tony_yarn_list_state(const char *job_dir, char *state, size_t nstate, char *final, size_t nfinal);
+ * afterwards from the NodeManagers (client_logs.c). */
+int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf);
 
-/* Shared by submit and the verbs (jobs_yarn.c). */
 /* A REST client for the job's RM (the recorded one, then HADOOP_CONF_DIR's
  * with conf's yarn.* keys on top; conf may be NULL). */
 tony_yarn_rest *tony_yarn_connect_rm(const json_t *rec, const char *job_dir, const tony_conf *conf, tony_error *err);
@@ -61,6 +43,9 @@ char *tony_yarn_am_url(const json_t *app);
  * ended with an error. Nothing when no task has a link. */
 void tony_yarn_print_log_links(FILE *out, const json_t *job, const char *app_id, bool failed_only);
 json_t *tony_yarn_record_load(const char *job_dir);
+/* The record with its app id (*app_id points into it), or NULL having said
+ * on stderr that it is unreadable. */
+json_t *tony_yarn_record_open(const char *job_dir, const char **app_id);
 void tony_yarn_record_update(const char *job_dir, const json_t *app);
 /* The coordinator's job JSON from the app report's amRPCAddress, or NULL. */
 json_t *tony_yarn_am_job(const json_t *app);

@@ -1,0 +1,77 @@
+/* The client half's list of backends (client.h): picks one by name, by what
+ * is configured on this machine, or by a job's record, so that client/
+ * names none; and what every backend's client half shares. */
+#include "backend/client.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/local/local_client.h"
+#include "backend/yarn/yarn_client.h"
+#include "common/strv.h"
+
+/* In the order configured() is asked; the last is the fallback. */
+static const tony_client_backend_ops *const backends[] = {&tony_yarn_client_ops, &tony_local_client_ops};
+#define NBACKENDS (sizeof backends / sizeof *backends)
+
+const tony_client_backend_ops *tony_client_backend_find(const char *name) {
+    for (size_t i = 0; i < NBACKENDS; i++)
+        if (strcmp(backends[i]->name, name) == 0) return backends[i];
+    return NULL;
+}
+
+const tony_client_backend_ops *tony_client_backend_choose(char *why, size_t n) {
+    /* A refusal's reason stays the answer when the fallback gives none:
+     * "HADOOP_CONF_DIR is not set" says why it is local. */
+    snprintf(why, n, "nothing else is configured here");
+    for (size_t i = 0; i < NBACKENDS; i++) {
+        char w[512] = "";
+        bool yes = backends[i]->configured(w, sizeof w);
+        if (*w) snprintf(why, n, "%s", w);
+        if (yes) return backends[i];
+    }
+    return backends[NBACKENDS - 1];
+}
+
+const char *tony_client_backend_names(void) {
+    static char names[128];
+    if (!names[0]) {
+        tony_strv v = {0};
+        for (size_t i = 0; i < NBACKENDS; i++) tony_strv_push(&v, backends[NBACKENDS - 1 - i]->name);
+        char *s = tony_strv_join(&v, " or ");
+        snprintf(names, sizeof names, "%s", s);
+        free(s);
+        tony_strv_free(&v);
+    }
+    return names;
+}
+
+const tony_client_backend_ops *tony_client_backend_of_job(const char *job_dir) {
+    for (size_t i = 0; i + 1 < NBACKENDS; i++)
+        if (backends[i]->owns_job(job_dir)) return backends[i];
+    return backends[NBACKENDS - 1];
+}
+
+void tony_client_say(const tony_client_out *o, FILE *stream, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (o && o->say) {
+        o->say(o->ctx, stream, fmt, ap);
+    } else {
+        vfprintf(stream, fmt, ap);
+        fflush(stream);
+    }
+    va_end(ap);
+}
+
+void tony_client_job_init(tony_client_job *j, const tony_client_backend_ops *ops, const char *id, const char *job_dir) {
+    j->ops = ops;
+    j->id = tony_strdup(id);
+    j->job_dir = tony_strdup(job_dir);
+}
+
+void tony_client_job_clear(tony_client_job *j) {
+    free(j->id);
+    free(j->job_dir);
+    j->id = j->job_dir = NULL;
+}

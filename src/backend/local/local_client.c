@@ -1,0 +1,534 @@
+/* The local backend's client half: submit stages the job into its dir under
+ * the tony root and starts `tony am <job_dir>` in a session of its own;
+ * following, status, kill and logs read the job dir and ask the
+ * coordinator's API. */
+#include "backend/local/local_client.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include "backend/local/local.h"
+#include "common/amapi.h"
+#include "common/fs.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "common/proc.h"
+#include "common/self.h"
+#include "common/strv.h"
+
+/* How long `tony kill` waits for the coordinator to take the request before
+ * it signals it instead. */
+#define KILL_ASK_MS 5000
+#define POLL_MS 300
+
+typedef struct local_job {
+    tony_client_job base;
+    int am_pid;
+    char *url;      /* the coordinator's API, once it listens */
+    bool kill_sent;
+} local_job;
+
+static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_error *err) {
+    char *jobs = tony_path_join(root, "jobs");
+    if (tony_mkdir_p(jobs, 0755, err)) {
+        free(jobs);
+        return -1;
+    }
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    /* application_<clusterTimestamp>_<seq>, the id form TonY's history and
+     * portal expect; mkdir makes the id unique among concurrent clients. */
+    for (int seq = 1; seq < 10000; seq++) {
+        char *id = tony_sprintf("application_%lld_%04d", ms, seq);
+        char *dir = tony_path_join(jobs, id);
+        /* Only its user reads a job: its config, logs and staged sources. */
+        if (mkdir(dir, 0700) == 0) {
+            *job_dir = dir;
+            *app_id = id;
+            free(jobs);
+            return 0;
+        }
+        int e = errno;
+        free(id);
+        free(dir);
+        if (e != EEXIST) {
+            free(jobs);
+            return tony_err(err, "cannot create a job directory under %s: %s", root, strerror(e));
+        }
+    }
+    free(jobs);
+    return tony_err(err, "cannot find a free job id under %s", root);
+}
+
+/* The local backend's sink: files land in the job dir's staging/. */
+static int local_put(void *ctx, const char *local, const char *dest, const char *container_name, bool job_file,
+                     bool archive, char **where, tony_error *err) {
+    (void)container_name, (void)job_file, (void)archive;
+    char *dst = tony_path_join(ctx, dest);
+    int rc = 0;
+    if (strcmp(local, dst) != 0) {
+        char *dir = tony_strdup(dst);
+        *strrchr(dir, '/') = '\0';
+        rc = tony_mkdir_p(dir, 0700, err);
+        free(dir);
+        if (rc == 0) rc = tony_copy_file(local, dst, err);
+    }
+    if (rc == 0) *where = dst;
+    else free(dst);
+    return rc;
+}
+
+static int local_remote(void *ctx, const char *key, const tony_resource *r, char **where, tony_error *err) {
+    (void)ctx, (void)where;
+    return tony_err(err, "%s: %s is a remote URI; the local backend reads local files only", key, r->source);
+}
+
+/* Creates <root>/jobs/<app_id>, stages files into it, rewrites the resource
+ * keys of conf to the staged paths and writes tony-final.xml and the secret.
+ * Errors name the flag or key whose file is missing. */
+static int stage_job(tony_conf *conf, const tony_stage_input *in, char **job_dir_out, char **app_id_out,
+                         tony_error *err) {
+    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    char *job_dir = NULL, *app_id = NULL;
+    int rc = make_job_dir(root, &job_dir, &app_id, err);
+    free(root);
+    if (rc) return -1;
+    char *staging = tony_path_join(job_dir, TONY_JOBDIR_STAGING);
+    rc = tony_mkdir_p(staging, 0700, err);
+    tony_stage_sink sink = {.ctx = staging, .put = local_put, .remote = local_remote, .list_job_files = true};
+    if (rc == 0) rc = tony_stage_files(conf, in, app_id, staging, &sink, err);
+    /* Copies keep their source's mode and archives get the umask's: none
+     * keeps a bit for others. */
+    if (rc == 0) rc = tony_make_private(staging, err);
+    char *final = tony_path_join(job_dir, TONY_JOBDIR_CONF);
+    if (rc == 0) rc = tony_conf_write_file(conf, final, err);
+    if (rc == 0) rc = tony_stage_write_secret(job_dir, NULL, err);
+    free(final);
+    free(staging);
+    if (rc) {
+        tony_rm_rf(job_dir, NULL); /* nothing half-staged stays behind */
+        free(job_dir);
+        free(app_id);
+        return -1;
+    }
+    *job_dir_out = job_dir;
+    *app_id_out = app_id;
+    return 0;
+}
+
+/* Starts `tony am <job_dir>` detached from this terminal's session. */
+static int start_am(const char *job_dir, int *pid_out, tony_error *err) {
+    tony_self self;
+    if (tony_self_find(&self, err)) return -1;
+    char *log = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+    char *argv[] = {self.command, "am", (char *)job_dir, NULL};
+    /* Its own session: Ctrl-C in this terminal reaches the client, which asks
+     * the coordinator to kill the job, rather than killing it mid-step. */
+    tony_spawn s = {.argv = argv, .cwd = job_dir, .stdout_path = log, .stderr_path = log, .new_session = true,
+                    .private_output = true};
+    pid_t pid;
+    int rc = tony_proc_spawn(&s, &pid, err);
+    free(log);
+    tony_self_free(&self);
+    if (rc == 0) *pid_out = (int)pid;
+    return rc;
+}
+
+/* The fallback: every machine can run a local job. */
+static bool local_configured(char *why, size_t n) {
+    (void)why, (void)n;
+    return true;
+}
+
+/* Never asked (the fallback owns what no other backend does). */
+static bool local_owns_job(const char *job_dir) {
+    (void)job_dir;
+    return true;
+}
+
+/* The one fit check of a local job, for a real submit and --dry-run alike:
+ * says on stderr that vcores are oversubscribed; refuses what does not fit,
+ * every problem on its own line. */
+static int local_check_plan(const tony_conf *conf, const tony_plan *plan, char **about, tony_error *err) {
+    tony_local_pool pool;
+    if (tony_local_pool_from_conf(conf, &pool, err)) return -1;
+    tony_local_fit fit = {0};
+    tony_local_fit_plan(&pool, plan, &fit);
+    *about = tony_sprintf("%d %s, %lldm memory, %d GPU(s)", pool.vcores,
+                          pool.vcores_capped ? "vcores (tony.local.vcores)" : "cores (vcores may oversubscribe them)",
+                          pool.memory_mb, pool.gpus);
+    char *notice = tony_local_fit_notice(&pool, &fit);
+    if (notice) fprintf(stderr, "tony: %s\n", notice);
+    free(notice);
+    int rc = 0;
+    if (fit.problems.len) {
+        char *all = tony_strv_join(&fit.problems, "\ntony: error: ");
+        rc = tony_err(err, "%s", all);
+        free(all);
+    }
+    tony_local_fit_free(&fit);
+    return rc;
+}
+
+static void say_web_ui(const tony_client_out *out, const char *url) {
+    tony_client_say(out, stdout, "tony: watch it at %s/ (the coordinator's web page)\n", url);
+}
+
+static int local_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err) {
+    char *job_dir = NULL, *app_id = NULL;
+    if (stage_job(s->conf, s->in, &job_dir, &app_id, err)) return TONY_EXIT_USAGE;
+    int am_pid, code = TONY_EXIT_OK;
+    if (*s->interrupted) {
+        /* Ctrl-C while staging: nothing runs yet, so nothing is left. */
+        tony_rm_rf(job_dir, NULL);
+        tony_err(err, "interrupted before %s was submitted; nothing was left", app_id);
+        code = TONY_EXIT_JOB_FAILED;
+    } else if (start_am(job_dir, &am_pid, err)) {
+        code = TONY_EXIT_UNAVAILABLE;
+    } else {
+        printf("tony: job %s submitted\ntony: job dir %s (coordinator log: %s/%s)\n", app_id, job_dir, job_dir,
+               TONY_JOBDIR_AM_LOG);
+        fflush(stdout);
+        local_job *j = tony_xcalloc(1, sizeof *j);
+        tony_client_job_init(&j->base, &tony_local_client_ops, app_id, job_dir);
+        j->am_pid = am_pid;
+        *out = &j->base;
+    }
+    free(job_dir);
+    free(app_id);
+    return code;
+}
+
+/* Until the coordinator answers, so that status, logs and kill work right away. */
+static int local_wait_started(tony_client_job *cj, tony_error *err) {
+    local_job *j = (local_job *)cj;
+    for (int i = 0; i < 300 && !j->url; i++) {
+        if (tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0) break;
+        int st;
+        if (waitpid(j->am_pid, &st, WNOHANG) == j->am_pid) break;
+        tony_sleep_ms(100);
+    }
+    if (!j->url) {
+        tony_err(err, "the coordinator did not start; see %s/%s", cj->job_dir, TONY_JOBDIR_AM_LOG);
+        return TONY_EXIT_UNAVAILABLE;
+    }
+    say_web_ui(NULL, j->url);
+    return TONY_EXIT_OK;
+}
+
+/* The coordinator's last warning or error in am.log (malloc'ed; NULL: none):
+ * what a user needs when it ended without saying how the job did. */
+static char *last_problem(const char *job_dir) {
+    char *path = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+    tony_buf tail = {0};
+    long long size = 0;
+    char *found = NULL;
+    tony_error ignored;
+    if (tony_read_range(path, 0, 0, &tail, &size, &ignored) == 0 &&
+        tony_read_range(path, size > 65536 ? size - 65536 : 0, 65536, &tail, &size, &ignored) == 0 && tail.data) {
+        for (char *line = strtok(tail.data, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, " WARN ") || strstr(line, " ERROR ")) {
+                free(found);
+                found = tony_strdup(line);
+            }
+    }
+    tony_buf_free(&tail);
+    free(path);
+    return found;
+}
+
+static bool is_finished(const json_t *job) {
+    const char *state = json_string_value(json_object_get(job, "state"));
+    return state && strcmp(state, "FINISHED") == 0;
+}
+
+/* The job dir's state (the live coordinator's, else status.json); done
+ * when the job finished or its coordinator exited before that. */
+static void local_poll(tony_client_job *cj, const tony_client_out *out, tony_client_poll *p, tony_error *err) {
+    (void)err;
+    local_job *j = (local_job *)cj;
+    int status;
+    bool am_alive = waitpid(j->am_pid, &status, WNOHANG) == 0;
+    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0) say_web_ui(out, j->url);
+    p->next_ms = POLL_MS;
+    bool live;
+    json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
+    if (!live && !am_alive && !is_finished(job)) {
+        json_decref(job);
+        char *why = last_problem(cj->job_dir);
+        tony_client_say(out, stderr, "tony: the coordinator exited before the job ended%s%s; see %s/%s\n",
+                        why ? "; its last complaint: " : "", why ? why : "", cj->job_dir, TONY_JOBDIR_AM_LOG);
+        free(why);
+        p->done = true;
+        p->code = TONY_EXIT_JOB_FAILED;
+        return;
+    }
+    if (is_finished(job)) {
+        const char *fs = json_string_value(json_object_get(job, "final_status"));
+        p->done = p->final = true;
+        p->code = fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
+    }
+    p->job = job;
+}
+
+/* Asks the coordinator to kill the job once it listens. */
+static bool local_interrupt(tony_client_job *cj, int count, const tony_client_out *out) {
+    local_job *j = (local_job *)cj;
+    if (j->url && !j->kill_sent) {
+        tony_client_say(out, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
+        tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_KILL);
+        j->kill_sent = true;
+    }
+    return count > 1;
+}
+
+/* We are the client that saw the end: the coordinator may go. */
+static void local_job_finished(tony_client_job *cj, const json_t *job) {
+    (void)job;
+    local_job *j = (local_job *)cj;
+    if (j->url) tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_FINISH);
+}
+
+/* Detached or done following: the coordinator is told nothing (a detached
+ * job's end is for whoever looks at it next). */
+static void local_release(tony_client_job *cj) {
+    local_job *j = (local_job *)cj;
+    free(j->url);
+    tony_client_job_clear(cj);
+    free(j);
+}
+
+static int local_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
+    (void)conf; /* a local job's coordinator has its own */
+    bool live;
+    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    if (!job) {
+        fprintf(stderr, "tony: error: no state for %s yet (see %s/%s)\n", job_dir, job_dir, TONY_JOBDIR_AM_LOG);
+        return TONY_EXIT_UNAVAILABLE;
+    }
+    const char *state = json_string_value(json_object_get(job, "state"));
+    if (!state) state = "?";
+    bool finished = strcmp(state, "FINISHED") == 0;
+    tony_buf b = {0};
+    tony_buf_printf(&b, "job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, "app_id")), state,
+                    live || finished ? "" : " (coordinator not running)",
+                    (long long)json_integer_value(json_object_get(job, "attempt")));
+    const char *url = json_string_value(json_object_get(job, "url"));
+    if (live && url) tony_buf_printf(&b, "web page: %s/\n", url);
+    st->job = job;
+    st->live = live;
+    st->headline = b.data;
+    st->final = finished;
+    return TONY_EXIT_OK;
+}
+
+static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final_job) {
+    (void)conf; /* a local job's coordinator has its own */
+    tony_error err;
+    char *url = NULL, *secret = NULL;
+    int pid = 0, code = TONY_EXIT_OK;
+    /* A pid in am.json that another process took since is not ours to
+     * signal: the coordinator runs only if it is the process that wrote it. */
+    if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_jobdir_am_running(job_dir, NULL)) {
+        bool live;
+        json_t *job = tony_jobdir_load_state(job_dir, &live);
+        const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+        if (job && state && strcmp(state, "FINISHED") != 0)
+            fprintf(stderr, "tony: the job's coordinator%s is not running (killed or crashed before the job ended; "
+                            "see %s/%s): nothing to kill\n",
+                    pid > 0 ? " (the process am.json names)" : "", job_dir, TONY_JOBDIR_AM_LOG);
+        if (job) {
+            *final_job = job;
+        } else {
+            fprintf(stderr, "tony: error: the job's coordinator is not running and left no status; see %s/%s\n",
+                    job_dir, TONY_JOBDIR_AM_LOG);
+            code = TONY_EXIT_UNAVAILABLE;
+        }
+    } else if (tony_jobdir_secret(job_dir, &secret, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else {
+        char *u = tony_sprintf("%s" AM_API_JOB_KILL, url);
+        tony_http_response r;
+        bool asked = tony_http_call("POST", u, secret, "{}", KILL_ASK_MS, &r, &err) == 0;
+        if (asked) {
+            tony_http_response_free(&r);
+        } else if (tony_jobdir_signal_am(job_dir, SIGTERM) == 0) {
+            /* A coordinator too busy to answer (thousands of processes on
+             * two cores do that) still takes its signal: SIGTERM is a kill
+             * request to it, the same path as the API's. */
+            fprintf(stderr, "tony: the coordinator (pid %d) did not take the kill request (%s); sent it SIGTERM\n",
+                    pid, err.msg);
+            asked = true;
+        } else {
+            fprintf(stderr, "tony: error: %s; and the coordinator (pid %d) cannot be signalled: %s\n", err.msg, pid,
+                    strerror(errno));
+            code = TONY_EXIT_UNAVAILABLE;
+        }
+        if (asked) {
+            /* Wait until every task is down so "killed" means nothing runs. */
+            json_t *job = NULL;
+            for (int i = 0; i < 600; i++) {
+                bool live;
+                json_decref(job);
+                job = tony_jobdir_load_state(job_dir, &live);
+                if (is_finished(job)) break;
+                tony_sleep_ms(100);
+            }
+            *final_job = job;
+            /* We are the client that saw the end: the coordinator may go. */
+            tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH);
+        }
+        free(u);
+    }
+    free(url);
+    free(secret);
+    return code;
+}
+
+static bool job_finished(const char *job_dir) {
+    bool live;
+    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    bool done = is_finished(job);
+    json_decref(job);
+    return done;
+}
+
+/* Prints what the task writes as it writes it, until the job is over and
+ * the file has no more to give. */
+static void follow_file(const char *job_dir, const char *path) {
+    FILE *f = NULL;
+    char buf[8192];
+    for (;;) {
+        if (!f) f = fopen(path, "r");
+        size_t n = 0;
+        if (f) {
+            while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+            clearerr(f);
+            fflush(stdout);
+        }
+        if (job_finished(job_dir)) {
+            if (f) {
+                while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+                fclose(f);
+            }
+            fflush(stdout);
+            return;
+        }
+        tony_sleep_ms(250);
+    }
+}
+
+static void cat_file(const char *title, const char *path) {
+    char *data = NULL;
+    size_t len = 0;
+    printf("==> %s (%s) <==\n", title, path);
+    if (tony_read_file(path, &data, &len, NULL) == 0) {
+        fwrite(data, 1, len, stdout);
+        if (len && data[len - 1] != '\n') printf("\n");
+    } else {
+        printf("(no such file yet)\n");
+    }
+    free(data);
+}
+
+/* The files of the job dir: attempts/<n>/<role>-<index>/std{out,err}. */
+static int local_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf) {
+    (void)conf;
+    char role[64] = "";
+    int index = -1;
+    if (o->task) sscanf(o->task, "%63[a-z]:%d", role, &index);
+    if (o->am) {
+        char *p = tony_path_join(job_dir, TONY_JOBDIR_AM_LOG);
+        cat_file("coordinator", p);
+        free(p);
+    }
+    bool live;
+    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    long long attempt = o->attempt >= 0 ? o->attempt : job ? json_integer_value(json_object_get(job, "attempt")) : 0;
+    bool found = false;
+    int nstacks = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(job ? json_object_get(job, "tasks") : NULL, i, t) {
+        const char *r = json_string_value(json_object_get(t, "role"));
+        int idx = (int)json_integer_value(json_object_get(t, "index"));
+        if (o->task && (strcmp(r, role) != 0 || idx != index)) continue;
+        found = true;
+        char *dir = strcmp(r, "am") == 0 ? tony_jobdir_am_dir(job_dir)
+                                         : tony_jobdir_task_dir(job_dir, (int)attempt, r, idx);
+        char *title = tony_sprintf("%s:%d", r, idx);
+        char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");
+        char *t1 = tony_sprintf("%s stdout", title), *t2 = tony_sprintf("%s stderr", title);
+        /* a hang diagnosis' stacks (am/hang.h), with the task's output when there are some */
+        char *sf = tony_jobdir_stacks_file(job_dir, (int)attempt, r, idx), *t3 = tony_sprintf("%s stacks", title);
+        bool has_stacks = tony_file_exists(sf);
+        nstacks += has_stacks;
+        if (o->follow) {
+            follow_file(job_dir, out);
+        } else if (!o->stacks) {
+            cat_file(t1, out);
+            cat_file(t2, er);
+        }
+        if (has_stacks && !o->follow) cat_file(t3, sf);
+        free(dir), free(title), free(out), free(er), free(t1), free(t2), free(sf), free(t3);
+    }
+    int code = TONY_EXIT_OK;
+    if (o->task && !found) {
+        fprintf(stderr, "tony: error: no task %s in this job\n", o->task);
+        code = TONY_EXIT_USAGE;
+    }
+    if (code == 0 && o->stacks && nstacks == 0) {
+        fprintf(stderr, "tony: no stacks in attempt %lld%s: they are collected when tony.task.progress-timeout "
+                        "finds the attempt hung\n", attempt, o->task ? " for that task" : "");
+        code = TONY_EXIT_JOB_FAILED;
+    }
+    json_decref(job);
+    return code;
+}
+
+static void local_list_row(const char *job_dir, tony_client_row *row) {
+    bool live;
+    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    const char *state = job ? json_string_value(json_object_get(job, "state")) : "STAGED";
+    const char *fs = job ? json_string_value(json_object_get(job, "final_status")) : "";
+    const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+    snprintf(row->state, sizeof row->state, "%s", state ? state : "?");
+    snprintf(row->final_status, sizeof row->final_status, "%s", fs ? fs : "");
+    snprintf(row->framework, sizeof row->framework, "%s", fw ? fw : "");
+    json_decref(job);
+}
+
+static char *local_lost_reason(const char *job_dir, const char *app_id) {
+    (void)app_id;
+    int pid = 0;
+    if (tony_jobdir_am_running(job_dir, &pid) || pid <= 0) return NULL;
+    return tony_sprintf("its coordinator (pid %d on this machine) is no longer running and never "
+                        "finished the history (killed or crashed; its log: %s/%s)",
+                        pid, job_dir, TONY_JOBDIR_AM_LOG);
+}
+
+const tony_client_backend_ops tony_local_client_ops = {
+    .name = "local",
+    .configured = local_configured,
+    .owns_job = local_owns_job,
+    .check_plan = local_check_plan,
+    .submit = local_submit,
+    .wait_started = local_wait_started,
+    .poll = local_poll,
+    .interrupt = local_interrupt,
+    .job_finished = local_job_finished,
+    .release = local_release,
+    .state = local_state,
+    .kill = local_kill,
+    .logs = local_logs,
+    .list_row = local_list_row,
+    .lost_reason = local_lost_reason,
+};

@@ -1,0 +1,112 @@
+/* Unit tests of the client half's list of backends (backend/client.h): the
+ * backend a submit gets when nothing names one (yarn only where
+ * HADOOP_CONF_DIR has a yarn-site.xml, saying why either way), the one a
+ * job's record belongs to, lookups by name, and that every backend fills
+ * the ops the client calls without checking. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend/client.h"
+#include "common/fs.h"
+#include "common/strv.h"
+
+static char *tmp_dir(void) {
+    char tmpl[] = "/tmp/test_client_backend.XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return tony_strdup(d);
+}
+
+static void touch(const char *dir, const char *name) {
+    char *p = tony_path_join(dir, name);
+    assert_int_equal(tony_write_file(p, "{}", 2, 0600, NULL), 0);
+    free(p);
+}
+
+static void test_no_hadoop_conf_dir_is_local(void **state) {
+    (void)state;
+    unsetenv("HADOOP_CONF_DIR");
+    char why[512];
+    const tony_client_backend_ops *b = tony_client_backend_choose(why, sizeof why);
+    assert_string_equal(b->name, "local");
+    assert_string_equal(why, "HADOOP_CONF_DIR is not set");
+}
+
+static void test_yarn_site_chooses_yarn(void **state) {
+    (void)state;
+    char *d = tmp_dir();
+    setenv("HADOOP_CONF_DIR", d, 1);
+    char why[512];
+    const tony_client_backend_ops *b = tony_client_backend_choose(why, sizeof why);
+    assert_string_equal(b->name, "local");
+    assert_non_null(strstr(why, "has no yarn-site.xml"));
+    touch(d, "yarn-site.xml");
+    b = tony_client_backend_choose(why, sizeof why);
+    assert_string_equal(b->name, "yarn");
+    assert_non_null(strstr(why, "has a yarn-site.xml"));
+    unsetenv("HADOOP_CONF_DIR");
+    tony_rm_rf(d, NULL);
+    free(d);
+}
+
+static void test_job_record_says_whose(void **state) {
+    (void)state;
+    char *d = tmp_dir();
+    assert_string_equal(tony_client_backend_of_job(d)->name, "local");
+    touch(d, "yarn.json");
+    assert_string_equal(tony_client_backend_of_job(d)->name, "yarn");
+    tony_rm_rf(d, NULL);
+    free(d);
+}
+
+static void test_find_by_name(void **state) {
+    (void)state;
+    assert_string_equal(tony_client_backend_find("yarn")->name, "yarn");
+    assert_string_equal(tony_client_backend_find("local")->name, "local");
+    assert_null(tony_client_backend_find("Yarn"));
+    assert_null(tony_client_backend_find("k8s"));
+    assert_string_equal(tony_client_backend_names(), "local or yarn");
+    /* a bare history path is on HDFS for YARN's jobs only */
+    assert_true(tony_client_backend_find("yarn")->history_on_cluster_fs);
+    assert_false(tony_client_backend_find("local")->history_on_cluster_fs);
+}
+
+/* What client/ calls on every backend without a NULL check. */
+static void test_every_backend_has_the_required_ops(void **state) {
+    (void)state;
+    const char *names[] = {"local", "yarn"};
+    for (size_t i = 0; i < 2; i++) {
+        const tony_client_backend_ops *b = tony_client_backend_find(names[i]);
+        assert_non_null(b);
+        assert_non_null(b->configured);
+        assert_non_null(b->owns_job);
+        assert_non_null(b->submit);
+        assert_non_null(b->poll);
+        assert_non_null(b->interrupt);
+        assert_non_null(b->release);
+        assert_non_null(b->state);
+        assert_non_null(b->kill);
+        assert_non_null(b->logs);
+        assert_non_null(b->list_row);
+        assert_non_null(b->lost_reason);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_hadoop_conf_dir_is_local),
+        cmocka_unit_test(test_yarn_site_chooses_yarn),
+        cmocka_unit_test(test_job_record_says_whose),
+        cmocka_unit_test(test_find_by_name),
+        cmocka_unit_test(test_every_backend_has_the_required_ops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
