@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <linux/close_range.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/strv.h"
@@ -251,4 +253,67 @@ int tony_proc_signal_same(pid_t pid, long long start, const char *boot_id, int s
         errno = e;
     }
     return rc;
+}
+
+#define RUN_OUTPUT_MAX (1 << 20)
+
+int tony_proc_run(char *const *argv, long long timeout_ms, tony_buf *out, tony_buf *errout, int *exit_code,
+                  tony_error *err) {
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    if (pipe2(pe, O_CLOEXEC)) {
+        close(po[0]);
+        close(po[1]);
+        return tony_err(err, "pipe: %s", strerror(errno));
+    }
+    char outp[32], errp[32];
+    snprintf(outp, sizeof outp, "/dev/fd/%d", po[1]);
+    snprintf(errp, sizeof errp, "/dev/fd/%d", pe[1]);
+    /* The child opens its ends by name before exec closes the originals. */
+    tony_spawn s = {.argv = argv, .stdout_path = outp, .stderr_path = errp, .keep_group = true};
+    pid_t pid;
+    int rc = tony_proc_spawn(&s, &pid, err);
+    close(po[1]);
+    close(pe[1]);
+    if (rc) {
+        close(po[0]);
+        close(pe[0]);
+        return -1;
+    }
+    struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+    tony_buf *bufs[2] = {out, errout};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool timed_out = false;
+    int open_fds = 2;
+    while (open_fds > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        int n = poll(fds, 2, (int)(left > 1000 ? 1000 : left));
+        if (n < 0 && errno != EINTR) break;
+        for (int i = 0; i < 2 && n > 0; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char chunk[4096];
+            ssize_t r = read(fds[i].fd, chunk, sizeof chunk);
+            if (r > 0 && bufs[i] && bufs[i]->len < RUN_OUTPUT_MAX) tony_buf_append(bufs[i], chunk, (size_t)r);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0) close(fds[i].fd);
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (timed_out) return tony_err(err, "%s did not answer within %lld s", argv[0], timeout_ms / 1000);
+    *exit_code = tony_proc_exit_code(status);
+    return 0;
 }
