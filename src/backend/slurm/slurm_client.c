@@ -82,7 +82,7 @@ int tony_slurm_cluster_parse(const char *sinfo, tony_slurm_cluster *out, tony_er
     *out = (tony_slurm_cluster){0};
     char *copy = tony_strdup(sinfo ? sinfo : ""), *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *f[6] = {0}, *p = line;
+        char *f[6] = {0}, *p = line, *whole = tony_strdup(line);
         int n = 0;
         for (; n < 6 && p; n++) {
             f[n] = p;
@@ -90,11 +90,13 @@ int tony_slurm_cluster_parse(const char *sinfo, tony_slurm_cluster *out, tony_er
             if (p) *p++ = '\0';
         }
         if (n < 6) {
+            tony_err(err, "cannot read sinfo's line '%s' (expected NODE|PARTITION|CPUS|MEMORY|GRES|FEATURES)", whole);
+            free(whole);
             free(copy);
             tony_slurm_cluster_free(out);
-            return tony_err(err, "cannot read sinfo's line '%s' (expected NODE|PARTITION|CPUS|MEMORY|GRES|FEATURES)",
-                            line);
+            return -1;
         }
+        free(whole);
         tony_slurm_node *node = node_named(out, f[0]);
         char *part = f[1];
         size_t plen = strlen(part);
