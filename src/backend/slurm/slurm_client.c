@@ -1,278 +1,426 @@
-/* Slurm's command-line tools, for the client (see slurm_client.h). */
+/* The Slurm backend's client half (backend/client.h). A tony job is one Slurm
+ * job whose batch step runs the coordinator; its record is a local job dir
+ * (backend/local) on a file system the nodes share, so that status, logs
+ * and list read it as they read a local job's, and the coordinator's API
+ * answers as a local one's. What Slurm adds: the check against its nodes,
+ * sbatch, the job's queue state while no coordinator answers, and scancel
+ * when none will. */
 #include "backend/slurm/slurm_client.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "backend/local/local_client.h"
+#include "backend/slurm/slurm_job.h"
+#include "backend/slurm/slurm_tools.h"
+#include "common/amapi.h"
+#include "common/archive.h"
 #include "common/fs.h"
-#include "common/proc.h"
+#include "common/http.h"
+#include "common/jobdir.h"
+#include "common/self.h"
+#include "common/strv.h"
 
-/* How long a Slurm command may take: a controller that does not answer
- * makes the tools retry for about a minute. */
-#define SLURM_CMD_TIMEOUT_MS 20000
+/* The record's own file: Slurm's job id. */
+#define SLURM_RECORD "slurm.json"
+#define SLURM_RECORD_JOB_ID "job_id"
+/* The batch script, and the batch step's output (the coordinator's
+ * stdout and stderr before its log opens, and Slurm's own messages). */
+#define SLURM_SCRIPT "slurm-job.sh"
+#define SLURM_OUTPUT "slurm-job.out"
+/* squeue is asked at most this often while following. */
+#define QUEUE_POLL_MS 2000
+#define POLL_MS 300
+/* After scancel, how long kill waits for Slurm to say the job ended. */
+#define CANCEL_WAIT_MS 60000
+/* How long kill waits for the coordinator to take the request. */
+#define KILL_ASK_MS 5000
 
-static bool on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    char *copy = tony_strdup(path && *path ? path : "/usr/bin:/bin"), *save = NULL;
-    bool found = false;
-    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        char *f = tony_path_join(d, prog);
-        found = access(f, X_OK) == 0;
-        free(f);
-    }
-    free(copy);
-    return found;
+typedef struct slurm_job {
+    tony_client_job base;
+    char *slurm_id;
+    char *url;
+    char *queue_state;   /* Slurm's last answer */
+    long long next_queue_ms;
+    bool kill_sent, cancelled;
+} slurm_job;
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-bool tony_slurm_configured(void) {
+static bool slurm_configured(char *why, size_t n) {
+    bool yes = tony_slurm_configured();
     const char *conf = getenv("SLURM_CONF");
-    bool have_conf = (conf && *conf && tony_file_exists(conf)) || tony_file_exists("/etc/slurm/slurm.conf");
-    return have_conf && on_path("sbatch");
+    if (yes) snprintf(why, n, "Slurm is configured here (%s)", conf && *conf ? conf : "/etc/slurm/slurm.conf");
+    return yes;
 }
 
-/* Runs a Slurm tool; a failure says what the tool said. */
-static int run(char *const *argv, tony_buf *out, tony_error *err) {
-    tony_buf errout = {0};
-    int code = 0;
-    int rc = tony_proc_run(argv, SLURM_CMD_TIMEOUT_MS, out, &errout, &code, err);
-    if (rc == 0 && code != 0) {
-        char *msg = tony_trim(errout.data ? errout.data : "");
-        rc = tony_err(err, "%s failed (exit code %d): %s", argv[0], code, *msg ? msg : "(no message)");
-    } else if (rc) {
-        char old[sizeof err->msg];
-        snprintf(old, sizeof old, "%s", err->msg);
-        const char *conf = getenv("SLURM_CONF");
-        tony_err(err, "%s; is the Slurm controller up and SLURM_CONF (%s) right?", old,
-                 conf && *conf ? conf : "unset: /etc/slurm/slurm.conf");
-    }
-    tony_buf_free(&errout);
-    return rc;
+static char *record_job_id(const char *job_dir) {
+    json_t *r = tony_jobdir_read_json(job_dir, SLURM_RECORD);
+    char *id = tony_strdup(json_string_value(json_object_get(r, SLURM_RECORD_JOB_ID)));
+    json_decref(r);
+    return id;
 }
 
-static tony_slurm_node *node_named(tony_slurm_cluster *c, const char *name) {
-    for (size_t i = 0; i < c->len; i++)
-        if (strcmp(c->nodes[i].name, name) == 0) return &c->nodes[i];
-    c->nodes = tony_xrealloc(c->nodes, (c->len + 1) * sizeof *c->nodes);
-    tony_slurm_node *n = &c->nodes[c->len++];
-    *n = (tony_slurm_node){.name = tony_strdup(name)};
-    return n;
+static bool slurm_owns_job(const char *job_dir) {
+    char *path = tony_path_join(job_dir, SLURM_RECORD);
+    bool yes = tony_file_exists(path);
+    free(path);
+    return yes;
 }
 
-/* "gpu:4", "gpu:a100:2(S:0-1)", "gpu:2,shard:8", "(null)" */
-static int gres_gpus(const char *gres) {
-    int total = 0;
-    tony_strv items = {0};
-    tony_split_csv(gres, &items);
-    for (size_t i = 0; i < items.len; i++) {
-        char *g = items.items[i];
-        if (strncmp(g, "gpu", 3) != 0 || (g[3] != ':' && g[3] != '\0')) continue;
-        char *paren = strchr(g, '(');
-        if (paren) *paren = '\0';
-        char *last = strrchr(g, ':');
-        if (last && isdigit((unsigned char)last[1])) total += atoi(last + 1);
-    }
-    tony_strv_free(&items);
-    return total;
-}
-
-int tony_slurm_cluster_parse(const char *sinfo, tony_slurm_cluster *out, tony_error *err) {
-    *out = (tony_slurm_cluster){0};
-    char *copy = tony_strdup(sinfo ? sinfo : ""), *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *f[6] = {0}, *p = line, *whole = tony_strdup(line);
-        int n = 0;
-        for (; n < 6 && p; n++) {
-            f[n] = p;
-            p = strchr(p, '|');
-            if (p) *p++ = '\0';
-        }
-        if (n < 6) {
-            tony_err(err, "cannot read sinfo's line '%s' (expected NODE|PARTITION|CPUS|MEMORY|GRES|FEATURES)", whole);
-            free(whole);
-            free(copy);
-            tony_slurm_cluster_free(out);
-            return -1;
-        }
-        free(whole);
-        tony_slurm_node *node = node_named(out, f[0]);
-        char *part = f[1];
-        size_t plen = strlen(part);
-        if (plen && part[plen - 1] == '*') {
-            part[plen - 1] = '\0';
-            if (!out->default_partition) out->default_partition = tony_strdup(part);
-        }
-        if (!tony_strv_contains(&node->partitions, part)) tony_strv_push(&node->partitions, part);
-        node->cpus = atoi(f[2]);
-        node->memory_mb = atoll(f[3]);
-        node->gpus = gres_gpus(f[4]);
-        if (node->features.len == 0 && strcmp(f[5], "(null)") != 0) tony_split_csv(f[5], &node->features);
-    }
-    free(copy);
-    return 0;
-}
-
-void tony_slurm_cluster_free(tony_slurm_cluster *c) {
-    for (size_t i = 0; i < c->len; i++) {
-        free(c->nodes[i].name);
-        tony_strv_free(&c->nodes[i].partitions);
-        tony_strv_free(&c->nodes[i].features);
-    }
-    free(c->nodes);
-    free(c->default_partition);
-    *c = (tony_slurm_cluster){0};
-}
-
-int tony_slurm_cluster_read(tony_slurm_cluster *out, tony_error *err) {
-    char *argv[] = {"sinfo", "-h", "-N", "-o", "%N|%P|%c|%m|%G|%f", NULL};
-    tony_buf b = {0};
-    int rc = run(argv, &b, err);
-    if (rc == 0) rc = tony_slurm_cluster_parse(b.data, out, err);
-    if (rc == 0 && out->len == 0) rc = tony_err(err, "sinfo lists no nodes: this Slurm cluster has none to run on");
-    if (rc) tony_err_wrap(err, "cannot read the Slurm cluster's nodes");
-    tony_buf_free(&b);
-    return rc;
-}
-
-/* Which key decides a component's partition, for messages. */
-static char *partition_key(const tony_slurm_component *c) {
-    return c->roles.len ? tony_sprintf("tony.slurm.%s.partition (or tony.slurm.partition)", c->roles.items[0])
-                        : tony_strdup("tony.slurm.partition");
-}
-
-static bool has_feature(const tony_slurm_node *n, const char *constraint) {
-    /* Only a plain feature name is checked here; Slurm judges expressions. */
-    for (const char *p = constraint; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') return true;
-    return tony_strv_contains(&n->features, constraint);
-}
-
-int tony_slurm_check_layout(const tony_slurm_cluster *c, const tony_plan *plan, const tony_slurm_layout *l,
-                            tony_error *err) {
-    (void)plan;
-    tony_strv usable = {0}; /* nodes some component could use */
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < l->len; k++) {
-        const tony_slurm_component *comp = &l->items[k];
-        const char *part = comp->partition ? comp->partition : c->default_partition;
-        bool known = !part;
-        int fit = 0;
-        long long max_mem = 0;
-        int max_cpus = 0, max_gpus = 0;
-        for (size_t i = 0; i < c->len; i++) {
-            const tony_slurm_node *n = &c->nodes[i];
-            if (part && !tony_strv_contains(&n->partitions, part)) continue;
-            known = true;
-            if (n->cpus > max_cpus) max_cpus = n->cpus;
-            if (n->memory_mb > max_mem) max_mem = n->memory_mb;
-            if (n->gpus > max_gpus) max_gpus = n->gpus;
-            long long mem = comp->mem_per_cpu_mb * comp->cpus_per_task;
-            if (n->cpus >= comp->cpus_per_task && n->memory_mb >= mem && n->gpus >= comp->gpus_per_task &&
-                (!comp->constraint || has_feature(n, comp->constraint))) {
-                fit++;
-                if (!tony_strv_contains(&usable, n->name)) tony_strv_push(&usable, n->name);
-            }
-        }
-        const char *role = comp->roles.len ? comp->roles.items[0] : "am";
-        if (!known) {
-            tony_strv parts = {0};
-            for (size_t i = 0; i < c->len; i++)
-                for (size_t j = 0; j < c->nodes[i].partitions.len; j++)
-                    if (!tony_strv_contains(&parts, c->nodes[i].partitions.items[j]))
-                        tony_strv_push(&parts, c->nodes[i].partitions.items[j]);
-            char *key = partition_key(comp), *list = tony_strv_join(&parts, ", ");
-            rc = tony_err(err, "Slurm has no partition '%s' (set by %s); the partitions are: %s", part, key, list);
-            free(key);
-            free(list);
-            tony_strv_free(&parts);
-        } else if (fit == 0) {
-            long long mem = comp->mem_per_cpu_mb * comp->cpus_per_task;
-            const char *what = "";
-            char buf[256];
-            if (comp->gpus_per_task > max_gpus)
-                snprintf(buf, sizeof buf, "%d GPUs (tony.%s.gpus); the most a node has is %d", comp->gpus_per_task, role,
-                         max_gpus);
-            else if (comp->cpus_per_task > max_cpus)
-                snprintf(buf, sizeof buf, "%d vcores (tony.%s.vcores); the most a node has is %d", comp->cpus_per_task,
-                         role, max_cpus);
-            else if (mem > max_mem)
-                snprintf(buf, sizeof buf, "%lld MB of memory (tony.%s.memory); the most a node has is %lld MB", mem,
-                         role, max_mem);
-            else
-                snprintf(buf, sizeof buf, "the feature '%s' (tony.%s.node-label) with its CPUs, memory and GPUs",
-                         comp->constraint ? comp->constraint : "", role);
-            what = buf;
-            rc = tony_err(err, "no Slurm node in partition %s can run a %s task: it asks for %s", part ? part : "(default)",
-                          role, what);
-        }
-    }
-    /* Slurm places the components of a heterogeneous job on distinct nodes. */
-    if (rc == 0 && l->len > usable.len)
-        rc = tony_err(err,
-                      "this job needs %zu Slurm nodes (one per group of roles that ask for the same resources: Slurm "
-                      "puts each part of a heterogeneous job on nodes of its own) but only %zu nodes can run them; "
-                      "give the roles the same tony.<role>.memory, vcores and gpus, or use a bigger partition",
-                      l->len, usable.len);
-    tony_strv_free(&usable);
-    return rc;
-}
-
-int tony_slurm_sbatch(const char *script_path, const char *dir, char **job_id, tony_error *err) {
-    char *chdir_opt = tony_sprintf("--chdir=%s", dir);
-    char *argv[] = {"sbatch", "--parsable", chdir_opt, (char *)script_path, NULL};
-    tony_buf out = {0};
-    int rc = run(argv, &out, err);
-    free(chdir_opt);
+static int slurm_check_plan(const tony_conf *conf, const tony_plan *plan, char **about, tony_error *err) {
+    tony_slurm_layout layout;
+    if (tony_slurm_layout_plan(plan, conf, &layout, err)) return -1;
+    tony_slurm_cluster cluster;
+    int rc = tony_slurm_cluster_read(&cluster, err);
     if (rc == 0) {
-        /* "123" or "123;cluster" */
-        char *id = tony_trim(out.data ? out.data : "");
-        id[strcspn(id, ";\n")] = '\0';
-        if (!*id || strspn(id, "0123456789") != strlen(id)) rc = tony_err(err, "sbatch printed no job id: '%s'", id);
-        else *job_id = tony_strdup(id);
+        rc = tony_slurm_check_layout(&cluster, plan, &layout, err);
+        *about = tony_sprintf("a Slurm job of %zu part(s) on %zu node(s)", layout.len, cluster.len);
+        tony_slurm_cluster_free(&cluster);
     }
-    tony_buf_free(&out);
+    tony_slurm_layout_free(&layout);
     return rc;
 }
 
-/* The first line's first word, or NULL. */
-static char *first_word(const char *s) {
-    if (!s) return NULL;
-    s += strspn(s, " \t\n");
-    size_t n = strcspn(s, " \t\n|+");
-    return n ? tony_sprintf("%.*s", (int)n, s) : NULL;
-}
-
-int tony_slurm_job_state(const char *job_id, char **state, tony_error *err) {
-    *state = NULL;
-    char *sq[] = {"squeue", "-h", "-t", "all", "-j", (char *)job_id, "-o", "%T", NULL};
-    tony_buf out = {0};
-    tony_error qerr;
-    /* squeue fails ("Invalid job id") once the controller forgot the job. */
-    if (run(sq, &out, &qerr) == 0) *state = first_word(out.data);
-    tony_buf_free(&out);
-    if (*state) return 0;
-    char *sa[] = {"sacct", "-n", "-X", "-P", "-j", (char *)job_id, "-o", "State", NULL};
-    if (run(sa, &out, err)) {
-        tony_buf_free(&out);
-        return -1;
+/* sh's single quotes around s. */
+static void sh_quote(tony_buf *b, const char *s) {
+    tony_buf_puts(b, "'");
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') tony_buf_puts(b, "'\\''");
+        else tony_buf_append(b, p, 1);
     }
-    *state = first_word(out.data);
-    tony_buf_free(&out);
-    return 0;
+    tony_buf_puts(b, "'");
 }
 
-bool tony_slurm_state_final(const char *state) {
-    static const char *const live[] = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED",
-                                       "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_HOLD",
-                                       "REQUEUE_FED", "RESV_DEL_HOLD", "STOPPED", NULL};
-    for (int i = 0; live[i]; i++)
-        if (strcmp(state, live[i]) == 0) return false;
-    return true;
+/* A self-contained tony the nodes can run, under the shared root: nodes
+ * may have none of our libraries. Made once per build (the build id names
+ * it), then reused; *command is its bin/tony. */
+static int shared_tony(const char *root, char **command, tony_error *err) {
+    tony_self self;
+    if (tony_self_find(&self, err)) return -1;
+    char *id = NULL;
+    int rc = tony_self_build_id(&self, &id, err);
+    char *cache = rc == 0 ? tony_sprintf("%s/cache/tony-%s", root, id) : NULL;
+    char *bin = cache ? tony_path_join(cache, "bin/tony") : NULL;
+    if (rc == 0 && !tony_file_exists(bin)) {
+        char *tmp = tony_sprintf("%s.%d", cache, (int)getpid());
+        char *tgz = tony_sprintf("%s.tar.gz", tmp);
+        char *parent = tony_sprintf("%s/cache", root);
+        rc = tony_mkdir_p(parent, 0700, err);
+        if (rc == 0) rc = tony_self_pack(&self, tgz, "", err);
+        if (rc == 0) rc = tony_archive_extract(tgz, tmp, err);
+        /* Another client may have made it meanwhile: theirs is as good. */
+        if (rc == 0 && rename(tmp, cache) != 0 && !tony_file_exists(bin))
+            rc = tony_err(err, "cannot put a self-contained tony at %s", cache);
+        tony_rm_rf(tmp, NULL);
+        unlink(tgz);
+        free(tmp), free(tgz), free(parent);
+        if (rc) tony_err_wrap(err, "making a tony the Slurm nodes can run");
+    }
+    if (rc == 0) *command = tony_strdup(bin);
+    free(id), free(cache), free(bin);
+    tony_self_free(&self);
+    return rc;
 }
 
-int tony_slurm_cancel(const char *job_id, tony_error *err) {
-    char *argv[] = {"scancel", (char *)job_id, NULL};
-    return run(argv, NULL, err);
+/* The shared root that holds Slurm jobs' dirs: tony.slurm.staging-dir,
+ * else the tony root, which must then be on a file system the nodes share
+ * (a home directory usually is). */
+static char *slurm_root(const tony_conf *conf) {
+    const char *dir = tony_conf_get(conf, "tony.slurm.staging-dir");
+    return dir && *dir ? tony_strdup(dir) : tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
 }
+
+static int write_script(const tony_client_submission *s, const char *job_dir, const char *app_id,
+                        const char *tony_cmd, char **script_path, tony_error *err) {
+    tony_slurm_layout layout;
+    if (tony_slurm_layout_plan(s->plan, s->conf, &layout, err)) return -1;
+    tony_buf cmd = {0};
+    sh_quote(&cmd, tony_cmd);
+    tony_buf_puts(&cmd, " am --slurm ");
+    sh_quote(&cmd, job_dir);
+    char *output = tony_path_join(job_dir, SLURM_OUTPUT);
+    const char *name = tony_conf_get(s->conf, "tony.application.name");
+    tony_slurm_script sc = {.job_name = name && *name ? name : app_id,
+                            .output = output,
+                            .account = tony_conf_get(s->conf, "tony.slurm.account"),
+                            .time_limit_ms = s->plan->app_timeout_ms,
+                            .am_command = cmd.data};
+    char *script = tony_slurm_batch_script(&layout, &sc);
+    *script_path = tony_path_join(job_dir, SLURM_SCRIPT);
+    int rc = tony_write_file(*script_path, script, strlen(script), 0700, err);
+    free(script);
+    free(output);
+    tony_buf_free(&cmd);
+    tony_slurm_layout_free(&layout);
+    return rc;
+}
+
+static int slurm_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err) {
+    char *root = slurm_root(s->conf);
+    char *job_dir = NULL, *app_id = NULL, *tony_cmd = NULL, *script = NULL, *slurm_id = NULL;
+    int code = TONY_EXIT_USAGE;
+    if (shared_tony(root, &tony_cmd, err) ||
+        tony_local_stage_job(s->conf, s->in, root, &job_dir, &app_id, err))
+        goto out;
+    if (write_script(s, job_dir, app_id, tony_cmd, &script, err)) goto fail;
+    if (*s->interrupted) {
+        tony_err(err, "interrupted before %s was submitted; nothing was left", app_id);
+        code = TONY_EXIT_JOB_FAILED;
+        goto fail;
+    }
+    if (tony_slurm_sbatch(script, job_dir, &slurm_id, err)) {
+        code = TONY_EXIT_UNAVAILABLE;
+        goto fail;
+    }
+    json_t *rec = json_pack("{s:s}", SLURM_RECORD_JOB_ID, slurm_id);
+    tony_error werr;
+    if (tony_jobdir_write_json(job_dir, SLURM_RECORD, rec, &werr))
+        fprintf(stderr, "tony: warning: %s; the job is Slurm's job %s\n", werr.msg, slurm_id);
+    json_decref(rec);
+    printf("tony: job %s submitted as Slurm job %s\ntony: job dir %s (coordinator log: %s/%s)\n", app_id, slurm_id,
+           job_dir, job_dir, TONY_JOBDIR_AM_LOG);
+    fflush(stdout);
+    slurm_job *j = tony_xcalloc(1, sizeof *j);
+    tony_client_job_init(&j->base, &tony_slurm_client_ops, app_id, job_dir);
+    j->slurm_id = slurm_id;
+    slurm_id = NULL;
+    *out = &j->base;
+    code = TONY_EXIT_OK;
+    goto out;
+fail:
+    tony_rm_rf(job_dir, NULL); /* nothing half-submitted stays behind */
+out:
+    free(root), free(job_dir), free(app_id), free(tony_cmd), free(script), free(slurm_id);
+    return code;
+}
+
+/* Slurm's state of the job, asked at most every QUEUE_POLL_MS; NULL until
+ * known. */
+static const char *queue_state(slurm_job *j, const tony_client_out *out) {
+    long long now = mono_ms();
+    if (now < j->next_queue_ms) return j->queue_state;
+    j->next_queue_ms = now + QUEUE_POLL_MS;
+    char *state = NULL;
+    tony_error err;
+    if (tony_slurm_job_state(j->slurm_id, &state, &err)) {
+        tony_client_say(out, stderr, "tony: warning: %s\n", err.msg);
+        return j->queue_state;
+    }
+    if (state && (!j->queue_state || strcmp(state, j->queue_state) != 0))
+        tony_client_say(out, stdout, "tony: Slurm job %s is %s\n", j->slurm_id, state);
+    if (state) {
+        free(j->queue_state);
+        j->queue_state = state;
+    }
+    return j->queue_state;
+}
+
+static bool is_finished(const json_t *job) {
+    const char *state = json_string_value(json_object_get(job, "state"));
+    return state && strcmp(state, "FINISHED") == 0;
+}
+
+static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_client_poll *p, tony_error *err) {
+    (void)err;
+    slurm_job *j = (slurm_job *)cj;
+    p->next_ms = POLL_MS;
+    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0)
+        tony_client_say(out, stdout, "tony: watch it at %s/ (the coordinator's web page)\n", j->url);
+    bool live;
+    json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
+    if (is_finished(job)) {
+        const char *fs = json_string_value(json_object_get(job, "final_status"));
+        p->done = p->final = true;
+        p->code = fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
+        p->job = job;
+        return;
+    }
+    const char *qs = live ? NULL : queue_state(j, out);
+    if (qs && tony_slurm_state_final(qs)) {
+        json_decref(job);
+        tony_client_say(out, stderr,
+                        "tony: Slurm job %s ended (%s) before the coordinator said how the job went; see %s/%s and "
+                        "%s/%s\n",
+                        j->slurm_id, qs, cj->job_dir, SLURM_OUTPUT, cj->job_dir, TONY_JOBDIR_AM_LOG);
+        p->done = true;
+        p->code = TONY_EXIT_JOB_FAILED;
+        return;
+    }
+    p->job = job;
+}
+
+static bool slurm_interrupt(tony_client_job *cj, int count, const tony_client_out *out) {
+    slurm_job *j = (slurm_job *)cj;
+    if (j->kill_sent) return count > 1;
+    if (j->url) {
+        tony_client_say(out, stderr, "tony: interrupted: killing the job (Ctrl-C again to stop following)\n");
+        tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_KILL);
+        j->kill_sent = true;
+    } else {
+        /* Still queued: no coordinator to ask. */
+        tony_error err;
+        tony_client_say(out, stderr, "tony: interrupted: cancelling Slurm job %s\n", j->slurm_id);
+        if (tony_slurm_cancel(j->slurm_id, &err)) tony_client_say(out, stderr, "tony: warning: %s\n", err.msg);
+        j->kill_sent = true;
+    }
+    return count > 1;
+}
+
+static void slurm_release(tony_client_job *cj) {
+    slurm_job *j = (slurm_job *)cj;
+    if (j->url) tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_FINISH);
+    free(j->url);
+    free(j->slurm_id);
+    free(j->queue_state);
+    tony_client_job_clear(cj);
+    free(j);
+}
+
+static int slurm_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
+    char *id = record_job_id(job_dir);
+    char *qs = NULL;
+    tony_error err;
+    if (id && tony_slurm_job_state(id, &qs, &err)) fprintf(stderr, "tony: warning: %s\n", err.msg);
+    bool live;
+    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    int code = TONY_EXIT_OK;
+    if (job) {
+        json_decref(job);
+        code = tony_local_client_ops.state(job_dir, conf, st);
+    }
+    tony_buf b = {0};
+    tony_buf_printf(&b, "Slurm job %s: %s\n", id ? id : "?", qs ? qs : "not known to Slurm (any more)");
+    if (st->headline) tony_buf_puts(&b, st->headline);
+    free(st->headline);
+    st->headline = b.data;
+    if (!job && qs && !tony_slurm_state_final(qs)) code = TONY_EXIT_OK; /* queued: nothing more to show */
+    else if (!job) {
+        fprintf(stderr, "tony: error: the coordinator left no state (see %s/%s and %s/%s)\n", job_dir, SLURM_OUTPUT,
+                job_dir, TONY_JOBDIR_AM_LOG);
+        code = TONY_EXIT_UNAVAILABLE;
+    }
+    st->extra = json_pack("{s:s?,s:s?}", "slurm_job_id", id, "slurm_state", qs);
+    free(id);
+    free(qs);
+    return code;
+}
+
+/* Waits until Slurm says the job ended (nothing of it runs any more). */
+static bool wait_gone(const char *id) {
+    for (long long waited = 0; waited < CANCEL_WAIT_MS; waited += 500) {
+        char *qs = NULL;
+        tony_error err;
+        bool gone = tony_slurm_job_state(id, &qs, &err) == 0 && (!qs || tony_slurm_state_final(qs));
+        free(qs);
+        if (gone) return true;
+        tony_sleep_ms(500);
+    }
+    return false;
+}
+
+/* Asks the coordinator to kill the job and waits until it recorded the
+ * end (every task stopped); false when no coordinator took the request. */
+static bool kill_through_coordinator(const char *job_dir, json_t **final_job) {
+    char *url = NULL, *secret = NULL;
+    tony_error err;
+    bool asked = false;
+    if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0 && tony_jobdir_secret(job_dir, &secret, &err) == 0) {
+        char *u = tony_sprintf("%s" AM_API_JOB_KILL, url);
+        tony_http_response r;
+        asked = tony_http_call("POST", u, secret, "{}", KILL_ASK_MS, &r, &err) == 0;
+        if (asked) tony_http_response_free(&r);
+        free(u);
+    }
+    for (int i = 0; asked && i < CANCEL_WAIT_MS / 100; i++) {
+        bool live;
+        json_decref(*final_job);
+        *final_job = tony_jobdir_load_state(job_dir, &live);
+        if (is_finished(*final_job)) break;
+        tony_sleep_ms(100);
+    }
+    if (asked) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH); /* a client saw the end */
+    free(url);
+    free(secret);
+    return asked;
+}
+
+static int slurm_kill(const char *job_dir, const tony_conf *conf, json_t **final_job) {
+    (void)conf;
+    char *id = record_job_id(job_dir);
+    int code = TONY_EXIT_OK;
+    if (!kill_through_coordinator(job_dir, final_job)) {
+        bool live;
+        *final_job = tony_jobdir_load_state(job_dir, &live);
+    }
+    /* Then (or when no coordinator answers: still queued, or gone) the
+     * Slurm job itself, so that nothing stays in squeue. */
+    char *qs = NULL;
+    tony_error err;
+    if (!id) {
+        fprintf(stderr, "tony: error: %s/%s names no Slurm job\n", job_dir, SLURM_RECORD);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else if (tony_slurm_job_state(id, &qs, &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        code = TONY_EXIT_UNAVAILABLE;
+    } else if (qs && !tony_slurm_state_final(qs)) {
+        if (tony_slurm_cancel(id, &err)) {
+            fprintf(stderr, "tony: error: %s\n", err.msg);
+            code = TONY_EXIT_UNAVAILABLE;
+        } else if (!wait_gone(id)) {
+            fprintf(stderr, "tony: warning: Slurm job %s has not ended %d s after scancel\n", id,
+                    CANCEL_WAIT_MS / 1000);
+        } else {
+            fprintf(stderr, "tony: Slurm job %s cancelled\n", id);
+        }
+    } else if (!*final_job) {
+        fprintf(stderr, "tony: Slurm job %s already ended (%s): nothing to kill\n", id, qs ? qs : "gone");
+    }
+    free(qs);
+    free(id);
+    return code;
+}
+
+static int slurm_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf) {
+    return tony_local_client_ops.logs(job_dir, o, conf);
+}
+
+static void slurm_list_row(const char *job_dir, tony_client_row *row) {
+    tony_local_client_ops.list_row(job_dir, row);
+}
+
+static char *slurm_lost_reason(const char *job_dir, const char *app_id) {
+    (void)app_id;
+    char *id = record_job_id(job_dir), *qs = NULL;
+    tony_error err;
+    char *why = NULL;
+    if (id && tony_slurm_job_state(id, &qs, &err) == 0 && (!qs || tony_slurm_state_final(qs)))
+        why = tony_sprintf("its Slurm job %s ended (%s) and the coordinator never finished the history; see %s/%s",
+                           id, qs ? qs : "no longer known to Slurm", job_dir, SLURM_OUTPUT);
+    free(id);
+    free(qs);
+    return why;
+}
+
+const tony_client_backend_ops tony_slurm_client_ops = {
+    .name = "slurm",
+    .configured = slurm_configured,
+    .owns_job = slurm_owns_job,
+    .check_plan = slurm_check_plan,
+    .submit = slurm_submit,
+    .poll = slurm_poll,
+    .interrupt = slurm_interrupt,
+    .release = slurm_release,
+    .state = slurm_state,
+    .kill = slurm_kill,
+    .logs = slurm_logs,
+    .list_row = slurm_list_row,
+    .lost_reason = slurm_lost_reason,
+};
