@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "backend/slurm/slurm_client.h"
+#include "backend/slurm/slurm_tools.h"
 #include "backend/slurm/slurm_job.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
