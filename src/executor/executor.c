@@ -317,6 +317,9 @@ int tony_executor_main(void) {
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* What Slurm's srun forwards to its task when asked to stop it (it ends
+     * the step outright on SIGTERM): the same request. */
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     int code = 1;

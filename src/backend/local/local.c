@@ -435,11 +435,22 @@ static void signal_container(container *c, int sig) {
     kill(c->pid, sig);
 }
 
+/* The signal that asks a container to stop, and the one that ends it. A
+ * launcher has its own: srun forwards SIGUSR1 to the task (the executor
+ * stops its user process on it) but ends the step at once on SIGTERM. */
+static int stop_signal(const local_backend *b) {
+    return b->placement ? b->placement->stop_signal : SIGTERM;
+}
+
+static int kill_signal(const local_backend *b) {
+    return b->placement ? b->placement->kill_signal : SIGKILL;
+}
+
 static void on_kill_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     container *c = arg;
     c->kill_sent = true;
-    signal_container(c, SIGKILL);
+    signal_container(c, kill_signal(c->owner));
 }
 
 static void on_queued_stopped(evutil_socket_t fd, short what, void *arg) {
@@ -462,13 +473,13 @@ static void stop_container(local_backend *b, container *c) {
     if (c->state == C_STOPPING) {
         /* The coordinator asks again when the container did not end: the
          * last signal again (SIGKILL once the grace period is over). */
-        signal_container(c, c->kill_sent ? SIGKILL : SIGTERM);
+        signal_container(c, c->kill_sent ? kill_signal(b) : stop_signal(b));
         return;
     }
     c->state = C_STOPPING;
     /* Like a NodeManager: SIGTERM the whole container, SIGKILL after a grace
      * period. The executor forwards SIGTERM to the user's process group. */
-    signal_container(c, SIGTERM);
+    signal_container(c, stop_signal(b));
     c->kill_timer = evtimer_new(b->ev, on_kill_timer, c);
     long long grace = b->placement ? b->placement->stop_grace_ms : STOP_GRACE_MS;
     struct timeval tv = {grace / 1000, (grace % 1000) * 1000};
@@ -539,7 +550,7 @@ static void local_shutdown(tony_backend *base) {
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
         if (c->state != C_QUEUED && c->pid > 0) {
-            tony_proc_kill_session(c->pid, SIGKILL);
+            tony_proc_kill_session(c->pid, kill_signal(b));
             waitpid(c->pid, NULL, 0);
         }
     }

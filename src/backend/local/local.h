@@ -65,8 +65,10 @@ typedef struct tony_local_placement {
     int (*check_plan)(void *ctx, const tony_plan *plan, tony_error *err);
     /* Frees ctx (and this placement, when it lives there) with the backend. */
     void (*free)(void *ctx);
-    /* How long a stopped container's launcher gets to end it (its cluster
-     * signals the task and kills it after its own grace) before SIGKILL. */
+    /* A stop sends stop_signal to the launcher, which must hand it to the
+     * executor (who then stops its user process and ends); kill_signal,
+     * stop_grace_ms later, makes the launcher end the container at once. */
+    int stop_signal, kill_signal;
     long long stop_grace_ms;
 } tony_local_placement;
 

@@ -2,16 +2,18 @@
  * an srun placement (see slurm_backend.h). */
 #include "backend/slurm/slurm_backend.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include "backend/local/local.h"
 #include "backend/slurm/slurm_job.h"
 #include "common/taskenv.h"
 
-/* srun forwards a stop to the step as SIGTERM and Slurm sends SIGKILL
- * KillWait (30 s by default) later; srun itself is killed only when it
- * outlives both. */
-#define SLURM_STOP_GRACE_MS 40000
+/* srun hands SIGUSR1 to the task, the executor, which stops its user
+ * process (SIGTERM, then SIGKILL) and ends; SIGTERM makes srun end the step
+ * at once, which with proctrack/pgid reaches the executor's process group
+ * only, so it is the fallback, this long after. */
+#define SLURM_STOP_GRACE_MS 10000
 
 typedef struct slurm_placement {
     tony_local_placement base;
@@ -33,6 +35,11 @@ static int slurm_wrap(void *ctx, const tony_launch *l, tony_strv *prefix, tony_e
         tony_env_set(env, TASKENV_CUDA_VISIBLE_DEVICES, "");
         tony_env_set(env, TASKENV_NVIDIA_VISIBLE_DEVICES, "void");
     }
+    /* Slurm ends a step by its tasks' process group (proctrack/pgid) or
+     * cgroup: the user's process stays in the executor's group, so that a
+     * step Slurm kills (an executor that could not stop it first) leaves
+     * nothing behind. */
+    tony_env_set(env, TASKENV_SHARE_PROCESS_GROUP, "1");
     return 0;
 }
 
@@ -56,6 +63,7 @@ tony_backend *tony_backend_slurm_new(struct event_base *base, tony_reaper *reape
     slurm_placement *p = tony_xcalloc(1, sizeof *p);
     p->base = (tony_local_placement){.backend_name = "slurm", .ctx = p, .wrap = slurm_wrap,
                                      .check_plan = slurm_check_plan, .free = slurm_placement_free,
+                                     .stop_signal = SIGUSR1, .kill_signal = SIGTERM,
                                      .stop_grace_ms = SLURM_STOP_GRACE_MS};
     if (tony_plan_from_conf(conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, conf, &p->layout, err)) {
         tony_plan_free(&p->plan);

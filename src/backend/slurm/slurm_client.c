@@ -38,6 +38,8 @@
 #define CANCEL_WAIT_MS 60000
 /* How long kill waits for the coordinator to take the request. */
 #define KILL_ASK_MS 5000
+/* After a followed job ended, how long submit waits for its Slurm job to go. */
+#define RELEASE_WAIT_MS 30000
 
 typedef struct slurm_job {
     tony_client_job base;
@@ -45,7 +47,8 @@ typedef struct slurm_job {
     char *url;
     char *queue_state;   /* Slurm's last answer */
     long long next_queue_ms;
-    bool kill_sent, cancelled;
+    bool kill_sent;
+    bool finished; /* a poll saw the job end */
 } slurm_job;
 
 static long long mono_ms(void) {
@@ -238,7 +241,7 @@ static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
     json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
     if (is_finished(job)) {
         const char *fs = json_string_value(json_object_get(job, "final_status"));
-        p->done = p->final = true;
+        p->done = p->final = j->finished = true;
         p->code = fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
         p->job = job;
         return;
@@ -274,9 +277,27 @@ static bool slurm_interrupt(tony_client_job *cj, int count, const tony_client_ou
     return count > 1;
 }
 
+/* Waits until Slurm says the job ended (nothing of it runs any more). */
+static bool wait_gone(const char *id, long long max_ms) {
+    for (long long waited = 0; waited < max_ms; waited += 500) {
+        char *qs = NULL;
+        tony_error err;
+        bool gone = tony_slurm_job_state(id, &qs, &err) == 0 && (!qs || tony_slurm_state_final(qs));
+        free(qs);
+        if (gone) return true;
+        tony_sleep_ms(500);
+    }
+    return false;
+}
+
 static void slurm_release(tony_client_job *cj) {
     slurm_job *j = (slurm_job *)cj;
     if (j->url) tony_jobdir_post(j->url, cj->job_dir, AM_API_JOB_FINISH);
+    /* A followed job that ended: the coordinator exits now, and with it the
+     * Slurm job; back to the shell only when squeue no longer shows it. */
+    if (j->url && j->finished && !wait_gone(j->slurm_id, RELEASE_WAIT_MS))
+        fprintf(stderr, "tony: warning: Slurm job %s is still there %d s after the job ended (see squeue)\n",
+                j->slurm_id, RELEASE_WAIT_MS / 1000);
     free(j->url);
     free(j->slurm_id);
     free(j->queue_state);
@@ -311,19 +332,6 @@ static int slurm_state(const char *job_dir, const tony_conf *conf, tony_client_s
     free(id);
     free(qs);
     return code;
-}
-
-/* Waits until Slurm says the job ended (nothing of it runs any more). */
-static bool wait_gone(const char *id) {
-    for (long long waited = 0; waited < CANCEL_WAIT_MS; waited += 500) {
-        char *qs = NULL;
-        tony_error err;
-        bool gone = tony_slurm_job_state(id, &qs, &err) == 0 && (!qs || tony_slurm_state_final(qs));
-        free(qs);
-        if (gone) return true;
-        tony_sleep_ms(500);
-    }
-    return false;
 }
 
 /* Asks the coordinator to kill the job and waits until it recorded the
@@ -374,7 +382,7 @@ static int slurm_kill(const char *job_dir, const tony_conf *conf, json_t **final
         if (tony_slurm_cancel(id, &err)) {
             fprintf(stderr, "tony: error: %s\n", err.msg);
             code = TONY_EXIT_UNAVAILABLE;
-        } else if (!wait_gone(id)) {
+        } else if (!wait_gone(id, CANCEL_WAIT_MS)) {
             fprintf(stderr, "tony: warning: Slurm job %s has not ended %d s after scancel\n", id,
                     CANCEL_WAIT_MS / 1000);
         } else {
