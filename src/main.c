@@ -2,6 +2,7 @@
  * `am` (the coordinator) and `executor` run inside the job's containers. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "am/am.h"
 #include "backend/yarn/yarn_backend.h"
@@ -27,11 +28,18 @@ static int run_am(int argc, char **argv) {
         tony_yarn_am_release(&s);
         return code;
     }
+    /* --slurm: in the batch step of the job's Slurm job; executors on other
+     * nodes reach it at this node's name. */
+    bool slurm = argc == 2 && strcmp(argv[0], "--slurm") == 0;
+    if (slurm) argv++, argc--;
     if (argc != 1 || argv[0][0] == '-') {
-        fprintf(stderr, "usage: tony am JOB_DIR | --yarn (started by `tony submit`)\n");
+        fprintf(stderr, "usage: tony am [--slurm] JOB_DIR | --yarn (started by `tony submit`)\n");
         return 2;
     }
-    tony_am_options o = {.job_dir = argv[0]};
+    char host[256] = "";
+    if (slurm && gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "127.0.0.1");
+    tony_am_options o = {.job_dir = argv[0], .backend = slurm ? "slurm" : NULL, .listen_all = slurm,
+                         .host = slurm ? host : NULL};
     return tony_am_main(&o);
 }
 

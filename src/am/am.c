@@ -405,7 +405,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->reaper = tony_reaper_new(am->base);
     /* Executors on other nodes reach a YARN coordinator at its node's name. */
     am->host = tony_strdup(o->host ? o->host : "127.0.0.1");
-    if (am_api_start(am, o->yarn ? "0.0.0.0" : am->host, err)) return -1;
+    if (am_api_start(am, o->yarn || o->listen_all ? "0.0.0.0" : am->host, err)) return -1;
     am_record_start(am);
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
         am->rendezvous = am_rendezvous_start(am->base, am->host, err);
@@ -424,7 +424,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     tony_backend_opts bo = {.base = am->base, .reaper = am->reaper, .job_dir = am->job_dir, .conf = am->conf,
                             .api_host = am->host, .api_port = am->port, .tracking_url = am->url,
                             .backend_data = o->backend_data};
-    am->backend = tony_backend_new(o->yarn ? "yarn" : "local", &bo, err);
+    am->backend = tony_backend_new(o->yarn ? "yarn" : o->backend ? o->backend : "local", &bo, err);
     if (!am->backend) return -1;
     am->backend->on_exit = on_container_exit;
     am->backend->cb_ctx = am;

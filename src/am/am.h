@@ -18,6 +18,8 @@ typedef struct tony_am_options {
     const char *app_id;  /* NULL: the job dir's name */
     const char *host;    /* the name executors reach us at; NULL: 127.0.0.1 */
     bool yarn;           /* in a YARN AM container: the yarn backend */
+    const char *backend; /* otherwise the backend's name; NULL: local */
+    bool listen_all;     /* executors on other nodes call: listen on every address */
     const tony_am_history_mirror *history_mirror; /* NULL: history on local/shared disk only */
     void *backend_data; /* for the backend (tony_backend_opts), or NULL */
 } tony_am_options;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/local/local.h"
+#include "backend/slurm/slurm_backend.h"
 #include "backend/yarn/yarn_backend.h"
 
 tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err) {
@@ -18,7 +19,8 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
                                      .credentials = o->backend_data};
         return tony_backend_yarn_new(o->base, &yo, err);
     }
-    tony_err(err, "no backend called '%s' (there are: local, yarn)", name);
+    if (strcmp(name, "slurm") == 0) return tony_backend_slurm_new(o->base, o->reaper, o->job_dir, o->conf, err);
+    tony_err(err, "no backend called '%s' (there are: local, yarn, slurm)", name);
     return NULL;
 }
 

@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "backend/local/local_client.h"
+#include "backend/slurm/slurm_client.h"
 #include "backend/yarn/yarn_client.h"
 #include "common/strv.h"
 
 /* In the order configured() is asked; the last is the fallback. */
-static const tony_client_backend_ops *const backends[] = {&tony_yarn_client_ops, &tony_local_client_ops};
+static const tony_client_backend_ops *const backends[] = {&tony_yarn_client_ops, &tony_slurm_client_ops,
+                                                           &tony_local_client_ops};
 #define NBACKENDS (sizeof backends / sizeof *backends)
 
 const tony_client_backend_ops *tony_client_backend_find(const char *name) {

@@ -15,6 +15,7 @@
 #include <linux/close_range.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/strv.h"
@@ -86,47 +87,9 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
 }
 
 int tony_proc_capture(char *const argv[], bool with_stderr, long long timeout_ms, tony_buf *out, tony_error *err) {
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]), close(pfd[1]);
-        return tony_err(err, "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        if (with_stderr) dup2(pfd[1], 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(pfd[1]);
-    long long deadline = tony_now_ms() + timeout_ms;
-    bool timed_out = false;
-    for (;;) {
-        long long left = deadline - tony_now_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) continue;
-        char buf[4096];
-        ssize_t r = read(pfd[0], buf, sizeof buf);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        tony_buf_append(out, buf, (size_t)r);
-    }
-    close(pfd[0]);
-    if (timed_out) kill(pid, SIGKILL);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out) return tony_err(err, "%s did not answer within %lld ms", argv[0], timeout_ms);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return tony_err(err, "%s failed (exit code %d)", argv[0], tony_proc_exit_code(st));
-    return 0;
+    int code = 0;
+    if (tony_proc_run(argv, timeout_ms, out, with_stderr ? out : NULL, &code, err)) return -1;
+    return code == 0 ? 0 : tony_err(err, "%s failed (exit code %d)", argv[0], code);
 }
 
 int tony_proc_exit_code(int status) {
@@ -296,4 +259,64 @@ int tony_proc_signal_same(pid_t pid, long long start, const char *boot_id, int s
         errno = e;
     }
     return rc;
+}
+
+#define RUN_OUTPUT_MAX (1 << 20)
+
+int tony_proc_run(char *const *argv, long long timeout_ms, tony_buf *out, tony_buf *errout, int *exit_code,
+                  tony_error *err) {
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    if (pipe2(pe, O_CLOEXEC)) {
+        close(po[0]);
+        close(po[1]);
+        return tony_err(err, "pipe: %s", strerror(errno));
+    }
+    char outp[32], errp[32];
+    snprintf(outp, sizeof outp, "/dev/fd/%d", po[1]);
+    snprintf(errp, sizeof errp, "/dev/fd/%d", pe[1]);
+    /* The child opens its ends by name before exec closes the originals. */
+    tony_spawn s = {.argv = argv, .stdout_path = outp, .stderr_path = errp, .keep_group = true};
+    pid_t pid;
+    int rc = tony_proc_spawn(&s, &pid, err);
+    close(po[1]);
+    close(pe[1]);
+    if (rc) {
+        close(po[0]);
+        close(pe[0]);
+        return -1;
+    }
+    struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+    tony_buf *bufs[2] = {out, errout};
+    long long deadline = tony_now_ms() + timeout_ms;
+    bool timed_out = false;
+    int open_fds = 2;
+    while (open_fds > 0) {
+        long long left = deadline - tony_now_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        int n = poll(fds, 2, (int)(left > 1000 ? 1000 : left));
+        if (n < 0 && errno != EINTR) break;
+        for (int i = 0; i < 2 && n > 0; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char chunk[4096];
+            ssize_t r = read(fds[i].fd, chunk, sizeof chunk);
+            if (r > 0 && bufs[i] && bufs[i]->len < RUN_OUTPUT_MAX) tony_buf_append(bufs[i], chunk, (size_t)r);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0) close(fds[i].fd);
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (timed_out) return tony_err(err, "%s did not answer within %lld s", argv[0], timeout_ms / 1000);
+    *exit_code = tony_proc_exit_code(status);
+    return 0;
 }

@@ -29,6 +29,14 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);
 struct tony_buf;
 int tony_proc_capture(char *const argv[], bool with_stderr, long long timeout_ms, struct tony_buf *out,
                       tony_error *err);
+/* Runs argv (looked up on PATH, stdin /dev/null) to its end and collects
+ * its stdout and stderr (each cut at 1 MiB), for a cluster's command-line
+ * tools (sbatch, squeue). A run past timeout_ms is killed and is an error
+ * naming the command; so is one that cannot start. Otherwise 0 with
+ * *exit_code its exit code (128+signal). */
+struct tony_buf;
+int tony_proc_run(char *const *argv, long long timeout_ms, struct tony_buf *out, struct tony_buf *errout,
+                  int *exit_code, tony_error *err);
 
 /* 0..255 for a normal exit, 128+signal for a death by signal (the shell's and
  * YARN's convention). */

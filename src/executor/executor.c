@@ -421,6 +421,9 @@ int tony_executor_main(void) {
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* What Slurm's srun forwards to its task when asked to stop it (it ends
+     * the step outright on SIGTERM): the same request. */
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     int code = 1;
@@ -444,7 +447,11 @@ int tony_executor_main(void) {
     /* TONY_GPU_METRICS_SMI is set only for tasks that asked for GPUs with
      * tony.task.gpu-metrics.enabled. */
     x.sampler = tony_metrics_sampler_new(getpid(), getenv(TASKENV_CUDA_VISIBLE_DEVICES), getenv(TASKENV_GPU_METRICS_SMI));
-    x.host = getenv(TASKENV_NM_HOST) ? getenv(TASKENV_NM_HOST) : "127.0.0.1";
+    /* A backend that does not say where the task is (Slurm's steps land on
+     * a node srun picks) leaves it to the node's own name. */
+    char node[256] = "127.0.0.1";
+    if (!getenv(TASKENV_NM_HOST) && gethostname(node, sizeof node - 1) != 0) snprintf(node, sizeof node, "127.0.0.1");
+    x.host = getenv(TASKENV_NM_HOST) ? getenv(TASKENV_NM_HOST) : node;
 
     const char *app_id = getenv(TASKENV_JOB_ID);
     if (app_id && tony_unpack_job_files(".", app_id, &err)) goto fail;

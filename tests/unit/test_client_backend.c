@@ -65,6 +65,11 @@ static void test_job_record_says_whose(void **state) {
     assert_string_equal(tony_client_backend_of_job(d)->name, "yarn");
     tony_rm_rf(d, NULL);
     free(d);
+    d = tmp_dir();
+    touch(d, "slurm.json");
+    assert_string_equal(tony_client_backend_of_job(d)->name, "slurm");
+    tony_rm_rf(d, NULL);
+    free(d);
 }
 
 static void test_find_by_name(void **state) {
@@ -73,17 +78,19 @@ static void test_find_by_name(void **state) {
     assert_string_equal(tony_client_backend_find("local")->name, "local");
     assert_null(tony_client_backend_find("Yarn"));
     assert_null(tony_client_backend_find("k8s"));
-    assert_string_equal(tony_client_backend_names(), "local or yarn");
+    assert_string_equal(tony_client_backend_find("slurm")->name, "slurm");
+    assert_string_equal(tony_client_backend_names(), "local or slurm or yarn");
     /* a bare history path is on HDFS for YARN's jobs only */
     assert_true(tony_client_backend_find("yarn")->history_on_cluster_fs);
     assert_false(tony_client_backend_find("local")->history_on_cluster_fs);
+    assert_false(tony_client_backend_find("slurm")->history_on_cluster_fs); /* the shared tony root */
 }
 
 /* What client/ calls on every backend without a NULL check. */
 static void test_every_backend_has_the_required_ops(void **state) {
     (void)state;
-    const char *names[] = {"local", "yarn"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *names[] = {"local", "yarn", "slurm"};
+    for (size_t i = 0; i < 3; i++) {
         const tony_client_backend_ops *b = tony_client_backend_find(names[i]);
         assert_non_null(b);
         assert_non_null(b->configured);

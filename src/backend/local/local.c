@@ -1,7 +1,10 @@
 /* Local backend: a "container" is a process session started in the task's own
  * directory. Like a NodeManager it localizes resources, keeps the pool's
  * books, enforces the memory limit by measuring the session's RSS, and when
- * a container's main process ends it kills whatever the task left behind. */
+ * a container's main process ends it kills whatever the task left behind.
+ * With a placement (local.h) the session is a launcher (srun) that runs the
+ * executor on a node of an allocation: the same books of containers, logs
+ * and stops, with the pool left to the cluster. */
 #include "backend/local/local.h"
 
 #include <errno.h>
@@ -62,6 +65,8 @@ typedef struct local_backend {
     container **items;
     size_t len, cap;
     struct event *memory_timer;
+    const tony_local_placement *placement; /* NULL: containers run on this machine */
+    tony_backend_ops placed_ops;            /* with a placement: local_ops under its name */
 } local_backend;
 
 static long long detect_memory_mb(void) {
@@ -224,6 +229,7 @@ static void remove_container(local_backend *b, container *c) {
 }
 
 static bool fits(const local_backend *b, const container *c) {
+    if (b->placement) return true; /* the launcher waits for its share of the allocation */
     int free_gpus = 0;
     for (int i = 0; i < b->pool.gpus; i++) free_gpus += !b->gpu_busy[i];
     /* Uncapped vcores are a count, not a limit: every task of the job may
@@ -291,6 +297,7 @@ static void try_start_queued(local_backend *b);
 static void release(local_backend *b, container *c) {
     b->used_vcores -= c->vcores;
     b->used_memory_mb -= c->memory_mb;
+    if (b->placement) return; /* the cluster numbered its GPUs */
     for (int i = 0; i < c->gpus; i++) b->gpu_busy[c->gpu_ids[i]] = false;
 }
 
@@ -322,6 +329,8 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
     if (rc == 0 && localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
     if (rc == 0) {
         c->gpu_ids = tony_xcalloc((size_t)c->gpus + 1, sizeof(int));
+    }
+    if (rc == 0 && !b->placement) {
         tony_buf devs = {0};
         tony_buf_puts(&devs, "");
         for (int g = 0, n = 0; g < b->pool.gpus && n < c->gpus; g++) {
@@ -334,24 +343,33 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
         tony_env_set(&c->env, TASKENV_CUDA_VISIBLE_DEVICES, devs.data);
         tony_env_set(&c->env, TASKENV_NVIDIA_VISIBLE_DEVICES, c->gpus ? devs.data : "void");
         tony_buf_free(&devs);
+        tony_env_set(&c->env, TASKENV_NM_HOST, "127.0.0.1");
+    }
+    if (rc == 0) {
         tony_env_set(&c->env, TASKENV_LOG_DIR, c->task_dir);
         tony_env_set(&c->env, TASKENV_PRIVATE_LOGS, "1"); /* the executor makes the task's logs 0600 */
-        tony_env_set(&c->env, TASKENV_NM_HOST, "127.0.0.1");
         tony_env_setf(&c->env, TASKENV_CONTAINER_MEMORY_MB, "%lld", c->memory_mb);
         tony_env_set(&c->env, "PWD", work);
-        tony_strv envp = {0};
+        tony_strv envp = {0}, argv = {0};
+        if (b->placement) {
+            tony_launch l = {.role = c->role, .index = c->index, .attempt = c->attempt, .memory_mb = c->memory_mb,
+                             .vcores = c->vcores, .gpus = c->gpus, .env = &c->env};
+            rc = b->placement->wrap(b->placement->ctx, &l, &argv, &c->env, err);
+        }
+        for (size_t i = 0; i < c->argv.len; i++) tony_strv_push(&argv, c->argv.items[i]);
         tony_env_build_envp(&c->env, &envp);
-        tony_spawn s = {.argv = c->argv.items, .envp = envp.items, .cwd = work, .stdout_path = exec_log,
+        tony_spawn s = {.argv = argv.items, .envp = envp.items, .cwd = work, .stdout_path = exec_log,
                         .stderr_path = exec_log, .new_session = true, .private_output = true};
-        rc = tony_proc_spawn(&s, &c->pid, err);
+        if (rc == 0) rc = tony_proc_spawn(&s, &c->pid, err);
         tony_strv_free(&envp);
+        tony_strv_free(&argv);
         if (rc == 0) {
             b->used_vcores += c->vcores;
             b->used_memory_mb += c->memory_mb;
             c->state = C_RUNNING;
             tony_reaper_watch(b->reaper, c->pid, on_executor_exit, c);
             tony_info("started %s:%d (attempt %d) as pid %d in %s", c->role, c->index, c->attempt, (int)c->pid, work);
-        } else {
+        } else if (!b->placement) {
             for (int i = 0; i < c->gpus; i++) b->gpu_busy[c->gpu_ids[i]] = false;
         }
     }
@@ -420,11 +438,22 @@ static void signal_container(container *c, int sig) {
     kill(c->pid, sig);
 }
 
+/* The signal that asks a container to stop, and the one that ends it. A
+ * launcher has its own: srun forwards SIGUSR1 to the task (the executor
+ * stops its user process on it) but ends the step at once on SIGTERM. */
+static int stop_signal(const local_backend *b) {
+    return b->placement ? b->placement->stop_signal : SIGTERM;
+}
+
+static int kill_signal(const local_backend *b) {
+    return b->placement ? b->placement->kill_signal : SIGKILL;
+}
+
 static void on_kill_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     container *c = arg;
     c->kill_sent = true;
-    signal_container(c, SIGKILL);
+    signal_container(c, kill_signal(c->owner));
 }
 
 static void on_queued_stopped(evutil_socket_t fd, short what, void *arg) {
@@ -447,15 +476,16 @@ static void stop_container(local_backend *b, container *c) {
     if (c->state == C_STOPPING) {
         /* The coordinator asks again when the container did not end: the
          * last signal again (SIGKILL once the grace period is over). */
-        signal_container(c, c->kill_sent ? SIGKILL : SIGTERM);
+        signal_container(c, c->kill_sent ? kill_signal(b) : stop_signal(b));
         return;
     }
     c->state = C_STOPPING;
     /* Like a NodeManager: SIGTERM the whole container, SIGKILL after a grace
      * period. The executor forwards SIGTERM to the user's process group. */
-    signal_container(c, SIGTERM);
+    signal_container(c, stop_signal(b));
     c->kill_timer = evtimer_new(b->ev, on_kill_timer, c);
-    struct timeval tv = {STOP_GRACE_MS / 1000, (STOP_GRACE_MS % 1000) * 1000};
+    long long grace = b->placement ? b->placement->stop_grace_ms : STOP_GRACE_MS;
+    struct timeval tv = {grace / 1000, (grace % 1000) * 1000};
     evtimer_add(c->kill_timer, &tv);
 }
 
@@ -523,7 +553,7 @@ static void local_shutdown(tony_backend *base) {
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
         if (c->state != C_QUEUED && c->pid > 0) {
-            tony_proc_kill_session(c->pid, SIGKILL);
+            tony_proc_kill_session(c->pid, kill_signal(b));
             waitpid(c->pid, NULL, 0);
         }
     }
@@ -536,6 +566,7 @@ static void local_free(tony_backend *base) {
     free(b->gpu_busy);
     free(b->job_dir);
     if (b->memory_timer) event_free(b->memory_timer);
+    if (b->placement && b->placement->free) b->placement->free(b->placement->ctx);
     free(b);
 }
 
@@ -562,6 +593,26 @@ static const tony_backend_ops local_ops = {
     .shutdown = local_shutdown,
     .free = local_free,
 };
+
+static int placed_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
+    const tony_local_placement *p = ((local_backend *)base)->placement;
+    return p->check_plan ? p->check_plan(p->ctx, plan, err) : 0;
+}
+
+tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper *reaper, const char *job_dir,
+                                            const tony_local_placement *placement, tony_error *err) {
+    (void)err;
+    local_backend *b = tony_xcalloc(1, sizeof *b);
+    b->placement = placement;
+    b->placed_ops = local_ops;
+    b->placed_ops.name = placement->backend_name;
+    b->placed_ops.check_plan = placed_check_plan;
+    b->base.ops = &b->placed_ops;
+    b->ev = base;
+    b->reaper = reaper;
+    b->job_dir = tony_strdup(job_dir);
+    return &b->base;
+}
 
 tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
                                      const tony_conf *conf, tony_error *err) {

@@ -47,4 +47,34 @@ char *tony_local_fit_notice(const tony_local_pool *pool, const tony_local_fit *f
 tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
                                      const tony_conf *conf, tony_error *err);
 
+/* Where a container's executor starts when not on this machine: through a
+ * launcher that places it on a node of an allocation the cluster already
+ * granted (Slurm's srun). The backend still runs each container as a child
+ * process session (the launcher) with its work dir under the job dir, which
+ * must be on a file system every node shares, and reads its logs there;
+ * the launcher's cluster owns the resources, so there is no pool, no GPU
+ * numbering and no memory watch here. A small vtable, so that such a backend
+ * is its placement and nothing else. */
+typedef struct tony_local_placement {
+    const char *backend_name; /* the backend's name, as tony_backend_ops.name */
+    void *ctx;
+    /* The words put before the executor's argv to start l's container
+     * (e.g. "srun ... --"), and any change to its env. */
+    int (*wrap)(void *ctx, const tony_launch *l, tony_strv *prefix, tony_env *env, tony_error *err);
+    /* Refuses a plan the allocation cannot run (check_plan's contract). */
+    int (*check_plan)(void *ctx, const tony_plan *plan, tony_error *err);
+    /* Frees ctx (and this placement, when it lives there) with the backend. */
+    void (*free)(void *ctx);
+    /* A stop sends stop_signal to the launcher, which must hand it to the
+     * executor (who then stops its user process and ends); kill_signal,
+     * stop_grace_ms later, makes the launcher end the container at once. */
+    int stop_signal, kill_signal;
+    long long stop_grace_ms;
+} tony_local_placement;
+
+/* A backend whose containers start through placement (the backend's from
+ * here on: its free runs with the backend's). */
+tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper *reaper, const char *job_dir,
+                                            const tony_local_placement *placement, tony_error *err);
+
 #endif

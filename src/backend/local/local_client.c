@@ -90,16 +90,11 @@ static int local_remote(void *ctx, const char *key, const tony_resource *r, char
     return tony_err(err, "%s: %s is a remote URI; the local backend reads local files only", key, r->source);
 }
 
-/* Creates <root>/jobs/<app_id>, stages files into it, rewrites the resource
- * keys of conf to the staged paths and writes tony-final.xml and the secret.
- * Errors name the flag or key whose file is missing. */
-static int stage_job(tony_conf *conf, const tony_stage_input *in, char **job_dir_out, char **app_id_out,
-                         tony_error *err) {
-    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+int tony_local_stage_job(tony_conf *conf, const tony_stage_input *in, const char *root, char **job_dir_out,
+                         char **app_id_out, tony_error *err) {
     char *job_dir = NULL, *app_id = NULL;
-    int rc = make_job_dir(root, &job_dir, &app_id, err);
-    free(root);
-    if (rc) return -1;
+    if (make_job_dir(root, &job_dir, &app_id, err)) return -1;
+    int rc;
     char *staging = tony_path_join(job_dir, TONY_JOBDIR_STAGING);
     rc = tony_mkdir_p(staging, 0700, err);
     tony_stage_sink sink = {.ctx = staging, .put = local_put, .remote = local_remote, .list_job_files = true};
@@ -183,7 +178,10 @@ static void say_web_ui(const tony_client_out *out, const char *url) {
 
 static int local_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err) {
     char *job_dir = NULL, *app_id = NULL;
-    if (stage_job(s->conf, s->in, &job_dir, &app_id, err)) return TONY_EXIT_USAGE;
+    char *root = tony_jobs_root(tony_conf_get(s->conf, "tony.local.root"));
+    int staged = tony_local_stage_job(s->conf, s->in, root, &job_dir, &app_id, err);
+    free(root);
+    if (staged) return TONY_EXIT_USAGE;
     int am_pid, code = TONY_EXIT_OK;
     if (*s->interrupted) {
         /* Ctrl-C while staging: nothing runs yet, so nothing is left. */

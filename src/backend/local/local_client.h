@@ -8,4 +8,12 @@
 
 extern const tony_client_backend_ops tony_local_client_ops;
 
+/* Creates <root>/jobs/<app_id>, stages files into it, rewrites the resource
+ * keys of conf to the staged paths and writes tony-final.xml and the secret;
+ * nothing stays behind on failure. Errors name the flag or key whose file
+ * is missing. Also for backends whose job dir is the local one's on a file
+ * system their nodes share (Slurm). */
+int tony_local_stage_job(tony_conf *conf, const tony_stage_input *in, const char *root, char **job_dir,
+                         char **app_id, tony_error *err);
+
 #endif

@@ -1,0 +1,75 @@
+/* Starts each task as a Slurm job step: the local backend's containers with
+ * an srun placement (see slurm_backend.h). */
+#include "backend/slurm/slurm_backend.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include "backend/local/local.h"
+#include "backend/slurm/slurm_job.h"
+#include "common/taskenv.h"
+#include "runtime/runtime.h"
+
+/* srun hands SIGUSR1 to the task, the executor, which stops its user
+ * process (SIGTERM, then SIGKILL) and ends; SIGTERM makes srun end the step
+ * at once, which with proctrack/pgid reaches the executor's process group
+ * only, so it is the fallback, this long after. */
+#define SLURM_STOP_GRACE_MS 10000
+
+typedef struct slurm_placement {
+    tony_local_placement base;
+    tony_plan plan;
+    tony_slurm_layout layout;
+} slurm_placement;
+
+static int slurm_wrap(void *ctx, const tony_launch *l, tony_strv *prefix, tony_env *env, tony_error *err) {
+    slurm_placement *p = ctx;
+    int component = tony_slurm_layout_component(&p->layout, l->role);
+    if (component < 0)
+        return tony_err(err, "role %s has no component in this Slurm job; resubmit the job", l->role);
+    char *step = tony_sprintf("%s:%d", l->role, l->index);
+    tony_slurm_srun_argv(&p->layout, component, step, prefix);
+    free(step);
+    /* Slurm sets CUDA_VISIBLE_DEVICES in a step that has GPUs; one without
+     * must not see the batch step's (inherited through srun's env). */
+    if (l->gpus == 0) {
+        tony_env_set(env, TASKENV_CUDA_VISIBLE_DEVICES, "");
+        tony_env_set(env, TASKENV_NVIDIA_VISIBLE_DEVICES, "void");
+    }
+    /* Slurm ends a step by its tasks' process group (proctrack/pgid) or
+     * cgroup: the user's process stays in the executor's group, so that a
+     * step Slurm kills (an executor that could not stop it first) leaves
+     * nothing behind. */
+    tony_env_set(env, TASKENV_SHARE_PROCESS_GROUP, "1");
+    return 0;
+}
+
+static int slurm_check_plan(void *ctx, const tony_plan *plan, tony_error *err) {
+    slurm_placement *p = ctx;
+    for (size_t i = 0; i < plan->nroles; i++)
+        if (tony_slurm_layout_component(&p->layout, plan->roles[i].name) < 0)
+            return tony_err(err, "role %s has no component in this Slurm job; resubmit the job", plan->roles[i].name);
+    return 0;
+}
+
+static void slurm_placement_free(void *ctx) {
+    slurm_placement *p = ctx;
+    tony_slurm_layout_free(&p->layout);
+    tony_plan_free(&p->plan);
+    free(p);
+}
+
+tony_backend *tony_backend_slurm_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
+                                     const tony_conf *conf, tony_error *err) {
+    slurm_placement *p = tony_xcalloc(1, sizeof *p);
+    p->base = (tony_local_placement){.backend_name = "slurm", .ctx = p, .wrap = slurm_wrap,
+                                     .check_plan = slurm_check_plan, .free = slurm_placement_free,
+                                     .stop_signal = SIGUSR1, .kill_signal = SIGTERM,
+                                     .stop_grace_ms = SLURM_STOP_GRACE_MS};
+    if (tony_runtime_plan(conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, conf, &p->layout, err)) {
+        tony_plan_free(&p->plan);
+        free(p);
+        return NULL;
+    }
+    return tony_backend_local_new_placed(base, reaper, job_dir, &p->base, err);
+}
