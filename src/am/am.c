@@ -139,7 +139,8 @@ static void stop_task(tony_am *am, const am_action *a) {
     if (a->try_no > 1)
         tony_warn("%s:%d has not stopped yet: asking again (try %d of %d)", a->task->role->name, a->task->index,
                   a->try_no, AM_FSM_STOP_TRIES);
-    am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, am->fsm.job.attempt);
+    /* a container kept from an earlier attempt is known by that one's number */
+    am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, a->task->container_attempt);
 }
 
 static void restart(tony_am *am) {
@@ -149,6 +150,8 @@ static void restart(tony_am *am) {
               j->attempt_diagnostics ? j->attempt_diagnostics : "", am->fsm.retries_left);
     am_fsm_next_attempt(&am->fsm, am_now_ms(), &am->pending);
     attempt_started(am);
+    /* kept containers' executors already asked to join this attempt */
+    am_api_admit_early(am);
 }
 
 static void finished(tony_am *am) {
@@ -200,13 +203,14 @@ static void on_kick(evutil_socket_t fd, short what, void *arg) {
 static void on_container_exit(void *ctx, const char *role, int index, int attempt, int exit_status,
                               const char *diagnostics) {
     tony_am *am = ctx;
-    if (attempt != am->fsm.job.attempt) return; /* a container of an earlier attempt */
     am_task *t = am_job_task(&am->fsm.job, role, index);
-    if (!t || t->exited) return;
+    /* a container of an earlier attempt that was not kept into this one */
+    if (!t || t->exited || t->state == AM_TASK_NEW || t->container_attempt != attempt) return;
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
+    bool reported = am_task_done(t); /* in place: its executor told the task's end already */
     am_fsm_exited(&am->fsm, t, exit_status, diagnostics, am_now_ms(), &am->pending);
-    am_record_task_exit(am, t);
+    if (!reported) am_record_task_exit(am, t);
     am->status_dirty = true;
     carry_out(am);
 }
@@ -395,7 +399,7 @@ static void am_teardown(tony_am *am) {
         am->backend->ops->shutdown(am->backend);
         am->backend->ops->free(am->backend);
     }
-    free(am->waiters);
+    am_api_free_waiters(am);
     am_rendezvous_free(am->rendezvous);
     tony_http_server_free(am->http);
     tony_host_check_free(&am->hosts);

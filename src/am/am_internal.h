@@ -34,6 +34,10 @@ typedef struct am_waiter {
     struct evhttp_request *req;
     am_task *task;
     long long deadline_ms;
+    /* In-place restarts: the registration of a kept container's executor
+     * for the next attempt, held until that attempt starts; NULL for a
+     * poll at the barrier of this one. */
+    json_t *early;
 } am_waiter;
 
 /* A log read by the backend in flight, with its client (logfetch.c). */

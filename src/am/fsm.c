@@ -50,6 +50,7 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     am_job_init(&f->job, plan);
     f->job.barrier_poll_ms = barrier_poll_ms;
     f->retries_left = plan->retry_count;
+    f->in_place = plan->restart_in_place;
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
 }
@@ -60,11 +61,21 @@ void am_fsm_free(am_fsm *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* Whether the task's container, still there, is kept for the next attempt
+ * (in-place restarts): its executor stopped its process itself and waits. */
+static bool kept_for_next(const am_fsm *f, const am_task *t) {
+    return f->in_place && am_task_live(t) && t->stop_tries == 0 && am_task_done(t) && am_fsm_may_keep(f, t);
+}
+
 /* Forgets the last attempt's tasks and starts attempt number `attempt`;
- * each task that got a container keeps a line on it in its runs. */
-static void reset_attempt(am_job *j, int attempt) {
+ * each task that got a container keeps a line on it in its runs. A kept
+ * container's task starts as asked for, its executor registering anew. */
+static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
+    am_job *j = &f->job;
     for (size_t k = 0; k < j->ntasks; k++) {
         am_task *t = &j->tasks[k];
+        bool keep = kept_for_next(f, t);
+        int container_attempt = t->container_attempt;
         am_task_run *runs = t->runs;
         size_t nruns = t->nruns;
         if (t->state != AM_TASK_NEW) {
@@ -81,6 +92,11 @@ static void reset_attempt(am_job *j, int attempt) {
         t->role = role;
         t->index = index;
         t->exit_status = TONY_EXIT_INVALID;
+        if (keep) {
+            t->state = AM_TASK_REQUESTED;
+            t->requested_ms = now_ms;
+            t->container_attempt = container_attempt;
+        }
     }
     j->attempt = attempt;
     j->attempt_over = false;
@@ -157,6 +173,54 @@ static void stop_task(am_task *t, long long now_ms, am_actions *out) {
     emit(out, AM_ACT_STOP, t, t->stop_tries, NULL);
 }
 
+/* The decided attempt failed and another one follows. */
+static bool restart_due(const am_fsm *f) {
+    const am_job *j = &f->job;
+    return j->attempt_over && j->attempt_status == AM_FINAL_FAILED && f->retries_left > 0 && !f->killed &&
+           !f->timed_out;
+}
+
+/* How long an executor told to stop its process in place has before its
+ * container is stopped instead: until its next heartbeat, its stop's grace
+ * (SIGTERM, then SIGKILL of the group) and its report. */
+static long long in_place_stop_ms(const tony_plan *p) { return p->heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS; }
+
+bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
+    (void)f;
+    /* Only a container whose executor registered and still answers can
+     * start the next attempt's process. (Bad-node exclusion adds its
+     * veto here: a container on an excluded node is not kept.) */
+    return t->host != NULL && !t->exited && !t->stop_given_up && t->stop_tries == 0;
+}
+
+bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
+    if (!f->in_place || f->state == AM_JOB_DONE || f->killed || f->timed_out || f->retries_left <= 0) return false;
+    if (f->job.attempt_over && !restart_due(f)) return false;
+    return am_fsm_may_keep(f, t);
+}
+
+/* In-place: what the decided attempt still waits for before the next one
+ * starts. A kept task's executor stops its process when its heartbeat is
+ * answered and reports; one that has not within in_place_stop_ms has its
+ * container stopped (and asked for anew). An executor waiting at the
+ * barrier never started its process: it is done at once. */
+static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
+    if (am_task_done(t)) return;
+    if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
+    else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
+}
+
+/* Every task of the decided attempt ended or lost its container, and no
+ * container being stopped is still there. */
+static bool attempt_settled(const am_job *j) {
+    for (size_t i = 0; i < j->ntasks; i++) {
+        const am_task *t = &j->tasks[i];
+        if (am_task_live(t) && (!am_task_done(t) || t->stop_tries > 0)) return false;
+    }
+    return true;
+}
+
 /* After every event: ask for what may start now, and once the attempt is
  * decided, stop what still runs; when every container has ended, restart
  * or finish. */
@@ -169,6 +233,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
             if (!am_job_should_request(j, t)) continue;
             t->state = AM_TASK_REQUESTED;
             t->requested_ms = now_ms;
+            t->container_attempt = j->attempt;
             emit(out, AM_ACT_REQUEST, t, 0, NULL);
         }
         if (am_job_tracked_done(j)) settle(j);
@@ -184,12 +249,15 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         f->state = AM_JOB_FINISHING;
         emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     }
+    bool in_place = f->in_place && restart_due(f);
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
-        if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+        if (!am_task_live(t) || t->stop_tries > 0) continue;
+        if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
+        else stop_task(t, now_ms, out);
     }
-    if (!containers_gone(j)) return;
-    if (j->attempt_status == AM_FINAL_FAILED && f->retries_left > 0 && !f->killed && !f->timed_out) {
+    if (in_place ? !attempt_settled(j) : !containers_gone(j)) return;
+    if (restart_due(f)) {
         f->retries_left--;
         f->restarting = true;
         emit(out, AM_ACT_RESTART, NULL, 0, NULL);
@@ -207,7 +275,7 @@ void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->restarting) return;
     f->restarting = false;
-    reset_attempt(&f->job, f->job.attempt + 1);
+    reset_attempt(f, f->job.attempt + 1, now_ms);
     f->state = AM_JOB_REGISTERING;
     advance(f, now_ms, out);
 }
@@ -267,13 +335,34 @@ void am_fsm_alive(am_fsm *f, am_task *t, long long now_ms) {
     t->last_heartbeat_ms = now_ms;
 }
 
-void am_fsm_result_reported(am_fsm *f, am_task *t, bool timed_out) {
+static void task_failed(am_job *j, am_task *t, int exit_status, const char *diagnostics, bool registered);
+
+/* A task's end in this attempt, by what it ended with: a task the
+ * coordinator asked to stop (the backend, or its executor in place) was
+ * stopped, not failed. */
+static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms) {
+    t->exit_status = exit_status;
+    t->finished_ms = now_ms;
+    if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
+    else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0 || t->stop_asked_ms) t->state = AM_TASK_FINISHED;
+    else t->state = AM_TASK_FAILED;
+    if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
+        task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
+}
+
+void am_fsm_result_reported(am_fsm *f, am_task *t, int exit_code, bool timed_out, long long now_ms, am_actions *out) {
     t->result_reported = true;
-    if (!timed_out) return;
-    free(t->diagnostics);
-    t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
-                                  "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
-                                  f->job.plan->execution_timeout_ms);
+    if (timed_out) {
+        free(t->diagnostics);
+        t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
+                                      "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
+                                      f->job.plan->execution_timeout_ms);
+    }
+    /* Reallocating, the container's exit status is the result, as in
+     * TonY; in place the container stays, so the executor's word is it. */
+    if (!f->in_place || t->exited || am_task_done(t) || f->state == AM_JOB_DONE) return;
+    task_ended(f, t, exit_code, t->diagnostics, now_ms);
+    advance(f, now_ms, out);
 }
 
 static const char *lockstep_hint(const tony_plan *p) {
@@ -313,11 +402,9 @@ static void task_failed(am_job *j, am_task *t, int exit_status, const char *diag
 
 void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
                    am_actions *out) {
-    if (t->exited) return; /* only the first exit status counts */
+    if (t->exited || t->state == AM_TASK_NEW) return; /* only the first exit status counts */
     t->exited = true;
-    t->finished_ms = now_ms;
-    if (!am_task_done(t)) { /* else already decided (e.g. expired heartbeats) */
-        t->exit_status = exit_status;
+    if (!am_task_done(t)) { /* else already decided (e.g. expired heartbeats, or reported in place) */
         if (diagnostics) {
             /* keep what the executor already said (a timeout), then the container's word */
             char *d = t->diagnostics ? tony_sprintf("%s %s", t->diagnostics, diagnostics) : tony_strdup(diagnostics);
@@ -326,11 +413,9 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         }
         /* A task we asked to stop ended because of it, whether the backend
          * stopped it or its executor did when its heartbeat was answered. */
-        if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
-        else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0) t->state = AM_TASK_FINISHED;
-        else t->state = AM_TASK_FAILED;
-        if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
-            task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);
+        task_ended(f, t, exit_status, diagnostics, now_ms);
+    } else if (!t->finished_ms) {
+        t->finished_ms = now_ms;
     }
     advance(f, now_ms, out);
 }

@@ -51,6 +51,11 @@ typedef struct am_task {
     int stop_tries;       /* stops asked of the backend in this attempt */
     long long stop_ms;    /* the last one */
     bool stop_given_up;   /* AM_FSM_STOP_TRIES stops did not end it: no longer waited for */
+    /* In-place restarts (tony.application.restart-mode): a container
+     * outlives the attempt it was asked for in, and the backend knows it by
+     * that attempt's number. */
+    int container_attempt; /* the attempt its container was asked for in */
+    long long stop_asked_ms; /* its executor was told (heartbeat) to stop its process in place; 0: not */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;

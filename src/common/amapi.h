@@ -34,6 +34,7 @@
 #define AM_API_LOG_DIR "log_dir"       /* register: where its stdout/stderr are, on its node */
 #define AM_API_CONTAINER "container"   /* register: the cluster's container id */
 #define AM_API_LOG_URL "log_url"       /* register: people's link to its logs (TONY_TASK_LOG_URL) */
+#define AM_API_CONTAINER_ATTEMPT "container_attempt" /* register: the attempt its container was asked for in */
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
@@ -46,6 +47,8 @@
 #define AM_API_ENV "env"                     /* go: the framework's variables */
 #define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
+#define AM_API_NEXT_ATTEMPT "attempt"        /* next: the attempt to register for */
+#define AM_API_NEXT_LOG_DIR "log_dir"        /* next: where that attempt's stdout/stderr go, when not the container's */
 
 /* Words of "status". */
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */
@@ -54,5 +57,9 @@
 #define AM_API_STALE "stale"   /* 409: the call names an attempt that is over */
 #define AM_API_ENDING "ending" /* 409, register: the attempt is ending, no new task joins */
 #define AM_API_STOP "stop"     /* 409, heartbeat: the attempt is ending, stop the task */
+/* finished, register: the container is kept for an in-place restart; its
+ * executor registers for the attempt named (a long poll, held until that
+ * attempt starts) instead of exiting. Any other answer to finished: exit. */
+#define AM_API_NEXT "next"
 
 #endif

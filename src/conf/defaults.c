@@ -44,6 +44,9 @@ static const tony_conf_default defaults[] = {
     {"tony.application.fail-fast-lockstep", "auto",
      "End the attempt at once when one tracked task fails (auto|true|false); auto asks the framework whether "
      "its workers train in lock-step."},
+    {"tony.application.restart-mode", "in-place",
+     "How a failed attempt restarts (tony.am.retry-count): in-place keeps the healthy containers and starts the "
+     "user processes in them again; reallocate stops every container and asks for new ones."},
     {"tony.application.security.enabled", "true",
      "Kerberos mode: fetch delegation tokens and secure client-coordinator calls."},
     {"tony.application.hdfs-conf-path", NULL, "Path of an hdfs-site.xml to use and ship to the containers."},

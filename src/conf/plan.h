@@ -55,6 +55,10 @@ typedef struct tony_plan {
      * "auto" asks the framework runtime. */
     bool lockstep;
     int retry_count;                    /* tony.am.retry-count */
+    /* tony.application.restart-mode: in-place (default) keeps healthy
+     * containers across a restart and starts the user processes in them
+     * again; reallocate tears every container down and asks anew. */
+    bool restart_in_place;
     long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
     int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
     long long app_timeout_ms;           /* tony.application.timeout, 0 = none */
