@@ -94,7 +94,10 @@ static void attempt_started(tony_am *am) {
     int attempt = am->fsm.job.attempt;
     am_record_attempt(am);
     if (am->rendezvous) am_rendezvous_reset(am->rendezvous);
-    tony_info("attempt %d: asking for %zu container(s)", attempt, am->fsm.job.ntasks);
+    size_t kept = 0;
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) kept += am->fsm.job.tasks[i].container_attempt < attempt;
+    if (kept) tony_info("attempt %d: keeping %zu container(s) in place, asking for %zu", attempt, kept, am->fsm.job.ntasks - kept);
+    else tony_info("attempt %d: asking for %zu container(s)", attempt, am->fsm.job.ntasks);
     char *dir = tony_sprintf("%s/attempts/%d", am->job_dir, attempt);
     tony_error err;
     if (tony_mkdir_p(dir, 0700, &err)) tony_warn("%s", err.msg);

@@ -194,8 +194,10 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
 }
 
 bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
-    if (!f->in_place || f->state == AM_JOB_DONE || f->killed || f->timed_out || f->retries_left <= 0) return false;
-    if (f->job.attempt_over && !restart_due(f)) return false;
+    if (!f->in_place || f->state == AM_JOB_DONE) return false;
+    /* once the restart is decided its retry is spent already */
+    if (!f->restarting && (f->killed || f->timed_out || f->retries_left <= 0)) return false;
+    if (!f->restarting && f->job.attempt_over && !restart_due(f)) return false;
     return am_fsm_may_keep(f, t);
 }
 
@@ -207,6 +209,14 @@ bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
 static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
     if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
     if (am_task_done(t)) return;
+    if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
+    else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
+}
+
+/* In-place mode, no next attempt: an executor that reported its process's
+ * end exits by itself (its registration for a next attempt is refused);
+ * its container is stopped only if it has not ended in the same time. */
+static void await_exit(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
     if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
     else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
 }
@@ -254,6 +264,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         am_task *t = &j->tasks[i];
         if (!am_task_live(t) || t->stop_tries > 0) continue;
         if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
+        else if (f->in_place && am_task_done(t) && t->result_reported) await_exit(f, t, now_ms, out);
         else stop_task(t, now_ms, out);
     }
     if (in_place ? !attempt_settled(j) : !containers_gone(j)) return;
