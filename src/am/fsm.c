@@ -190,7 +190,7 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
     /* Only a container whose executor registered and still answers can
      * start the next attempt's process. (Bad-node exclusion adds its
      * veto here: a container on an excluded node is not kept.) */
-    return t->host != NULL && !t->exited && !t->stop_given_up && t->stop_tries == 0;
+    return t->host != NULL && !t->lost && !t->exited && !t->stop_given_up && t->stop_tries == 0;
 }
 
 bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
@@ -464,6 +464,7 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
+        t->lost = true;
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",
                                       t->role->name, t->index, j->plan->max_missed_heartbeats,

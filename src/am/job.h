@@ -56,6 +56,7 @@ typedef struct am_task {
      * that attempt's number. */
     int container_attempt; /* the attempt its container was asked for in */
     long long stop_asked_ms; /* its executor was told (heartbeat) to stop its process in place; 0: not */
+    bool lost;            /* declared dead for missed heartbeats: its executor no longer answers */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
 } am_task;

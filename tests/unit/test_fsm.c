@@ -677,6 +677,11 @@ static void test_single_node(void **state) {
 /* In-place restarts (tony.application.restart-mode=in-place, the default). */
 static const char *IN_PLACE[] = {"tony.worker.instances=3", "tony.am.retry-count=1", NULL};
 
+static long long heartbeat_expiry_for(const fixture *f) {
+    int missed = f->plan.max_missed_heartbeats < 3 ? 3 : f->plan.max_missed_heartbeats;
+    return f->plan.heartbeat_interval_ms * missed;
+}
+
 static void report(fixture *f, const char *role, int index, int code, long long now) {
     am_fsm_result_reported(&f->fsm, task(f, role, index), code, false, now, fresh(f));
 }
@@ -773,8 +778,20 @@ static void test_in_place_dead_container_requested_anew(void **state) {
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
     reg(f, task(f, "worker", 2), 500);
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
-    /* a kept container that dies before its executor re-registers fails
-     * the attempt like any container */
+    destroy(f);
+
+    /* an executor lost to missed heartbeats does not answer: its container
+     * is stopped at once and asked for anew */
+    f = make(IN_PLACE);
+    begin(f, 0);
+    long long late = heartbeat_expiry_for(f) + 1;
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, late, &(bool){false});
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 2), -1, late, &(bool){false});
+    am_fsm_tick(&f->fsm, late, fresh(f));
+    assert_true(task(f, "worker", 1)->lost);
+    assert_true(stops(f, "worker", 1));
+    assert_false(stops(f, "worker", 0));
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
     destroy(f);
 }
 
