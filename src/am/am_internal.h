@@ -40,6 +40,9 @@ typedef struct am_waiter {
     json_t *early;
 } am_waiter;
 
+/* An executor's held watch (watch.c). */
+typedef struct am_watch am_watch;
+
 /* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
 
@@ -70,6 +73,8 @@ typedef struct tony_am {
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
     am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
+    am_watch *watches;    /* executors' watches, answered "stop" when due (watch.c) */
+    size_t nwatches;
     struct event *tick;
     struct event *exit_timer;
     struct event *sigterm, *sigint;

@@ -19,6 +19,7 @@
 #include "am/reply.h"
 #include "am/taskenv.h"
 #include "am/view.h"
+#include "am/watch.h"
 #include "am/webui.h"
 #include "common/amapi.h"
 #include "common/fs.h"
@@ -185,6 +186,8 @@ void am_api_release_waiters(tony_am *am) {
     size_t early = 0;
     for (size_t i = 0; i < n; i++) early += ws[i].early != NULL;
     if (n > early && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n - early);
+    /* an attempt that ends stops its running tasks through their watches */
+    am_watch_release(am);
     for (size_t i = 0; i < n; i++) {
         am_waiter *w = &ws[i];
         if (!w->early) {
@@ -203,6 +206,7 @@ void am_api_release_waiters(tony_am *am) {
 }
 
 void am_api_expire_waiters(tony_am *am, long long now_ms) {
+    am_watch_expire(am, now_ms);
     for (size_t i = 0; i < am->nwaiters;) {
         if (am->waiters[i].deadline_ms > now_ms) {
             i++;
@@ -244,6 +248,7 @@ void am_api_admit_early(tony_am *am) {
 }
 
 void am_api_free_waiters(tony_am *am) {
+    am_watch_free(am);
     for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
     free(am->waiters);
     am->waiters = NULL;
@@ -428,8 +433,8 @@ static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, j
 }
 
 static bool known_verb(const char *verb) {
-    static const char *const verbs[] = {AM_API_LOG,       AM_API_METRICS, AM_API_REGISTER,
-                                        AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED};
+    static const char *const verbs[] = {AM_API_LOG,      AM_API_METRICS,  AM_API_REGISTER, AM_API_HEARTBEAT,
+                                        AM_API_STARTED, AM_API_FINISHED, AM_API_WATCH};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (strcmp(verb, verbs[i]) == 0) return true;
     return false;
@@ -441,11 +446,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
         am_reply_error(req, 404,
-                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished>");
+                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|watch>");
         return;
     }
     if (!known_verb(verb)) {
-        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started or finished");
+        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started, finished or watch");
         return;
     }
     if (strcmp(verb, AM_API_LOG) == 0) {
@@ -515,6 +520,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         register_task(am, req, t, body, now);
         return;
     }
+    if (strcmp(verb, AM_API_WATCH) == 0) {
+        json_decref(body);
+        am_watch_add(am, req, t);
+        return;
+    }
     json_t *answer = json_pack("{s:s}", AM_API_STATUS, AM_API_OK);
     if (strcmp(verb, AM_API_HEARTBEAT) == 0) {
         json_t *tb = json_object_get(body, AM_API_TENSORBOARD_UP);
@@ -569,6 +579,7 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
             json_decref(answer);
             answer = next_json(am, t, am->fsm.job.attempt + 1);
         }
+        am_watch_release(am); /* its own watch ends with it */
         am_kick(am);
     } else {
         json_decref(body);

@@ -25,6 +25,7 @@
 #define AM_API_FINISHED "finished"   /* POST: it ended (the result is still the container's exit status) */
 #define AM_API_METRICS "metrics"     /* POST: one sample; GET: the task's series */
 #define AM_API_LOG "log"             /* GET ?stream=stdout|stderr&offset=N&attempt=A */
+#define AM_API_WATCH "watch"         /* POST, long poll: answered "stop" when the task must stop, else "wait" */
 
 /* Fields of what an executor POSTs. */
 #define AM_API_ATTEMPT "attempt"       /* every call: the attempt the executor belongs to */
@@ -56,7 +57,7 @@
 #define AM_API_OK "ok"
 #define AM_API_STALE "stale"   /* 409: the call names an attempt that is over */
 #define AM_API_ENDING "ending" /* 409, register: the attempt is ending, no new task joins */
-#define AM_API_STOP "stop"     /* 409, heartbeat: the attempt is ending, stop the task */
+#define AM_API_STOP "stop"     /* 409, heartbeat; 200, watch: the attempt is ending, stop the task */
 /* finished, register: the container is kept for an in-place restart; its
  * executor registers for the attempt named (a long poll, held until that
  * attempt starts) instead of exiting. Any other answer to finished: exit. */

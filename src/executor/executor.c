@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@
 #define REGISTER_TIMEOUT_MS 25000
 #define CALL_TIMEOUT_MS 5000
 #define STOP_GRACE_MS 2000
+/* The coordinator holds a watch up to 15 s (am/watch.h); a bit more. */
+#define WATCH_TIMEOUT_MS 20000
 /* Exit code when the command ran longer than the execution timeout, as
  * timeout(1) does. */
 #define EXIT_TIMED_OUT 124
@@ -260,6 +264,37 @@ static void kill_group(pid_t pgid, int sig) {
     else if (pgid > 0) kill(-pgid, sig);
 }
 
+/* The watch: a thread keeps a long poll open with the coordinator, which
+ * answers "stop" the moment the attempt ends, so that the process is
+ * stopped then, not at the next heartbeat (an in-place restart waits for
+ * it). Heartbeats still say the same, should the watch fail. */
+typedef struct watch {
+    const executor *x;
+    pthread_t thread;
+    atomic_bool stop; /* the coordinator said stop */
+    atomic_bool quit; /* the process ended: poll no more */
+} watch;
+
+static void *watch_main(void *arg) {
+    watch *w = arg;
+    while (!atomic_load(&w->quit)) {
+        long status;
+        tony_error err;
+        json_t *ans = call(w->x, AM_API_WATCH, json_object(), WATCH_TIMEOUT_MS, &status, &err);
+        const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
+        bool stop = ans && (status == 409 || (st && strcmp(st, AM_API_STOP) == 0));
+        bool wait = ans && status == 200 && st && strcmp(st, AM_API_WAIT) == 0;
+        json_decref(ans);
+        if (stop) {
+            atomic_store(&w->stop, true);
+            break;
+        }
+        /* anything else (an old coordinator, a failed call): heartbeats do */
+        if (!wait) break;
+    }
+    return NULL;
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
     const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
@@ -306,6 +341,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     /* A first sample at once, so that even a short task has one. */
     tony_metrics_sampler_set_group(x->sampler, pid);
     send_metrics(x);
+    watch wt = {.x = x};
+    bool watching = pthread_create(&wt.thread, NULL, watch_main, &wt) == 0;
+    if (!watching) tony_warn("cannot start the watch thread; the coordinator's stop comes with heartbeats only");
 
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
     int failed_hb = 0, wait_status = 0, code = -1;
@@ -314,6 +352,11 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         pid_t w = waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) break;
         long long now = now_ms();
+        if (watching && atomic_load(&wt.stop) && !stop_at) {
+            tony_warn("the coordinator says this attempt is ending; stopping");
+            kill_group(pid, SIGTERM);
+            stop_at = now + STOP_GRACE_MS;
+        }
         if (stop_signal && !stop_at) {
             tony_info("signal %d: stopping the user's process group", (int)stop_signal);
             kill_group(pid, SIGTERM);
@@ -366,6 +409,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_info("user process exited with code %d", code);
     ans = call(x, AM_API_FINISHED, json_pack("{s:i,s:b}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out), CALL_TIMEOUT_MS,
                &status, &herr);
+    /* The coordinator answers the watch once it has the result (one that
+     * is gone refuses it at once; one that hangs lets it time out). */
+    atomic_store(&wt.quit, true);
+    if (watching) pthread_join(wt.thread, NULL);
     /* "next": the container is kept for an in-place restart; else exit */
     const char *st = ans && status == 200 ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
     if (st && strcmp(st, AM_API_NEXT) == 0 && !stop_signal && take_next(x, ans))
