@@ -27,10 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
 from report import replace_section
+from yarn_launch import check_cluster
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -45,21 +45,9 @@ def die(msg):
 
 
 def cluster_conf(htc):
-    """The test cluster's HADOOP_CONF_DIR, once its ResourceManager answers."""
-    envf = htc / "cluster.env"
-    if not envf.is_file():
-        die(f"no test cluster at {htc} ({envf} missing): start one with "
-            f"`scripts/hadoop-test-cluster start {htc}`, set TONY_HTC_DIR, or pass --no-yarn")
-    env = dict(line[len("export "):].split("=", 1) for line in envf.read_text().splitlines()
-               if line.startswith("export ") and "=" in line)
-    url = env.get("TONY_HTC_RM_WEBAPP", "").strip("'") + "/ws/v1/cluster/info"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            if b'"STARTED"' not in r.read():
-                die(f"the ResourceManager at {url} is not in state STARTED")
-    except OSError as e:
-        die(f"the test cluster does not answer at {url} ({e}): is it running? "
-            f"(`scripts/hadoop-test-cluster status {htc}`)")
+    """The test cluster's HADOOP_CONF_DIR, once its ResourceManager answers
+    (or exit naming how to start it)."""
+    check_cluster(htc)
     return htc / "conf"
 
 
