@@ -128,6 +128,7 @@ def main():
         ip, ra = statistics.median(results[(b, "in-place")]), statistics.median(results[(b, "reallocate")])
         name = "YARN test cluster" if b == "yarn" else "local"
         lines.append(f"| {name} | {ip:.3f} s | {ra:.3f} s | {ip / ra:.2f} |")
+    lines += ["", "In place the executors stop their processes when the coordinator answers their watch and start the next attempt's in the same containers; reallocating, every container is stopped and asked for again (on YARN: the ResourceManager's allocation, the NodeManager's launch and localization, the executor's start). On the local backend a container is a process, as cheap to start again as to keep."]
     lines += ["", "Every run:", "",
               "| run | " + " | ".join(f"{b} {m}" for b in backends for m in MODES) + " |",
               "| --- |" + " ---: |" * (len(backends) * len(MODES))]
