@@ -192,9 +192,11 @@ void am_api_release_waiters(tony_am *am) {
         am_waiter *w = &ws[i];
         if (!w->early) {
             answer_waiter(am, w);
-        } else if (am->fsm.state == AM_JOB_DONE || (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
+        } else if (am->fsm.state == AM_JOB_DONE ||
+                   (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
             /* no next attempt for it: the kept executor exits */
-            am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "the job is over"));
+            am_reply_json(w->req, 409,
+                          json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
             json_decref(w->early);
         } else {
             am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);

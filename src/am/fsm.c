@@ -201,24 +201,21 @@ bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
     return am_fsm_may_keep(f, t);
 }
 
-/* In-place: what the decided attempt still waits for before the next one
- * starts. A kept task's executor stops its process when its heartbeat is
- * answered and reports; one that has not within in_place_stop_ms has its
- * container stopped (and asked for anew). An executor waiting at the
- * barrier never started its process: it is done at once. */
-static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
-    if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
-    if (am_task_done(t)) return;
+/* Leaves the task's executor in_place_stop_ms to do what it was told (stop
+ * its process, or exit) before its container is stopped. */
+static void stop_later(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
     if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
     else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
 }
 
-/* In-place mode, no next attempt: an executor that reported its process's
- * end exits by itself (its registration for a next attempt is refused);
- * its container is stopped only if it has not ended in the same time. */
-static void await_exit(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
-    if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
-    else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
+/* In-place: what the decided attempt still waits for before the next one
+ * starts. A kept task's executor stops its process when its watch (or its
+ * heartbeat) is answered and reports; one that has not in time has its
+ * container stopped (and asked for anew). An executor waiting at the
+ * barrier never started its process: it is done at once. */
+static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
+    if (!am_task_done(t)) stop_later(f, t, now_ms, out);
 }
 
 /* Every task of the decided attempt ended or lost its container, and no
@@ -264,7 +261,8 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         am_task *t = &j->tasks[i];
         if (!am_task_live(t) || t->stop_tries > 0) continue;
         if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
-        else if (f->in_place && am_task_done(t) && t->result_reported) await_exit(f, t, now_ms, out);
+        /* no next attempt: an executor that reported exits by itself */
+        else if (f->in_place && am_task_done(t) && t->result_reported) stop_later(f, t, now_ms, out);
         else stop_task(t, now_ms, out);
     }
     if (in_place ? !attempt_settled(j) : !containers_gone(j)) return;
@@ -355,7 +353,8 @@ static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagn
     t->exit_status = exit_status;
     t->finished_ms = now_ms;
     if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
-    else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0 || t->stop_asked_ms) t->state = AM_TASK_FINISHED;
+    else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || t->stop_tries > 0 || t->stop_asked_ms)
+        t->state = AM_TASK_FINISHED;
     else t->state = AM_TASK_FAILED;
     if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
         task_failed(&f->job, t, exit_status, diagnostics, t->host != NULL);

@@ -55,7 +55,7 @@ typedef struct am_task {
      * outlives the attempt it was asked for in, and the backend knows it by
      * that attempt's number. */
     int container_attempt; /* the attempt its container was asked for in */
-    long long stop_asked_ms; /* its executor was told (heartbeat) to stop its process in place; 0: not */
+    long long stop_asked_ms; /* in place: since when its executor has been told to stop its process (or exit); 0: not */
     bool lost;            /* declared dead for missed heartbeats: its executor no longer answers */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     size_t nruns;
