@@ -498,12 +498,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_reply_error(req, 400, "\"attempt\" (integer) is required");
         return;
     }
-    if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1 &&
-        am->fsm.in_place && am->fsm.state != AM_JOB_DONE) {
+    if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1) {
         /* A kept container's executor, early for the next attempt: held
          * until it starts (am_api_admit_early) or the job ends; refused at
-         * once when the attempt ended with no next one for it. */
-        if (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, t)) {
+         * once when there is no next attempt for it. */
+        if (!am_fsm_keeps_container(&am->fsm, t)) {
             json_decref(body);
             am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR,
                                               "no next attempt for this container"));
