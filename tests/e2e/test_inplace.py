@@ -112,3 +112,18 @@ def test_restart_mode_refuses_a_bad_value(tony):
                     "--conf", "tony.application.restart-mode=sometimes")
     assert r.rc == 2, r
     assert "tony.application.restart-mode must be in-place or reallocate" in r.text
+
+
+def test_watch_stops_the_survivors_at_once(tony, tmp_path):
+    """The survivors of a crash hear of it through their watch, not their
+    next heartbeat: with heartbeats 10 s apart the next attempt still runs
+    within a moment of the crash (bench/restart.py measures it)."""
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    cmd = (f'if [ "$SESSION_ID" != 0 ]; then date +%s.%N > {stamps}/start-$TASK_INDEX; exit 0; fi; '
+           f'if [ "$TASK_INDEX" = 1 ]; then sleep 1; date +%s.%N > {stamps}/crash; exit 1; fi; exec sleep 60')
+    r = tony.submit("--executes", cmd, "--conf", "tony.worker.instances=3", "--conf", "tony.am.retry-count=1",
+                    "--conf", "tony.task.heartbeat-interval-ms=10000", *SMALL)
+    assert r.rc == 0, r
+    took = max(float((stamps / f"start-{i}").read_text()) for i in range(3)) - float((stamps / "crash").read_text())
+    assert took < 3, f"crash -> every task of attempt 1 running took {took:.2f} s"
