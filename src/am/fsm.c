@@ -186,7 +186,9 @@ static bool restart_due(const am_fsm *f) {
 static long long in_place_stop_ms(const tony_plan *p) { return p->heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS; }
 
 bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
-    (void)f;
+    /* A training-stage task starts only once the prepare stage is done:
+     * its container is asked for anew then, not kept waiting. */
+    if (f->job.plan->has_stages && t->role->stage != TONY_STAGE_PREPARE) return false;
     /* Only a container whose executor registered and still answers can
      * start the next attempt's process. (Bad-node exclusion adds its
      * veto here: a container on an excluded node is not kept.) */
@@ -218,12 +220,13 @@ static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *o
     if (!am_task_done(t)) stop_later(f, t, now_ms, out);
 }
 
-/* Every task of the decided attempt ended or lost its container, and no
- * container being stopped is still there. */
-static bool attempt_settled(const am_job *j) {
+/* Every task of the decided attempt ended, in a container that is kept,
+ * or lost its container; no other container is still there. */
+static bool attempt_settled(const am_fsm *f) {
+    const am_job *j = &f->job;
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        if (am_task_live(t) && (!am_task_done(t) || t->stop_tries > 0)) return false;
+        if (am_task_live(t) && (!am_task_done(t) || !am_fsm_may_keep(f, t))) return false;
     }
     return true;
 }
@@ -265,7 +268,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         else if (f->in_place && am_task_done(t) && t->result_reported) stop_later(f, t, now_ms, out);
         else stop_task(t, now_ms, out);
     }
-    if (in_place ? !attempt_settled(j) : !containers_gone(j)) return;
+    if (in_place ? !attempt_settled(f) : !containers_gone(j)) return;
     if (restart_due(f)) {
         f->retries_left--;
         f->restarting = true;

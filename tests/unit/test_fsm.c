@@ -857,6 +857,25 @@ static void test_reallocate_and_no_retry_keep_nothing(void **state) {
     assert_true(stops(f, "worker", 0)); /* no next attempt: stopped as before */
     destroy(f);
 
+    /* with stages, only the prepare stage's containers are kept: the
+     * training stage's are asked for once the prepare stage is done again */
+    const char *stages[] = {"tony.prep.instances=1", "tony.worker.instances=1", "tony.am.retry-count=1",
+                            "tony.application.prepare-stage=prep", NULL};
+    f = make(stages);
+    begin(f, 0);
+    exit_task(f, "prep", 0, 0);
+    start_all(f, 10);
+    report(f, "worker", 0, 1, 20);
+    assert_true(f->job->attempt_over);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 0)));
+    assert_int_equal(count(f, AM_ACT_STOP), 0); /* told to exit, its executor ends its container */
+    exit_task(f, "worker", 0, 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 30, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1); /* prep: its container ended; the worker waits for it */
+    assert_int_equal(task(f, "worker", 0)->state, AM_TASK_NEW);
+    destroy(f);
+
     const char *bad[] = {"tony.worker.instances=1", "tony.application.restart-mode=sometimes", NULL};
     tony_conf *c = tony_conf_new();
     tony_conf_load_defaults(c);
