@@ -98,7 +98,10 @@ static void attempt_started(tony_am *am) {
     int attempt = am->fsm.job.attempt;
     am_record_attempt(am);
     if (am->rendezvous) am_rendezvous_reset(am->rendezvous);
-    tony_info("attempt %d: asking for %zu container(s)", attempt, am->fsm.job.ntasks);
+    size_t kept = 0;
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) kept += am->fsm.job.tasks[i].container_attempt < attempt;
+    if (kept) tony_info("attempt %d: keeping %zu container(s) in place, asking for %zu", attempt, kept, am->fsm.job.ntasks - kept);
+    else tony_info("attempt %d: asking for %zu container(s)", attempt, am->fsm.job.ntasks);
     char *dir = tony_sprintf("%s/attempts/%d", am->job_dir, attempt);
     tony_error err;
     if (tony_mkdir_p(dir, 0700, &err)) tony_warn("%s", err.msg);
@@ -143,7 +146,8 @@ static void stop_task(tony_am *am, const am_action *a) {
     if (a->try_no > 1)
         tony_warn("%s:%d has not stopped yet: asking again (try %d of %d)", a->task->role->name, a->task->index,
                   a->try_no, AM_FSM_STOP_TRIES);
-    am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, am->fsm.job.attempt);
+    /* a container kept from an earlier attempt is known by that one's number */
+    am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, a->task->container_attempt);
 }
 
 /* A node a task's end marked bad: kept off from now on, or, past the cap,
@@ -170,6 +174,8 @@ static void restart(tony_am *am) {
               j->attempt_diagnostics ? j->attempt_diagnostics : "", am->fsm.retries_left);
     am_fsm_next_attempt(&am->fsm, am_now_ms(), &am->pending);
     attempt_started(am);
+    /* kept containers' executors already asked to join this attempt */
+    am_api_admit_early(am);
 }
 
 static void finished(tony_am *am) {
@@ -239,8 +245,9 @@ static void read_last_words(tony_am *am, am_task *t) {
 /* A container's end, given to the state machine (at exit_ms, when it was
  * told: a failed task's exit may wait for its last words, lastfetch.h). */
 static void deliver_exit(tony_am *am, am_task *t, int exit_status, const char *diagnostics, long long exit_ms) {
+    bool reported = am_task_done(t); /* in place: its executor told the task's end already (recorded then) */
     am_fsm_exited(&am->fsm, t, exit_status, diagnostics, exit_ms, &am->pending);
-    am_record_task_exit(am, t);
+    if (!reported) am_record_task_exit(am, t);
     am->status_dirty = true;
     carry_out(am);
 }
@@ -256,9 +263,9 @@ static void on_last_words(tony_am *am, const char *role, int index, int attempt,
 static void on_container_exit(void *ctx, const char *role, int index, int attempt, int exit_status,
                               const char *diagnostics, const char *node) {
     tony_am *am = ctx;
-    if (attempt != am->fsm.job.attempt) return; /* a container of an earlier attempt */
     am_task *t = am_job_task(&am->fsm.job, role, index);
-    if (!t || t->exited) return;
+    /* a container of an earlier attempt that was not kept into this one */
+    if (!t || t->exited || t->state == AM_TASK_NEW || t->container_attempt != attempt) return;
     char meaning[160];
     tony_info("%s:%d ended: %s", role, index, tony_exit_status_meaning(exit_status, meaning, sizeof meaning));
     long long now = am_now_ms();
@@ -268,7 +275,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     /* A failure its executor did not report: its last words from its log,
      * through the backend where it reads log links (the exit then waits
      * for them), else from the file. */
-    if (exit_status != 0 && t->stop_tries == 0 && !t->stderr_tail && !t->error_report) {
+    if (exit_status != 0 && t->stop_tries == 0 && !am_task_done(t) && !t->stderr_tail && !t->error_report) {
         if (am_lastfetch_start(am, t, exit_status, diagnostics, now, on_last_words)) return;
         read_last_words(am, t);
     }
@@ -460,7 +467,7 @@ static void am_teardown(tony_am *am) {
         am->backend->ops->shutdown(am->backend);
         am->backend->ops->free(am->backend);
     }
-    free(am->waiters);
+    am_api_free_waiters(am);
     am_rendezvous_free(am->rendezvous);
     tony_http_server_free(am->http);
     tony_host_check_free(&am->hosts);

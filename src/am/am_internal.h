@@ -35,7 +35,14 @@ typedef struct am_waiter {
     struct evhttp_request *req;
     am_task *task;
     long long deadline_ms;
+    /* In-place restarts: the registration of a kept container's executor
+     * for the next attempt, held until that attempt starts; NULL for a
+     * poll at the barrier of this one. */
+    json_t *early;
 } am_waiter;
+
+/* An executor's held watch (watch.c). */
+typedef struct am_watch am_watch;
 
 /* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
@@ -69,6 +76,8 @@ typedef struct tony_am {
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
     am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
+    am_watch *watches;    /* executors' watches, answered "stop" when due (watch.c) */
+    size_t nwatches;
     struct event *tick;
     struct event *exit_timer;
     struct event *sigterm, *sigint;

@@ -18,7 +18,9 @@
 #include "am/record.h"
 #include "am/reply.h"
 #include "am/stacks.h"
+#include "am/taskenv.h"
 #include "am/view.h"
+#include "am/watch.h"
 #include "common/webui.h"
 #include "common/amapi.h"
 #include "common/fs.h"
@@ -94,6 +96,9 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
     json_t *spec = cluster_spec(am);
     tony_env env = {0};
     tony_env_merge(&env, &am->plan.shell_env);
+    /* the container's env names the attempt it was asked for in; a kept
+     * one runs this attempt's process */
+    am_task_attempt_env(am, &env);
     tony_runtime_task rt = {&am->plan, t->role->name, t->index, am->plan.gang ? spec : NULL, NULL, 0};
     if (am->rendezvous) {
         rt.rendezvous_host = am->host;
@@ -121,8 +126,26 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
                      am->plan.log_policies ? am->plan.log_policies : "");
 }
 
+/* "next": the executor's container is kept; it registers for attempt
+ * `next`. Where the job dir holds the tasks' logs per attempt (the local
+ * backend), that attempt's output goes to its own dir there; in a
+ * cluster's container it goes on in the container's files. */
+static json_t *next_json(const tony_am *am, const am_task *t, int next) {
+    json_t *o = json_pack("{s:s,s:i}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, next);
+    if (!am->on_cluster) {
+        char *dir = tony_jobdir_task_dir(am->job_dir, next, t->role->name, t->index);
+        json_object_set_new(o, AM_API_NEXT_LOG_DIR, json_string(dir));
+        free(dir);
+    }
+    return o;
+}
+
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
+    if (am->fsm.job.attempt_over && am_fsm_keeps_container(&am->fsm, w->task)) {
+        am_reply_json(w->req, 200, next_json(am, w->task, am->fsm.job.attempt + 1));
+        return;
+    }
     if (am->fsm.job.attempt_over || am->fsm.state == AM_JOB_DONE) {
         am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "the attempt is ending"));
         return;
@@ -139,42 +162,103 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
     am_reply_json(w->req, 200, go);
 }
 
-void am_api_release_waiters(tony_am *am) {
-    /* Detach the list first: answering may add waiters back (none today). */
-    am_waiter *ws = am->waiters;
-    size_t n = am->nwaiters;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
-    if (n && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n);
-    for (size_t i = 0; i < n; i++) answer_waiter(am, &ws[i]);
-    free(ws);
-}
-
-void am_api_expire_waiters(tony_am *am, long long now_ms) {
-    for (size_t i = 0; i < am->nwaiters;) {
-        if (am->waiters[i].deadline_ms > now_ms) {
-            i++;
-            continue;
-        }
-        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        am->waiters[i] = am->waiters[--am->nwaiters];
-    }
-}
-
-static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t) {
+static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json_t *early) {
     /* One outstanding poll per task: a retried poll replaces the old one. */
     for (size_t i = 0; i < am->nwaiters; i++) {
-        if (am->waiters[i].task != t) continue;
-        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        am->waiters[i].req = req;
-        am->waiters[i].deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
+        am_waiter *w = &am->waiters[i];
+        if (w->task != t || (w->early != NULL) != (early != NULL)) continue;
+        am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        json_decref(w->early);
+        w->req = req;
+        w->early = early;
+        w->deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
         return;
     }
     if (am->nwaiters == am->capwaiters) {
         am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
         am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
     }
-    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS};
+    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS, early};
+}
+
+void am_api_release_waiters(tony_am *am) {
+    /* Detach the list first: answering may add waiters back. */
+    am_waiter *ws = am->waiters;
+    size_t n = am->nwaiters;
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
+    size_t early = 0;
+    for (size_t i = 0; i < n; i++) early += ws[i].early != NULL;
+    if (n > early && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n - early);
+    /* an attempt that ends stops its running tasks through their watches */
+    am_watch_release(am);
+    for (size_t i = 0; i < n; i++) {
+        am_waiter *w = &ws[i];
+        if (!w->early) {
+            answer_waiter(am, w);
+        } else if (am->fsm.state == AM_JOB_DONE ||
+                   (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
+            /* no next attempt for it: the kept executor exits */
+            am_reply_json(w->req, 409,
+                          json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
+            json_decref(w->early);
+        } else {
+            am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);
+            am->waiters[am->nwaiters++] = *w;
+            am->capwaiters = am->nwaiters;
+        }
+    }
+    free(ws);
+}
+
+void am_api_expire_waiters(tony_am *am, long long now_ms) {
+    am_watch_expire(am, now_ms);
+    for (size_t i = 0; i < am->nwaiters;) {
+        if (am->waiters[i].deadline_ms > now_ms) {
+            i++;
+            continue;
+        }
+        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        json_decref(am->waiters[i].early);
+        am->waiters[i] = am->waiters[--am->nwaiters];
+    }
+}
+
+static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now);
+
+void am_api_admit_early(tony_am *am) {
+    am_waiter *ws = am->waiters;
+    size_t n = am->nwaiters;
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
+    for (size_t i = 0; i < n; i++) {
+        am_waiter *w = &ws[i];
+        if (!w->early) {
+            add_waiter(am, w->req, w->task, NULL);
+            continue;
+        }
+        /* Only the container the task kept: one that was stopped meanwhile
+         * (and is asked for anew) has no place in this attempt. */
+        const am_task *t = w->task;
+        json_t *ca = json_object_get(w->early, AM_API_CONTAINER_ATTEMPT);
+        if (t->state == AM_TASK_REQUESTED && !t->host && json_is_integer(ca) &&
+            json_integer_value(ca) == t->container_attempt) {
+            register_task(am, w->req, w->task, w->early, am_now_ms());
+        } else {
+            am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR,
+                                                 "this container is not kept for the next attempt"));
+            json_decref(w->early);
+        }
+    }
+    free(ws);
+}
+
+void am_api_free_waiters(tony_am *am) {
+    am_watch_free(am);
+    for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
+    free(am->waiters);
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
 }
 
 static json_t *read_body(struct evhttp_request *req) {
@@ -306,10 +390,57 @@ static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answe
     tony_buf_free(&creds);
 }
 
+/* POST register: host:port (and more) of a task's executor, held until the
+ * state machine releases the gang. Takes body. */
+static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
+    const char *role = t->role->name;
+    int index = t->index;
+    const char *host = json_string_value(json_object_get(body, AM_API_HOST));
+    json_int_t port = json_integer_value(json_object_get(body, AM_API_PORT));
+    json_t *tb = json_object_get(body, AM_API_TB_PORT);
+    json_int_t tb_port = json_integer_value(tb);
+    if (!host || !*host || port <= 0 || port > 65535 || (tb && (!json_is_integer(tb) || tb_port <= 0 || tb_port > 65535))) {
+        json_decref(body);
+        am_reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
+        return;
+    }
+    const char *log_url = json_string_value(json_object_get(body, AM_API_LOG_URL));
+    /* Kept only when the backend can read the log from it. */
+    tony_error lerr;
+    if (log_url && !t->host && am_backend_reads_log_url(am, log_url, &lerr) != 0) {
+        tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
+        log_url = NULL;
+    }
+    am_registration r = {.host = host,
+                         .port = (int)port,
+                         .tb_port = (int)tb_port,
+                         .log_dir = json_string_value(json_object_get(body, AM_API_LOG_DIR)),
+                         .container = json_string_value(json_object_get(body, AM_API_CONTAINER)),
+                         .log_url = log_url};
+    am_reg_result res = am_fsm_registered(&am->fsm, t, &r, now, &am->pending);
+    json_decref(body);
+    if (res == AM_REG_ENDING && am->fsm.job.attempt_over && am_fsm_keeps_container(&am->fsm, t)) {
+        am_reply_json(req, 200, next_json(am, t, am->fsm.job.attempt + 1));
+        return;
+    }
+    if (res == AM_REG_ENDING) {
+        am_reply_json(req, 409, json_pack("{s:s}", AM_API_STATUS, AM_API_ENDING));
+        return;
+    }
+    if (res == AM_REG_NEW) {
+        am->status_dirty = true;
+        tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, t->host, t->port,
+                  am_job_count_registered(&am->fsm.job), am_job_count_requested(&am->fsm.job));
+        am_record_task_registered(am, t);
+    }
+    /* answered when the state machine releases the gang */
+    add_waiter(am, req, t, NULL);
+    am_kick(am);
+}
+
 static bool known_verb(const char *verb) {
-    static const char *const verbs[] = {AM_API_LOG,       AM_API_METRICS, AM_API_REGISTER,
-                                        AM_API_HEARTBEAT, AM_API_STARTED, AM_API_FINISHED,
-                                        AM_API_STACKS};
+    static const char *const verbs[] = {AM_API_LOG,     AM_API_METRICS,  AM_API_REGISTER, AM_API_HEARTBEAT,
+                                        AM_API_STARTED, AM_API_FINISHED, AM_API_WATCH,    AM_API_STACKS};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (strcmp(verb, verbs[i]) == 0) return true;
     return false;
@@ -338,11 +469,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     int index, consumed = 0;
     if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
         am_reply_error(req, 404,
-                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|stacks>");
+                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|watch|stacks>");
         return;
     }
     if (!known_verb(verb)) {
-        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started, finished or stacks");
+        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started, finished, watch or stacks");
         return;
     }
     if (strcmp(verb, AM_API_LOG) == 0) {
@@ -392,6 +523,19 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_reply_error(req, 400, "\"attempt\" (integer) is required");
         return;
     }
+    if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1) {
+        /* A kept container's executor, early for the next attempt: held
+         * until it starts (am_api_admit_early) or the job ends; refused at
+         * once when there is no next attempt for it. */
+        if (!am_fsm_keeps_container(&am->fsm, t)) {
+            json_decref(body);
+            am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR,
+                                              "no next attempt for this container"));
+            return;
+        }
+        add_waiter(am, req, t, body);
+        return;
+    }
     if (json_integer_value(attempt_j) != am->fsm.job.attempt || (am->fsm.state == AM_JOB_DONE)) {
         json_decref(body);
         am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STALE, AM_API_ERROR, "this attempt is over"));
@@ -399,43 +543,12 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     }
     long long now = am_now_ms();
     if (strcmp(verb, AM_API_REGISTER) == 0) {
-        const char *host = json_string_value(json_object_get(body, AM_API_HOST));
-        json_int_t port = json_integer_value(json_object_get(body, AM_API_PORT));
-        json_t *tb = json_object_get(body, AM_API_TB_PORT);
-        json_int_t tb_port = json_integer_value(tb);
-        if (!host || !*host || port <= 0 || port > 65535 || (tb && (!json_is_integer(tb) || tb_port <= 0 || tb_port > 65535))) {
-            json_decref(body);
-            am_reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
-            return;
-        }
-        const char *log_url = json_string_value(json_object_get(body, AM_API_LOG_URL));
-        /* Kept only when the backend can read the log from it. */
-        tony_error lerr;
-        if (log_url && !t->host && am_backend_reads_log_url(am, log_url, &lerr) != 0) {
-            tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
-            log_url = NULL;
-        }
-        am_registration r = {.host = host,
-                             .port = (int)port,
-                             .tb_port = (int)tb_port,
-                             .log_dir = json_string_value(json_object_get(body, AM_API_LOG_DIR)),
-                             .container = json_string_value(json_object_get(body, AM_API_CONTAINER)),
-                             .log_url = log_url};
-        am_reg_result res = am_fsm_registered(&am->fsm, t, &r, now, &am->pending);
+        register_task(am, req, t, body, now);
+        return;
+    }
+    if (strcmp(verb, AM_API_WATCH) == 0) {
         json_decref(body);
-        if (res == AM_REG_ENDING) {
-            am_reply_json(req, 409, json_pack("{s:s}", AM_API_STATUS, AM_API_ENDING));
-            return;
-        }
-        if (res == AM_REG_NEW) {
-            am->status_dirty = true;
-            tony_info("registered %s:%d at %s:%d (%d of %d)", role, index, t->host, t->port,
-                      am_job_count_registered(&am->fsm.job), am_job_count_requested(&am->fsm.job));
-            am_record_task_registered(am, t);
-        }
-        /* answered when the state machine releases the gang */
-        add_waiter(am, req, t);
-        am_kick(am);
+        am_watch_add(am, req, t);
         return;
     }
     json_t *answer = json_pack("{s:s}", AM_API_STATUS, AM_API_OK);
@@ -486,12 +599,27 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
          * it (live readers ask /v1/job); the final one carries the totals. */
         am_fsm_alive(&am->fsm, t, now);
     } else if (strcmp(verb, AM_API_FINISHED) == 0) {
-        /* Only stops heartbeat monitoring: the result is the container's
-         * exit status, as in TonY. */
+        /* Reallocating, this only stops heartbeat monitoring (the result is
+         * the container's exit status, as in TonY); in place it is the
+         * task's end, and the answer says whether its executor stays. */
+        json_t *code = json_object_get(body, AM_API_EXIT_CODE);
+        bool was_done = am_task_done(t);
+        /* its last words (root cause, cause.h) and log policy matches come first */
         am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
                            json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
-        am_fsm_result_reported(&am->fsm, t, json_is_true(json_object_get(body, AM_API_TIMED_OUT)));
         log_matched(am, t, json_object_get(body, AM_API_LOG_MATCHES));
+        am_fsm_result_reported(&am->fsm, t, json_is_integer(code) ? (int)json_integer_value(code) : 1,
+                               json_is_true(json_object_get(body, AM_API_TIMED_OUT)), now, &am->pending);
+        if (!was_done && am_task_done(t)) {
+            am->status_dirty = true;
+            am_record_task_exit(am, t);
+        }
+        if (am_fsm_keeps_container(&am->fsm, t)) {
+            json_decref(answer);
+            answer = next_json(am, t, am->fsm.job.attempt + 1);
+        }
+        am_watch_release(am); /* its own watch ends with it */
+        am_kick(am);
     } else {
         json_decref(body);
         json_decref(answer);

@@ -18,5 +18,10 @@ void am_api_handle(struct evhttp_request *req, void *arg);
 void am_api_release_waiters(tony_am *am);
 /* Answers "wait" to the polls held longer than AM_REGISTER_POLL_MS. */
 void am_api_expire_waiters(tony_am *am, long long now_ms);
+/* In-place restarts: the next attempt has started; the registrations held
+ * for it (kept containers' executors) are taken now. */
+void am_api_admit_early(tony_am *am);
+/* Drops every held poll unanswered (the coordinator is going away). */
+void am_api_free_waiters(tony_am *am);
 
 #endif

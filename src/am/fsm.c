@@ -53,6 +53,7 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     f->job.barrier_poll_ms = barrier_poll_ms;
     f->retries_left = plan->retry_count;
     am_exclusion_init(&f->exclusion, plan->max_excluded_nodes);
+    f->in_place = plan->restart_in_place;
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
 }
@@ -66,11 +67,21 @@ void am_fsm_free(am_fsm *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* Whether the task's container, still there, is kept for the next attempt
+ * (in-place restarts): its executor stopped its process itself and waits. */
+static bool kept_for_next(const am_fsm *f, const am_task *t) {
+    return f->in_place && am_task_live(t) && t->stop_tries == 0 && am_task_done(t) && am_fsm_may_keep(f, t);
+}
+
 /* Forgets the last attempt's tasks and starts attempt number `attempt`;
- * each task that got a container keeps a line on it in its runs. */
-static void reset_attempt(am_job *j, int attempt) {
+ * each task that got a container keeps a line on it in its runs. A kept
+ * container's task starts as asked for, its executor registering anew. */
+static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
+    am_job *j = &f->job;
     for (size_t k = 0; k < j->ntasks; k++) {
         am_task *t = &j->tasks[k];
+        bool keep = kept_for_next(f, t);
+        int container_attempt = t->container_attempt;
         am_task_run *runs = t->runs;
         size_t nruns = t->nruns;
         if (t->state != AM_TASK_NEW) {
@@ -87,6 +98,11 @@ static void reset_attempt(am_job *j, int attempt) {
         t->role = role;
         t->index = index;
         t->exit_status = TONY_EXIT_INVALID;
+        if (keep) {
+            t->state = AM_TASK_REQUESTED;
+            t->requested_ms = now_ms;
+            t->container_attempt = container_attempt;
+        }
     }
     j->attempt = attempt;
     j->first_failed = NULL;
@@ -223,6 +239,76 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     after_failure(f, now_ms, out); /* no wait at all: at once */
 }
 
+/* The decided attempt failed and another one follows (the restart policy
+ * says so, policy.h; or its backoff is being waited out), so that healthy
+ * containers may be kept for it (in place). after_failure makes the same
+ * decision, once every container of the attempt is settled. */
+static bool restart_due(const am_fsm *f) {
+    const am_job *j = &f->job;
+    if (!j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out) return false;
+    if (f->state == AM_JOB_BACKOFF) return true;
+    am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
+                     .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+    char *why = NULL;
+    bool retry = am_policy_should_retry(j->plan, &fl, f->retries_left, &why);
+    free(why);
+    return retry;
+}
+
+/* How long an executor told to stop its process in place has before its
+ * container is stopped instead: until its next heartbeat, its stop's grace
+ * (SIGTERM, then SIGKILL of the group) and its report. */
+static long long in_place_stop_ms(const tony_plan *p) { return p->heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS; }
+
+bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
+    /* A training-stage task starts only once the prepare stage is done:
+     * its container is asked for anew then, not kept waiting. */
+    if (f->job.plan->has_stages && t->role->stage != TONY_STAGE_PREPARE) return false;
+    /* A container on a node excluded meanwhile (exclusion.h) is not kept,
+     * where its node is known. */
+    if (t->node && am_exclusion_has(&f->exclusion, t->node)) return false;
+    /* Only a container whose executor registered and still answers can
+     * start the next attempt's process. */
+    return t->host != NULL && !t->lost && !t->exited && !t->stop_given_up && t->stop_tries == 0;
+}
+
+bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
+    if (!f->in_place || f->state == AM_JOB_DONE) return false;
+    /* once the restart is decided its retry is spent already */
+    if (!f->restarting && (f->killed || f->timed_out || f->retries_left <= 0)) return false;
+    if (!f->restarting && f->job.attempt_over && !restart_due(f)) return false;
+    return am_fsm_may_keep(f, t);
+}
+
+/* Leaves the task's executor in_place_stop_ms to do what it was told (stop
+ * its process, or exit) before its container is stopped. */
+static void stop_later(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
+    else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
+}
+
+/* In-place: what the decided attempt still waits for before the next one
+ * starts. A kept task's executor stops its process when its watch (or its
+ * heartbeat) is answered and reports; one that has not in time has its
+ * container stopped (and asked for anew). An executor waiting at the
+ * barrier never started its process: it is done at once. */
+static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
+    if (!am_task_done(t)) stop_later(f, t, now_ms, out);
+}
+
+/* Every task of the decided attempt ended, in a container that is kept,
+ * or lost its container; no other container is still there. */
+static bool attempt_settled(const am_fsm *f) {
+    const am_job *j = &f->job;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        const am_task *t = &j->tasks[i];
+        if (am_task_live(t) && (!am_task_done(t) || !am_fsm_may_keep(f, t))) return false;
+    }
+    return true;
+}
+
 /* After every event: ask for what may start now, and once the attempt is
  * decided, stop what still runs; when every container has ended, restart
  * or finish. */
@@ -235,6 +321,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
             if (!am_job_should_request(j, t)) continue;
             t->state = AM_TASK_REQUESTED;
             t->requested_ms = now_ms;
+            t->container_attempt = j->attempt;
             emit(out, AM_ACT_REQUEST, t, 0, NULL);
         }
         if (am_job_tracked_done(j)) settle(j);
@@ -250,11 +337,16 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         f->state = AM_JOB_FINISHING;
         emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     }
+    bool in_place = f->in_place && restart_due(f);
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
-        if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+        if (!am_task_live(t) || t->stop_tries > 0) continue;
+        if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
+        /* no next attempt: an executor that reported exits by itself */
+        else if (f->in_place && am_task_done(t) && t->result_reported) stop_later(f, t, now_ms, out);
+        else stop_task(t, now_ms, out);
     }
-    if (!containers_gone(j)) return;
+    if (in_place ? !attempt_settled(f) : !containers_gone(j)) return;
     if (j->attempt_status == AM_FINAL_FAILED) {
         after_failure(f, now_ms, out);
         return;
@@ -273,7 +365,7 @@ void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     f->restarting = false;
     free(f->permanent);
     f->permanent = NULL;
-    reset_attempt(&f->job, f->job.attempt + 1);
+    reset_attempt(f, f->job.attempt + 1, now_ms);
     f->state = AM_JOB_REGISTERING;
     advance(f, now_ms, out);
 }
@@ -382,13 +474,47 @@ void am_fsm_alive(am_fsm *f, am_task *t, long long now_ms) {
     t->last_heartbeat_ms = now_ms;
 }
 
-void am_fsm_result_reported(am_fsm *f, am_task *t, bool timed_out) {
+static void task_failed(am_job *j, am_task *t, int exit_status, const char *diagnostics, bool registered);
+static void note_failure(am_job *j, am_task *t, long long when_ms);
+
+/* A task's end in this attempt, by what it ended with: a task the
+ * coordinator asked to stop (the backend, or its executor in place) was
+ * stopped, not failed. */
+/* A task ended with exit_status: its container did, or (in place) its
+ * executor reported its process's end. A task we asked to stop ended
+ * because of it, whether the backend stopped it or its executor did when
+ * told; not one whose end, told late (lastfetch.h), came before the stop.
+ * A failure is judged (its node, its log policies), noted for the root
+ * cause and applied with TonY's rules. */
+static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
+                       am_actions *out) {
+    t->exit_status = exit_status;
+    t->finished_ms = now_ms;
+    bool stopped = (t->stop_tries > 0 && now_ms >= t->stop_ms) || (t->stop_asked_ms && now_ms >= t->stop_asked_ms);
+    if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
+    else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
+    else t->state = AM_TASK_FAILED;
+    if (t->state != AM_TASK_FAILED) return;
+    char *policy_diag = judge_failure(f, t, exit_status, diagnostics, now_ms, out);
+    note_failure(&f->job, t, now_ms);
+    if (!f->job.attempt_over)
+        task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
+    free(policy_diag);
+}
+
+void am_fsm_result_reported(am_fsm *f, am_task *t, int exit_code, bool timed_out, long long now_ms, am_actions *out) {
     t->result_reported = true;
-    if (!timed_out) return;
-    free(t->diagnostics);
-    t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
-                                  "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
-                                  f->job.plan->execution_timeout_ms);
+    if (timed_out) {
+        free(t->diagnostics);
+        t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
+                                      "(tony.task.executor.execution-timeout-ms / tony.worker.timeout) and was killed.",
+                                      f->job.plan->execution_timeout_ms);
+    }
+    /* Reallocating, the container's exit status is the result, as in
+     * TonY; in place the container stays, so the executor's word is it. */
+    if (!f->in_place || t->exited || am_task_done(t) || f->state == AM_JOB_DONE) return;
+    task_ended(f, t, exit_code, t->diagnostics, now_ms, out);
+    advance(f, now_ms, out);
 }
 
 static const char *lockstep_hint(const tony_plan *p) {
@@ -437,11 +563,9 @@ static void task_failed(am_job *j, am_task *t, int exit_status, const char *diag
 
 void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,
                    am_actions *out) {
-    if (t->exited) return; /* only the first exit status counts */
+    if (t->exited || t->state == AM_TASK_NEW) return; /* only the first exit status counts */
     t->exited = true;
-    t->finished_ms = now_ms;
-    if (!am_task_done(t)) { /* else already decided (e.g. expired heartbeats) */
-        t->exit_status = exit_status;
+    if (!am_task_done(t)) { /* else already decided (e.g. expired heartbeats, or reported in place) */
         if (diagnostics) {
             /* keep what the executor already said (a timeout), then the container's word */
             char *d = t->diagnostics ? tony_sprintf("%s %s", t->diagnostics, diagnostics) : tony_strdup(diagnostics);
@@ -449,17 +573,10 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
             t->diagnostics = d;
         }
         /* A task we asked to stop ended because of it, whether the backend
-         * stopped it or its executor did when its heartbeat was answered;
-         * not one whose end, told late (lastfetch.h), came before the stop. */
-        bool stopped = t->stop_tries > 0 && now_ms >= t->stop_ms;
-        if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
-        else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
-        else t->state = AM_TASK_FAILED;
-        char *policy_diag = t->state == AM_TASK_FAILED ? judge_failure(f, t, exit_status, diagnostics, now_ms, out) : NULL;
-        if (t->state == AM_TASK_FAILED) note_failure(&f->job, t, now_ms);
-        if (t->state == AM_TASK_FAILED && !f->job.attempt_over)
-            task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
-        free(policy_diag);
+         * stopped it or its executor did when its heartbeat was answered. */
+        task_ended(f, t, exit_status, diagnostics, now_ms, out);
+    } else if (!t->finished_ms) {
+        t->finished_ms = now_ms;
     }
     advance(f, now_ms, out);
 }
@@ -530,6 +647,7 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
         note_failure(j, t, now_ms);
+        t->lost = true;
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",
                                       t->role->name, t->index, j->plan->max_missed_heartbeats,

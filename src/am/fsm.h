@@ -38,6 +38,10 @@ typedef enum {
 #define AM_FSM_STOP_RETRY_MS 1000
 /* The most of a task's last words (stderr tail, torch's error report) kept. */
 #define AM_FSM_OUTPUT_MAX 8192
+/* In-place restarts: an executor told to stop its process has a heartbeat
+ * interval plus this long to report it ended (its stop's grace is 2 s);
+ * then its container is stopped instead, and asked for anew. */
+#define AM_FSM_IN_PLACE_STOP_MS 5000
 
 typedef enum {
     AM_ACT_REQUEST,      /* task: ask the backend for its container (it is REQUESTED now) */
@@ -69,6 +73,7 @@ typedef struct am_fsm {
     am_job job; /* the task table of the current attempt */
     am_job_state state;
     int retries_left;        /* tony.am.retry-count, counted down per restart */
+    bool in_place;           /* tony.application.restart-mode in-place: restarts keep healthy containers */
     bool killed;             /* by the user: no restart */
     bool timed_out;          /* tony.application.timeout (or the single-node command's): no restart */
     long long started_ms;    /* the first event's clock, for tony.application.timeout */
@@ -142,10 +147,20 @@ typedef enum {
 am_hb_answer am_fsm_heartbeat(am_fsm *f, am_task *t, int tensorboard, long long now_ms, bool *tb_changed);
 /* A sign of life that is not a heartbeat (a metrics sample). */
 void am_fsm_alive(am_fsm *f, am_task *t, long long now_ms);
-/* The executor says its user process ended (the result is still the
- * container's exit status): heartbeats are no longer expected. timed_out:
- * it was killed for tony.task.executor.execution-timeout-ms. */
-void am_fsm_result_reported(am_fsm *f, am_task *t, bool timed_out);
+/* The executor says its user process ended with exit_code: heartbeats are
+ * no longer expected. Reallocating, the result is still the container's
+ * exit status (TonY's rule); in place, where the container outlives the
+ * process, exit_code is the task's end in this attempt. timed_out: it was
+ * killed for tony.task.executor.execution-timeout-ms. */
+void am_fsm_result_reported(am_fsm *f, am_task *t, int exit_code, bool timed_out, long long now_ms, am_actions *out);
+/* In-place restarts: whether t's executor, its process ended, waits to
+ * register for the next attempt (true) or exits, ending its container
+ * (false: reallocate mode, no retry left, the job decided, a container
+ * being stopped). */
+bool am_fsm_keeps_container(const am_fsm *f, const am_task *t);
+/* The hook of that decision about the container itself: registered, still
+ * there, not being stopped. Bad-node exclusion vetoes here. */
+bool am_fsm_may_keep(const am_fsm *f, const am_task *t);
 /* A container ended with exit_status (0, YARN's negative codes, or
  * 128+signal): TonY's rules (contract §3.5) plus ours decide what it means. */
 void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnostics, long long now_ms,

@@ -62,6 +62,12 @@ typedef struct am_task {
     long long idle_ms;      /* as last reported */
     long long idle_seen_ms; /* 0: no report yet (idle is counted from started_ms) */
     bool stacks_in;         /* its stacks arrived (written to the job dir) */
+    /* In-place restarts (tony.application.restart-mode): a container
+     * outlives the attempt it was asked for in, and the backend knows it by
+     * that attempt's number. */
+    int container_attempt; /* the attempt its container was asked for in */
+    long long stop_asked_ms; /* in place: since when its executor has been told to stop its process (or exit); 0: not */
+    bool lost;            /* declared dead for missed heartbeats: its executor no longer answers */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */
     char *node;           /* where its container ran, as the backend names it (NULL: not known) */

@@ -18,14 +18,19 @@ static void metrics_env(const tony_am *am, const am_task *t, tony_env *env) {
     if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, TASKENV_GPU_METRICS_SMI, smi && *smi ? smi : "nvidia-smi");
 }
 
+void am_task_attempt_env(const tony_am *am, tony_env *env) {
+    int attempt = am->fsm.job.attempt;
+    tony_env_setf(env, TASKENV_SESSION_ID, "%d", attempt);
+    if (attempt > 0) tony_env_setf(env, TASKENV_NUM_AM_RETRIES, "%d", attempt);
+    tony_env_setf(env, TASKENV_ATTEMPT, "%d", attempt);
+}
+
 void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     const tony_plan *p = &am->plan;
-    int attempt = am->fsm.job.attempt;
     tony_env_merge(env, &p->container_env);
     tony_env_set(env, TASKENV_JOB_ID, am->app_id);
     tony_env_set(env, TASKENV_APPID, am->app_id);
-    tony_env_setf(env, TASKENV_SESSION_ID, "%d", attempt);
-    if (attempt > 0) tony_env_setf(env, TASKENV_NUM_AM_RETRIES, "%d", attempt);
+    am_task_attempt_env(am, env);
     tony_env_set(env, TASKENV_ATTEMPT_NUMBER, "0");
     tony_env_set(env, TASKENV_AM_HOST, am->host);
     tony_env_setf(env, TASKENV_AM_PORT, "%d", am->port);
@@ -33,7 +38,6 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_set(env, TASKENV_AM_URL, am->url);
     tony_env_set(env, TASKENV_SECRET, am->secret);
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
-    tony_env_setf(env, TASKENV_ATTEMPT, "%d", attempt);
     tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, TASKENV_MAX_MISSED_HEARTBEATS, "%d", p->max_missed_heartbeats);
     metrics_env(am, t, env);

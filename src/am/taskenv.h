@@ -8,6 +8,10 @@
 
 /* The container env of t in the current attempt (its executor's). */
 void am_task_env(const tony_am *am, const am_task *t, tony_env *env);
+/* The variables that name the current attempt (SESSION_ID, NUM_AM_RETRIES,
+ * TONY_ATTEMPT): in the container env, and again in the "go" answer, since
+ * a container kept by an in-place restart was asked for in an earlier one. */
+void am_task_attempt_env(const tony_am *am, tony_env *env);
 /* The env of the single-node command, run in work_dir. */
 void am_single_node_env(const tony_am *am, const char *work_dir, tony_env *env);
 

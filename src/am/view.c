@@ -59,6 +59,9 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     }
     if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
     if (t->node) json_object_set_new(o, "node", json_string(t->node)); /* once its container ended */
+    /* the attempt its container was asked for in: earlier than "attempt"
+     * when an in-place restart kept it */
+    if (t->state != AM_TASK_NEW) json_object_set_new(o, "container_attempt", json_integer(t->container_attempt));
     if (t->exited || am_task_done(t)) {
         json_object_set_new(o, "exit_status", json_integer(t->exit_status));
         json_object_set_new(o, "exit_meaning",

@@ -26,6 +26,7 @@
 #define AM_API_METRICS "metrics"     /* POST: one sample; GET: the task's series */
 #define AM_API_LOG "log"             /* GET ?stream=stdout|stderr&offset=N&attempt=A */
 #define AM_API_STACKS "stacks"       /* POST: the task's stacks (hang diagnosis); GET ?attempt=A: them, as text */
+#define AM_API_WATCH "watch"         /* POST, long poll: answered "stop" when the task must stop, else "wait" */
 
 /* Fields of what an executor POSTs. */
 #define AM_API_ATTEMPT "attempt"       /* every call: the attempt the executor belongs to */
@@ -35,6 +36,7 @@
 #define AM_API_LOG_DIR "log_dir"       /* register: where its stdout/stderr are, on its node */
 #define AM_API_CONTAINER "container"   /* register: the cluster's container id */
 #define AM_API_LOG_URL "log_url"       /* register: people's link to its logs (TONY_TASK_LOG_URL) */
+#define AM_API_CONTAINER_ATTEMPT "container_attempt" /* register: the attempt its container was asked for in */
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
@@ -59,6 +61,8 @@
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
 #define AM_API_DUMP_STACKS "dump_stacks"   /* heartbeat, true: a hang is diagnosed; send the stacks */
 #define AM_API_LOG_POLICIES "log_policies"   /* go: tony.application.log-policies (conf/logpolicy.h) */
+#define AM_API_NEXT_ATTEMPT "attempt"        /* next: the attempt to register for */
+#define AM_API_NEXT_LOG_DIR "log_dir"        /* next: where that attempt's stdout/stderr go, when not the container's */
 
 /* Words of "status". */
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */
@@ -66,6 +70,10 @@
 #define AM_API_OK "ok"
 #define AM_API_STALE "stale"   /* 409: the call names an attempt that is over */
 #define AM_API_ENDING "ending" /* 409, register: the attempt is ending, no new task joins */
-#define AM_API_STOP "stop"     /* 409, heartbeat: the attempt is ending, stop the task */
+#define AM_API_STOP "stop"     /* 409, heartbeat; 200, watch: the attempt is ending, stop the task */
+/* finished, register: the container is kept for an in-place restart; its
+ * executor registers for the attempt named (a long poll, held until that
+ * attempt starts) instead of exiting. Any other answer to finished: exit. */
+#define AM_API_NEXT "next"
 
 #endif

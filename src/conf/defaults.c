@@ -60,6 +60,9 @@ static const tony_conf_default defaults[] = {
     {"tony.application.restart-backoff-ms", "1000",
      "Wait before the first restart of a failed attempt, in ms (ours); each later restart waits twice as long."},
     {"tony.application.restart-backoff-max-ms", "60000", "The longest wait between attempts, in ms (ours)."},
+    {"tony.application.restart-mode", "in-place",
+     "How a failed attempt restarts (tony.am.retry-count): in-place keeps the healthy containers and starts the "
+     "user processes in them again; reallocate stops every container and asks for new ones."},
     {"tony.application.security.enabled", "true",
      "Kerberos mode: fetch delegation tokens and secure client-coordinator calls."},
     {"tony.application.hdfs-conf-path", NULL, "Path of an hdfs-site.xml to use and ship to the containers."},

@@ -357,6 +357,19 @@ static int read_node_policies(const tony_conf *c, tony_plan *p, tony_error *err)
     return 0;
 }
 
+static int read_restart_mode(const tony_conf *c, tony_plan *p, tony_error *err) {
+    const char *key = "tony.application.restart-mode";
+    const char *v = get_str(c, key);
+    char *t = tony_strdup(v ? v : "in-place");
+    char *s = tony_trim(t);
+    int rc = 0;
+    if (strcasecmp(s, "in-place") == 0) p->restart_in_place = true;
+    else if (strcasecmp(s, "reallocate") == 0) p->restart_in_place = false;
+    else rc = tony_err(err, "%s must be in-place or reallocate, got '%s'", key, v);
+    free(t);
+    return rc;
+}
+
 static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
     const char *mode = get_str(c, "tony.application.distributed-mode");
     char *m = tony_strdup(mode ? mode : "GANG");
@@ -376,6 +389,7 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
                            err))
         return -1;
     if (get_nonneg_int(c, "tony.am.retry-count", 0, &p->retry_count, err)) return -1;
+    if (read_restart_mode(c, p, err)) return -1;
 
     if (tony_conf_get_ll(c, "tony.task.heartbeat-interval-ms", 1000, &p->heartbeat_interval_ms, err)) return -1;
     if (p->heartbeat_interval_ms <= 0)

@@ -70,6 +70,10 @@ typedef struct tony_plan {
     tony_restart_policy restart_policy; /* tony.application.restart-policy */
     long long restart_backoff_ms;       /* tony.application.restart-backoff-ms: the first wait, doubled after */
     long long restart_backoff_max_ms;   /* tony.application.restart-backoff-max-ms: the longest wait */
+    /* tony.application.restart-mode: in-place (default) keeps healthy
+     * containers across a restart and starts the user processes in them
+     * again; reallocate tears every container down and asks anew. */
+    bool restart_in_place;
     long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
     int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
     long long app_timeout_ms;           /* tony.application.timeout, 0 = none */

@@ -1,13 +1,18 @@
 /* The executor's life is a straight line with one loop at the end, so it is
  * written as plain blocking code: the only things it waits on are its
- * coordinator (HTTP with timeouts) and its one child. */
+ * coordinator (HTTP with timeouts) and its one child. With in-place
+ * restarts (tony.application.restart-mode) the line repeats: after its
+ * process ended the coordinator may keep the container, and the executor
+ * registers again for the next attempt with a fresh port. */
 #include "executor/executor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +40,8 @@
 #define REGISTER_TIMEOUT_MS 25000
 #define CALL_TIMEOUT_MS 5000
 #define STOP_GRACE_MS 2000
+/* The coordinator holds a watch up to 15 s (am/watch.h); a bit more. */
+#define WATCH_TIMEOUT_MS 20000
 /* Exit code when the command ran longer than the execution timeout, as
  * timeout(1) does. */
 #define EXIT_TIMED_OUT 124
@@ -47,12 +54,15 @@ typedef struct executor {
     const char *secret;
     char role[64];
     int index;
-    int attempt;
+    int attempt;           /* the attempt it works for now */
+    int container_attempt; /* the attempt its container was asked for in */
+    int next_attempt;      /* -1, or the attempt the coordinator keeps this container for */
+    char *next_log_dir;    /* that attempt's log dir, when the coordinator names one */
     long long heartbeat_ms;
     long long metrics_ms;
     int max_missed;
     tony_metrics_sampler *sampler;
-    const char *log_dir;
+    char *log_dir;         /* where the user's stdout/stderr go in this attempt */
     const char *host;
     int port_fd, tb_fd;
     int port, tb_port;
@@ -141,6 +151,50 @@ static json_t *call(const executor *x, const char *verb, json_t *body, long time
     return j;
 }
 
+/* Reads a "next" answer: the attempt to register for, and its log dir. */
+static int take_next(executor *x, const json_t *ans) {
+    json_t *a = json_object_get(ans, AM_API_NEXT_ATTEMPT);
+    if (!json_is_integer(a) || json_integer_value(a) <= x->attempt) return -1;
+    x->next_attempt = (int)json_integer_value(a);
+    free(x->next_log_dir);
+    const char *dir = json_string_value(json_object_get(ans, AM_API_NEXT_LOG_DIR));
+    x->next_log_dir = dir && *dir ? tony_strdup(dir) : NULL;
+    return 0;
+}
+
+/* Appends a line to the task's log file `name` in its log dir. */
+static void log_mark(const executor *x, const char *name, const char *line) {
+    char *path = tony_path_join(x->log_dir, name);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fputs(line, f);
+        fclose(f);
+    }
+    free(path);
+}
+
+/* Works for the attempt the coordinator named. Its output goes to that
+ * attempt's own log dir where the coordinator names one (the job dir's
+ * layout); in a container's log dir (YARN's, which its NodeManager serves)
+ * the files go on, and a line marks where each attempt starts. */
+static void move_to_next(executor *x) {
+    tony_info("the coordinator keeps this container: registering for attempt %d", x->next_attempt);
+    x->attempt = x->next_attempt;
+    x->next_attempt = -1;
+    tony_error err;
+    if (x->next_log_dir && tony_mkdir_p(x->next_log_dir, 0700, &err) == 0) {
+        free(x->log_dir);
+        x->log_dir = x->next_log_dir;
+        x->next_log_dir = NULL;
+        return;
+    }
+    if (x->next_log_dir) tony_warn("%s; attempt %d's output goes on in %s", err.msg, x->attempt, x->log_dir);
+    char *line = tony_sprintf("==== tony: attempt %d starts in this container ====\n", x->attempt);
+    log_mark(x, "stdout", line);
+    log_mark(x, "stderr", line);
+    free(line);
+}
+
 /* Polls registration until the gang is complete. Returns the "go" answer. */
 static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
@@ -150,6 +204,7 @@ static json_t *register_task(executor *x, tony_error *err) {
         /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
         if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
         json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
+        json_object_set_new(body, AM_API_CONTAINER_ATTEMPT, json_integer(x->container_attempt));
         const char *container = getenv(TASKENV_CONTAINER_ID);
         if (container && *container) json_object_set_new(body, AM_API_CONTAINER, json_string(container));
         /* Where people (and the coordinator) read this task's output while
@@ -169,6 +224,12 @@ static json_t *register_task(executor *x, tony_error *err) {
         failures = 0;
         const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
         if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
+        if (status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0) {
+            /* the attempt ended at the barrier; the container is kept */
+            json_decref(ans);
+            move_to_next(x);
+            continue;
+        }
         if (status != 200 || !st || strcmp(st, AM_API_WAIT) != 0) {
             const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
             tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, e ? e : "?");
@@ -277,6 +338,37 @@ static json_t *outscan_matches(const tony_outscan *s, const tony_logpolicies *lp
     return a;
 }
 
+/* The watch: a thread keeps a long poll open with the coordinator, which
+ * answers "stop" the moment the attempt ends, so that the process is
+ * stopped then, not at the next heartbeat (an in-place restart waits for
+ * it). Heartbeats still say the same, should the watch fail. */
+typedef struct watch {
+    const executor *x;
+    pthread_t thread;
+    atomic_bool stop; /* the coordinator said stop */
+    atomic_bool quit; /* the process ended: poll no more */
+} watch;
+
+static void *watch_main(void *arg) {
+    watch *w = arg;
+    while (!atomic_load(&w->quit)) {
+        long status;
+        tony_error err;
+        json_t *ans = call(w->x, AM_API_WATCH, json_object(), WATCH_TIMEOUT_MS, &status, &err);
+        const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
+        bool stop = ans && (status == 409 || (st && strcmp(st, AM_API_STOP) == 0));
+        bool wait = ans && status == 200 && st && strcmp(st, AM_API_WAIT) == 0;
+        json_decref(ans);
+        if (stop) {
+            atomic_store(&w->stop, true);
+            break;
+        }
+        /* anything else (an old coordinator, a failed call): heartbeats do */
+        if (!wait) break;
+    }
+    return NULL;
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
 static int run_user_process(executor *x, json_t *go, tony_error *err) {
     const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
@@ -292,6 +384,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     /* hang diagnosis: a file the task may touch to show progress without output */
     char *progress = tony_abspath(".tony-progress");
     tony_env_set(&env, TASKENV_PROGRESS_FILE, progress);
+    tony_env_setf(&env, TASKENV_ATTEMPT, "%d", x->attempt);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
     tony_env all = {0};
@@ -333,6 +426,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_activity activity;
     tony_activity_init(&activity, watched, 3, now_ms());
     bool stacks_sent = false;
+    watch wt = {.x = x};
+    bool watching = pthread_create(&wt.thread, NULL, watch_main, &wt) == 0;
+    if (!watching) tony_warn("cannot start the watch thread; the coordinator's stop comes with heartbeats only");
 
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
     int failed_hb = 0, wait_status = 0, code = -1;
@@ -341,6 +437,11 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         pid_t w = waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) break;
         long long now = now_ms();
+        if (watching && atomic_load(&wt.stop) && !stop_at) {
+            tony_warn("the coordinator says this attempt is ending; stopping");
+            kill_group(pid, SIGTERM);
+            stop_at = now + STOP_GRACE_MS;
+        }
         if (stop_signal && !stop_at) {
             tony_info("signal %d: stopping the user's process group", (int)stop_signal);
             kill_group(pid, SIGTERM);
@@ -405,6 +506,14 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                             outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
     ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
+    /* The coordinator answers the watch once it has the result (one that
+     * is gone refuses it at once; one that hangs lets it time out). */
+    atomic_store(&wt.quit, true);
+    if (watching) pthread_join(wt.thread, NULL);
+    /* "next": the container is kept for an in-place restart; else exit */
+    const char *st = ans && status == 200 ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
+    if (st && strcmp(st, AM_API_NEXT) == 0 && !stop_signal && take_next(x, ans))
+        tony_warn("the coordinator's \"next\" answer names no later attempt; exiting");
     json_decref(ans);
     tony_outscan_free(scan);
     tony_logpolicies_free(&policies);
@@ -413,7 +522,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
 int tony_executor_main(void) {
     tony_error err = {{0}};
-    executor x = {.port_fd = -1, .tb_fd = -1};
+    executor x = {.port_fd = -1, .tb_fd = -1, .next_attempt = -1};
     const char *task = getenv(TASKENV_TASK_ID);
     char who[128];
     snprintf(who, sizeof who, "executor %s", task ? task : "?");
@@ -426,20 +535,21 @@ int tony_executor_main(void) {
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    int code = 1;
-    const char *attempt;
+    int code = -1;
+    const char *attempt, *log_dir;
     char *secret = NULL;
     if (!getenv(TASKENV_SECRET) && tony_backend_task_secret(&secret, &err)) goto fail;
     x.secret = secret;
     if (!(x.am_url = need_env(TASKENV_AM_URL, &err)) || (!x.secret && !(x.secret = need_env(TASKENV_SECRET, &err))) ||
         !need_env(TASKENV_TASK_ID, &err) || !(attempt = need_env(TASKENV_ATTEMPT, &err)) ||
-        !(x.log_dir = need_env(TASKENV_LOG_DIR, &err)))
+        !(log_dir = need_env(TASKENV_LOG_DIR, &err)))
         goto fail;
+    x.log_dir = tony_strdup(log_dir);
     if (sscanf(task, "%63[a-z]:%d", x.role, &x.index) != 2) {
         tony_err(&err, TASKENV_TASK_ID "=%s is not <role>:<index>", task);
         goto fail;
     }
-    x.attempt = atoi(attempt);
+    x.attempt = x.container_attempt = atoi(attempt);
     long long v;
     x.heartbeat_ms = tony_parse_ll(getenv(TASKENV_HEARTBEAT_INTERVAL_MS), &v) && v > 0 ? v : 1000;
     x.max_missed = tony_parse_ll(getenv(TASKENV_MAX_MISSED_HEARTBEATS), &v) && v > 0 ? (int)v : 25;
@@ -455,21 +565,39 @@ int tony_executor_main(void) {
 
     const char *app_id = getenv(TASKENV_JOB_ID);
     if (app_id && tony_unpack_job_files(".", app_id, &err)) goto fail;
-    if (reserve_port(&x.port_fd, &x.port, &err)) goto fail;
-    if (getenv(TASKENV_RESERVE_TB_PORT) && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
-    tony_info("reserved port %d%s; registering with %s", x.port, x.tb_port ? " and a TensorBoard port" : "", x.am_url);
-
-    json_t *go = register_task(&x, &err);
-    if (!go) goto fail;
-    code = run_user_process(&x, go, &err);
-    json_decref(go);
-    if (code < 0) goto fail;
+    for (;;) {
+        /* a fresh port every attempt: the last one's process had it */
+        if (reserve_port(&x.port_fd, &x.port, &err)) goto fail;
+        if (getenv(TASKENV_RESERVE_TB_PORT) && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
+        tony_info("reserved port %d%s; registering with %s for attempt %d", x.port,
+                  x.tb_port ? " and a TensorBoard port" : "", x.am_url, x.attempt);
+        json_t *go = register_task(&x, &err);
+        if (!go) {
+            /* a kept container whose next attempt never came: the job is over */
+            if (code >= 0 && !stop_signal) {
+                tony_info("no next attempt for this container (%s); exiting with the last exit code", err.msg);
+                break;
+            }
+            goto fail;
+        }
+        code = run_user_process(&x, go, &err);
+        json_decref(go);
+        if (code < 0) goto fail;
+        if (x.next_attempt < 0) break;
+        move_to_next(&x);
+    }
+    if (x.port_fd >= 0) close(x.port_fd);
+    if (x.tb_fd >= 0) close(x.tb_fd);
     tony_metrics_sampler_free(x.sampler);
     free(secret);
+    free(x.log_dir);
+    free(x.next_log_dir);
     return code;
 fail:
     tony_metrics_sampler_free(x.sampler);
     free(secret);
+    free(x.log_dir);
+    free(x.next_log_dir);
     tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);
     if (x.tb_fd >= 0) close(x.tb_fd);

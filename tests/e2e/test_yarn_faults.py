@@ -51,7 +51,8 @@ def node_of(container_log_dir):
 def test_nodemanager_killed_mid_job_restarts_elsewhere(killable_yarn):
     """SIGKILL to the JVM of a NodeManager running a worker: the RM declares
     the node lost, the coordinator sees the worker's container aborted,
-    restarts the job (tony.am.retry-count=1) on the nodes left, and it
+    restarts the job (tony.am.retry-count=1; in place, so only the lost
+    worker gets a new container) on the nodes left, and it
     succeeds. The task processes left running on the dead node end too:
     nothing of the job is left."""
     y = killable_yarn
@@ -90,9 +91,11 @@ def test_nodemanager_killed_mid_job_restarts_elsewhere(killable_yarn):
     assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app
     log = y.am_log(app_id)
     assert "Container released on a *lost* node" in log and "restarting the job" in log, log[-3000:]
-    # attempt 1 ran on the nodes left
+    # attempt 1 ran on the nodes left: in place (the default restart mode)
+    # the healthy worker kept its container, the lost one got a new one
     second = [d for d in cluster.container_logs(app_id) if d not in dirs]
-    assert len(second) == 2 and all(node_of(d) != node for d in second), second
+    assert len(second) == 1 and all(node_of(d) != node for d in second), second
+    assert "keeping 1 container(s) in place, asking for 1" in log, log[-3000:]
     # The orphans on the dead node end too: their executor's next heartbeat
     # hears that its attempt is over (HTTP 409) and it stops its task. (Once
     # in a few runs they were gone without its log saying so: the test asks

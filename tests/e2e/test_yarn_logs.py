@@ -160,14 +160,16 @@ def test_logs_during_and_after_the_job(yarn, tmp_path):
 
 
 def test_an_earlier_attempts_log_comes_from_its_own_container(yarn, tmp_path):
-    """After a job restart the task runs in a new container with a new log
-    link; the coordinator still reads attempt 0's output from attempt 0's
-    container (each run keeps its link), and the new one from the new."""
+    """After a job restart that reallocates (tony.application.restart-mode)
+    the task runs in a new container with a new log link; the coordinator
+    still reads attempt 0's output from attempt 0's container (each run
+    keeps its link), and the new one from the new."""
     flag = tmp_path / "go-on"
     cmd = (f'echo "attempt-$SESSION_ID says hi"; [ "$SESSION_ID" = 0 ] && exit 7; '
            f"while [ ! -e {flag} ]; do sleep 0.2; done")
     before = yarn.app_ids()
-    p = yarn.popen_submit("--executes", cmd, "--conf", "tony.am.retry-count=1", *ON_WEB_NODE)
+    p = yarn.popen_submit("--executes", cmd, "--conf", "tony.am.retry-count=1",
+                          "--conf", "tony.application.restart-mode=reallocate", *ON_WEB_NODE)
     try:
         app_id = new_app_id(yarn, before)
 

@@ -110,10 +110,11 @@ static void am_init(tony_am *am) {
 }
 
 static void am_fini(tony_am *am) {
-    /* Every executor still waiting is answered, as the coordinator does
-     * when it ends. */
+    /* Every executor still waiting (at the barrier, for a next attempt, on
+     * its watch) is answered, as the coordinator does when it ends. */
+    am_fsm_abandon(&am->fsm, am_now_ms(), &am->pending);
     am_api_release_waiters(am);
-    free(am->waiters);
+    am_api_free_waiters(am);
     am_events_free(am->events);
     for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
     free(am->metrics);

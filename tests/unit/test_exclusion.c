@@ -183,7 +183,8 @@ static void stopped(fixture *f) {
 
 static const char *WORKERS[] = {"tony.worker.instances=3", "tony.am.retry-count=2",
                                 "tony.application.framework=pytorch",
-                                "tony.application.restart-backoff-ms=0" /* restarts at once (policy.h) */, NULL};
+                                "tony.application.restart-backoff-ms=0" /* restarts at once (policy.h) */,
+                                "tony.application.restart-mode=reallocate" /* every container asked anew */, NULL};
 
 static void test_launch_failure_excludes_its_node_once(void **state) {
     (void)state;

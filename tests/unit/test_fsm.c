@@ -3,8 +3,8 @@
  * rule, untracked/sidecar roles, restarts within the retry budget,
  * heartbeats, the registration and application timeouts, kill, the prepare
  * -> training stage order, stops tried again, and executors told to stop
- * themselves. Plans are built from real configurations through
- * tony_runtime_plan. */
+ * themselves; in-place restarts that keep healthy containers. Plans are built
+ * from real configurations through tony_runtime_plan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,7 +331,7 @@ static void test_tb_port_goes_to_the_sidecar_else_the_chief(void **state) {
 static void test_restart_within_budget_then_fail(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=1",
-                        "tony.application.restart-backoff-ms=0", NULL};
+                        "tony.application.restart-backoff-ms=0", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     assert_int_equal(f->fsm.retries_left, 1);
     begin(f, 10);
@@ -699,7 +699,7 @@ static void fail_worker_at(fixture *f, int index, int status, long long now) {
 static void test_exit_code_policy_does_not_retry_script_error(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
-                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+                        "tony.application.fail-on-worker-failure-enabled=true", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     am_fsm_task_output(&f->fsm, task(f, "worker", 1), "Traceback (most recent call last):\n  File \"t.py\"\nValueError: boom",
@@ -729,7 +729,7 @@ static void test_exit_code_policy_retries_signal_after_backoff(void **state) {
     const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
                         "tony.application.fail-on-worker-failure-enabled=true",
                         "tony.application.restart-backoff-ms=1000", "tony.application.restart-backoff-max-ms=3000",
-                        NULL};
+                        "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     long long now = 1000;
@@ -767,7 +767,7 @@ static void test_exit_code_policy_retries_signal_after_backoff(void **state) {
 static void test_exit_code_policy_retries_preempted_and_lost(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=2", "tony.application.restart-policy=exit-code",
-                        "tony.application.restart-backoff-ms=0", "tony.task.max-missed-heartbeats=3", NULL};
+                        "tony.application.restart-backoff-ms=0", "tony.task.max-missed-heartbeats=3", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     fail_worker_at(f, 0, TONY_EXIT_PREEMPTED, 100);
@@ -790,7 +790,7 @@ static void test_role_policy_overrides_job_policy(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.evaluator.instances=1", "tony.am.retry-count=2",
                         "tony.worker.restart-policy=never", "tony.application.restart-backoff-ms=0",
-                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+                        "tony.application.fail-on-worker-failure-enabled=true", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     /* the evaluator fails first: on-failure (the job's) retries */
@@ -810,7 +810,7 @@ static void test_role_policy_overrides_job_policy(void **state) {
  * ended the attempt; torch's error report is preferred to stderr. */
 static void test_root_cause_is_first_failure_and_prefers_error_file(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=3", "tony.application.fail-fast-lockstep=false", NULL};
+    const char *kv[] = {"tony.worker.instances=3", "tony.application.fail-fast-lockstep=false", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     am_task *w2 = task(f, "worker", 2);
@@ -834,7 +834,7 @@ static void test_root_cause_is_first_failure_and_prefers_error_file(void **state
  * stop it was sent meanwhile, so it is the root cause and FAILED. */
 static void test_exit_told_late_counts_at_its_time(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=2", "tony.application.fail-on-worker-failure-enabled=true", NULL};
+    const char *kv[] = {"tony.worker.instances=2", "tony.application.fail-on-worker-failure-enabled=true", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     am_fsm_exited(&f->fsm, task(f, "worker", 1), 1, NULL, 300, fresh(f));
@@ -854,7 +854,7 @@ static void test_exit_told_late_counts_at_its_time(void **state) {
 static void test_permanent_failures_are_not_retried(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-backoff-ms=0",
-                        "tony.application.fail-on-worker-failure-enabled=true", NULL};
+                        "tony.application.fail-on-worker-failure-enabled=true", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     am_fsm_task_permanent(&f->fsm, task(f, "worker", 1), "its output matched 'CUDA out of memory'");
@@ -879,7 +879,7 @@ static void test_permanent_failures_are_not_retried(void **state) {
 /* Killed, or out of time, while waiting to restart: the end, at once. */
 static void test_kill_or_timeout_during_backoff(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=3", "tony.application.timeout=60000", NULL};
+    const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=3", "tony.application.timeout=60000", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     fail_worker_at(f, 0, 1, 100);
@@ -901,6 +901,227 @@ static void test_kill_or_timeout_during_backoff(void **state) {
     assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
     assert_non_null(strstr(f->fsm.diagnostics, "(tony.application.timeout) while waiting to restart"));
     destroy(f);
+}
+
+/* In-place restarts (tony.application.restart-mode=in-place, the default),
+ * without a backoff (policy.h) so that the restart follows at once. */
+static const char *IN_PLACE[] = {"tony.worker.instances=3", "tony.am.retry-count=1",
+                                 "tony.application.restart-backoff-ms=0", NULL};
+
+static long long heartbeat_expiry_for(const fixture *f) {
+    int missed = f->plan.max_missed_heartbeats < 3 ? 3 : f->plan.max_missed_heartbeats;
+    return f->plan.heartbeat_interval_ms * missed;
+}
+
+static void report(fixture *f, const char *role, int index, int code, long long now) {
+    am_fsm_result_reported(&f->fsm, task(f, role, index), code, false, now, fresh(f));
+}
+
+/* The attempt that failed in place: kept executors re-register, and the
+ * gang of the next attempt is released with them, no container asked for. */
+static void reregister_all(fixture *f, long long now) {
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        if (t->state == AM_TASK_REQUESTED) reg(f, t, now);
+    }
+}
+
+/* A failure with every container healthy: the executors stop their
+ * processes themselves, are told to wait for the next attempt, and the
+ * next attempt starts in the same containers. */
+static void test_in_place_restart_keeps_containers(void **state) {
+    (void)state;
+    fixture *f = make(IN_PLACE);
+    assert_true(f->fsm.in_place);
+    begin(f, 0);
+    report(f, "worker", 1, 1, 100); /* lock-step training: the attempt ends */
+    assert_true(f->job->attempt_over);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_FAILED);
+    /* no container is stopped: heartbeats tell the others to stop in place */
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    bool tb;
+    assert_int_equal(am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, 150, &tb), AM_HB_STOP);
+    report(f, "worker", 0, 143, 300);
+    assert_int_equal(task(f, "worker", 0)->state, AM_TASK_FINISHED); /* stopped, not failed */
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    report(f, "worker", 2, 143, 320);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0);
+    /* the last one to report is kept too (its retry is spent already) */
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 2)));
+    am_fsm_next_attempt(&f->fsm, 400, fresh(f));
+    assert_int_equal(f->job->attempt, 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0); /* every container kept */
+    for (int i = 0; i < 3; i++) {
+        am_task *t = task(f, "worker", i);
+        assert_int_equal(t->state, AM_TASK_REQUESTED);
+        assert_int_equal(t->container_attempt, 0);
+        assert_null(t->host);
+        assert_int_equal(t->nruns, 1);
+        assert_int_equal(t->stop_asked_ms, 0);
+    }
+    assert_int_equal(task(f, "worker", 1)->runs[0].exit_status, 1);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    reregister_all(f, 500);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1); /* the last one completes the gang */
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    /* the second attempt succeeds: its executors exit, their containers end */
+    for (int i = 0; i < 3; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 600);
+    for (int i = 0; i < 3; i++) report(f, "worker", i, 0, 700);
+    assert_true(f->job->attempt_over);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 0)));
+    /* their executors exit by themselves: no stop unless one lingers */
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 0, NULL, 710, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 0, NULL, 720, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 0);
+    am_fsm_tick(&f->fsm, 700 + f->plan.heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS + 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    assert_true(stops(f, "worker", 2));
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    destroy(f);
+}
+
+/* A container that died is asked for anew; the live ones are kept. */
+static void test_in_place_dead_container_requested_anew(void **state) {
+    (void)state;
+    fixture *f = make(IN_PLACE);
+    begin(f, 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
+    assert_true(f->job->attempt_over);
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 2)));
+    report(f, "worker", 0, 143, 200);
+    report(f, "worker", 1, 143, 210);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    assert_int_equal(task(f, "worker", 2)->container_attempt, 1);
+    assert_int_equal(task(f, "worker", 0)->container_attempt, 0);
+    /* the gang waits for the new container's executor too */
+    reg(f, task(f, "worker", 0), 400);
+    reg(f, task(f, "worker", 1), 400);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    reg(f, task(f, "worker", 2), 500);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    destroy(f);
+
+    /* an executor lost to missed heartbeats does not answer: its container
+     * is stopped at once and asked for anew */
+    f = make(IN_PLACE);
+    begin(f, 0);
+    long long late = heartbeat_expiry_for(f) + 1;
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, late, &(bool){false});
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 2), -1, late, &(bool){false});
+    am_fsm_tick(&f->fsm, late, fresh(f));
+    assert_true(task(f, "worker", 1)->lost);
+    assert_true(stops(f, "worker", 1));
+    assert_false(stops(f, "worker", 0));
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    destroy(f);
+}
+
+/* An executor that does not report its process stopped in time has its
+ * container stopped instead, which is then asked for anew; one waiting at
+ * the barrier (its process never started) is done at once. */
+static void test_in_place_stop_falls_back_to_the_container(void **state) {
+    (void)state;
+    fixture *f = make(IN_PLACE);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    reg(f, task(f, "worker", 0), 0);
+    reg(f, task(f, "worker", 1), 0);
+    reg(f, task(f, "worker", 2), 0);
+    am_fsm_started(&f->fsm, task(f, "worker", 0), 10, 0);
+    am_fsm_started(&f->fsm, task(f, "worker", 1), 11, 0);
+    /* worker:2 still waits at the barrier */
+    report(f, "worker", 0, 2, 100);
+    assert_int_equal(task(f, "worker", 2)->state, AM_TASK_FINISHED);
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    long long deadline = 100 + f->plan.heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS;
+    am_fsm_tick(&f->fsm, deadline, fresh(f));
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    am_fsm_tick(&f->fsm, deadline + 1, fresh(f));
+    assert_true(stops(f, "worker", 1));
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    /* a container being stopped is not kept, even if its executor reports now */
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, deadline + 100, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_true(f->out.items[0].task == task(f, "worker", 1));
+    assert_int_equal(task(f, "worker", 2)->state, AM_TASK_REQUESTED); /* kept */
+    destroy(f);
+}
+
+/* reallocate: today's behaviour, every container stopped and asked anew;
+ * the executor's report is not the result. No retry left: nothing kept. */
+static void test_reallocate_and_no_retry_keep_nothing(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=1", "tony.application.restart-mode=reallocate",
+                        "tony.application.restart-backoff-ms=0", NULL};
+    fixture *f = make(kv);
+    assert_false(f->fsm.in_place);
+    begin(f, 0);
+    report(f, "worker", 1, 1, 100);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_RUNNING); /* the container's exit decides */
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    exit_task(f, "worker", 1, 1);
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 2);
+    destroy(f);
+
+    const char *none[] = {"tony.worker.instances=2", NULL};
+    f = make(none);
+    assert_true(f->fsm.in_place);
+    begin(f, 0);
+    report(f, "worker", 1, 1, 100);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    assert_true(stops(f, "worker", 0)); /* no next attempt: stopped as before */
+    destroy(f);
+
+    /* with stages, only the prepare stage's containers are kept: the
+     * training stage's are asked for once the prepare stage is done again */
+    const char *stages[] = {"tony.prep.instances=1", "tony.worker.instances=1", "tony.am.retry-count=1",
+                            "tony.application.prepare-stage=prep", "tony.application.restart-backoff-ms=0", NULL};
+    f = make(stages);
+    begin(f, 0);
+    exit_task(f, "prep", 0, 0);
+    start_all(f, 10);
+    report(f, "worker", 0, 1, 20);
+    assert_true(f->job->attempt_over);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 0)));
+    assert_int_equal(count(f, AM_ACT_STOP), 0); /* told to exit, its executor ends its container */
+    exit_task(f, "worker", 0, 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 30, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1); /* prep: its container ended; the worker waits for it */
+    assert_int_equal(task(f, "worker", 0)->state, AM_TASK_NEW);
+    destroy(f);
+
+    const char *bad[] = {"tony.worker.instances=1", "tony.application.restart-mode=sometimes", NULL};
+    tony_conf *c = tony_conf_new();
+    tony_conf_load_defaults(c);
+    tony_conf_set(c, "tony.containers.command", "x", "t");
+    for (const char *const *kv2 = bad; *kv2; kv2++) {
+        char *copy = strdup(*kv2), *eq = strchr(copy, '=');
+        *eq = '\0';
+        tony_conf_set(c, copy, eq + 1, "t");
+        free(copy);
+    }
+    tony_plan p;
+    tony_error err;
+    assert_int_not_equal(tony_plan_from_conf(c, &p, &err), 0);
+    assert_non_null(strstr(err.msg, "tony.application.restart-mode must be in-place or reallocate"));
+    tony_conf_free(c);
 }
 
 int main(void) {
@@ -942,6 +1163,10 @@ int main(void) {
         cmocka_unit_test(test_exit_told_late_counts_at_its_time),
         cmocka_unit_test(test_permanent_failures_are_not_retried),
         cmocka_unit_test(test_kill_or_timeout_during_backoff),
+        cmocka_unit_test(test_in_place_restart_keeps_containers),
+        cmocka_unit_test(test_in_place_dead_container_requested_anew),
+        cmocka_unit_test(test_in_place_stop_falls_back_to_the_container),
+        cmocka_unit_test(test_reallocate_and_no_retry_keep_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,7 +113,7 @@ static void test_idle_from_start_then_from_reports(void **state) {
     am_fsm_progress(&h->fsm, w0, 200, 4000);
     assert_int_equal(am_hang_idle_ms(w0, 5200), 1400);
     /* a task that ended is not watched */
-    am_fsm_result_reported(&h->fsm, tk(h, "worker", 1), false);
+    am_fsm_result_reported(&h->fsm, tk(h, "worker", 1), 0, false, 5200, &h->out);
     assert_int_equal(am_hang_idle_ms(tk(h, "worker", 1), 5200), -1);
     done(h);
 }

@@ -1,0 +1,73 @@
+/* Executors' watches: held polls answered when their task must stop (see
+ * watch.h). One per task at most: a new poll replaces the old one. */
+#include "am/watch.h"
+
+#include <stdlib.h>
+
+#include "am/reply.h"
+#include "common/amapi.h"
+#include "common/strv.h"
+
+struct am_watch {
+    struct evhttp_request *req;
+    am_task *task;
+    long long deadline_ms;
+};
+
+static bool due(const tony_am *am, const am_task *t) {
+    return am->fsm.job.attempt_over || am->fsm.state == AM_JOB_DONE || t->result_reported;
+}
+
+static void answer_stop(struct evhttp_request *req) {
+    am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_STOP));
+}
+
+void am_watch_add(tony_am *am, struct evhttp_request *req, am_task *t) {
+    if (due(am, t)) {
+        answer_stop(req);
+        return;
+    }
+    for (size_t i = 0; i < am->nwatches; i++) {
+        if (am->watches[i].task != t) continue;
+        am_reply_json(am->watches[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        am->watches[i].req = req;
+        am->watches[i].deadline_ms = am_now_ms() + AM_WATCH_POLL_MS;
+        return;
+    }
+    am->watches = tony_xrealloc(am->watches, (am->nwatches + 1) * sizeof *am->watches);
+    am->watches[am->nwatches++] = (am_watch){req, t, am_now_ms() + AM_WATCH_POLL_MS};
+}
+
+/* Answers (with stop or wait) and drops the watches pick selects. */
+static void answer_where(tony_am *am, bool (*pick)(const tony_am *, const am_watch *, long long), long long now_ms,
+                         bool stop) {
+    for (size_t i = 0; i < am->nwatches;) {
+        if (!pick(am, &am->watches[i], now_ms)) {
+            i++;
+            continue;
+        }
+        if (stop) answer_stop(am->watches[i].req);
+        else am_reply_json(am->watches[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        am->watches[i] = am->watches[--am->nwatches];
+    }
+}
+
+static bool pick_due(const tony_am *am, const am_watch *w, long long now_ms) {
+    (void)now_ms;
+    return due(am, w->task);
+}
+
+static bool pick_expired(const tony_am *am, const am_watch *w, long long now_ms) {
+    (void)am;
+    return w->deadline_ms <= now_ms;
+}
+
+void am_watch_release(tony_am *am) { answer_where(am, pick_due, 0, true); }
+
+void am_watch_expire(tony_am *am, long long now_ms) { answer_where(am, pick_expired, now_ms, false); }
+
+void am_watch_free(tony_am *am) {
+    free(am->watches);
+    am->watches = NULL;
+    am->nwatches = 0;
+}
