@@ -497,7 +497,11 @@ static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagn
     t->exit_status = exit_status;
     t->finished_ms = now_ms;
     bool stopped = (t->stop_tries > 0 && now_ms >= t->stop_ms) || (t->stop_asked_ms && now_ms >= t->stop_asked_ms);
-    if (exit_status == 0) t->state = AM_TASK_SUCCEEDED;
+    /* In place the executor reports its process's own exit code, and one
+     * that exits 0 on SIGTERM (TensorBoard does) was stopped all the same;
+     * a stopped container's end never says 0. */
+    bool reported = t->result_reported && !t->exited;
+    if (exit_status == 0 && !(stopped && reported)) t->state = AM_TASK_SUCCEEDED;
     else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
     else t->state = AM_TASK_FAILED;
     if (t->state != AM_TASK_FAILED) return;
