@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fs.h"
 #include "common/strv.h"
 
 static void child_fail(int fd, const char *what) {
@@ -319,4 +320,16 @@ int tony_proc_run(char *const *argv, long long timeout_ms, tony_buf *out, tony_b
     if (timed_out) return tony_err(err, "%s did not answer within %lld s", argv[0], timeout_ms / 1000);
     *exit_code = tony_proc_exit_code(status);
     return 0;
+}
+
+char *tony_proc_which(const char *name) {
+    const char *path = getenv("PATH");
+    char *copy = tony_strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL, *found = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *p = tony_path_join(d, name);
+        if (access(p, X_OK) == 0) found = p;
+        else free(p);
+    }
+    free(copy);
+    return found;
 }

@@ -38,6 +38,10 @@ struct tony_buf;
 int tony_proc_run(char *const *argv, long long timeout_ms, struct tony_buf *out, struct tony_buf *errout,
                   int *exit_code, tony_error *err);
 
+/* The executable called name in one of PATH's dirs (PATH unset:
+ * /usr/local/bin, /usr/bin, /bin), malloc'ed; NULL when none is. */
+char *tony_proc_which(const char *name);
+
 /* 0..255 for a normal exit, 128+signal for a death by signal (the shell's and
  * YARN's convention). */
 int tony_proc_exit_code(int wait_status);

@@ -116,16 +116,7 @@ static char *find_smi(const char *smi) {
         free(p);
         return NULL;
     }
-    const char *path = getenv("PATH");
-    char *copy = tony_strdup(path ? path : "/usr/bin:/bin"), *save = NULL;
-    char *found = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        char *p = tony_path_join(d, smi);
-        if (access(p, X_OK) == 0) found = p;
-        else free(p);
-    }
-    free(copy);
-    return found;
+    return tony_proc_which(smi);
 }
 
 /* Device ids or GPU UUIDs only: the value becomes an argument. */

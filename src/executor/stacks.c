@@ -105,22 +105,12 @@ static char *executable_in(const char *dir, const char *name) {
     return NULL;
 }
 
-/* name on PATH, or "" when absent. */
-static char *on_path(const char *name) {
-    const char *path = getenv("PATH");
-    char *copy = tony_strdup(path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL, *found = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save))
-        if (*d) found = executable_in(d, name);
-    free(copy);
-    return found;
-}
-
 /* The py-spy to use for pid: a path as given, else on PATH, else beside the
  * python the process was started as (a venv's bin/), else beside its
  * executable. NULL when none is found. */
 static char *find_py_spy(const char *spy, pid_t pid, const char *exe) {
     if (strchr(spy, '/')) return access(spy, X_OK) == 0 ? tony_strdup(spy) : NULL;
-    char *found = on_path(spy);
+    char *found = tony_proc_which(spy);
     if (found) return found;
     char argv0[PATH_MAX], cwd[PATH_MAX], link[64];
     proc_text(pid, "cmdline", argv0, sizeof argv0);
@@ -184,7 +174,7 @@ static void dump_python(pid_t pid, char state, const char *spy_conf, const char 
         free(spy);
         return;
     }
-    char *gdb = on_path("gdb");
+    char *gdb = tony_proc_which("gdb");
     if (gdb) {
         tony_buf_printf(out, "(no %s found: native frames from gdb; pip install py-spy for Python frames)\n",
                         spy_conf);

@@ -14,23 +14,13 @@
  * makes the tools retry for about a minute. */
 #define SLURM_CMD_TIMEOUT_MS 20000
 
-static bool on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    char *copy = tony_strdup(path && *path ? path : "/usr/bin:/bin"), *save = NULL;
-    bool found = false;
-    for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        char *f = tony_path_join(d, prog);
-        found = access(f, X_OK) == 0;
-        free(f);
-    }
-    free(copy);
-    return found;
-}
-
 bool tony_slurm_configured(void) {
     const char *conf = getenv("SLURM_CONF");
     bool have_conf = (conf && *conf && tony_file_exists(conf)) || tony_file_exists("/etc/slurm/slurm.conf");
-    return have_conf && on_path("sbatch");
+    char *sbatch = tony_proc_which("sbatch");
+    bool have_sbatch = sbatch != NULL;
+    free(sbatch);
+    return have_conf && have_sbatch;
 }
 
 /* Runs a Slurm tool; a failure says what the tool said. */
