@@ -1222,7 +1222,7 @@ static void test_adopt_missing_task_fails_the_attempt(void **state) {
     am_fsm_next_attempt(&f->fsm, 60300, fresh(f));
     assert_int_equal(f->job->attempt, 1);
     assert_int_equal(count(f, AM_ACT_REQUEST), 1);
-    assert_int_equal(f->out.items[0].task, w1);
+    assert_ptr_equal(f->out.items[0].task, w1);
     destroy(f);
 }
 
