@@ -436,6 +436,7 @@ static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json
     tony_error err;
     const char *why = NULL;
     if (!am->fsm.recovering || t->host) why = "this coordinator takes no task back now";
+    else if (pid <= 0) why = "\"" AM_API_ADOPT "\" must be the pid of the task's running process";
     else if (!am->backend->ops->adopt) why = "this backend hands no container back";
     else if (am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r.container, &err))
         why = err.msg;

@@ -417,7 +417,9 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
 
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out) {
-    if (!f->recovering || t->host || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
+    /* only a running process is taken back: one waiting at the barrier had no go, and its executor
+     * registers anew */
+    if (!f->recovering || pid <= 0 || t->host || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
     /* The first one back names the attempt the tasks work for; they all
      * started it together, so one naming another is left over from a
      * restart the lost coordinator had begun. */
@@ -430,13 +432,9 @@ am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, in
     take_registration(t, r, now_ms);
     t->container_attempt = container_attempt;
     t->last_heartbeat_ms = now_ms;
-    if (pid > 0) {
-        t->pid = pid;
-        t->started_ms = now_ms;
-        t->state = AM_TASK_RUNNING;
-    } else {
-        t->state = AM_TASK_REGISTERED;
-    }
+    t->pid = pid;
+    t->started_ms = now_ms;
+    t->state = AM_TASK_RUNNING;
     f->adopted++;
     bool all = true;
     for (size_t i = 0; i < f->job.ntasks && all; i++) all = f->job.tasks[i].host != NULL;

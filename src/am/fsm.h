@@ -145,12 +145,12 @@ typedef enum {
 } am_reg_result;
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out);
-/* An executor of the lost coordinator comes back: its task's process (pid;
- * 0: it had not started one) runs for `attempt` in a container asked for
- * in container_attempt. The task goes on where it was, RUNNING with its
- * address, without a gang or a restart. AM_REG_ENDING: refused (not
- * recovering, the task came back already, or another attempt than the
- * first one back named); its executor stops its process. */
+/* An executor of the lost coordinator comes back: its task's process
+ * (pid) runs for `attempt` in a container asked for in container_attempt.
+ * The task goes on where it was, RUNNING with its address, without a gang
+ * or a restart. AM_REG_ENDING: refused (not recovering, no process, the
+ * task came back already, or another attempt than the first one back
+ * named); its executor stops its process. */
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out);
 

@@ -1150,6 +1150,7 @@ static void test_adopt_every_task_no_restart(void **state) {
     /* an executor of the new kind (a fresh registration) is not taken meanwhile */
     am_registration r = {.host = "h", .port = 1};
     assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 10, fresh(f)), AM_REG_ENDING);
+    assert_int_equal(adopt(f, "worker", 0, 2, 0, 90), AM_REG_ENDING); /* no process to take back */
     assert_int_equal(adopt(f, "worker", 0, 2, 111, 100), AM_REG_NEW);
     assert_int_equal(f->job->attempt, 2); /* the first one back names the attempt */
     assert_int_equal(adopt(f, "worker", 0, 2, 111, 110), AM_REG_ENDING); /* only once */
