@@ -456,6 +456,27 @@ static bool may_come_back(executor *x) {
     return x->may_come_back == 1;
 }
 
+/* The process ended while its coordinator does not answer: its end is
+ * reported to that one should it answer again, else to the next one once
+ * that took the task back, for tony.am.recovery-timeout-ms at the most.
+ * The answer, or NULL. */
+static json_t *report_end_elsewhere(executor *x, pid_t pid, json_t *fin, long *status) {
+    tony_warn("the coordinator does not answer: the task's end waits for it or its successor, up to %lld s "
+              "(tony.am.recovery-timeout-ms)", x->recovery_ms / 1000);
+    long long until = now_ms() + x->recovery_ms;
+    while (!stop_signal && now_ms() < until) {
+        back_result back = come_back(x, pid);
+        if (back == BACK_REFUSED) return NULL;
+        tony_error err;
+        json_incref(fin);
+        json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, status, &err);
+        if (ans) return ans;
+        tony_sleep_ms(SEARCH_EVERY_MS);
+    }
+    tony_error_log("no coordinator heard of the task's end within %lld s", x->recovery_ms / 1000);
+    return NULL;
+}
+
 static void start_watch(watch *w, bool *watching) {
     atomic_store(&w->ended, false);
     *watching = pthread_create(&w->thread, NULL, watch_main, w) == 0;
@@ -628,7 +649,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     json_t *fin = json_pack("{s:i,s:b,s:o}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out, AM_API_LOG_MATCHES,
                             outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
+    json_incref(fin);
     ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
+    if (!ans && !stop_signal && may_come_back(x)) ans = report_end_elsewhere(x, pid, fin, &status);
+    json_decref(fin);
     /* The coordinator answers the watch once it has the result (one that
      * is gone refuses it at once; one that hangs lets it time out). */
     atomic_store(&wt.quit, true);

@@ -33,34 +33,38 @@ def am_attempt_log(yarn, app_id, attempt):
 
 
 def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path):
-    """Two workers wait for a flag file while the coordinator is killed;
-    the next AM attempt adopts both (no container asked for, no gang, no
-    restart), then the flag lets them finish: the job succeeds in attempt
-    0, each task's user process is the one that started before the kill,
-    and its output shows a single start."""
-    flag = tmp_path / "go-on"
-    cmd = f'echo "started $$"; while [ ! -e {flag} ]; do sleep 0.2; done; echo "done $$"'
+    """Two workers each wait for a flag file of their own while the
+    coordinator is killed. worker:1's flag comes right after the kill: its
+    process ends while no coordinator runs, and its executor reports that
+    end to the next one. The next AM attempt adopts both (no container asked
+    for, no gang, no restart); then worker:0's flag lets it finish: the job
+    succeeds in attempt 0, each task's user process is the one that started
+    before the kill, and its output shows a single start."""
+    go = tmp_path / "go-"
+    cmd = f'echo "started $$"; while [ ! -e {go}$TASK_INDEX ]; do sleep 0.2; done; echo "done $$"'
     p = yarn.popen_submit("--executes", cmd, "--conf", "tony.worker.instances=2",
                           "--conf", "tony.am.retry-count=0", "--conf", "tony.task.heartbeat-interval-ms=500")
     try:
         app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
         users = wait_for(lambda: (lambda u: u if all(u.values()) else None)(
-            {i: process_of(f"worker:{i}", app_id, script=str(flag)) for i in (0, 1)}),
+            {i: process_of(f"worker:{i}", app_id, script=str(go)) for i in (0, 1)}),
             timeout=120, what="both user processes")
         executors = {i: process_of(f"worker:{i}", app_id, "executor") for i in (0, 1)}
         first = am_pids(app_id)
         assert len(first) == 1, first
         os.kill(first[0], signal.SIGKILL)
+        (tmp_path / "go-1").touch()
+        wait_for(lambda: not alive(users[1]), timeout=10, what="worker:1's process to end")
+        assert not am_attempt_log(yarn, app_id, 2)  # it ended with no coordinator running
         # the next attempt's coordinator takes both tasks back
         log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn, app_id, 2)),
                        timeout=150, what="the second coordinator to adopt the tasks")
         assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
         assert "asking for" not in log, log[-3000:]  # no container asked for
-        # the same processes, in the same containers, never restarted
-        for i in (0, 1):
-            assert alive(users[i]) and alive(executors[i]), (i, users, executors)
-            assert process_of(f"worker:{i}", app_id, script=str(flag)) == users[i]
-        flag.touch()
+        # worker:0 goes on: the same process, in the same container, never restarted
+        assert alive(users[0]) and alive(executors[0]), (users, executors)
+        assert process_of("worker:0", app_id, script=str(go)) == users[0]
+        (tmp_path / "go-0").touch()
     finally:
         out, err = p.communicate(timeout=240)
     assert p.returncode == 0, out + err
