@@ -124,10 +124,10 @@ static char *staging_path_of(const char *user, const char *app_id) {
 
 /* Coordinator loss (coordfile.h): whether the tasks outlive a lost
  * coordinator for the next AM attempt to adopt them; with more than one
- * attempt and tony.am.recovery-timeout-ms above 0. */
+ * attempt and tony.am.recovery-timeout-ms above 0 (the plan checked it). */
 static bool keeps_containers(const tony_conf *conf, long long attempts) {
     long long recovery = 0;
-    if (tony_conf_get_ll(conf, "tony.am.recovery-timeout-ms", 300000, &recovery, NULL)) recovery = 300000;
+    if (tony_conf_get_ll(conf, "tony.am.recovery-timeout-ms", 300000, &recovery, NULL)) recovery = 0;
     return attempts > 1 && recovery > 0;
 }
 
