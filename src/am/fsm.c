@@ -222,7 +222,8 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
-                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
+                     .coordinator_lost = f->recover_failed};
     char *why = NULL, *cause = j->first_failed ? am_cause_text(&f->root_cause) : NULL;
     bool retry = am_policy_should_retry(p, &fl, f->retries_left, &why);
     const char *diag = j->attempt_diagnostics ? j->attempt_diagnostics : "";
@@ -252,7 +253,8 @@ static bool restart_due(const am_fsm *f) {
     if (f->state == AM_JOB_BACKOFF) return true;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
-                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
+                     .coordinator_lost = f->recover_failed};
     char *why = NULL;
     bool retry = am_policy_should_retry(j->plan, &fl, f->retries_left, &why);
     free(why);
@@ -393,14 +395,23 @@ void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions 
 /* The recovery is over (every task back, or the wait): a task whose
  * executor did not come back has no container this coordinator knows of
  * (the backend stops what is left of the last coordinator's) and fails
- * the attempt, as a lost one would. */
+ * the attempt, as a lost one would. That restart is on the cluster's
+ * account (a new AM attempt, which used to rerun the whole job), not
+ * tony.am.retry-count's: the budget gets one more; the restart policy
+ * still judges the failure. */
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
     f->recovering = false;
     emit(out, AM_ACT_ADOPTED, NULL, 0, NULL);
+    bool missing = false;
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
         if (t->host || am_task_done(t)) continue;
+        if (!missing && !j->attempt_over) {
+            f->retries_left++;
+            f->recover_failed = true;
+        }
+        missing = true;
         t->state = AM_TASK_FAILED;
         t->exited = true;
         t->exit_status = TONY_EXIT_ABORTED;
@@ -446,6 +457,7 @@ am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, in
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->restarting) return;
     f->restarting = false;
+    f->recover_failed = false;
     free(f->permanent);
     f->permanent = NULL;
     reset_attempt(f, f->job.attempt + 1, now_ms);

@@ -102,6 +102,7 @@ typedef struct am_fsm {
     long long recover_until_ms;
     bool recover_attempt_known; /* the first task that came back named the job's attempt */
     int adopted;                /* tasks that came back with their process running */
+    bool recover_failed;        /* this attempt failed for tasks that did not come back (policy.h's coordinator_lost) */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may

@@ -1189,11 +1189,16 @@ static void test_adopt_every_task_no_restart(void **state) {
 }
 
 /* A task whose executor does not come back by the end of the wait fails
- * the attempt; the restart policy retries it, the adopted ones' containers
- * are kept in place and the missing one is asked for anew. */
+ * the attempt; it is restarted on the cluster's account (without
+ * tony.am.retry-count, as a new AM attempt used to rerun the job), the
+ * adopted ones' containers kept in place and the missing one asked for
+ * anew. */
 static void test_adopt_missing_task_fails_the_attempt(void **state) {
     (void)state;
-    fixture *f = make(ADOPT);
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=2", "tony.application.restart-backoff-ms=0",
+                        NULL};
+    fixture *f = make(kv);
+    assert_int_equal(f->fsm.retries_left, 0);
     am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
     assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
     assert_int_equal(adopt(f, "ps", 0, 0, 113, 100), AM_REG_NEW);
@@ -1220,6 +1225,7 @@ static void test_adopt_missing_task_fails_the_attempt(void **state) {
     report(f, "worker", 0, 143, 60100);
     report(f, "ps", 0, 143, 60200);
     assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0); /* the one given, spent */
     am_fsm_next_attempt(&f->fsm, 60300, fresh(f));
     assert_int_equal(f->job->attempt, 1);
     assert_int_equal(count(f, AM_ACT_REQUEST), 1);
