@@ -546,6 +546,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
     long long lost_since = 0, next_search = 0; /* the coordinator lost: since when, the next look for another */
+    bool rewatch = false; /* taken back by another coordinator: watch it once the old watch ended */
     int failed_hb = 0, wait_status = 0, code = -1;
     bool timed_out = false;
     for (;;) {
@@ -607,10 +608,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                 if (back == BACK_ADOPTED) {
                     failed_hb = 0;
                     lost_since = 0;
-                    if (watching && atomic_load(&wt.ended)) {
-                        pthread_join(wt.thread, NULL);
-                        start_watch(&wt, &watching);
-                    }
+                    rewatch = watching;
                 } else if (back == BACK_REFUSED || now - lost_since > x->recovery_ms) {
                     if (back != BACK_REFUSED)
                         tony_error_log("no coordinator took this task back within %lld s; stopping the task",
@@ -631,6 +629,13 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                 lost_since = 0;
             }
             json_decref(ans);
+        }
+        /* the watch on the lost coordinator ends (its call fails or times
+         * out): a new one on the coordinator that took the task back */
+        if (rewatch && atomic_load(&wt.ended)) {
+            pthread_join(wt.thread, NULL);
+            start_watch(&wt, &watching);
+            rewatch = false;
         }
         if (scan) tony_outscan_poll(scan, 0);
         if (now >= next_metrics && !stop_at) {
