@@ -271,8 +271,10 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
      * its container is asked for anew then, not kept waiting. */
     if (f->job.plan->has_stages && t->role->stage != TONY_STAGE_PREPARE) return false;
     /* A container on a node excluded meanwhile (exclusion.h) is not kept,
-     * where its node is known. */
+     * where its node is known; nor one whose task's output says its node
+     * is bad (an exclude-node log policy): its end names the node. */
     if (t->node && am_exclusion_has(&f->exclusion, t->node)) return false;
+    if (t->log_exclude) return false;
     /* Only a container whose executor registered and still answers can
      * start the next attempt's process. */
     return t->host != NULL && !t->lost && !t->exited && !t->stop_given_up && t->stop_tries == 0;
@@ -509,7 +511,11 @@ static void judge_node(am_fsm *f, am_task *t, int exit_status, long long now_ms,
     const char *cause = t->log_exclude ? t->log_exclude
                                        : am_exclusion_node_cause(exit_status, t->host != NULL, t->stop_tries > 0, buf,
                                                                  sizeof buf);
-    if (!cause || !t->node) return;
+    if (!cause) return;
+    /* A task's end its executor reported (in place) comes before its
+     * container's, which names the node: judged then (am_fsm_exited). */
+    t->node_judgement_due = !t->node;
+    if (!t->node) return;
     char *id = tony_sprintf("%s:%d", t->role->name, t->index);
     am_excl_result r = am_exclusion_add(&f->exclusion, t->node, id, cause, f->job.attempt, f->cluster_nodes, now_ms);
     free(id);
@@ -664,8 +670,10 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         /* A task we asked to stop ended because of it, whether the backend
          * stopped it or its executor did when its heartbeat was answered. */
         task_ended(f, t, exit_status, diagnostics, now_ms, out);
-    } else if (!t->finished_ms) {
-        t->finished_ms = now_ms;
+    } else {
+        if (!t->finished_ms) t->finished_ms = now_ms;
+        /* its failure was reported before its node was known */
+        if (t->node_judgement_due && t->node && t->state == AM_TASK_FAILED) judge_node(f, t, t->exit_status, now_ms, out);
     }
     advance(f, now_ms, out);
 }

@@ -68,6 +68,7 @@ typedef struct am_task {
     int container_attempt; /* the attempt its container was asked for in */
     long long stop_asked_ms; /* in place: since when its executor has been told to stop its process (or exit); 0: not */
     bool lost;            /* declared dead for missed heartbeats: its executor no longer answers */
+    bool node_judgement_due; /* a node-level failure waits for its container's end to name the node (exclusion.h) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */
     char *node;           /* where its container ran, as the backend names it (NULL: not known) */

@@ -213,7 +213,7 @@ def test_venv_and_resources_localized(tony, tmp_path, scripts):
     (["--src_dir", "/nonexistent/src", "--conf", "tony.worker.instances=1"], "--src_dir"),
     (["--conf_file", "/nonexistent/tony.xml"], "/nonexistent/tony.xml"),
     (["--srcdir", "x"], "did you mean --src_dir"),
-    (["--backend", "slurm"], "unknown backend 'slurm'"),
+    (["--backend", "k8s"], "unknown backend 'k8s' (--backend k8s); use local or slurm or yarn"),
     (["--conf", "tony.containers.resources=/nonexistent/file.bin", "--conf", "tony.worker.instances=1"],
      "/nonexistent/file.bin"),
 ])
