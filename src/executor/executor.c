@@ -473,7 +473,7 @@ static json_t *report_end_elsewhere(executor *x, pid_t pid, json_t *fin, long *s
         if (ans) return ans;
         tony_sleep_ms(SEARCH_EVERY_MS);
     }
-    tony_error_log("no coordinator heard of the task's end within %lld s", x->recovery_ms / 1000);
+    if (!stop_signal) tony_error_log("no coordinator heard of the task's end within %lld s", x->recovery_ms / 1000);
     return NULL;
 }
 

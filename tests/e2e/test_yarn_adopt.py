@@ -8,6 +8,7 @@ attempt 0, with the same processes, and ends as it would have."""
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -50,6 +51,10 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path)
             {i: process_of(f"worker:{i}", app_id, script=str(go)) for i in (0, 1)}),
             timeout=120, what="both user processes")
         executors = {i: process_of(f"worker:{i}", app_id, "executor") for i in (0, 1)}
+        # YARN keeps only the containers its RM has seen running (the
+        # NodeManagers' heartbeats, a second apart, say so), not one it
+        # only handed out: a few heartbeats' time
+        time.sleep(3)
         first = am_pids(app_id)
         assert first, "no coordinator process found"
         for pid in first:
@@ -66,6 +71,8 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path)
         assert process_of("worker:0", app_id, script=str(go)) == users[0]
         (tmp_path / "go-0").touch()
     finally:
+        for i in (0, 1):
+            (tmp_path / f"go-{i}").touch()
         out, err = p.communicate(timeout=240)
     assert p.returncode == 0, out + err
     assert "the coordinator was lost and restarted: 2 of 2 task(s) adopted without a restart" in out, out + err

@@ -317,7 +317,10 @@ static void on_allocated(yarn_backend *b, const yarn_container *c) {
 
 static void on_completed(yarn_backend *b, const yarn_completed *c) {
     yarn_req *r = find_by_container(b, c->id);
-    if (!r) return; /* released surplus, or an earlier attempt's */
+    if (!r) { /* released surplus, or an earlier attempt's */
+        tony_debug("container %s ended (%d): none of this coordinator's", c->id, c->exit_status);
+        return;
+    }
     report_later(b, r, c->exit_status, c->diagnostics ? c->diagnostics : "");
 }
 
@@ -830,8 +833,13 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
     b->adopted = tony_xcalloc(b->info.n_previous + 1, sizeof *b->adopted);
-    if (b->info.n_previous)
+    if (b->info.n_previous) {
         tony_info("the last attempt of this application left %zu task container(s) running", b->info.n_previous);
+        /* No launch starts the heartbeats here: the ends of those
+         * containers come with allocate, as the RM's liveness needs it. */
+        struct timeval zero = {0, 0};
+        evtimer_add(b->heartbeat, &zero);
+    }
     publish_address(b, o->tracking_url);
     tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs; "
               "Hadoop IPC protection: %s)",
