@@ -37,6 +37,8 @@
  * last copy to its mirror (HDFS), which runs off the loop. */
 #define HISTORY_WAIT_MS 30000
 #define HISTORY_POLL_MS 100
+/* How long a coordinator that replaced a lost one waits for its tasks. */
+#define AM_RECOVER_WAIT_MS 60000
 
 static void write_status(tony_am *am) {
     json_t *j = am_job_json(am);
@@ -178,6 +180,15 @@ static void restart(tony_am *am) {
     am_api_admit_early(am);
 }
 
+/* The recovery from a lost coordinator is over (fsm.h, am_fsm_recover):
+ * what the last coordinator left that no task took back is stopped. */
+static void adopted(tony_am *am) {
+    tony_info("coordinator restarted, %d of %zu task(s) adopted in attempt %d", am->fsm.adopted, am->fsm.job.ntasks,
+              am->fsm.job.attempt);
+    am_record_adopted(am);
+    if (am->backend->ops->adopt_end) am->backend->ops->adopt_end(am->backend);
+}
+
 static void finished(tony_am *am) {
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(am->fsm.final_status), am->fsm.diagnostics);
     am_record_finish(am);
@@ -211,6 +222,7 @@ static void carry_out(tony_am *am) {
         case AM_ACT_FINISH: finished(am); break;
         case AM_ACT_HANG: am_stacks_hang(am, a.task, am->fsm.hang.idle_ms); break;
         case AM_ACT_EXCLUDE_NODE: exclude_node(am, &a); break;
+        case AM_ACT_ADOPTED: adopted(am); break;
         }
     }
     q->len = 0;
@@ -494,6 +506,23 @@ static void am_teardown(tony_am *am) {
     free(am->shared_dir);
 }
 
+/* Coordinator loss: this coordinator replaces one that was lost, and the
+ * backend handed back containers it left running (YARN's next AM attempt,
+ * keep-containers): their executors come back (api.c) instead of the job
+ * starting over. The wait covers their search (they look every few
+ * seconds once their heartbeats fail) with room to spare. */
+static bool recover(tony_am *am) {
+    int previous = am->backend->ops->previous ? am->backend->ops->previous(am->backend) : 0;
+    if (previous <= 0) return false;
+    long long now = am_now_ms();
+    long long wait = AM_RECOVER_WAIT_MS + 2 * am->plan.heartbeat_interval_ms;
+    tony_warn("coordinator restarted: %d container(s) of the lost one still run; waiting up to %lld s for their "
+              "tasks to come back", previous, wait / 1000);
+    am_fsm_recover(&am->fsm, now + wait, now, &am->pending);
+    am_record_recovering(am, previous);
+    return true;
+}
+
 int tony_am_main(const tony_am_options *o) {
     tony_am am = {0};
     tony_error err = {{0}};
@@ -502,7 +531,7 @@ int tony_am_main(const tony_am_options *o) {
     if (rc == 0) {
         if (am.plan.single_node) {
             if (start_single_node(&am, &err)) am_fsm_fail_job(&am.fsm, err.msg, am_now_ms(), &am.pending);
-        } else {
+        } else if (!recover(&am)) {
             am_fsm_start(&am.fsm, am_now_ms(), &am.pending);
             attempt_started(&am);
         }

@@ -392,31 +392,78 @@ static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answe
 
 /* POST register: host:port (and more) of a task's executor, held until the
  * state machine releases the gang. Takes body. */
-static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
-    const char *role = t->role->name;
-    int index = t->index;
+/* What a register body says (its strings stay body's), or -1 having
+ * answered 400. */
+static int read_registration(tony_am *am, struct evhttp_request *req, const am_task *t, json_t *body,
+                             am_registration *r) {
     const char *host = json_string_value(json_object_get(body, AM_API_HOST));
     json_int_t port = json_integer_value(json_object_get(body, AM_API_PORT));
     json_t *tb = json_object_get(body, AM_API_TB_PORT);
     json_int_t tb_port = json_integer_value(tb);
     if (!host || !*host || port <= 0 || port > 65535 || (tb && (!json_is_integer(tb) || tb_port <= 0 || tb_port > 65535))) {
-        json_decref(body);
         am_reply_error(req, 400, "register needs \"host\" (string) and \"port\" (1-65535); \"tb_port\", if given, 1-65535");
-        return;
+        return -1;
     }
     const char *log_url = json_string_value(json_object_get(body, AM_API_LOG_URL));
     /* Kept only when the backend can read the log from it. */
     tony_error lerr;
     if (log_url && !t->host && am_backend_reads_log_url(am, log_url, &lerr) != 0) {
-        tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", role, index, lerr.msg);
+        tony_warn("%s:%d reported a log link the coordinator cannot read from: %s", t->role->name, t->index, lerr.msg);
         log_url = NULL;
     }
-    am_registration r = {.host = host,
-                         .port = (int)port,
-                         .tb_port = (int)tb_port,
-                         .log_dir = json_string_value(json_object_get(body, AM_API_LOG_DIR)),
-                         .container = json_string_value(json_object_get(body, AM_API_CONTAINER)),
-                         .log_url = log_url};
+    *r = (am_registration){.host = host,
+                           .port = (int)port,
+                           .tb_port = (int)tb_port,
+                           .log_dir = json_string_value(json_object_get(body, AM_API_LOG_DIR)),
+                           .container = json_string_value(json_object_get(body, AM_API_CONTAINER)),
+                           .log_url = log_url};
+    return 0;
+}
+
+/* POST register with "adopt": the executor of a lost coordinator comes
+ * back with its process running (fsm.h, am_fsm_adopted), in a container
+ * the backend handed back; answered at once, "adopted" or 409 (its
+ * executor then stops its process). Takes body. */
+static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
+    am_registration r;
+    if (read_registration(am, req, t, body, &r)) {
+        json_decref(body);
+        return;
+    }
+    int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
+    int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
+    int pid = (int)json_integer_value(json_object_get(body, AM_API_ADOPT));
+    tony_error err;
+    const char *why = NULL;
+    if (!am->fsm.recovering || t->host) why = "this coordinator takes no task back now";
+    else if (pid <= 0) why = "\"" AM_API_ADOPT "\" must be the pid of the task's running process";
+    else if (!am->backend->ops->adopt) why = "this backend hands no container back";
+    else if (am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r.container, &err))
+        why = err.msg;
+    else if (am_fsm_adopted(&am->fsm, t, &r, attempt, container_attempt, pid, now, &am->pending) != AM_REG_NEW)
+        why = "it works for another attempt than the tasks that came back first";
+    if (why) {
+        tony_warn("%s:%d cannot come back: %s", t->role->name, t->index, why);
+        am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR, why));
+    } else {
+        tony_info("%s:%d came back at %s:%d, pid %d running, attempt %d", t->role->name, t->index, t->host, t->port,
+                  pid, attempt);
+        am->status_dirty = true;
+        am_record_task_adopted(am, t);
+        am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_ADOPTED));
+        am_kick(am);
+    }
+    json_decref(body);
+}
+
+static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
+    const char *role = t->role->name;
+    int index = t->index;
+    am_registration r;
+    if (read_registration(am, req, t, body, &r)) {
+        json_decref(body);
+        return;
+    }
     am_reg_result res = am_fsm_registered(&am->fsm, t, &r, now, &am->pending);
     json_decref(body);
     if (res == AM_REG_ENDING && am->fsm.job.attempt_over && am_fsm_keeps_container(&am->fsm, t)) {
@@ -521,6 +568,10 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     if (!json_is_integer(attempt_j)) {
         json_decref(body);
         am_reply_error(req, 400, "\"attempt\" (integer) is required");
+        return;
+    }
+    if (strcmp(verb, AM_API_REGISTER) == 0 && json_object_get(body, AM_API_ADOPT)) {
+        adopt_task(am, req, t, body, am_now_ms());
         return;
     }
     if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1) {

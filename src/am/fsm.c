@@ -73,6 +73,9 @@ static bool kept_for_next(const am_fsm *f, const am_task *t) {
     return f->in_place && am_task_live(t) && t->stop_tries == 0 && am_task_done(t) && am_fsm_may_keep(f, t);
 }
 
+static void note_failure(am_job *j, am_task *t, long long when_ms);
+static void end_recovery(am_fsm *f, long long now_ms, am_actions *out);
+
 /* Forgets the last attempt's tasks and starts attempt number `attempt`;
  * each task that got a container keeps a line on it in its runs. A kept
  * container's task starts as asked for, its executor registering anew. */
@@ -219,7 +222,8 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
-                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
+                     .coordinator_lost = f->recover_failed};
     char *why = NULL, *cause = j->first_failed ? am_cause_text(&f->root_cause) : NULL;
     bool retry = am_policy_should_retry(p, &fl, f->retries_left, &why);
     const char *diag = j->attempt_diagnostics ? j->attempt_diagnostics : "";
@@ -249,7 +253,8 @@ static bool restart_due(const am_fsm *f) {
     if (f->state == AM_JOB_BACKOFF) return true;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
-                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out};
+                     .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
+                     .coordinator_lost = f->recover_failed};
     char *why = NULL;
     bool retry = am_policy_should_retry(j->plan, &fl, f->retries_left, &why);
     free(why);
@@ -332,6 +337,8 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
             return;
         }
     }
+    /* decided while tasks were still coming back (a kill): the rest never will */
+    if (f->recovering) end_recovery(f, now_ms, out);
     /* The attempt is decided: untracked and sidecar roles, and anything still
      * running after a failure, are stopped; the next step waits for every
      * container to end so that their final states are known. */
@@ -362,9 +369,97 @@ void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
     advance(f, now_ms, out);
 }
 
+/* Where t's executor is and what it reported, once per attempt. */
+static void take_registration(am_task *t, const am_registration *r, long long now_ms) {
+    t->host = tony_strdup(r->host);
+    t->port = r->port;
+    t->tb_port = r->tb_port;
+    if (r->log_dir && *r->log_dir) t->log_dir = tony_strdup(r->log_dir);
+    if (r->container && *r->container) t->container = tony_strdup(r->container);
+    if (r->log_url && *r->log_url) t->log_url = tony_strdup(r->log_url);
+    t->registered_ms = now_ms;
+}
+
+void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions *out) {
+    if (f->state != AM_JOB_NEW) return;
+    f->state = AM_JOB_REGISTERING;
+    f->recovering = true;
+    f->recover_until_ms = until_ms;
+    /* every task's container may still run: none is asked for */
+    for (size_t i = 0; i < f->job.ntasks; i++) {
+        am_task *t = &f->job.tasks[i];
+        t->state = AM_TASK_REQUESTED;
+        t->requested_ms = now_ms;
+    }
+    advance(f, now_ms, out);
+}
+
+/* The recovery is over (every task back, or the wait): a task whose
+ * executor did not come back has no container this coordinator knows of
+ * (the backend stops what is left of the last coordinator's) and fails
+ * the attempt, as a lost one would. That restart is on the cluster's
+ * account (a new AM attempt, which used to rerun the whole job), not
+ * tony.am.retry-count's: the budget gets one more; the restart policy
+ * still judges the failure. */
+static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    f->recovering = false;
+    emit(out, AM_ACT_ADOPTED, NULL, 0, NULL);
+    bool missing = false;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        am_task *t = &j->tasks[i];
+        if (t->host || am_task_done(t)) continue;
+        if (!missing && !j->attempt_over) {
+            f->retries_left++;
+            f->recover_failed = true;
+        }
+        missing = true;
+        t->state = AM_TASK_FAILED;
+        t->exited = true;
+        t->exit_status = TONY_EXIT_ABORTED;
+        t->finished_ms = now_ms;
+        t->lost = true;
+        free(t->diagnostics);
+        t->diagnostics = tony_sprintf("Task [%s:%d] did not come back to the restarted coordinator within %lld ms: "
+                                      "its container or its executor ended with the lost coordinator.",
+                                      t->role->name, t->index, f->recover_until_ms - t->requested_ms);
+        note_failure(j, t, now_ms);
+        end_attempt(j, AM_FINAL_FAILED, "%s", t->diagnostics);
+    }
+}
+
+am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
+                             int pid, long long now_ms, am_actions *out) {
+    /* only a running process is taken back: one waiting at the barrier had no go, and its executor
+     * registers anew */
+    if (!f->recovering || pid <= 0 || t->host || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
+    /* The first one back names the attempt the tasks work for; they all
+     * started it together, so one naming another is left over from a
+     * restart the lost coordinator had begun. */
+    if (!f->recover_attempt_known) {
+        f->job.attempt = attempt;
+        f->recover_attempt_known = true;
+    } else if (attempt != f->job.attempt) {
+        return AM_REG_ENDING;
+    }
+    take_registration(t, r, now_ms);
+    t->container_attempt = container_attempt;
+    t->last_heartbeat_ms = now_ms;
+    t->pid = pid;
+    t->started_ms = now_ms;
+    t->state = AM_TASK_RUNNING;
+    f->adopted++;
+    bool all = true;
+    for (size_t i = 0; i < f->job.ntasks && all; i++) all = f->job.tasks[i].host != NULL;
+    if (all) end_recovery(f, now_ms, out);
+    advance(f, now_ms, out);
+    return AM_REG_NEW;
+}
+
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->restarting) return;
     f->restarting = false;
+    f->recover_failed = false;
     free(f->permanent);
     f->permanent = NULL;
     reset_attempt(f, f->job.attempt + 1, now_ms);
@@ -381,16 +476,11 @@ void am_fsm_request_dropped(am_fsm *f, am_task *t, long long now_ms, am_actions 
 }
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out) {
-    if (f->job.attempt_over || f->state == AM_JOB_DONE) return AM_REG_ENDING;
+    /* while recovering only the lost coordinator's executors come back */
+    if (f->job.attempt_over || f->state == AM_JOB_DONE || f->recovering) return AM_REG_ENDING;
     am_reg_result res = AM_REG_AGAIN;
     if (!t->host) {
-        t->host = tony_strdup(r->host);
-        t->port = r->port;
-        t->tb_port = r->tb_port;
-        if (r->log_dir && *r->log_dir) t->log_dir = tony_strdup(r->log_dir);
-        if (r->container && *r->container) t->container = tony_strdup(r->container);
-        if (r->log_url && *r->log_url) t->log_url = tony_strdup(r->log_url);
-        t->registered_ms = now_ms;
+        take_registration(t, r, now_ms);
         if (!am_task_done(t)) t->state = AM_TASK_REGISTERED;
         res = AM_REG_NEW;
     }
@@ -481,7 +571,6 @@ void am_fsm_alive(am_fsm *f, am_task *t, long long now_ms) {
 }
 
 static void task_failed(am_job *j, am_task *t, int exit_status, const char *diagnostics, bool registered);
-static void note_failure(am_job *j, am_task *t, long long when_ms);
 
 /* A task's end in this attempt, by what it ended with: a task the
  * coordinator asked to stop (the backend, or its executor in place) was
@@ -779,9 +868,11 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
     }
     /* Once the attempt is decided, silence means nothing more: the tasks
      * are being stopped. */
+    if (f->recovering && now_ms >= f->recover_until_ms) end_recovery(f, now_ms, out);
     if (!f->job.attempt_over) {
         check_heartbeats(f, now_ms, out);
-        check_registration(&f->job, now_ms);
+        /* a task waited for after a coordinator loss is not a registration */
+        if (!f->recovering) check_registration(&f->job, now_ms);
         if (!f->job.attempt_over) check_hang(f, now_ms, out);
     } else {
         retry_stops(&f->job, now_ms, out);

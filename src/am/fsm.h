@@ -53,6 +53,8 @@ typedef enum {
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
     AM_ACT_HANG,         /* task: idle past tony.task.progress-timeout; every task's stacks are being collected */
     AM_ACT_EXCLUDE_NODE, /* note: a node task's end marked bad; excluded if am_exclusion_has says so, else refused (the cap) */
+    AM_ACT_ADOPTED,      /* the recovery from a lost coordinator is over: f->adopted tasks came back; the
+                            containers of the last coordinator that no task claimed are to be stopped */
 } am_action_kind;
 
 typedef struct am_action {
@@ -93,6 +95,14 @@ typedef struct am_fsm {
     /* Bad nodes and log policies: */
     am_exclusion exclusion;  /* nodes kept off, and those the cap refused */
     int cluster_nodes;       /* the cluster's size as the backend last said (0: not known) */
+    /* Coordinator loss (am_fsm_recover): this coordinator replaced a lost
+     * one whose task containers still run; their executors come back
+     * until recover_until_ms. */
+    bool recovering;
+    long long recover_until_ms;
+    bool recover_attempt_known; /* the first task that came back named the job's attempt */
+    int adopted;                /* tasks that came back with their process running */
+    bool recover_failed;        /* this attempt failed for tasks that did not come back (policy.h's coordinator_lost) */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
@@ -105,6 +115,14 @@ const char *am_final_status_name(am_final_status s);
 
 /* The first attempt starts: the first stage's containers are asked for. */
 void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out);
+/* Coordinator loss (YARN's next AM attempt with the containers kept):
+ * instead of am_fsm_start, when the backend hands back containers of the
+ * coordinator this one replaces. No container is asked for: every task
+ * waits for its executor to come back (am_fsm_adopted) until until_ms;
+ * then, or once every task is back, AM_ACT_ADOPTED, and a task still
+ * missing (its container ended meanwhile, or its executor gave up) fails
+ * the attempt, which the restart policy then judges as any failure. */
+void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions *out);
 /* After AM_ACT_RESTART was carried out: the next attempt starts afresh. */
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out);
 /* An AM_ACT_REQUEST that was not carried out because, meanwhile, the
@@ -128,6 +146,15 @@ typedef enum {
 } am_reg_result;
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out);
+/* An executor of the lost coordinator comes back: its task's process
+ * (pid) runs for `attempt` in a container asked for in container_attempt.
+ * The task goes on where it was, RUNNING with its address, without a gang
+ * or a restart. AM_REG_ENDING: refused (not recovering, no process, the
+ * task came back already, or another attempt than the first one back
+ * named); its executor stops its process. */
+am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
+                             int pid, long long now_ms, am_actions *out);
+
 /* The backend says where t's container ran (node; NULL: nowhere yet) and
  * how many nodes the cluster has (0: not known): before am_fsm_exited. */
 void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes);

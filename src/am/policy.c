@@ -18,7 +18,7 @@ static char *policy_key(const tony_plan *p, const tony_role *r) {
 bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries_left, char **why) {
     *why = NULL;
     /* With no budget at all nobody asked for a retry: nothing to explain. */
-    if (p->retry_count == 0) return false;
+    if (p->retry_count == 0 && !f->coordinator_lost) return false;
     if (f->killed) {
         *why = tony_strdup("Not retried: the job was killed");
         return false;

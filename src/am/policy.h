@@ -22,6 +22,10 @@ typedef struct am_failure {
     const char *permanent;
     bool killed;    /* by the user */
     bool timed_out; /* tony.application.timeout */
+    /* Tasks did not come back to a coordinator that replaced a lost one:
+     * retried on the cluster's account (its budget given one more by the
+     * state machine) even where tony.am.retry-count is 0. */
+    bool coordinator_lost;
 } am_failure;
 
 /* Whether the exit status is the user's script's own verdict (exit codes

@@ -281,6 +281,32 @@ void am_record_node_excluded(tony_am *am, const am_task *t, const am_excluded_no
     free(id);
 }
 
+void am_record_recovering(tony_am *am, int previous) {
+    if (!am->events) return;
+    am_events_add_data(am->events, wall_now(am), "COORDINATOR_RESTARTED", NULL, am->fsm.job.attempt,
+                       json_pack("{s:i}", "containers", previous),
+                       "coordinator restarted: %d container(s) of the lost one still run; waiting for their tasks",
+                       previous);
+}
+
+void am_record_task_adopted(tony_am *am, const am_task *t) {
+    if (!am->events) return;
+    char *id = task_id(t);
+    am_events_add_data(am->events, wall_now(am), "TASK_ADOPTED", id, am->fsm.job.attempt,
+                       json_pack("{s:s,s:i,s:i}", "host", t->host, "port", t->port, "pid", t->pid),
+                       "%s: came back to the restarted coordinator, its process (pid %d) still running", id, t->pid);
+    free(id);
+}
+
+void am_record_adopted(tony_am *am) {
+    if (!am->events) return;
+    int n = (int)am->fsm.job.ntasks;
+    am_events_add_data(am->events, wall_now(am), "TASKS_ADOPTED", NULL, am->fsm.job.attempt,
+                       json_pack("{s:i,s:i}", "adopted", am->fsm.adopted, "tasks", n),
+                       "coordinator restarted, %d of %d task(s) adopted%s", am->fsm.adopted, n,
+                       am->fsm.adopted < n ? "; the others did not come back" : " without a restart");
+}
+
 void am_record_kill(tony_am *am) {
     if (!am->events) return;
     am_events_add(am->events, wall_now(am), "KILL", NULL, am->fsm.job.attempt, "killed by the user");

@@ -19,6 +19,11 @@ void am_record_stacks(tony_am *am, const am_task *t, const char *path);
 void am_record_restart(tony_am *am);
 /* A node a task's end marked bad (excluded, or refused by the cap). */
 void am_record_node_excluded(tony_am *am, const am_task *t, const am_excluded_node *e);
+/* Coordinator loss: this coordinator replaced a lost one (previous: its
+ * containers still running), a task came back to it, the recovery ended. */
+void am_record_recovering(tony_am *am, int previous);
+void am_record_task_adopted(tony_am *am, const am_task *t);
+void am_record_adopted(tony_am *am);
 void am_record_kill(tony_am *am);
 void am_record_finish(tony_am *am);
 void am_record_free(tony_am *am);

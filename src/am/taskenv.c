@@ -40,6 +40,9 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
     tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, TASKENV_MAX_MISSED_HEARTBEATS, "%d", p->max_missed_heartbeats);
+    /* coordinator loss: the executor looks for the next coordinator (where
+     * the backend can start one) this long, its process running */
+    tony_env_setf(env, TASKENV_AM_RECOVERY_MS, "%lld", p->am_recovery_ms);
     metrics_env(am, t, env);
     /* hang diagnosis: the executor dumps stacks with this py-spy when asked */
     const char *spy = tony_conf_get(am->conf, "tony.task.py-spy-path");

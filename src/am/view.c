@@ -169,6 +169,10 @@ json_t *am_job_json(const tony_am *am) {
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, "tasks", tasks);
     json_object_set_new(o, "excluded_nodes", excluded_nodes_json(am));
+    /* this coordinator replaced a lost one (fsm.h, am_fsm_recover) */
+    if (am->fsm.recover_until_ms)
+        json_object_set_new(o, "coordinator_restarted", json_pack("{s:b,s:i}", "waiting", am->fsm.recovering,
+                                                                  "adopted", am->fsm.adopted));
     const am_task *tb = am_view_tensorboard_task(am);
     if (tb) {
         json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));

@@ -30,6 +30,10 @@ int tony_backend_task_update_credentials(const void *data, size_t len, tony_erro
     return tony_yarn_task_update_credentials(data, len, err);
 }
 
+int tony_backend_task_find_coordinator(char **url, tony_error *err) {
+    return tony_yarn_task_find_coordinator(url, err);
+}
+
 void tony_am_place_free(tony_am_place *p) {
     free(p->work_dir);
     free(p->log_dir);

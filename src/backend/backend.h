@@ -161,6 +161,18 @@ typedef struct tony_backend_ops {
     /* How many nodes the cluster has now (0: not known yet), which caps
      * exclusion. NULL: one (this machine). */
     int (*cluster_nodes)(const tony_backend *b);
+    /* Coordinator loss (am/fsm.h's am_fsm_recover): how many containers of
+     * the coordinator this one replaces still run (YARN: the RM hands them
+     * to the next AM attempt when the application keeps its containers);
+     * 0 when none. NULL where a coordinator is never replaced. */
+    int (*previous)(const tony_backend *b);
+    /* Takes one of them as role:index's container, asked for in attempt,
+     * as the task's executor that came back names it (its id); an error
+     * when it is none of them. Its end then comes through the exit cb. */
+    int (*adopt)(tony_backend *b, const char *role, int index, int attempt, const char *container, tony_error *err);
+    /* The recovery is over: the previous containers no task claimed are
+     * stopped (their executors did not come back). */
+    void (*adopt_end)(tony_backend *b);
     /* Kills whatever is left, synchronously; used at the very end. */
     void (*shutdown)(tony_backend *b);
     /* Also drops log reads still in flight, without their callbacks. */
@@ -201,6 +213,14 @@ int tony_backend_task_secret(char **out, tony_error *err);
  * heartbeat answer (task_credentials above) where the task's processes
  * find them (YARN: rewrites the container's token file, atomically). */
 int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err);
+
+/* For the executor, when its coordinator no longer answers: where the
+ * job's coordinator is now, should the cluster have started a new one
+ * that keeps the task containers (YARN's next AM attempt). 0 and *url
+ * (malloc'ed; still the old one until the new coordinator is up); 1 when
+ * no new coordinator can come for this job (the executor stops its task
+ * as before); -1 and err when the answer cannot be read now (try again). */
+int tony_backend_task_find_coordinator(char **url, tony_error *err);
 
 /* The heartbeat's fields that carry them: the executor sends the
  * generation it holds; an answer with newer ones carries the generation and

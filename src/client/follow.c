@@ -28,6 +28,7 @@ struct tony_follow {
     char *attempt_diag;  /* why the attempt last seen is ending, once known */
     tony_strv told;      /* "role:index@attempt" failures already reported */
     char *cause;         /* the root cause last printed */
+    char *coordinator;   /* what was last said of a coordinator that replaced a lost one */
 };
 
 static bool wants_live(FILE *out) {
@@ -53,6 +54,7 @@ void tony_follow_free(tony_follow *f) {
     free(f->block);
     free(f->attempt_diag);
     free(f->cause);
+    free(f->coordinator);
     tony_strv_free(&f->told);
     free(f);
 }
@@ -340,10 +342,19 @@ static void note_cause(tony_follow *f, const json_t *job) {
     say(f, f->out, "tony: %s\n", cause);
 }
 
+/* The coordinator was lost and its successor took the tasks back (the
+ * job's coordinator_restarted), said once as it waits and once done. */
+static void note_coordinator(tony_follow *f, const json_t *job) {
+    char *what = tony_report_coordinator(job);
+    if (what && changed(&f->coordinator, what)) say(f, f->out, "tony: %s\n", what);
+    free(what);
+}
+
 void tony_follow_update(tony_follow *f, const json_t *job) {
     if (f->live) update_live(f, job);
     else update_plain(f, job);
     note_cause(f, job);
+    note_coordinator(f, job);
 }
 
 void tony_follow_vsay(tony_follow *f, FILE *stream, const char *fmt, va_list ap) {

@@ -56,6 +56,16 @@ static void report_nodes(FILE *out, const json_t *job) {
     }
 }
 
+char *tony_report_coordinator(const json_t *job) {
+    const json_t *c = json_object_get(job, "coordinator_restarted");
+    if (!c) return NULL;
+    long long adopted = json_integer_value(json_object_get(c, "adopted"));
+    if (json_is_true(json_object_get(c, "waiting")))
+        return tony_sprintf("the coordinator was lost and restarted: %lld task(s) came back so far", adopted);
+    return tony_sprintf("the coordinator was lost and restarted: %lld of %zu task(s) adopted without a restart",
+                        adopted, json_array_size(json_object_get(job, "tasks")));
+}
+
 void tony_report_tasks(FILE *out, const json_t *job) {
     size_t i;
     json_t *t;
@@ -86,6 +96,9 @@ void tony_report_tasks(FILE *out, const json_t *job) {
     const char *cause = json_string_value(json_object_get(json_object_get(job, "root_cause"), "text"));
     if (cause && (!state || strcmp(state, "FINISHED") != 0)) fprintf(out, "  last failed attempt: %s\n", cause);
     report_nodes(out, job);
+    char *coordinator = tony_report_coordinator(job);
+    if (coordinator) fprintf(out, "  %s\n", coordinator);
+    free(coordinator);
 }
 
 void tony_report_final(FILE *out, const json_t *job) {

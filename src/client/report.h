@@ -15,6 +15,10 @@ char *tony_report_grouped(const json_t *job);
  * paths, and the TensorBoard link of the task serving it; then the nodes
  * the job excluded (or found bad and could not exclude), with why. */
 void tony_report_tasks(FILE *out, const json_t *job);
+/* A sentence on a coordinator that replaced a lost one (the job's
+ * "coordinator_restarted"): waiting for its tasks, or how many it took
+ * back; NULL for a job whose coordinator was never lost. Malloc'ed. */
+char *tony_report_coordinator(const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
 /* The job's right-sizing advice ("advice" of the job JSON), when it has any. */
 void tony_report_advice(FILE *out, const json_t *job);

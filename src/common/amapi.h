@@ -37,6 +37,8 @@
 #define AM_API_CONTAINER "container"   /* register: the cluster's container id */
 #define AM_API_LOG_URL "log_url"       /* register: people's link to its logs (TONY_TASK_LOG_URL) */
 #define AM_API_CONTAINER_ATTEMPT "container_attempt" /* register: the attempt its container was asked for in */
+#define AM_API_ADOPT "adopt"         /* register: the executor of a lost coordinator comes back to its successor
+                                        with its process running: that process's pid */
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
@@ -68,6 +70,7 @@
 #define AM_API_GO "go"         /* register: the gang is complete, start the user's process */
 #define AM_API_WAIT "wait"     /* register: poll again */
 #define AM_API_OK "ok"
+#define AM_API_ADOPTED "adopted" /* register with "adopt": taken back; heartbeats go on here */
 #define AM_API_STALE "stale"   /* 409: the call names an attempt that is over */
 #define AM_API_ENDING "ending" /* 409, register: the attempt is ending, no new task joins */
 #define AM_API_STOP "stop"     /* 409, heartbeat; 200, watch: the attempt is ending, stop the task */

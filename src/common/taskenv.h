@@ -39,6 +39,8 @@
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"
 #define TASKENV_HEARTBEAT_INTERVAL_MS "TONY_HEARTBEAT_INTERVAL_MS"
 #define TASKENV_MAX_MISSED_HEARTBEATS "TONY_MAX_MISSED_HEARTBEATS"
+#define TASKENV_AM_RECOVERY_MS "TONY_AM_RECOVERY_MS" /* tony.am.recovery-timeout-ms: how long a task whose
+                                                        coordinator is lost looks for the next one */
 #define TASKENV_METRICS_INTERVAL_MS "TONY_METRICS_INTERVAL_MS"
 #define TASKENV_GPU_METRICS_SMI "TONY_GPU_METRICS_SMI" /* nvidia-smi's path, for tasks with GPUs */
 #define TASKENV_RESERVE_TB_PORT "TONY_RESERVE_TB_PORT" /* "1": reserve TB_PORT */

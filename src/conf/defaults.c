@@ -17,8 +17,13 @@ static const tony_conf_default defaults[] = {
      "HDFS directory where tony keeps its own self-contained archive, uploaded once per build and localized by "
      "every container (ours; default /user/<user>/.tony/cache). Set it empty to upload tony with each job instead."},
     {"tony.yarn.max-app-attempts", "2",
-     "YARN attempts of the coordinator (ours): when its container is lost, the next attempt reruns the job. "
-     "The RM caps it at yarn.resourcemanager.am.max-attempts."},
+     "YARN attempts of the coordinator (ours): when its container is lost, the next attempt adopts the running "
+     "tasks (tony.am.recovery-timeout-ms), or reruns the job. The RM caps it at yarn.resourcemanager.am.max-attempts."},
+    {"tony.am.recovery-timeout-ms", "300000",
+     "When the coordinator is lost (ours; YARN, with tony.yarn.max-app-attempts above 1): how long the tasks "
+     "keep running and look for the next coordinator, which adopts them without a restart; a task whose "
+     "coordinator has not come back by then is stopped. 0: off, the containers go with the coordinator and "
+     "the next attempt reruns the job."},
     {"tony.application.name", "TensorFlowApplication", "Name of the job as the scheduler shows it."},
     {"tony.application.type", "TONY", "Application type reported to YARN."},
     {"tony.application.tags", "", "Comma list of tags attached to the application (e.g. Azkaban flow tags)."},

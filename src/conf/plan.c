@@ -401,6 +401,10 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return tony_err(err, "tony.task.max-missed-heartbeats must be an integer of at least 1, got '%s'",
                         tony_conf_get(c, "tony.task.max-missed-heartbeats"));
     p->max_missed_heartbeats = (int)missed;
+    if (tony_conf_get_ll(c, "tony.am.recovery-timeout-ms", 300000, &p->am_recovery_ms, err)) return -1;
+    if (p->am_recovery_ms < 0)
+        return tony_err(err, "tony.am.recovery-timeout-ms must be 0 (off) or a number of milliseconds, got '%s'",
+                        tony_conf_get(c, "tony.am.recovery-timeout-ms"));
     if (tony_conf_get_ll(c, "tony.task.metrics-interval-ms", 5000, &p->metrics_interval_ms, err)) return -1;
     if (p->metrics_interval_ms <= 0)
         return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",

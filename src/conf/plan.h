@@ -76,6 +76,7 @@ typedef struct tony_plan {
     bool restart_in_place;
     long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
     int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
+    long long am_recovery_ms;           /* tony.am.recovery-timeout-ms: tasks outlive a lost coordinator this long; 0 = off */
     long long app_timeout_ms;           /* tony.application.timeout, 0 = none */
     long long execution_timeout_ms;     /* tony.task.executor.execution-timeout-ms or tony.worker.timeout, 0 = none */
     long long registration_timeout_ms;  /* tony.container.registration.timeout or tony.container.allocation.timeout, <=0 = none */

@@ -42,6 +42,11 @@
 #define STOP_GRACE_MS 2000
 /* The coordinator holds a watch up to 15 s (am/watch.h); a bit more. */
 #define WATCH_TIMEOUT_MS 20000
+/* Coordinator loss: after this many failed heartbeats in a row the
+ * executor looks for the next coordinator (where the backend can start
+ * one), every SEARCH_EVERY_MS, its process running meanwhile. */
+#define SEARCH_AFTER_FAILURES 2
+#define SEARCH_EVERY_MS 2000
 /* Exit code when the command ran longer than the execution timeout, as
  * timeout(1) does. */
 #define EXIT_TIMED_OUT 124
@@ -50,7 +55,10 @@ static volatile sig_atomic_t stop_signal = 0;
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
 typedef struct executor {
-    const char *am_url;
+    char *am_url;             /* changes when a new coordinator adopts the task: read through am_url_copy */
+    pthread_mutex_t url_lock; /* am_url, for the watch thread */
+    long long recovery_ms;    /* tony.am.recovery-timeout-ms; 0: a lost coordinator ends the task */
+    int may_come_back;        /* -1: not asked yet; 1: a new coordinator may take the task back (may_come_back) */
     const char *secret;
     char role[64];
     int index;
@@ -132,10 +140,20 @@ static bool port_listening(int port) {
     return false;
 }
 
-/* POSTs body to /v1/tasks/<role>/<index>/<verb>; returns the parsed answer
- * or NULL (err says why). *status gets the HTTP status. */
-static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
-    char *url = tony_sprintf("%s" AM_API_TASKS "%s/%d/%s", x->am_url, x->role, x->index, verb);
+static char *am_url_copy(const executor *x) {
+    /* the lock is the one thing a reader changes */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&x->url_lock;
+    pthread_mutex_lock(lock);
+    char *u = tony_strdup(x->am_url);
+    pthread_mutex_unlock(lock);
+    return u;
+}
+
+/* POSTs body to <am>/v1/tasks/<role>/<index>/<verb>; returns the parsed
+ * answer or NULL (err says why). *status gets the HTTP status. */
+static json_t *call_at(const executor *x, const char *am, const char *verb, json_t *body, long timeout_ms,
+                       long *status, tony_error *err) {
+    char *url = tony_sprintf("%s" AM_API_TASKS "%s/%d/%s", am, x->role, x->index, verb);
     json_object_set_new(body, AM_API_ATTEMPT, json_integer(x->attempt));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -148,6 +166,14 @@ static json_t *call(const executor *x, const char *verb, json_t *body, long time
     json_t *j = json_loads(r.body, 0, NULL);
     if (!j) tony_err(err, "the coordinator answered %s with HTTP %ld and no JSON", verb, r.status);
     tony_http_response_free(&r);
+    return j;
+}
+
+/* The same to the coordinator of the moment. */
+static json_t *call(const executor *x, const char *verb, json_t *body, long timeout_ms, long *status, tony_error *err) {
+    char *am = am_url_copy(x);
+    json_t *j = call_at(x, am, verb, body, timeout_ms, status, err);
+    free(am);
     return j;
 }
 
@@ -195,24 +221,29 @@ static void move_to_next(executor *x) {
     free(line);
 }
 
+/* What registering says: where the task's port is, its logs, its container. */
+static json_t *registration(const executor *x) {
+    json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
+    /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
+    if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
+    json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
+    json_object_set_new(body, AM_API_CONTAINER_ATTEMPT, json_integer(x->container_attempt));
+    const char *container = getenv(TASKENV_CONTAINER_ID);
+    if (container && *container) json_object_set_new(body, AM_API_CONTAINER, json_string(container));
+    /* Where people (and the coordinator) read this task's output while
+     * and after it runs, when the backend has such a place (a YARN
+     * NodeManager's web UI). */
+    const char *link = getenv(TASKENV_TASK_LOG_URL);
+    if (link && *link) json_object_set_new(body, AM_API_LOG_URL, json_string(link));
+    return body;
+}
+
 /* Polls registration until the gang is complete. Returns the "go" answer. */
 static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
     while (!stop_signal) {
         long status;
-        json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
-        /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
-        if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
-        json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
-        json_object_set_new(body, AM_API_CONTAINER_ATTEMPT, json_integer(x->container_attempt));
-        const char *container = getenv(TASKENV_CONTAINER_ID);
-        if (container && *container) json_object_set_new(body, AM_API_CONTAINER, json_string(container));
-        /* Where people (and the coordinator) read this task's output while
-         * and after it runs, when the backend has such a place (a YARN
-         * NodeManager's web UI). */
-        const char *link = getenv(TASKENV_TASK_LOG_URL);
-        if (link && *link) json_object_set_new(body, AM_API_LOG_URL, json_string(link));
-        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
+        json_t *ans = call(x, AM_API_REGISTER, registration(x), REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
             if (++failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
@@ -345,8 +376,9 @@ static json_t *outscan_matches(const tony_outscan *s, const tony_logpolicies *lp
 typedef struct watch {
     const executor *x;
     pthread_t thread;
-    atomic_bool stop; /* the coordinator said stop */
-    atomic_bool quit; /* the process ended: poll no more */
+    atomic_bool stop;  /* the coordinator said stop */
+    atomic_bool quit;  /* the process ended: poll no more */
+    atomic_bool ended; /* the thread is done (a coordinator lost: a new one gets a new watch) */
 } watch;
 
 static void *watch_main(void *arg) {
@@ -366,7 +398,89 @@ static void *watch_main(void *arg) {
         /* anything else (an old coordinator, a failed call): heartbeats do */
         if (!wait) break;
     }
+    atomic_store(&w->ended, true);
     return NULL;
+}
+
+/* ---- Coordinator loss: the task keeps running while the executor looks
+ * for the next coordinator (backend.h, tony_backend_task_find_coordinator)
+ * and comes back to it. */
+
+typedef enum { BACK_NOT_YET, BACK_ADOPTED, BACK_REFUSED } back_result;
+
+/* One look: a coordinator other than the lost one is named, and takes the
+ * task back with its process (pid) running. */
+static back_result come_back(executor *x, pid_t pid) {
+    char *url = NULL, *old = am_url_copy(x);
+    tony_error err;
+    int rc = tony_backend_task_find_coordinator(&url, &err);
+    back_result res = BACK_NOT_YET;
+    if (rc < 0) tony_info("looking for the next coordinator: %s", err.msg);
+    if (rc == 0 && strcmp(url, old) != 0) {
+        json_t *body = registration(x);
+        json_object_set_new(body, AM_API_ADOPT, json_integer(pid));
+        long status;
+        json_t *ans = call_at(x, url, AM_API_REGISTER, body, CALL_TIMEOUT_MS, &status, &err);
+        const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
+        if (ans && status == 200 && st && strcmp(st, AM_API_ADOPTED) == 0) {
+            tony_warn("the coordinator at %s took this task back (its process runs on); it replaces %s", url, old);
+            pthread_mutex_lock(&x->url_lock);
+            free(x->am_url);
+            x->am_url = url;
+            url = NULL;
+            pthread_mutex_unlock(&x->url_lock);
+            res = BACK_ADOPTED;
+        } else if (ans && status == 409) {
+            const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
+            tony_error_log("the coordinator at %s does not take this task back: %s", url, e ? e : "?");
+            res = BACK_REFUSED;
+        } else {
+            tony_info("the coordinator at %s does not answer yet: %s", url, ans ? "an unknown answer" : err.msg);
+        }
+        json_decref(ans);
+    }
+    free(url);
+    free(old);
+    return res;
+}
+
+/* Where the coordinator may come back (the backend can start another one,
+ * and tony.am.recovery-timeout-ms allows it); asked once. */
+static bool may_come_back(executor *x) {
+    if (x->may_come_back < 0) {
+        char *url = NULL;
+        tony_error err;
+        x->may_come_back = x->recovery_ms > 0 && tony_backend_task_find_coordinator(&url, &err) != 1;
+        free(url);
+    }
+    return x->may_come_back == 1;
+}
+
+/* The process ended while its coordinator does not answer: its end is
+ * reported to that one should it answer again, else to the next one once
+ * that took the task back, for tony.am.recovery-timeout-ms at the most.
+ * The answer, or NULL. */
+static json_t *report_end_elsewhere(executor *x, pid_t pid, json_t *fin, long *status) {
+    tony_warn("the coordinator does not answer: the task's end waits for it or its successor, up to %lld s "
+              "(tony.am.recovery-timeout-ms)", x->recovery_ms / 1000);
+    long long until = now_ms() + x->recovery_ms;
+    while (!stop_signal && now_ms() < until) {
+        back_result back = come_back(x, pid);
+        if (back == BACK_REFUSED) return NULL;
+        tony_error err;
+        json_incref(fin);
+        json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, status, &err);
+        if (ans) return ans;
+        tony_sleep_ms(SEARCH_EVERY_MS);
+    }
+    if (!stop_signal) tony_error_log("no coordinator heard of the task's end within %lld s", x->recovery_ms / 1000);
+    return NULL;
+}
+
+static void start_watch(watch *w, bool *watching) {
+    atomic_store(&w->ended, false);
+    *watching = pthread_create(&w->thread, NULL, watch_main, w) == 0;
+    if (!*watching) tony_warn("cannot start the watch thread; the coordinator's stop comes with heartbeats only");
 }
 
 /* Runs the user's command and watches it; returns its exit code. */
@@ -427,10 +541,12 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     tony_activity_init(&activity, watched, 3, now_ms());
     bool stacks_sent = false;
     watch wt = {.x = x};
-    bool watching = pthread_create(&wt.thread, NULL, watch_main, &wt) == 0;
-    if (!watching) tony_warn("cannot start the watch thread; the coordinator's stop comes with heartbeats only");
+    bool watching;
+    start_watch(&wt, &watching);
 
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
+    long long lost_since = 0, next_search = 0; /* the coordinator lost: since when, the next look for another */
+    bool rewatch = false; /* taken back by another coordinator: watch it once the old watch ended */
     int failed_hb = 0, wait_status = 0, code = -1;
     bool timed_out = false;
     for (;;) {
@@ -475,18 +591,51 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                     stop_at = now + STOP_GRACE_MS;
                 }
             }
-            if (!ans) {
+            if (!ans && ++failed_hb >= SEARCH_AFTER_FAILURES && !stop_at && may_come_back(x)) {
+                /* Coordinator loss: the process runs on, for a bounded
+                 * time, while the next coordinator is looked for. */
+                if (!lost_since) {
+                    lost_since = now;
+                    tony_warn("the coordinator does not answer (%s): the task runs on while its next coordinator "
+                              "is looked for, up to %lld s (tony.am.recovery-timeout-ms)",
+                              herr.msg, x->recovery_ms / 1000);
+                }
+                back_result back = BACK_NOT_YET;
+                if (now >= next_search) {
+                    next_search = now + SEARCH_EVERY_MS;
+                    back = come_back(x, pid);
+                }
+                if (back == BACK_ADOPTED) {
+                    failed_hb = 0;
+                    lost_since = 0;
+                    rewatch = watching;
+                } else if (back == BACK_REFUSED || now - lost_since > x->recovery_ms) {
+                    if (back != BACK_REFUSED)
+                        tony_error_log("no coordinator took this task back within %lld s; stopping the task",
+                                       x->recovery_ms / 1000);
+                    kill_group(pid, SIGTERM);
+                    stop_at = now + STOP_GRACE_MS;
+                }
+            } else if (!ans) {
                 /* A coordinator that is gone must not leave the user's
                  * process running unwatched. */
-                if (++failed_hb >= x->max_missed && !stop_at) {
+                if (failed_hb >= x->max_missed && !stop_at) {
                     tony_error_log("%d heartbeats in a row failed (%s); stopping the task", failed_hb, herr.msg);
                     kill_group(pid, SIGTERM);
                     stop_at = now + STOP_GRACE_MS;
                 }
             } else {
                 failed_hb = 0;
+                lost_since = 0;
             }
             json_decref(ans);
+        }
+        /* the watch on the lost coordinator ends (its call fails or times
+         * out): a new one on the coordinator that took the task back */
+        if (rewatch && atomic_load(&wt.ended)) {
+            pthread_join(wt.thread, NULL);
+            start_watch(&wt, &watching);
+            rewatch = false;
         }
         if (scan) tony_outscan_poll(scan, 0);
         if (now >= next_metrics && !stop_at) {
@@ -505,7 +654,10 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     json_t *fin = json_pack("{s:i,s:b,s:o}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out, AM_API_LOG_MATCHES,
                             outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
+    json_incref(fin);
     ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
+    if (!ans && !stop_signal && may_come_back(x)) ans = report_end_elsewhere(x, pid, fin, &status);
+    json_decref(fin);
     /* The coordinator answers the watch once it has the result (one that
      * is gone refuses it at once; one that hangs lets it time out). */
     atomic_store(&wt.quit, true);
@@ -522,7 +674,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
 int tony_executor_main(void) {
     tony_error err = {{0}};
-    executor x = {.port_fd = -1, .tb_fd = -1, .next_attempt = -1};
+    executor x = {.port_fd = -1, .tb_fd = -1, .next_attempt = -1, .may_come_back = -1, .url_lock = PTHREAD_MUTEX_INITIALIZER};
     const char *task = getenv(TASKENV_TASK_ID);
     char who[128];
     snprintf(who, sizeof who, "executor %s", task ? task : "?");
@@ -540,11 +692,13 @@ int tony_executor_main(void) {
     char *secret = NULL;
     if (!getenv(TASKENV_SECRET) && tony_backend_task_secret(&secret, &err)) goto fail;
     x.secret = secret;
-    if (!(x.am_url = need_env(TASKENV_AM_URL, &err)) || (!x.secret && !(x.secret = need_env(TASKENV_SECRET, &err))) ||
+    const char *am_url;
+    if (!(am_url = need_env(TASKENV_AM_URL, &err)) || (!x.secret && !(x.secret = need_env(TASKENV_SECRET, &err))) ||
         !need_env(TASKENV_TASK_ID, &err) || !(attempt = need_env(TASKENV_ATTEMPT, &err)) ||
         !(log_dir = need_env(TASKENV_LOG_DIR, &err)))
         goto fail;
     x.log_dir = tony_strdup(log_dir);
+    x.am_url = tony_strdup(am_url);
     if (sscanf(task, "%63[a-z]:%d", x.role, &x.index) != 2) {
         tony_err(&err, TASKENV_TASK_ID "=%s is not <role>:<index>", task);
         goto fail;
@@ -554,6 +708,7 @@ int tony_executor_main(void) {
     x.heartbeat_ms = tony_parse_ll(getenv(TASKENV_HEARTBEAT_INTERVAL_MS), &v) && v > 0 ? v : 1000;
     x.max_missed = tony_parse_ll(getenv(TASKENV_MAX_MISSED_HEARTBEATS), &v) && v > 0 ? (int)v : 25;
     x.metrics_ms = tony_parse_ll(getenv(TASKENV_METRICS_INTERVAL_MS), &v) && v > 0 ? v : 5000;
+    x.recovery_ms = tony_parse_ll(getenv(TASKENV_AM_RECOVERY_MS), &v) && v > 0 ? v : 0;
     /* TONY_GPU_METRICS_SMI is set only for tasks that asked for GPUs with
      * tony.task.gpu-metrics.enabled. */
     x.sampler = tony_metrics_sampler_new(getpid(), getenv(TASKENV_CUDA_VISIBLE_DEVICES), getenv(TASKENV_GPU_METRICS_SMI));
@@ -592,12 +747,14 @@ int tony_executor_main(void) {
     free(secret);
     free(x.log_dir);
     free(x.next_log_dir);
+    free(x.am_url);
     return code;
 fail:
     tony_metrics_sampler_free(x.sampler);
     free(secret);
     free(x.log_dir);
     free(x.next_log_dir);
+    free(x.am_url);
     tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);
     if (x.tb_fd >= 0) close(x.tb_fd);

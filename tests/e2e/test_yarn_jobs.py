@@ -269,9 +269,13 @@ def test_killed_task_container_restarts_the_job(yarn, tmp_path):
 
 @pytest.mark.hadoop33
 def test_killed_am_container_gets_a_new_yarn_attempt(yarn, tmp_path):
+    # Without recovery (tony.am.recovery-timeout-ms=0) the task containers
+    # go with the coordinator and the next attempt reruns the job; with it,
+    # test_yarn_adopt.py.
     flag = tmp_path / "am-killed"
     p = yarn.popen_submit("--executes", f"if [ ! -e {flag} ]; then sleep 300; fi",
-                          "--conf", "tony.worker.instances=1", "--conf", "tony.am.retry-count=0")
+                          "--conf", "tony.worker.instances=1", "--conf", "tony.am.retry-count=0",
+                          "--conf", "tony.am.recovery-timeout-ms=0")
     try:
         app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application to be submitted")
         wait_for(lambda: len(container_pids("TONY_TASK_ID=worker:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")) > 0,

@@ -13,7 +13,9 @@
  * every request is answered exactly once (one left unanswered is a leak
  * LeakSanitizer reports; one answered twice, a use after free). A stand-in
  * backend (launch, stop and log reads refused) keeps the job in this
- * process: the backend's own code is not what this fuzzes. */
+ * process: the backend's own code is not what this fuzzes. An input with
+ * the word "adopt" in it meets a coordinator that replaced a lost one and
+ * waits for its tasks to come back (container "c1" is one left running). */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
@@ -23,6 +25,7 @@
 
 #include "am/am_internal.h"
 #include "am/api.h"
+#include "common/amapi.h"
 #include "common/http.h"
 #include "common/jobdir.h"
 #include "fuzz_util.h"
@@ -52,8 +55,14 @@ static int be_read_log(tony_backend *b, const tony_log_request *r, tony_log_cb c
     return tony_err(err, "cannot read %s's %s here", r->who, r->stream);
 }
 static void be_free(tony_backend *b) { (void)b; }
+/* Coordinator loss: container "c1" is the one the last coordinator left. */
+static int be_adopt(tony_backend *b, const char *role, int index, int attempt, const char *container, tony_error *err) {
+    (void)b, (void)role, (void)index, (void)attempt;
+    return container && strcmp(container, "c1") == 0 ? 0 : tony_err(err, "no such container left running");
+}
 static const tony_backend_ops be_ops = {.name = "fuzz", .launch = be_launch, .stop = be_stop, .active = be_active,
-                                        .check_log_url = be_check_log_url, .read_log = be_read_log, .free = be_free};
+                                        .check_log_url = be_check_log_url, .read_log = be_read_log,
+                                        .adopt = be_adopt, .free = be_free};
 static tony_backend backend = {.ops = &be_ops};
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -81,7 +90,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void on_kick(evutil_socket_t fd, short what, void *arg) { (void)fd, (void)what, (void)arg; }
 
-static void am_init(tony_am *am) {
+/* recover: the coordinator replaced a lost one and waits for its tasks
+ * to come back (fsm.h, am_fsm_recover). */
+static void am_init(tony_am *am, bool recover) {
     memset(am, 0, sizeof *am);
     am->base = event_base_new();
     am->conf = conf;
@@ -100,7 +111,8 @@ static void am_init(tony_am *am) {
      * coordinator's loop leaves it before executors call in; what it
      * decides later stays pending (the loop would carry it out). */
     am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
-    am_fsm_start(&am->fsm, am->started_ms, &am->pending);
+    if (recover) am_fsm_recover(&am->fsm, am->started_ms + 60000, am->started_ms, &am->pending);
+    else am_fsm_start(&am->fsm, am->started_ms, &am->pending);
     am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
     tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     am->events = am_events_new(64);
@@ -191,7 +203,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     evbuffer_add(req->input_buffer, p, (size_t)(end - p));
 
     tony_am am;
-    am_init(&am);
+    /* an input that speaks of adoption meets a coordinator that adopts */
+    am_init(&am, memmem(data, size, AM_API_ADOPT, strlen(AM_API_ADOPT)) != NULL);
     am_api_handle(req, &am);
     am_fini(&am);
     free(m);

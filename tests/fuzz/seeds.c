@@ -78,6 +78,8 @@ static void api_seeds(void) {
     seed_str("api", "register", "POST\n/v1/tasks/worker/0/register\nContent-Type: application/json\n\n"
                                 "{\"attempt\":0,\"host\":\"h1\",\"port\":2222,\"tb_port\":6006,\"log_dir\":\"/tmp/l\","
                                 "\"container\":\"c1\",\"log_url\":\"http://nm:8042/node/containerlogs/c1/u\"}");
+    seed_str("api", "adopt", "POST\n/v1/tasks/worker/1/register\n\n{\"attempt\":2,\"host\":\"h1\",\"port\":2222,"
+                             "\"container\":\"c1\",\"container_attempt\":0,\"adopt\":4321}");
     seed_str("api", "heartbeat", "POST\n/v1/tasks/ps/0/heartbeat\n\n{\"attempt\":0,\"tensorboard\":true}");
     seed_str("api", "started", "POST\n/v1/tasks/worker/1/started\n\n{\"attempt\":0,\"pid\":1234}");
     seed_str("api", "metrics", "POST\n/v1/tasks/worker/1/metrics\n\n{\"attempt\":0,\"t_ms\":1000,\"rss_bytes\":1048576,"

@@ -1,7 +1,8 @@
 /* The live status block of `tony submit` on a terminal: per-role counts in
  * TonY's attention order with the failed indices, the links while they
  * exist, the final state, and lines cut to the terminal's width without
- * breaking a colour or a UTF-8 character. */
+ * breaking a colour or a UTF-8 character; what follows a job says of a
+ * coordinator that replaced a lost one, once per change. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include "client/follow.h"
+#include "client/report.h"
 
 static json_t *job(const char *state, const char *final, int attempt) {
     json_t *tasks = json_array();
@@ -79,11 +81,42 @@ static void test_block_colours_and_cuts(void **state) {
     json_decref(j);
 }
 
+
+static void test_coordinator_restart_said_once_per_change(void **state) {
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    tony_follow *f = tony_follow_new(out); /* not a terminal: plain lines */
+    json_t *j = job("RUNNING", "UNDEFINED", 0);
+    assert_null(tony_report_coordinator(j));
+    tony_follow_update(f, j);
+    json_object_set_new(j, "coordinator_restarted", json_pack("{s:b,s:i}", "waiting", 1, "adopted", 1));
+    tony_follow_update(f, j);
+    tony_follow_update(f, j);
+    json_object_set_new(j, "coordinator_restarted", json_pack("{s:b,s:i}", "waiting", 0, "adopted", 6));
+    tony_follow_update(f, j);
+    tony_follow_update(f, j);
+    tony_follow_free(f);
+    fclose(out);
+    const char *waiting = "tony: the coordinator was lost and restarted: 1 task(s) came back so far\n";
+    const char *done = "tony: the coordinator was lost and restarted: 6 of 6 task(s) adopted without a restart\n";
+    char *w = strstr(text, waiting), *d = strstr(text, done);
+    assert_non_null(w);
+    assert_non_null(d);
+    assert_true(w < d);
+    assert_null(strstr(w + 1, waiting));
+    assert_null(strstr(d + 1, done));
+    free(text);
+    json_decref(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_counts_each_role),
         cmocka_unit_test(test_block_final_state),
         cmocka_unit_test(test_block_colours_and_cuts),
+        cmocka_unit_test(test_coordinator_restart_said_once_per_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

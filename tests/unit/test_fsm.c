@@ -3,7 +3,8 @@
  * rule, untracked/sidecar roles, restarts within the retry budget,
  * heartbeats, the registration and application timeouts, kill, the prepare
  * -> training stage order, stops tried again, and executors told to stop
- * themselves; in-place restarts that keep healthy containers. Plans are built
+ * themselves; in-place restarts that keep healthy containers; a coordinator
+ * that replaces a lost one adopting the running tasks. Plans are built
  * from real configurations through tony_runtime_plan. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1124,6 +1125,132 @@ static void test_reallocate_and_no_retry_keep_nothing(void **state) {
     tony_conf_free(c);
 }
 
+
+/* ---- Coordinator loss: a new coordinator adopts the running tasks ---- */
+
+static const char *ADOPT[] = {"tony.ps.instances=1", "tony.worker.instances=2", "tony.am.retry-count=1",
+                              "tony.application.restart-backoff-ms=0", NULL};
+
+static am_reg_result adopt(fixture *f, const char *role, int index, int attempt, int pid, long long now) {
+    am_task *t = task(f, role, index);
+    am_registration r = {.host = "node1", .port = 2000 + index, .container = "container_1"};
+    return am_fsm_adopted(&f->fsm, t, &r, attempt, 0, pid, now, fresh(f));
+}
+
+/* Every task comes back with its process running: the job goes on in the
+ * same attempt, nothing is asked for or stopped, no gang is formed again,
+ * and it ends as any job does. */
+static void test_adopt_every_task_no_restart(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    assert_true(f->fsm.recovering);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    /* an executor of the new kind (a fresh registration) is not taken meanwhile */
+    am_registration r = {.host = "h", .port = 1};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 10, fresh(f)), AM_REG_ENDING);
+    assert_int_equal(adopt(f, "worker", 0, 2, 0, 90), AM_REG_ENDING); /* no process to take back */
+    assert_int_equal(adopt(f, "worker", 0, 2, 111, 100), AM_REG_NEW);
+    assert_int_equal(f->job->attempt, 2); /* the first one back names the attempt */
+    assert_int_equal(adopt(f, "worker", 0, 2, 111, 110), AM_REG_ENDING); /* only once */
+    assert_int_equal(adopt(f, "worker", 1, 1, 112, 120), AM_REG_ENDING); /* another attempt's */
+    assert_int_equal(adopt(f, "worker", 1, 2, 112, 130), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 0);
+    assert_int_equal(adopt(f, "ps", 0, 2, 113, 140), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST) + count(f, AM_ACT_STOP) + count(f, AM_ACT_RESTART), 0);
+    assert_false(f->fsm.recovering);
+    assert_int_equal(f->fsm.adopted, 3);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    am_task *w1 = task(f, "worker", 1);
+    assert_int_equal(w1->state, AM_TASK_RUNNING);
+    assert_int_equal(w1->pid, 112);
+    assert_int_equal(w1->port, 2001);
+    assert_string_equal(w1->host, "node1");
+    assert_string_equal(w1->container, "container_1");
+    assert_int_equal(w1->container_attempt, 0);
+    /* heartbeats go on; the tasks end as they would have */
+    bool tb;
+    assert_int_equal(am_fsm_heartbeat(&f->fsm, w1, -1, 1000, &tb), AM_HB_OK);
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, 1000, &tb);
+    am_fsm_heartbeat(&f->fsm, task(f, "ps", 0), -1, 1000, &tb);
+    am_fsm_tick(&f->fsm, 1500, fresh(f));
+    assert_false(f->job->attempt_over);
+    exit_task(f, "worker", 0, 0);
+    exit_task(f, "worker", 1, 0);
+    assert_true(stops(f, "ps", 0));
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    assert_int_equal(f->job->attempt, 2);
+    assert_int_equal(w1->nruns, 0); /* never restarted */
+    destroy(f);
+}
+
+/* A task whose executor does not come back by the end of the wait fails
+ * the attempt; it is restarted on the cluster's account (without
+ * tony.am.retry-count, as a new AM attempt used to rerun the job), the
+ * adopted ones' containers kept in place and the missing one asked for
+ * anew. */
+static void test_adopt_missing_task_fails_the_attempt(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.ps.instances=1", "tony.worker.instances=2", "tony.application.restart-backoff-ms=0",
+                        NULL};
+    fixture *f = make(kv);
+    assert_int_equal(f->fsm.retries_left, 0);
+    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
+    assert_int_equal(adopt(f, "ps", 0, 0, 113, 100), AM_REG_NEW);
+    bool tb;
+    /* the wait is not a registration timeout; heartbeats keep the adopted alive */
+    for (long long now = 1000; now < 60000; now += 1000) {
+        am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, now, &tb);
+        am_fsm_heartbeat(&f->fsm, task(f, "ps", 0), -1, now, &tb);
+        am_fsm_tick(&f->fsm, now, fresh(f));
+        assert_false(f->job->attempt_over);
+    }
+    am_fsm_tick(&f->fsm, 60000, fresh(f));
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
+    assert_false(f->fsm.recovering);
+    assert_true(f->job->attempt_over);
+    am_task *w1 = task(f, "worker", 1);
+    assert_int_equal(w1->state, AM_TASK_FAILED);
+    assert_true(w1->exited);
+    assert_ptr_equal(f->job->first_failed, w1);
+    assert_non_null(strstr(f->job->attempt_diagnostics, "did not come back to the restarted coordinator"));
+    /* in place: the adopted tasks stop their processes and are kept */
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 0)));
+    report(f, "worker", 0, 143, 60100);
+    report(f, "ps", 0, 143, 60200);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0); /* the one given, spent */
+    am_fsm_next_attempt(&f->fsm, 60300, fresh(f));
+    assert_int_equal(f->job->attempt, 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, w1);
+    destroy(f);
+}
+
+/* Killed while tasks are still coming back: the wait ends, nothing is
+ * restarted, the adopted tasks are stopped. */
+static void test_adopt_kill_while_recovering(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
+    am_fsm_kill(&f->fsm, 200, fresh(f));
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
+    assert_false(f->fsm.recovering);
+    assert_true(stops(f, "worker", 0));
+    assert_false(stops(f, "worker", 1)); /* no container of this coordinator's */
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_KILLED);
+    destroy(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_workers_succeed),
@@ -1167,6 +1294,9 @@ int main(void) {
         cmocka_unit_test(test_in_place_dead_container_requested_anew),
         cmocka_unit_test(test_in_place_stop_falls_back_to_the_container),
         cmocka_unit_test(test_reallocate_and_no_retry_keep_nothing),
+        cmocka_unit_test(test_adopt_every_task_no_restart),
+        cmocka_unit_test(test_adopt_missing_task_fails_the_attempt),
+        cmocka_unit_test(test_adopt_kill_while_recovering),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

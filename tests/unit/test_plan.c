@@ -239,6 +239,10 @@ static void test_bad_numbers(void **state) {
     FAILS(CONF("tony.containers.command=x", "tony.task.max-missed-heartbeats=0"), "tony.task.max-missed-heartbeats",
           "'0'");
     FAILS(CONF("tony.containers.command=x", "tony.application.timeout=soon"), "tony.application.timeout", "'soon'");
+    FAILS(CONF("tony.containers.command=x", "tony.am.recovery-timeout-ms=-5"), "tony.am.recovery-timeout-ms",
+          "0 (off)", "'-5'");
+    FAILS(CONF("tony.containers.command=x", "tony.am.recovery-timeout-ms=later"), "tony.am.recovery-timeout-ms",
+          "'later'");
     FAILS(CONF("tony.containers.command=x", "tony.docker.enabled=maybe"), "tony.docker.enabled", "'maybe'");
     FAILS(CONF("tony.containers.command=x", "tony.application.distributed-mode=ALL"),
           "tony.application.distributed-mode", "GANG", "FCFS", "'ALL'");

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/yarn/cluster_check.h"
+#include "backend/yarn/coordfile.h"
 #include "backend/yarn/dist_cache.h"
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/kerberos.h"
@@ -116,6 +117,20 @@ static json_t *local_resource(const char *uri, const char *type, const char *vis
                      visibility ? visibility : "APPLICATION", "size", (json_int_t)size, "timestamp", (json_int_t)ts);
 }
 
+/* The job's staging dir on HDFS. */
+static char *staging_path_of(const char *user, const char *app_id) {
+    return tony_sprintf("/user/%s/.tony/%s", user, app_id);
+}
+
+/* Coordinator loss (coordfile.h): whether the tasks outlive a lost
+ * coordinator for the next AM attempt to adopt them; with more than one
+ * attempt and tony.am.recovery-timeout-ms above 0 (the plan checked it). */
+static bool keeps_containers(const tony_conf *conf, long long attempts) {
+    long long recovery = 0;
+    if (tony_conf_get_ll(conf, "tony.am.recovery-timeout-ms", 300000, &recovery, NULL)) recovery = 0;
+    return attempts > 1 && recovery > 0;
+}
+
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
@@ -146,6 +161,20 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     tony_env_set(&env, TONY_YARN_WEBHDFS_ENV, nn_list);
     tony_env_set(&env, TONY_YARN_DEFAULT_FS_ENV, h->default_fs);
     tony_env_set(&env, TONY_YARN_HDFS_USER_ENV, user);
+    /* Two levels of restart: tony.am.retry-count inside one coordinator,
+     * and YARN's AM attempts when the coordinator's container itself is
+     * lost; the next attempt adopts the running tasks (their executors
+     * find it through this file), or, with recovery off, reruns the job. */
+    long long attempts = 2;
+    if (tony_conf_get_ll(conf, "tony.yarn.max-app-attempts", 2, &attempts, NULL) || attempts < 1) attempts = 2;
+    bool keep = keeps_containers(conf, attempts);
+    if (keep) {
+        char *staging = staging_path_of(user, app_id);
+        char *file = tony_path_join(staging, TONY_YARN_COORDINATOR_FILE);
+        tony_env_set(&env, TONY_YARN_COORDINATOR_FILE_ENV, file);
+        free(file);
+        free(staging);
+    }
     /* TonY's AM container gets tony.containers.envs too; here they also
      * win over ours, which lets a test point the coordinator elsewhere. */
     tony_env_merge(&env, container_env);
@@ -172,15 +201,10 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     free(nn_list);
     tony_env_free(&env);
     const char *name = tony_conf_get(conf, "tony.application.name");
-    /* Two levels of restart: tony.am.retry-count inside one coordinator,
-     * and YARN's AM attempts when the coordinator's container itself is
-     * lost (a new attempt reruns the job from its checkpoints). */
-    long long attempts = 2;
-    if (tony_conf_get_ll(conf, "tony.yarn.max-app-attempts", 2, &attempts, NULL) || attempts < 1) attempts = 2;
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:{s:I, s:i}, s:o}", "application-id", app_id,
                             "application-name", name && *name ? name : "TonyApplication", "application-type",
                             TONY_YARN_APP_TYPE, "queue", tony_yarn_queue(conf), "max-app-attempts", (int)attempts,
-                            "unmanaged-AM", 0, "keep-containers-across-application-attempts", 0, "resource", "memory",
+                            "unmanaged-AM", 0, "keep-containers-across-application-attempts", keep, "resource", "memory",
                             (json_int_t)am_mb, "vCores", am_vcores, "am-container-spec", spec);
     tony_strv tags = {0};
     tony_conf_get_list(conf, "tony.application.tags", &tags);
@@ -212,7 +236,7 @@ static void staged_free(staged *s) {
 
 static int stage(tony_webhdfs *w, tony_conf *conf, const tony_stage_input *in, const char *app_id, const char *user,
                  const char *job_dir, staged *out, int *code, tony_error *err) {
-    out->staging_path = tony_sprintf("/user/%s/.tony/%s", user, app_id);
+    out->staging_path = staging_path_of(user, app_id);
     out->staging_uri = tony_webhdfs_uri(w, out->staging_path);
     out->files = json_array();
     hdfs_sink s = {w, out->staging_path, out->files, false};

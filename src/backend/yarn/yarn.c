@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend/yarn/amrm.h"
+#include "backend/yarn/coordfile.h"
 #include "backend/yarn/job_credentials.h"
 #include "backend/yarn/nm.h"
 #include "backend/yarn/nm_spnego.h"
@@ -90,6 +91,9 @@ typedef struct yarn_backend {
     int cluster_nodes; /* as the last allocate said (0: none yet) */
     yarn_job_credentials *creds; /* the AM container's (outlives the backend) */
     yarn_nm_spnego *spnego;      /* logins to kerberized NodeManagers' pages, with a keytab; or NULL */
+    /* Coordinator loss: info.previous, the task containers the last AM
+     * attempt left running, and which of them a task took back. */
+    bool *adopted;
 } yarn_backend;
 
 /* --- the manifest written by the client */
@@ -313,7 +317,10 @@ static void on_allocated(yarn_backend *b, const yarn_container *c) {
 
 static void on_completed(yarn_backend *b, const yarn_completed *c) {
     yarn_req *r = find_by_container(b, c->id);
-    if (!r) return; /* released surplus, or an earlier attempt's */
+    if (!r) { /* released surplus, or an earlier attempt's */
+        tony_debug("container %s ended (%d): none of this coordinator's", c->id, c->exit_status);
+        return;
+    }
     report_later(b, r, c->exit_status, c->diagnostics ? c->diagnostics : "");
 }
 
@@ -404,6 +411,18 @@ static yarn_amrm *amrm_connect(const yarn_job_credentials *creds, tony_error *er
     return am;
 }
 
+/* Where this coordinator is, for executors whose coordinator was lost
+ * (coordfile.h). Not fatal: only a later coordinator loss needs it. */
+static void publish_address(yarn_backend *b, const char *url) {
+    const char *container = getenv(TASKENV_CONTAINER_ID);
+    yarn_container_id cid = {0};
+    tony_error err;
+    int am_attempt = container && yarn_container_id_parse(container, &cid, &err) == 0 ? (int)cid.attempt.attempt : 0;
+    int rc = yarn_coordfile_write(b->creds, b->job_dir, url, am_attempt, &err);
+    if (rc < 0) tony_warn("%s; the tasks cannot come back to another coordinator if this one is lost", err.msg);
+    else if (rc == 0) tony_info("published this coordinator's address for the tasks (%s)", url);
+}
+
 /* --- backend ops */
 
 static int yarn_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
@@ -449,6 +468,8 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     tony_env_merge(&r->env, l->env);
     /* The NodeManager kills a container by signalling its process group. */
     tony_env_set(&r->env, TASKENV_SHARE_PROCESS_GROUP, "1");
+    /* where its executor looks for the next coordinator should this one be lost */
+    yarn_coordfile_task_env(&r->env);
     if (b->nreqs == b->capreqs) {
         b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
         b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
@@ -499,6 +520,53 @@ static void yarn_exclude_node(tony_backend *base, const char *node) {
         evtimer_del(b->heartbeat);
         struct timeval zero = {0, 0};
         evtimer_add(b->heartbeat, &zero);
+    }
+}
+
+static int yarn_previous(const tony_backend *base) {
+    const yarn_backend *b = (const yarn_backend *)base;
+    return (int)b->info.n_previous;
+}
+
+/* A task container the last AM attempt left running becomes role:index's
+ * again: its completion is reported as any container's, a stop reaches it. */
+static int yarn_adopt(tony_backend *base, const char *role, int index, int attempt, const char *container,
+                      tony_error *err) {
+    yarn_backend *b = (yarn_backend *)base;
+    const yarn_container *c = NULL;
+    size_t k = 0;
+    for (; container && k < b->info.n_previous && !c; k++)
+        if (strcmp(b->info.previous[k].id, container) == 0) c = &b->info.previous[k];
+    if (!c)
+        return tony_err(err, "container %s is not one the ResourceManager handed back from the last attempt",
+                        container ? container : "(none named)");
+    if (b->adopted[k - 1]) return tony_err(err, "container %s is already taken back by a task", container);
+    int priority = role_priority(b, role);
+    if (priority == 0) return tony_err(err, "role %s is not in the plan", role);
+    b->adopted[k - 1] = true;
+    yarn_req *r = tony_xcalloc(1, sizeof *r);
+    r->role = tony_strdup(role);
+    r->index = index;
+    r->attempt = attempt;
+    r->priority = priority;
+    r->resources = tony_strdup("");
+    r->state = REQ_RUNNING;
+    yarn_container_copy(&r->container, c);
+    if (b->nreqs == b->capreqs) {
+        b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
+        b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
+    }
+    b->reqs[b->nreqs++] = r;
+    tony_info("%s:%d came back in container %s on %s:%d", role, index, c->id, c->node_host, c->node_port);
+    return 0;
+}
+
+static void yarn_adopt_end(tony_backend *base) {
+    yarn_backend *b = (yarn_backend *)base;
+    for (size_t k = 0; k < b->info.n_previous; k++) {
+        if (b->adopted[k]) continue;
+        tony_warn("stopping container %s of the last coordinator: no task came back from it", b->info.previous[k].id);
+        yarn_nm_stop_async(b->nm, &b->info.previous[k], on_stopped, b);
     }
 }
 
@@ -648,6 +716,7 @@ static void yarn_free(tony_backend *base) {
     }
     free(b->files);
     free(b->job_dir);
+    free(b->adopted);
     if (b->creds) yarn_job_credentials_stop_refresh(b->creds);
     for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
     free(b->roles);
@@ -734,6 +803,9 @@ static const tony_backend_ops yarn_ops = {
     .task_credentials = yarn_task_credentials,
     .exclude_node = yarn_exclude_node,
     .cluster_nodes = yarn_cluster_nodes,
+    .previous = yarn_previous,
+    .adopt = yarn_adopt,
+    .adopt_end = yarn_adopt_end,
     .shutdown = yarn_shutdown,
     .free = yarn_free,
 };
@@ -760,6 +832,15 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (yarn_amrm_register(b->amrm, o->api_host, o->api_port, o->tracking_url, &b->info, err)) goto fail;
     b->nm = yarn_nm_pool_new(b->amrm, b->q);
     yarn_nm_pool_set_timeout(b->nm, RPC_TIMEOUT_MS);
+    b->adopted = tony_xcalloc(b->info.n_previous + 1, sizeof *b->adopted);
+    if (b->info.n_previous) {
+        tony_info("the last attempt of this application left %zu task container(s) running", b->info.n_previous);
+        /* No launch starts the heartbeats here: the ends of those
+         * containers come with allocate, as the RM's liveness needs it. */
+        struct timeval zero = {0, 0};
+        evtimer_add(b->heartbeat, &zero);
+    }
+    publish_address(b, o->tracking_url);
     tony_info("registered with the ResourceManager (queue %s; largest container %lld MB, %d vcores, %d GPUs; "
               "Hadoop IPC protection: %s)",
               b->info.queue ? b->info.queue : "?", b->info.max_capability.memory_mb, b->info.max_capability.vcores,

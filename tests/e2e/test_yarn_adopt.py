@@ -1,0 +1,97 @@
+"""Coordinator loss on the real Hadoop test cluster (issue 12, item 8): the
+coordinator's process (`tony am --yarn`) is SIGKILLed in the middle of a
+job; YARN starts the application's next attempt, which keeps the task
+containers (keep-containers-across-application-attempts). The executors,
+their heartbeats failing, keep their user processes running, read the new
+coordinator's address from HDFS and come back to it; the job goes on in its
+attempt 0, with the same processes, and ends as it would have."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import alive, wait_for
+from test_yarn_inplace import process_of
+from test_yarn_jobs import container_pids, yarn  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.hadoop
+
+
+def am_pids(app_id):
+    prefix = f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_"
+    return [pid for pid in container_pids(prefix=prefix)
+            if b"am\0--yarn" in open(f"/proc/{pid}/cmdline", "rb").read()]
+
+
+def am_attempt_log(yarn, app_id, attempt):
+    """am.stderr of the coordinator of YARN attempt `attempt` (1, 2, ...)."""
+    for d in yarn.cluster.container_logs(app_id):
+        if d.name.endswith(f"_{attempt:02d}_000001") and (d / "am.stderr").exists():
+            return (d / "am.stderr").read_text(errors="replace")
+    return ""
+
+
+def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path):
+    """Two workers each wait for a flag file of their own while the
+    coordinator is killed. worker:1's flag comes right after the kill: its
+    process ends while no coordinator runs, and its executor reports that
+    end to the next one. The next AM attempt adopts both (no container asked
+    for, no gang, no restart); then worker:0's flag lets it finish: the job
+    succeeds in attempt 0, each task's user process is the one that started
+    before the kill, and its output shows a single start."""
+    go = tmp_path / "go-"
+    cmd = f'echo "started $$"; while [ ! -e {go}$TASK_INDEX ]; do sleep 0.2; done; echo "done $$"'
+    p = yarn.popen_submit("--executes", cmd, "--conf", "tony.worker.instances=2",
+                          "--conf", "tony.am.retry-count=0", "--conf", "tony.task.heartbeat-interval-ms=500")
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
+        users = wait_for(lambda: (lambda u: u if all(u.values()) else None)(
+            {i: process_of(f"worker:{i}", app_id, script=str(go)) for i in (0, 1)}),
+            timeout=120, what="both user processes")
+        executors = {i: process_of(f"worker:{i}", app_id, "executor") for i in (0, 1)}
+        # YARN keeps only the containers its RM has seen running (the
+        # NodeManagers' heartbeats, a second apart, say so), not one it
+        # only handed out: a few heartbeats' time
+        time.sleep(3)
+        first = am_pids(app_id)
+        assert first, "no coordinator process found"
+        for pid in first:
+            os.kill(pid, signal.SIGKILL)
+        (tmp_path / "go-1").touch()
+        wait_for(lambda: not alive(users[1]), timeout=10, what="worker:1's process to end")
+        # the next attempt's coordinator takes both tasks back
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn, app_id, 2)),
+                       timeout=150, what="the second coordinator to adopt the tasks")
+        assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
+        assert "asking for" not in log, log[-3000:]  # no container asked for
+        # worker:0 goes on: the same process, in the same container, never restarted
+        assert alive(users[0]) and alive(executors[0]), (users, executors)
+        assert process_of("worker:0", app_id, script=str(go)) == users[0]
+        (tmp_path / "go-0").touch()
+    finally:
+        for i in (0, 1):
+            (tmp_path / f"go-{i}").touch()
+        out, err = p.communicate(timeout=240)
+    assert p.returncode == 0, out + err
+    assert "the coordinator was lost and restarted: 2 of 2 task(s) adopted without a restart" in out, out + err
+    assert yarn.cluster.app(app_id)["finalStatus"] == "SUCCEEDED"
+    attempts = yarn.cluster.rm_get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    assert isinstance(attempts, list) and len(attempts) == 2, attempts
+    st = json.loads(next((yarn.tony.home / "jobs").glob("*/status.json")).read_text())
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 0, st
+    assert st["coordinator_restarted"] == {"waiting": False, "adopted": 2}, st
+    for i in (0, 1):
+        t = next(t for t in st["tasks"] if t["role"] == "worker" and t["index"] == i)
+        assert t["state"] == "SUCCEEDED" and t["container_attempt"] == 0, t
+        out_i = yarn.task_log(app_id, "worker", i)
+        assert out_i.count("started ") == 1, out_i
+        assert f"started {users[i]}" in out_i and f"done {users[i]}" in out_i, (out_i, users[i])
+    # worker:1's process ended with no coordinator running: its executor
+    # held the end for the next one
+    log1 = yarn.task_log(app_id, "worker", 1, stream="executor.log")
+    assert "the task's end waits for it or its successor" in log1, log1[-3000:]
+    assert "took this task back" in log1, log1[-3000:]
+    # the application's containers: the two coordinators' and the two tasks'
+    assert len(list(yarn.cluster.container_logs(app_id))) == 4
