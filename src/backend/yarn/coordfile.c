@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 #include "backend/yarn/history_hdfs.h"
-#include "backend/yarn/job_credentials.h"
 #include "backend/yarn/tokens.h"
 #include "backend/yarn/webhdfs.h"
 #include "backend/yarn/yarn_backend.h"
 #include "common/fs.h"
 #include "common/strv.h"
 
-/* Short calls: the AM's start waits for the write, an executor polls. */
+/* Short calls: the coordinator's end waits for its write (on a thread of
+ * its own, yarn.c), an executor polls. */
 #define COORDFILE_CALL_MS 5000
 #define COORDFILE_STALL_S 5
 #define COORDFILE_MAX_S 10
@@ -39,13 +39,11 @@ static int open_hdfs(const char *where, const char *token, tony_webhdfs **out, c
     return 0;
 }
 
-int yarn_coordfile_write(yarn_job_credentials *creds, const char *local_dir, const char *url, int am_attempt,
+int yarn_coordfile_write(const char *hdfs_token, const char *local_dir, const char *url, int am_attempt,
                          tony_error *err) {
-    char *token = creds ? yarn_job_credentials_hdfs_token(creds) : NULL;
     tony_webhdfs *w;
     const char *path;
-    int rc = open_hdfs(TONY_YARN_WEBHDFS_ENV " in the AM's environment", token, &w, &path, err);
-    free(token);
+    int rc = open_hdfs(TONY_YARN_WEBHDFS_ENV " in the AM's environment", hdfs_token, &w, &path, err);
     if (rc) return rc;
     json_t *j = json_pack("{s:s,s:i}", "url", url, "am_attempt", am_attempt);
     char *s = json_dumps(j, JSON_COMPACT);

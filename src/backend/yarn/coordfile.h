@@ -18,12 +18,12 @@
 /* Its name in the staging dir. */
 #define TONY_YARN_COORDINATOR_FILE "coordinator.json"
 
-struct yarn_job_credentials;
-
 /* The AM side: writes {"url", "am_attempt"} to the file (through a local
- * copy in local_dir). 1 when the job has no such file (submitted without
+ * copy in local_dir), with the job's HDFS delegation token (NULL on an
+ * insecure cluster). Blocking (seconds when the NameNode is slow): call it
+ * off the event loop. 1 when the job has no such file (submitted without
  * keep-containers, or by an older tony): nothing written. */
-int yarn_coordfile_write(struct yarn_job_credentials *creds, const char *local_dir, const char *url, int am_attempt,
+int yarn_coordfile_write(const char *hdfs_token, const char *local_dir, const char *url, int am_attempt,
                          tony_error *err);
 /* What a task container needs to read it: the file's path and the HDFS
  * settings of the AM's env, copied into env (nothing when the job has no

@@ -412,15 +412,44 @@ static yarn_amrm *amrm_connect(const yarn_job_credentials *creds, tony_error *er
 }
 
 /* Where this coordinator is, for executors whose coordinator was lost
- * (coordfile.h). Not fatal: only a later coordinator loss needs it. */
+ * (coordfile.h). Written on a lane of the workq: a NameNode that does not
+ * answer must not hold the loop (the API, heartbeats) for seconds. Not
+ * fatal: only a later coordinator loss needs it. */
+typedef struct {
+    char *token, *dir, *url;
+    int am_attempt, rc;
+    tony_error err;
+} coordfile_job;
+
+#define COORDFILE_LANE "coordinator file"
+
+static void coordfile_run(void *arg) {
+    coordfile_job *j = arg;
+    j->rc = yarn_coordfile_write(j->token, j->dir, j->url, j->am_attempt, &j->err);
+}
+
+static void coordfile_done(void *arg, bool ran) {
+    coordfile_job *j = arg;
+    if (!ran) tony_warn("the coordinator's address was not written to HDFS: the coordinator is exiting");
+    else if (j->rc < 0)
+        tony_warn("%s; the tasks cannot come back to another coordinator if this one is lost", j->err.msg);
+    else if (j->rc == 0) tony_info("published this coordinator's address for the tasks (%s)", j->url);
+    free(j->token);
+    free(j->dir);
+    free(j->url);
+    free(j);
+}
+
 static void publish_address(yarn_backend *b, const char *url) {
     const char *container = getenv(TASKENV_CONTAINER_ID);
     yarn_container_id cid = {0};
     tony_error err;
-    int am_attempt = container && yarn_container_id_parse(container, &cid, &err) == 0 ? (int)cid.attempt.attempt : 0;
-    int rc = yarn_coordfile_write(b->creds, b->job_dir, url, am_attempt, &err);
-    if (rc < 0) tony_warn("%s; the tasks cannot come back to another coordinator if this one is lost", err.msg);
-    else if (rc == 0) tony_info("published this coordinator's address for the tasks (%s)", url);
+    coordfile_job *j = tony_xcalloc(1, sizeof *j);
+    j->am_attempt = container && yarn_container_id_parse(container, &cid, &err) == 0 ? (int)cid.attempt.attempt : 0;
+    j->token = b->creds ? yarn_job_credentials_hdfs_token(b->creds) : NULL;
+    j->dir = tony_strdup(b->job_dir);
+    j->url = tony_strdup(url);
+    tony_workq_submit(b->q, COORDFILE_LANE, coordfile_run, coordfile_done, j);
 }
 
 /* --- backend ops */
