@@ -24,16 +24,6 @@ tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, ton
     return NULL;
 }
 
-int tony_backend_task_secret(char **out, tony_error *err) { return tony_yarn_task_secret(out, err); }
-
-int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err) {
-    return tony_yarn_task_update_credentials(data, len, err);
-}
-
-int tony_backend_task_find_coordinator(char **url, tony_error *err) {
-    return tony_yarn_task_find_coordinator(url, err);
-}
-
 void tony_am_place_free(tony_am_place *p) {
     free(p->work_dir);
     free(p->log_dir);

@@ -2,14 +2,16 @@
  * machine, YARN, later Slurm). The coordinator asks a backend to run a task's
  * executor in a container with some resources and an env, to stop it, and is
  * told when a container ends with its exit status and diagnostics. The client
- * side (staging, starting the coordinator, kill) lives in client/ and is
- * chosen by the same name. */
+ * side (staging, starting the coordinator, kill) is client.h's and the
+ * executor's (inside a task's container) task.h's, each chosen by the same
+ * name. */
 #ifndef TONY_BACKEND_H
 #define TONY_BACKEND_H
 
 #include <event2/event.h>
 #include <stdbool.h>
 
+#include "backend/task.h" /* the executor's side (tony_backend_task_*) */
 #include "common/env.h"
 #include "common/error.h"
 #include "common/reaper.h"
@@ -202,28 +204,10 @@ typedef struct tony_backend_opts {
  * backend has registered with its resource manager. */
 tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err);
 
-/* For the executor, when its env has no TASKENV_SECRET: the job's secret as
- * the backend delivered it instead (YARN: a secret in the container's token
- * file, because YARN writes a container's env into launch_container.sh in
- * its log dir, which the NodeManager serves). *out malloc'ed; an error
- * says where it looked. */
-int tony_backend_task_secret(char **out, tony_error *err);
-
-/* For the executor: installs credentials the coordinator sent with a
- * heartbeat answer (task_credentials above) where the task's processes
- * find them (YARN: rewrites the container's token file, atomically). */
-int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err);
-
-/* For the executor, when its coordinator no longer answers: where the
- * job's coordinator is now, should the cluster have started a new one
- * that keeps the task containers (YARN's next AM attempt). 0 and *url
- * (malloc'ed; still the old one until the new coordinator is up); 1 when
- * no new coordinator can come for this job (the executor stops its task
- * as before); -1 and err when the answer cannot be read now (try again). */
-int tony_backend_task_find_coordinator(char **url, tony_error *err);
-
-/* The heartbeat's fields that carry them: the executor sends the
- * generation it holds; an answer with newer ones carries the generation and
+/* The heartbeat's fields that carry a task's credentials (task_credentials
+ * above; the executor installs them with
+ * tony_backend_task_update_credentials): the executor sends the generation
+ * it holds; an answer with newer ones carries the generation and
  * the bytes in base64. */
 #define TONY_HEARTBEAT_CREDENTIALS_HAVE "credentials_generation"
 #define TONY_HEARTBEAT_CREDENTIALS "credentials"

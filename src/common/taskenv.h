@@ -34,6 +34,8 @@
 /* For the executor only (it removes the secret from its user's process).
  * Writer: the coordinator (am/taskenv.c). */
 #define TASKENV_AM_URL "TONY_AM_URL"
+#define TASKENV_BACKEND "TONY_BACKEND"              /* the coordinator's backend (tony_backend_ops.name), whose
+                                                        task side the executor asks (backend/task.h) */
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
 #define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"

@@ -1,7 +1,9 @@
 /* A task container's side of the job's credentials on YARN: the job's
  * secret, which reaches the executor in the container's token file
  * (HADOOP_TOKEN_FILE_LOCATION) rather than its env, and that file's
- * rewrite when the coordinator sends refreshed tokens (job_credentials.h). */
+ * rewrite when the coordinator sends refreshed tokens (job_credentials.h);
+ * and the YARN backend's task-side table (yarn_task.h), whose third op,
+ * finding the next AM attempt, is coordfile.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include "backend/yarn/tokens.h"
 #include "backend/yarn/yarn_backend.h"
+#include "backend/yarn/yarn_task.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/taskenv.h"
@@ -58,3 +61,10 @@ int tony_yarn_task_update_credentials(const void *data, size_t len, tony_error *
     free(tmp);
     return rc;
 }
+
+const tony_task_backend_ops tony_yarn_task_ops = {
+    .name = "yarn",
+    .secret = tony_yarn_task_secret,
+    .update_credentials = tony_yarn_task_update_credentials,
+    .find_coordinator = tony_yarn_task_find_coordinator,
+};

@@ -1,0 +1,98 @@
+/* Unit tests of the task half's list of backends (backend/task.h): the
+ * table an executor's env names (TONY_BACKEND, written by the coordinator),
+ * "none" for a missing or unknown name, one table per coordinator backend
+ * under the same name, and that the executor's questions reach the named
+ * table: YARN's own answers (its token file, its coordinator file on HDFS)
+ * only when the env says yarn, none's elsewhere. YARN's answers themselves
+ * are exercised in a real container by tests/e2e/test_yarn_adopt.py and the
+ * credential tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/client.h"
+#include "backend/task.h"
+#include "backend/yarn/coordfile.h"
+#include "common/taskenv.h"
+
+static void test_env_names_the_table(void **state) {
+    (void)state;
+    setenv(TASKENV_BACKEND, "yarn", 1);
+    const tony_task_backend_ops *b = tony_task_backend();
+    assert_string_equal(b->name, "yarn");
+    assert_non_null(b->secret);
+    assert_non_null(b->update_credentials);
+    assert_non_null(b->find_coordinator);
+    setenv(TASKENV_BACKEND, "local", 1);
+    assert_string_equal(tony_task_backend()->name, "local");
+    setenv(TASKENV_BACKEND, "slurm", 1);
+    assert_string_equal(tony_task_backend()->name, "slurm");
+    setenv(TASKENV_BACKEND, "mesos", 1);
+    assert_string_equal(tony_task_backend()->name, "none");
+    setenv(TASKENV_BACKEND, "", 1);
+    assert_string_equal(tony_task_backend()->name, "none");
+    unsetenv(TASKENV_BACKEND);
+    assert_string_equal(tony_task_backend()->name, "none");
+    assert_string_equal(tony_task_backend_find(NULL)->name, "none");
+}
+
+/* The coordinator writes its backend's name; every backend a job can run on
+ * (the client's list, the same names) has a task table of that name. */
+static void test_every_backend_has_a_table(void **state) {
+    (void)state;
+    const char *names[] = {"local", "yarn", "slurm"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        assert_non_null(tony_client_backend_find(names[i]));
+        assert_string_equal(tony_task_backend_find(names[i])->name, names[i]);
+    }
+}
+
+static void test_questions_reach_yarn_only_on_yarn(void **state) {
+    (void)state;
+    unsetenv("HADOOP_TOKEN_FILE_LOCATION");
+    /* YARN's reader of the coordinator file refuses an env that names the
+     * file but not the NameNodes: an answer only YARN gives. */
+    setenv(TONY_YARN_COORDINATOR_FILE_ENV, "/user/x/.tony/app/coordinator.json", 1);
+    char *s = NULL;
+    tony_error err = {{0}};
+
+    setenv(TASKENV_BACKEND, "yarn", 1);
+    assert_int_equal(tony_backend_task_secret(&s, &err), -1);
+    assert_non_null(strstr(err.msg, "HADOOP_TOKEN_FILE_LOCATION"));
+    assert_int_equal(tony_backend_task_update_credentials("x", 1, &err), -1);
+    assert_non_null(strstr(err.msg, "HADOOP_TOKEN_FILE_LOCATION"));
+    assert_int_equal(tony_backend_task_find_coordinator(&s, &err), -1);
+    assert_non_null(strstr(err.msg, TONY_YARN_COORDINATOR_FILE_ENV));
+    assert_null(s);
+
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) setenv(TASKENV_BACKEND, "local", 1);
+        else unsetenv(TASKENV_BACKEND);
+        const char *shown = i == 0 ? "TONY_BACKEND=local" : "TONY_BACKEND=(not set)";
+        err = (tony_error){{0}};
+        assert_int_equal(tony_backend_task_secret(&s, &err), -1);
+        assert_non_null(strstr(err.msg, TASKENV_SECRET " is not set"));
+        assert_non_null(strstr(err.msg, shown));
+        assert_int_equal(tony_backend_task_update_credentials("x", 1, &err), -1);
+        assert_non_null(strstr(err.msg, shown));
+        s = (char *)"stale";
+        assert_int_equal(tony_backend_task_find_coordinator(&s, &err), 1);
+        assert_null(s);
+    }
+    unsetenv(TONY_YARN_COORDINATOR_FILE_ENV);
+    unsetenv(TASKENV_BACKEND);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_names_the_table),
+        cmocka_unit_test(test_every_backend_has_a_table),
+        cmocka_unit_test(test_questions_reach_yarn_only_on_yarn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
