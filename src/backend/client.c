@@ -77,3 +77,19 @@ void tony_client_job_clear(tony_client_job *j) {
     free(j->job_dir);
     j->id = j->job_dir = NULL;
 }
+
+int tony_client_history_fs_open(tony_histloc *where, const tony_conf *conf, const char *key,
+                                tony_client_remote_fs *out, tony_error *err) {
+    *out = (tony_client_remote_fs){0};
+    for (size_t i = 0; i < NBACKENDS; i++)
+        if (backends[i]->open_history_fs) return backends[i]->open_history_fs(where, conf, key, out, err);
+    char *uri = tony_histloc_uri(where, where->dirs.location);
+    tony_err(err, "%s %s: this tony reads history on no cluster file system; give a local directory", key, uri);
+    free(uri);
+    return -1;
+}
+
+void tony_client_remote_entries_free(tony_client_remote_entry *e, size_t n) {
+    for (size_t i = 0; i < n && e; i++) free(e[i].name);
+    free(e);
+}

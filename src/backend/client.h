@@ -1,7 +1,8 @@
 /* The client half of the backend seam: what the verbs on the user's machine
- * (submit, status, kill, logs, list, history) ask of the place a job runs,
- * so that client/ names no backend. Each backend's folder holds both
- * halves: the coordinator side (backend.h) and this one (local/,
+ * (submit, status, kill, logs, list, history) ask of the place a job runs
+ * and of the cluster file system its history may be on, so that client/
+ * names no backend. Each backend's folder holds every side of it: the
+ * coordinator's (backend.h), the executor's (task.h) and this one (local/,
  * yarn/ ...). A new backend (Slurm: sbatch, squeue, scancel, sacct) is a
  * folder with its ops table and a line in client.c's list; client/ does
  * not change.
@@ -24,6 +25,7 @@
 
 #include "backend/stage.h"
 #include "common/error.h"
+#include "common/histloc.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 
@@ -92,6 +94,36 @@ typedef struct tony_client_row {
     char framework[64];
 } tony_client_row;
 
+/* An entry of a directory on a cluster's file system (tony_client_remote_fs). */
+typedef struct tony_client_remote_entry {
+    char *name; /* its name in its directory */
+    bool is_dir;
+    long long length;
+    long long mtime_ms; /* its modification time */
+} tony_client_remote_entry;
+
+void tony_client_remote_entries_free(tony_client_remote_entry *e, size_t n);
+
+/* A cluster's file system as `tony history` and `tony portal` read a
+ * history tree on it (client/histcache.h), opened by open_history_fs
+ * below: read only, every call on the verb's thread and blocking. */
+typedef struct tony_client_remote_fs {
+    void *ctx; /* the backend's; NULL: not open */
+    /* Finds a server that answers (YARN: one of the NameNodes); an error
+     * names the addresses tried. */
+    int (*connect)(void *ctx, tony_error *err);
+    /* The entries of dir (*out malloc'ed, tony_client_remote_entries_free);
+     * *missing, 0 entries and 0 returned when dir does not exist. */
+    int (*list)(void *ctx, const char *dir, tony_client_remote_entry **out, size_t *n, bool *missing,
+                tony_error *err);
+    /* Downloads path into the local file (overwritten). */
+    int (*fetch)(void *ctx, const char *path, const char *local, tony_error *err);
+    /* The server that answered, for messages ("host:port"). */
+    const char *(*server)(void *ctx);
+    /* Frees ctx. */
+    void (*close)(void *ctx);
+} tony_client_remote_fs;
+
 struct tony_client_backend_ops {
     const char *name;
     /* Its jobs' history is on the cluster's file system (fs.defaultFS), so
@@ -149,6 +181,16 @@ struct tony_client_backend_ops {
      * HDFS staging dir), once; quiet: no warning when that fails. NULL:
      * nothing to remove. */
     void (*cleanup)(const char *job_dir, bool quiet);
+    /* Opens, without asking the network yet, the file system of a history
+     * location on a cluster (where->fs TONY_HISTLOC_HDFS or
+     * TONY_HISTLOC_WEBHDFS, common/histloc.h): hdfs:// through this
+     * machine's configuration of the cluster, whose file system it must
+     * be (fills in where->authority when the location named none), logged
+     * in where the cluster is secure; webhdfs://HOST:PORT directly. key is
+     * the flag or conf key that gave the location, for messages. On
+     * failure *out stays empty. NULL: no cluster file system. */
+    int (*open_history_fs)(tony_histloc *where, const tony_conf *conf, const char *key, tony_client_remote_fs *out,
+                           tony_error *err);
     /* Why a job whose history never finished will not finish it (its
      * coordinator is gone), from its record; malloc'ed, or NULL when it
      * may still run. */
@@ -163,6 +205,12 @@ const tony_client_backend_ops *tony_client_backend_choose(char *why, size_t n);
 const char *tony_client_backend_names(void);
 /* The backend whose job job_dir records. */
 const tony_client_backend_ops *tony_client_backend_of_job(const char *job_dir);
+
+/* open_history_fs of the backend that has one (history on a cluster's file
+ * system is read the same whichever backend runs jobs here), or an error
+ * naming key when none has. */
+int tony_client_history_fs_open(tony_histloc *where, const tony_conf *conf, const char *key,
+                                tony_client_remote_fs *out, tony_error *err);
 
 /* Sets j's id and job_dir (copies) and ops: for a backend's submit. */
 void tony_client_job_init(tony_client_job *j, const tony_client_backend_ops *ops, const char *id, const char *job_dir);

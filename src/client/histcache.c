@@ -1,5 +1,5 @@
-/* The history cache (see histcache.h). Listing costs one WebHDFS call per
- * directory down to the day dirs; a job dir whose remote mtime equals its
+/* The history cache (see histcache.h). Listing costs one call of the
+ * cluster's file system (YARN: WebHDFS) per directory down to the day dirs; a job dir whose remote mtime equals its
  * copy's (set after each complete sync of it) is not listed again, so a
  * refresh of an unchanged tree downloads nothing. */
 #include "client/histcache.h"
@@ -14,9 +14,6 @@
 #include <unistd.h>
 
 #include "backend/client.h"
-#include "backend/yarn/hadoop_conf.h"
-#include "backend/yarn/kerberos.h"
-#include "backend/yarn/rest.h"
 #include "common/fs.h"
 #include "common/strv.h"
 
@@ -44,19 +41,19 @@ static int set_mtime(const char *path, long long ms, tony_error *err) {
     return 0;
 }
 
-static bool fresh(const char *local, const tony_hdfs_status *st) {
+static bool fresh(const char *local, const tony_client_remote_entry *e) {
     struct stat ls;
     if (stat(local, &ls)) return false;
-    if (st->is_dir) return S_ISDIR(ls.st_mode) && mtime_ms(&ls) == st->mtime_ms;
-    return S_ISREG(ls.st_mode) && ls.st_size == st->length && mtime_ms(&ls) == st->mtime_ms;
+    if (e->is_dir) return S_ISDIR(ls.st_mode) && mtime_ms(&ls) == e->mtime_ms;
+    return S_ISREG(ls.st_mode) && ls.st_size == e->length && mtime_ms(&ls) == e->mtime_ms;
 }
 
-static int fetch(const tony_hist_remote *r, const char *rp, const char *ldir, const tony_hdfs_entry *e,
+static int fetch(const tony_client_remote_fs *r, const char *rp, const char *ldir, const tony_client_remote_entry *e,
                  tony_error *err) {
     char *tmp = tony_sprintf("%s/.%s.part", ldir, e->name), *lp = tony_path_join(ldir, e->name);
     if (tony_is_dir(lp)) tony_rm_rf(lp, NULL);
     int rc = r->fetch(r->ctx, rp, tmp, err);
-    if (rc == 0) rc = set_mtime(tmp, e->st.mtime_ms, err);
+    if (rc == 0) rc = set_mtime(tmp, e->mtime_ms, err);
     if (rc == 0 && rename(tmp, lp)) rc = tony_err(err, "cannot write %s: %s", lp, strerror(errno));
     if (rc) unlink(tmp);
     free(tmp);
@@ -84,38 +81,38 @@ static void prune(const char *ldir, const tony_strv *keep, tony_hist_sync_stats 
 
 /* depth as histdir's scan: 0 is a job's own dir (files only); above it
  * only directories and .jhist files matter. */
-static int sync_dir(const tony_hist_remote *r, const char *rdir, const char *ldir, int depth,
+static int sync_dir(const tony_client_remote_fs *r, const char *rdir, const char *ldir, int depth,
                     tony_hist_sync_stats *stats, bool *exists, tony_error *err) {
-    tony_hdfs_entry *es = NULL;
+    tony_client_remote_entry *es = NULL;
     size_t n = 0;
     bool missing = false;
     stats->listed++;
     if (r->list(r->ctx, rdir, &es, &n, &missing, err)) return -1;
     if (exists) *exists = !missing;
     if (missing) {
-        tony_hdfs_entries_free(es, n);
+        tony_client_remote_entries_free(es, n);
         if (tony_file_exists(ldir) && tony_rm_rf(ldir, NULL) == 0) stats->removed++;
         return 0;
     }
     int rc = tony_mkdir_p(ldir, 0755, err);
     tony_strv keep = {0};
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const tony_hdfs_entry *e = &es[i];
+        const tony_client_remote_entry *e = &es[i];
         tony_jhist_meta m;
-        if (!tony_hist_cache_name_ok(e->name) || (e->st.is_dir && depth == 0) ||
-            (!e->st.is_dir && depth > 0 && !tony_jhist_parse_name(e->name, &m)))
+        if (!tony_hist_cache_name_ok(e->name) || (e->is_dir && depth == 0) ||
+            (!e->is_dir && depth > 0 && !tony_jhist_parse_name(e->name, &m)))
             continue;
         tony_strv_push(&keep, e->name);
         char *rp = tony_path_join(rdir, e->name), *lp = tony_path_join(ldir, e->name);
-        if (e->st.is_dir) {
+        if (e->is_dir) {
             if (!tony_is_dir(lp)) tony_rm_rf(lp, NULL);
             /* A job dir's mtime changes whenever a file in it is created,
              * replaced, renamed or removed. */
-            if (!(depth == 1 && fresh(lp, &e->st))) {
+            if (!(depth == 1 && fresh(lp, e))) {
                 rc = sync_dir(r, rp, lp, depth - 1, stats, NULL, err);
-                if (rc == 0 && depth == 1) rc = set_mtime(lp, e->st.mtime_ms, err);
+                if (rc == 0 && depth == 1) rc = set_mtime(lp, e->mtime_ms, err);
             }
-        } else if (!fresh(lp, &e->st)) {
+        } else if (!fresh(lp, e)) {
             rc = fetch(r, rp, ldir, e, err);
             if (rc == 0) stats->downloaded++;
         }
@@ -124,11 +121,11 @@ static int sync_dir(const tony_hist_remote *r, const char *rdir, const char *ldi
     }
     if (rc == 0) prune(ldir, &keep, stats);
     tony_strv_free(&keep);
-    tony_hdfs_entries_free(es, n);
+    tony_client_remote_entries_free(es, n);
     return rc;
 }
 
-int tony_hist_cache_sync(const tony_hist_remote *remote, const tony_jhist_dirs *remote_dirs,
+int tony_hist_cache_sync(const tony_client_remote_fs *remote, const tony_jhist_dirs *remote_dirs,
                          const tony_jhist_dirs *cache_dirs, tony_hist_sync_stats *stats, tony_error *err) {
     memset(stats, 0, sizeof *stats);
     bool fin = false, inter = false;
@@ -136,14 +133,6 @@ int tony_hist_cache_sync(const tony_hist_remote *remote, const tony_jhist_dirs *
     if (sync_dir(remote, remote_dirs->intermediate, cache_dirs->intermediate, 1, stats, &inter, err)) return -1;
     stats->found = fin || inter;
     return 0;
-}
-
-static int w_list(void *ctx, const char *dir, tony_hdfs_entry **out, size_t *n, bool *missing, tony_error *err) {
-    return tony_webhdfs_list_status(ctx, dir, out, n, missing, err);
-}
-
-static int w_fetch(void *ctx, const char *path, const char *local, tony_error *err) {
-    return tony_webhdfs_get(ctx, path, local, err);
 }
 
 /* What a bare history path means: on the cluster's file system when the
@@ -155,44 +144,6 @@ static bool history_on_cluster_fs(const tony_conf *conf) {
     const tony_client_backend_ops *ops =
         b && *b ? tony_client_backend_find(b) : tony_client_backend_choose(why, sizeof why);
     return ops && ops->history_on_cluster_fs;
-}
-
-/* The NameNodes of an hdfs:// location: HADOOP_CONF_DIR's cluster, whose
- * fs.defaultFS it must be on. */
-static int hdfs_namenodes(tony_hist_source *s, const tony_conf *conf, const char *key, tony_error *err) {
-    char *uri = tony_histloc_uri(&s->where, s->where.dirs.location);
-    const char *hc = getenv("HADOOP_CONF_DIR");
-    int rc = 0;
-    if (!hc || !*hc) {
-        rc = tony_err(err, "%s %s: reading history on HDFS needs HADOOP_CONF_DIR (the cluster's client "
-                           "configuration, for its NameNodes' web addresses), or give webhdfs://NAMENODE:HTTP_PORT/path",
-                      key, uri);
-    } else {
-        s->hadoop = tony_hadoop_conf_new();
-        rc = tony_hadoop_conf_load(s->hadoop, hc, conf, err);
-    }
-    if (rc == 0) {
-        const char *fs = s->hadoop->default_fs;
-        const char *auth = tony_str_starts_with(fs, "hdfs://") ? fs + 7 : "";
-        if (!*s->where.authority) {
-            free(s->where.authority);
-            s->where.authority = tony_strdup(auth);
-        } else if (strcmp(s->where.authority, auth) != 0) {
-            rc = tony_err(err, "%s %s: not on the cluster HADOOP_CONF_DIR=%s describes (fs.defaultFS %s, from %s); for "
-                               "another cluster give webhdfs://NAMENODE:HTTP_PORT/path",
-                          key, uri, hc, fs, s->hadoop->default_fs_from);
-        }
-    }
-    bool secure = false;
-    char *user = NULL;
-    if (rc == 0) rc = tony_yarn_client_login(s->hadoop, conf, &user, &secure, err);
-    if (rc == 0) {
-        s->w = tony_webhdfs_new(s->hadoop, user);
-        if (secure) tony_webhdfs_use_kerberos(s->w);
-    }
-    free(user);
-    free(uri);
-    return rc;
 }
 
 int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char *location_flag, const char *root,
@@ -211,23 +162,17 @@ int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char
         s->scan.location = tony_strdup(s->where.dirs.location);
         s->scan.intermediate = tony_strdup(s->where.dirs.intermediate);
         s->scan.finished = tony_strdup(s->where.dirs.finished);
-    } else if (s->where.fs == TONY_HISTLOC_HDFS) {
-        rc = hdfs_namenodes(s, conf, key, err);
     } else {
-        char *user = tony_yarn_user(), *fs = tony_sprintf("webhdfs://%s", s->where.authority);
-        s->w = tony_webhdfs_new_at(s->where.authority, key, fs, NULL, user);
-        free(user);
-        free(fs);
+        rc = tony_client_history_fs_open(&s->where, conf, key, &s->fs, err);
     }
     s->shown = tony_histloc_uri(&s->where, s->where.dirs.location);
     s->shown_intermediate = tony_histloc_uri(&s->where, s->where.dirs.intermediate);
     s->shown_finished = tony_histloc_uri(&s->where, s->where.dirs.finished);
-    if (rc || !s->w) return rc;
-    if (tony_webhdfs_connect(s->w, err)) {
+    if (rc || !s->fs.ctx) return rc;
+    if (s->fs.connect(s->fs.ctx, err)) {
         s->unreachable = true;
         return tony_err_wrap(err, "%s %s", key, s->shown);
     }
-    s->remote = (tony_hist_remote){s->w, w_list, w_fetch};
     char *cache_root = tony_path_join(root, "history-cache");
     const char *auth = s->where.authority;
     char *cauth = s->where.fs == TONY_HISTLOC_WEBHDFS ? tony_sprintf("webhdfs-%s", auth) : tony_strdup(auth);
@@ -239,26 +184,26 @@ int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char
     return 0;
 }
 
-bool tony_hist_source_remote(const tony_hist_source *s) { return s->w != NULL; }
+bool tony_hist_source_remote(const tony_hist_source *s) { return s->fs.ctx != NULL; }
 
 int tony_hist_source_refresh(tony_hist_source *s, tony_hist_sync_stats *stats, tony_error *err) {
     tony_hist_sync_stats ignored;
     if (!stats) stats = &ignored;
     memset(stats, 0, sizeof *stats);
-    if (!s->w) return 0;
-    if (tony_hist_cache_sync(&s->remote, &s->where.dirs, &s->scan, stats, err)) {
+    if (!s->fs.ctx) return 0;
+    if (tony_hist_cache_sync(&s->fs, &s->where.dirs, &s->scan, stats, err)) {
         s->unreachable = true;
         return -1;
     }
     s->unreachable = false;
     if (!stats->found)
         return tony_err(err, "%s %s: no history there: neither %s nor %s exists in HDFS (NameNode %s)", s->key,
-                        s->shown, s->where.dirs.intermediate, s->where.dirs.finished, tony_webhdfs_namenode(s->w));
+                        s->shown, s->where.dirs.intermediate, s->where.dirs.finished, s->fs.server(s->fs.ctx));
     return 0;
 }
 
 char *tony_hist_source_shown_path(const tony_hist_source *s, const char *path) {
-    if (!s->w || !path) return tony_strdup(path);
+    if (!s->fs.ctx || !path) return tony_strdup(path);
     const char *locals[] = {s->scan.finished, s->scan.intermediate, s->scan.location};
     const char *shown[] = {s->shown_finished, s->shown_intermediate, s->shown};
     for (int i = 0; i < 3; i++) {
@@ -275,7 +220,6 @@ void tony_hist_source_free(tony_hist_source *s) {
     free(s->shown);
     free(s->shown_intermediate);
     free(s->shown_finished);
-    tony_webhdfs_free(s->w);
-    tony_hadoop_conf_free(s->hadoop);
+    if (s->fs.ctx) s->fs.close(s->fs.ctx);
     memset(s, 0, sizeof *s);
 }

@@ -12,20 +12,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend/yarn/webhdfs.h"
+#include "backend/client.h"
 #include "common/error.h"
 #include "common/histloc.h"
 #include "common/jhist.h"
 #include "conf/conf.h"
-
-/* What a sync reads from: WebHDFS in the binary, a directory in unit tests. */
-typedef struct tony_hist_remote {
-    void *ctx;
-    /* The entries of dir; *missing when it does not exist. */
-    int (*list)(void *ctx, const char *dir, tony_hdfs_entry **out, size_t *n, bool *missing, tony_error *err);
-    /* Downloads path into the local file (overwritten). */
-    int (*fetch)(void *ctx, const char *path, const char *local, tony_error *err);
-} tony_hist_remote;
 
 typedef struct tony_hist_sync_stats {
     int listed;      /* remote directories listed */
@@ -44,8 +35,9 @@ bool tony_hist_cache_name_ok(const char *name);
 
 /* Brings the cache copy of the remote tree `remote_dirs` (its intermediate
  * and finished dirs) up to date under cache_dirs. Stops at the first
- * remote failure (the cache keeps what it had). */
-int tony_hist_cache_sync(const tony_hist_remote *remote, const tony_jhist_dirs *remote_dirs,
+ * remote failure (the cache keeps what it had). remote: a cluster's file
+ * system in the binary, a directory in unit tests (list and fetch only). */
+int tony_hist_cache_sync(const tony_client_remote_fs *remote, const tony_jhist_dirs *remote_dirs,
                          const tony_jhist_dirs *cache_dirs, tony_hist_sync_stats *stats, tony_error *err);
 
 /* A history tree to read: where it is, and what to scan. */
@@ -54,9 +46,7 @@ typedef struct tony_hist_source {
     tony_jhist_dirs scan; /* local dirs for tony_hist_scan: the tree itself, or its cache copy */
     char *shown;          /* the location for people: a path, or hdfs:// / webhdfs:// URI */
     char *shown_intermediate, *shown_finished;
-    tony_webhdfs *w;      /* remote only */
-    tony_hadoop_conf *hadoop; /* where hdfs:// NameNodes came from (HADOOP_CONF_DIR) */
-    tony_hist_remote remote;
+    tony_client_remote_fs fs; /* remote only (its backend's, client.h) */
     const char *key;      /* "--location" or "tony.history.location", for messages */
     bool unreachable;     /* the last failure was HDFS's (exit 3), not the user's input */
 } tony_hist_source;

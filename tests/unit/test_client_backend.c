@@ -1,8 +1,10 @@
 /* Unit tests of the client half's list of backends (backend/client.h): the
  * backend a submit gets when nothing names one (yarn only where
  * HADOOP_CONF_DIR has a yarn-site.xml, saying why either way), the one a
- * job's record belongs to, lookups by name, and that every backend fills
- * the ops the client calls without checking. */
+ * job's record belongs to, lookups by name, that every backend fills
+ * the ops the client calls without checking, and that history on a
+ * cluster's file system opens through YARN's reader whichever backend runs
+ * jobs here (reading it is tests/e2e/test_yarn_history.py's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +109,33 @@ static void test_every_backend_has_the_required_ops(void **state) {
     }
 }
 
+/* YARN's reader, asked without the network: an hdfs:// location needs
+ * HADOOP_CONF_DIR (an error naming the key, nothing left open), a
+ * webhdfs:// one is opened as it is. */
+static void test_history_fs_opens_through_yarn(void **state) {
+    (void)state;
+    assert_null(tony_client_backend_find("local")->open_history_fs);
+    assert_null(tony_client_backend_find("slurm")->open_history_fs);
+    unsetenv("HADOOP_CONF_DIR");
+    tony_histloc where = {0};
+    tony_error err = {{0}};
+    assert_int_equal(tony_histloc_resolve("hdfs:///tony/history", NULL, NULL, "--location", false, "/tmp", &where, &err), 0);
+    tony_client_remote_fs fs;
+    assert_int_equal(tony_client_history_fs_open(&where, NULL, "--location", &fs, &err), -1);
+    assert_non_null(strstr(err.msg, "--location hdfs:///tony/history: reading history on HDFS needs HADOOP_CONF_DIR"));
+    assert_null(fs.ctx);
+    tony_histloc_free(&where);
+    assert_int_equal(tony_histloc_resolve("webhdfs://127.0.0.1:1/h", NULL, NULL, "--location", false, "/tmp", &where, &err), 0);
+    assert_int_equal(tony_client_history_fs_open(&where, NULL, "--location", &fs, &err), 0);
+    assert_non_null(fs.ctx);
+    assert_non_null(fs.connect);
+    assert_non_null(fs.list);
+    assert_non_null(fs.fetch);
+    assert_non_null(fs.server);
+    fs.close(fs.ctx);
+    tony_histloc_free(&where);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_hadoop_conf_dir_is_local),
@@ -114,6 +143,7 @@ int main(void) {
         cmocka_unit_test(test_job_record_says_whose),
         cmocka_unit_test(test_find_by_name),
         cmocka_unit_test(test_every_backend_has_the_required_ops),
+        cmocka_unit_test(test_history_fs_opens_through_yarn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  * fetched when nothing changed, a changed file fetched again, a job moved
  * from intermediate/ to finished/, a location that disappeared, a failed
  * download. The remote here is a local directory read through the same
- * tony_hist_remote interface WebHDFS fills (a stand-in: HDFS itself is
- * exercised by tests/e2e/test_yarn_history.py on the test cluster); as in
+ * interface (tony_client_remote_fs, backend/client.h) that the YARN
+ * backend fills with WebHDFS (a stand-in: HDFS itself is exercised by
+ * tests/e2e/test_yarn_history.py on the test cluster); as in
  * HDFS, replacing a file bumps its directory's mtime, done here by hand. */
 #include <fcntl.h>
 #include <dirent.h>
@@ -28,7 +29,7 @@ typedef struct fake {
     const char *fail_on; /* a name whose fetch fails */
 } fake;
 
-static int f_list(void *ctx, const char *dir, tony_hdfs_entry **out, size_t *n, bool *missing, tony_error *err) {
+static int f_list(void *ctx, const char *dir, tony_client_remote_entry **out, size_t *n, bool *missing, tony_error *err) {
     (void)ctx;
     *out = tony_xcalloc(64, sizeof **out);
     *n = 0;
@@ -41,11 +42,11 @@ static int f_list(void *ctx, const char *dir, tony_hdfs_entry **out, size_t *n, 
         char *p = tony_path_join(dir, de->d_name);
         struct stat st;
         if (stat(p, &st) == 0) {
-            tony_hdfs_entry *e = &(*out)[(*n)++];
+            tony_client_remote_entry *e = &(*out)[(*n)++];
             e->name = tony_strdup(de->d_name);
-            e->st.length = st.st_size;
-            e->st.mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-            e->st.is_dir = S_ISDIR(st.st_mode);
+            e->length = st.st_size;
+            e->mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+            e->is_dir = S_ISDIR(st.st_mode);
         }
         free(p);
     }
@@ -92,7 +93,7 @@ static const char *JOB1 = "application_1_0001-1000-2000-u-SUCCEEDED.jhist";
 static const char *JOB2 = "application_1_0002-3000-u.jhist.inprogress";
 
 static void sync_ok(fake *f, tony_hist_sync_stats *st) {
-    tony_hist_remote r = {f, f_list, f_fetch};
+    tony_client_remote_fs r = {.ctx = f, .list = f_list, .fetch = f_fetch};
     char *rl = at("remote"), *ri = at("remote/intermediate"), *rf = at("remote/finished");
     char *cl = at("cache"), *ci = at("cache/intermediate"), *cf = at("cache/finished");
     tony_jhist_dirs rd = {rl, ri, rf}, cd = {cl, ci, cf};
@@ -191,7 +192,7 @@ static void test_sync(void **state) {
     /* A failed download: an error, the cache keeps the old copy. */
     put(job1, "avro-1 rewritten", 1700000020);
     f.fail_on = "application_1_0001-";
-    tony_hist_remote r = {&f, f_list, f_fetch};
+    tony_client_remote_fs r = {.ctx = &f, .list = f_list, .fetch = f_fetch};
     char *rl = at("remote"), *ri = at("remote/intermediate"), *rf = at("remote/finished");
     char *cl = at("cache"), *ci = at("cache/intermediate"), *cf = at("cache/finished");
     tony_jhist_dirs rd = {rl, ri, rf}, cd = {cl, ci, cf};

@@ -359,4 +359,5 @@ const tony_client_backend_ops tony_yarn_client_ops = {
     .list_row = yarn_list_row,
     .cleanup = tony_yarn_cleanup_staging,
     .lost_reason = yarn_lost_reason,
+    .open_history_fs = tony_yarn_open_history_fs,
 };

@@ -1,9 +1,10 @@
 /* The YARN backend's client half (backend/client.h): submit checks the
  * cluster, stages to HDFS and submits the AM through RM REST; status, kill
  * and logs ask the RM and, while the app runs, the coordinator at its
- * amRPCAddress. A YARN job's record is ~/.tony/jobs/<appId>/yarn.json.
- * Below the ops table: what its three files (client_submit.c,
- * client_jobs.c, client_logs.c) share, for them alone. */
+ * amRPCAddress; history on HDFS is read through WebHDFS. A YARN job's
+ * record is ~/.tony/jobs/<appId>/yarn.json. Below the ops table: what its
+ * files (client_submit.c, client_jobs.c, client_logs.c,
+ * client_history.c) share, for them alone. */
 #ifndef TONY_YARN_CLIENT_H
 #define TONY_YARN_CLIENT_H
 
@@ -32,6 +33,10 @@ void tony_yarn_client_release(tony_client_job *j);
 /* Prints tasks' output: while the job runs through the coordinator's API,
  * afterwards from the NodeManagers (client_logs.c). */
 int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, const tony_conf *conf);
+
+/* History on HDFS for `tony history` and `tony portal` (client_history.c). */
+int tony_yarn_open_history_fs(tony_histloc *where, const tony_conf *conf, const char *key, tony_client_remote_fs *out,
+                              tony_error *err);
 
 /* A REST client for the job's RM (the recorded one, then HADOOP_CONF_DIR's
  * with conf's yarn.* keys on top; conf may be NULL). */
