@@ -31,17 +31,10 @@ from report import replace_section
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+import slurm  # noqa: E402  (the e2e tests' driver of the test cluster: its env, start, stop)
 TASKS = ["ps:0", "worker:0", "worker:1", "worker:2"]
 TIMEOUT_S = 120
-
-
-def read_env(path):
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
-            out[k] = v.strip("'")
-    return out
 
 
 def first_starts(stamp_dir, n):
@@ -112,12 +105,9 @@ def main():
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
     a = ap.parse_args()
     stc_dir = os.environ.get("TONY_STC_DIR") or str(REPO / "build/stc-bench")
-    script = REPO / "scripts/slurm-test-cluster"
-    started_here = subprocess.run([script, "status", stc_dir], capture_output=True).returncode != 0
-    if started_here:
-        subprocess.run([script, "start", stc_dir], check=True)
+    started_here = slurm.script("status", stc_dir, check=False).returncode != 0
     try:
-        env = dict(os.environ, **read_env(Path(stc_dir) / "env"))
+        env = (slurm.start(stc_dir) if started_here else slurm.Cluster(stc_dir)).env()
         env.pop("HADOOP_CONF_DIR", None)
         home = Path(tempfile.mkdtemp(prefix="slurm-bench-"))
         run_tony(a.tony, env, home)  # warm-up (also makes the self-contained copy)
@@ -128,7 +118,7 @@ def main():
             bare_runs.append(run_sbatch(env, home))
     finally:
         if started_here:
-            subprocess.run([script, "stop", stc_dir])
+            slurm.stop(stc_dir)
 
     def med(runs, k):
         return statistics.median(r[k] for r in runs)

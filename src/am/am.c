@@ -1,7 +1,9 @@
 /* The coordinator's life: load the job, start the API, run attempts until one
  * decides the job, then publish the final status and wait briefly for the
- * client to read it. Everything happens on one libevent loop; the decisions
- * themselves are in job.c. */
+ * client to read it. Everything happens on one libevent loop. The decisions
+ * are the state machine's (fsm.c, asking policy.c, exclusion.c, hang.c and
+ * cause.c; job.c is its task table); am.c carries out the actions it
+ * returns. */
 #include "am/am.h"
 
 #include <errno.h>

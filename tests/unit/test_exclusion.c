@@ -13,11 +13,8 @@
 #include <cmocka.h>
 
 #include "am/exclusion.h"
-#include "am/fsm.h"
 #include "backend/backend.h"
-#include "conf/conf.h"
-#include "conf/plan.h"
-#include "runtime/runtime.h"
+#include "fsm_fixture.h"
 
 /* --- the module */
 
@@ -98,55 +95,6 @@ static void test_counting_and_the_cap_said(void **state) {
 }
 
 /* --- the state machine */
-
-typedef struct fixture {
-    tony_conf *conf;
-    tony_plan plan;
-    am_fsm fsm;
-    am_actions out;
-} fixture;
-
-static fixture *make(const char *const *kv) {
-    fixture *f = calloc(1, sizeof *f);
-    f->conf = tony_conf_new();
-    tony_conf_load_defaults(f->conf);
-    tony_conf_set(f->conf, "tony.containers.command", "python train.py", "test");
-    for (; *kv; kv++) {
-        char *copy = strdup(*kv), *eq = strchr(copy, '=');
-        *eq = '\0';
-        tony_conf_set(f->conf, copy, eq + 1, "test");
-        free(copy);
-    }
-    tony_error err;
-    if (tony_runtime_plan(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
-    am_fsm_init(&f->fsm, &f->plan, 0, 0);
-    return f;
-}
-
-static void destroy(fixture *f) {
-    am_actions_free(&f->out);
-    am_fsm_free(&f->fsm);
-    tony_plan_free(&f->plan);
-    tony_conf_free(f->conf);
-    free(f);
-}
-
-static am_actions *fresh(fixture *f) {
-    f->out.len = 0;
-    return &f->out;
-}
-
-static int count(const fixture *f, am_action_kind kind) {
-    int n = 0;
-    for (size_t i = 0; i < f->out.len; i++) n += f->out.items[i].kind == kind;
-    return n;
-}
-
-static am_task *task(fixture *f, const char *role, int index) {
-    am_task *t = am_job_task(&f->fsm.job, role, index);
-    assert_non_null(t);
-    return t;
-}
 
 /* Every task asked for registers and starts, except those in skip. */
 static void begin(fixture *f, const char *skip) {

@@ -14,60 +14,8 @@
 
 #include <cmocka.h>
 
-#include "am/fsm.h"
 #include "backend/backend.h"
-#include "conf/conf.h"
-#include "conf/plan.h"
-#include "runtime/runtime.h"
-
-typedef struct fixture {
-    tony_conf *conf;
-    tony_plan plan;
-    am_fsm fsm;
-    am_job *job;
-    am_actions out; /* the actions of the last event */
-} fixture;
-
-/* kv: NULL-terminated "key=value" list over TonY's defaults. */
-static fixture *make_polling(const char *const *kv, long long barrier_poll_ms) {
-    fixture *f = calloc(1, sizeof *f);
-    f->conf = tony_conf_new();
-    tony_conf_load_defaults(f->conf);
-    tony_conf_set(f->conf, "tony.containers.command", "python train.py", "test");
-    for (; *kv; kv++) {
-        char *copy = strdup(*kv), *eq = strchr(copy, '=');
-        *eq = '\0';
-        tony_conf_set(f->conf, copy, eq + 1, "test");
-        free(copy);
-    }
-    tony_error err;
-    if (tony_runtime_plan(f->conf, &f->plan, &err)) fail_msg("plan: %s", err.msg);
-    am_fsm_init(&f->fsm, &f->plan, barrier_poll_ms, 0);
-    f->job = &f->fsm.job;
-    return f;
-}
-
-static fixture *make(const char *const *kv) { return make_polling(kv, 0); }
-
-static void destroy(fixture *f) {
-    am_actions_free(&f->out);
-    am_fsm_free(&f->fsm);
-    tony_plan_free(&f->plan);
-    tony_conf_free(f->conf);
-    free(f);
-}
-
-/* Forgets the last event's actions: the next event's are checked alone. */
-static am_actions *fresh(fixture *f) {
-    f->out.len = 0;
-    return &f->out;
-}
-
-static int count(const fixture *f, am_action_kind kind) {
-    int n = 0;
-    for (size_t i = 0; i < f->out.len; i++) n += f->out.items[i].kind == kind;
-    return n;
-}
+#include "fsm_fixture.h"
 
 static bool stops(const fixture *f, const char *role, int index) {
     for (size_t i = 0; i < f->out.len; i++) {
@@ -76,12 +24,6 @@ static bool stops(const fixture *f, const char *role, int index) {
             return true;
     }
     return false;
-}
-
-static am_task *task(fixture *f, const char *role, int index) {
-    am_task *t = am_job_task(f->job, role, index);
-    assert_non_null(t);
-    return t;
 }
 
 static void reg(fixture *f, am_task *t, long long now) {
