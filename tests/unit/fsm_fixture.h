@@ -1,6 +1,6 @@
 /* The coordinator's state machine on a plan from a real configuration, for
  * the tests that drive it through event sequences (test_fsm.c,
- * test_exclusion.c): make one, read the actions of the last event, find a
+ * test_exclusion.c, test_hang.c): make one, read the actions of the last event, find a
  * task, free it. What each file does with the tasks (register them, end
  * them as its cluster would) stays in that file. Include after <cmocka.h>. */
 #ifndef TONY_TEST_FSM_FIXTURE_H

@@ -13,36 +13,16 @@
 
 #include <cmocka.h>
 
-#include "am/fsm.h"
 #include "am/hang.h"
-#include "conf/conf.h"
-#include "conf/plan.h"
-#include "runtime/runtime.h"
-
-typedef struct hang_fx {
-    tony_conf *conf;
-    tony_plan plan;
-    am_fsm fsm;
-    am_actions out;
-} hang_fx;
+#include "fsm_fixture.h"
 
 /* A job of kv (NULL-terminated "key=value" list) whose every task
  * registered and started its user process at t = 0. */
-static hang_fx *running_job(const char *const *kv) {
-    hang_fx *h = calloc(1, sizeof *h);
-    h->conf = tony_conf_new();
-    tony_conf_load_defaults(h->conf);
-    tony_conf_set(h->conf, "tony.containers.command", "python train.py", "test");
-    tony_conf_set(h->conf, "tony.application.framework", "pytorch", "test");
-    for (; *kv; kv++) {
-        char *k = strdup(*kv), *eq = strchr(k, '=');
-        *eq = '\0';
-        tony_conf_set(h->conf, k, eq + 1, "test");
-        free(k);
-    }
-    tony_error err;
-    if (tony_runtime_plan(h->conf, &h->plan, &err)) fail_msg("plan: %s", err.msg);
-    am_fsm_init(&h->fsm, &h->plan, 0, 0);
+static fixture *running_job(const char *const *kv) {
+    const char *all[64] = {"tony.application.framework=pytorch"}; /* kv may say otherwise */
+    size_t n = 1;
+    for (; *kv && n + 1 < sizeof all / sizeof *all; kv++) all[n++] = *kv;
+    fixture *h = make(all);
     am_fsm_start(&h->fsm, 0, &h->out);
     am_job *j = &h->fsm.job;
     for (size_t i = 0; i < j->ntasks; i++) {
@@ -54,22 +34,8 @@ static hang_fx *running_job(const char *const *kv) {
     return h;
 }
 
-static void done(hang_fx *h) {
-    am_actions_free(&h->out);
-    am_fsm_free(&h->fsm);
-    tony_plan_free(&h->plan);
-    tony_conf_free(h->conf);
-    free(h);
-}
-
-static am_task *tk(hang_fx *h, const char *role, int index) {
-    am_task *t = am_job_task(&h->fsm.job, role, index);
-    assert_non_null(t);
-    return t;
-}
-
 /* Every live executor heartbeats at now, saying how idle its task is. */
-static void beat(hang_fx *h, long long now, long long idle_ms) {
+static void beat(fixture *h, long long now, long long idle_ms) {
     am_job *j = &h->fsm.job;
     for (size_t i = 0; i < j->ntasks; i++) {
         bool tb;
@@ -78,12 +44,9 @@ static void beat(hang_fx *h, long long now, long long idle_ms) {
     }
 }
 
-static int tick(hang_fx *h, long long now, am_action_kind kind) {
-    h->out.len = 0;
-    am_fsm_tick(&h->fsm, now, &h->out);
-    int n = 0;
-    for (size_t i = 0; i < h->out.len; i++) n += h->out.items[i].kind == kind;
-    return n;
+static int tick(fixture *h, long long now, am_action_kind kind) {
+    am_fsm_tick(&h->fsm, now, fresh(h));
+    return count(h, kind);
 }
 
 static const char *WORKERS_5S[] = {"tony.worker.instances=2", "tony.task.progress-timeout=5s", NULL};
@@ -91,48 +54,48 @@ static const char *WORKERS_5S[] = {"tony.worker.instances=2", "tony.task.progres
 static void test_disabled_when_unset(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=2", NULL};
-    hang_fx *h = running_job(kv);
+    fixture *h = running_job(kv);
     assert_int_equal(h->plan.progress_timeout_ms, 0);
     /* hours of silence: heartbeats keep coming, nothing is hung */
     for (long long now = 1000; now <= 3 * 3600 * 1000; now += 600000) {
         beat(h, now, now);
         assert_int_equal(tick(h, now, AM_ACT_HANG), 0);
-        assert_false(am_fsm_wants_stacks(&h->fsm, tk(h, "worker", 0)));
+        assert_false(am_fsm_wants_stacks(&h->fsm, task(h, "worker", 0)));
     }
     assert_false(h->fsm.job.attempt_over);
-    done(h);
+    destroy(h);
 }
 
 static void test_idle_from_start_then_from_reports(void **state) {
     (void)state;
-    hang_fx *h = running_job(WORKERS_5S);
-    am_task *w0 = tk(h, "worker", 0);
+    fixture *h = running_job(WORKERS_5S);
+    am_task *w0 = task(h, "worker", 0);
     /* no report yet: counted from the start */
     assert_int_equal(am_hang_idle_ms(w0, 3000), 3000);
     /* the executor said 200 ms at 4000: 1200 ms later it is 1400 */
     am_fsm_progress(&h->fsm, w0, 200, 4000);
     assert_int_equal(am_hang_idle_ms(w0, 5200), 1400);
     /* a task that ended is not watched */
-    am_fsm_result_reported(&h->fsm, tk(h, "worker", 1), 0, false, 5200, &h->out);
-    assert_int_equal(am_hang_idle_ms(tk(h, "worker", 1), 5200), -1);
-    done(h);
+    am_fsm_result_reported(&h->fsm, task(h, "worker", 1), 0, false, 5200, &h->out);
+    assert_int_equal(am_hang_idle_ms(task(h, "worker", 1), 5200), -1);
+    destroy(h);
 }
 
 static void test_output_keeps_a_task_alive(void **state) {
     (void)state;
-    hang_fx *h = running_job(WORKERS_5S);
+    fixture *h = running_job(WORKERS_5S);
     /* tasks that write (or touch the progress file) every 2 s: never hung */
     for (long long now = 1000; now <= 60000; now += 1000) {
         beat(h, now, now % 2000);
         assert_int_equal(tick(h, now, AM_ACT_HANG), 0);
     }
-    done(h);
+    destroy(h);
 }
 
 static void test_one_idle_task_is_a_hang(void **state) {
     (void)state;
-    hang_fx *h = running_job(WORKERS_5S);
-    am_task *w0 = tk(h, "worker", 0), *w1 = tk(h, "worker", 1);
+    fixture *h = running_job(WORKERS_5S);
+    am_task *w0 = task(h, "worker", 0), *w1 = task(h, "worker", 1);
     for (long long now = 1000; now <= 4000; now += 1000) {
         am_fsm_progress(&h->fsm, w0, 0, now);  /* busy */
         am_fsm_progress(&h->fsm, w1, now, now); /* silent since its start */
@@ -164,26 +127,26 @@ static void test_one_idle_task_is_a_hang(void **state) {
     assert_non_null(strstr(w1->diagnostics, "tony.task.progress-timeout is 5.0 s"));
     assert_int_equal(h->fsm.state, AM_JOB_FINISHING);
     assert_false(am_fsm_wants_stacks(&h->fsm, w0));
-    done(h);
+    destroy(h);
 }
 
 static void test_wait_for_stacks_is_bounded(void **state) {
     (void)state;
-    hang_fx *h = running_job(WORKERS_5S);
+    fixture *h = running_job(WORKERS_5S);
     beat(h, 6000, 6000);
     assert_int_equal(tick(h, 6000, AM_ACT_HANG), 1);
-    am_fsm_stacks_in(&h->fsm, tk(h, "worker", 0), 6500, &h->out);
+    am_fsm_stacks_in(&h->fsm, task(h, "worker", 0), 6500, &h->out);
     /* worker:1's executor never answers: heartbeats keep it alive, the wait ends */
     long long wait = am_hang_stacks_wait_ms(&h->plan);
     assert_true(wait >= 10000);
     bool tb;
-    am_fsm_heartbeat(&h->fsm, tk(h, "worker", 1), -1, 6000 + wait - 1, &tb);
+    am_fsm_heartbeat(&h->fsm, task(h, "worker", 1), -1, 6000 + wait - 1, &tb);
     tick(h, 6000 + wait - 1, AM_ACT_HANG);
     assert_false(h->fsm.job.attempt_over);
     tick(h, 6000 + wait, AM_ACT_HANG);
     assert_true(h->fsm.job.attempt_over);
     assert_non_null(strstr(h->fsm.job.attempt_diagnostics, "stacks of 1 of 2 running task(s)"));
-    done(h);
+    destroy(h);
 }
 
 static void test_restart_policy_applies(void **state) {
@@ -191,60 +154,60 @@ static void test_restart_policy_applies(void **state) {
     /* no backoff (policy.h): the restart comes with the last exit */
     const char *kv[] = {"tony.worker.instances=2", "tony.task.progress-timeout=2000", "tony.am.retry-count=1",
                         "tony.application.restart-backoff-ms=0", NULL};
-    hang_fx *h = running_job(kv);
+    fixture *h = running_job(kv);
     beat(h, 2000, 2000);
     assert_int_equal(tick(h, 2000, AM_ACT_HANG), 1);
-    am_fsm_stacks_in(&h->fsm, tk(h, "worker", 0), 2100, &h->out);
-    am_fsm_stacks_in(&h->fsm, tk(h, "worker", 1), 2100, &h->out);
+    am_fsm_stacks_in(&h->fsm, task(h, "worker", 0), 2100, &h->out);
+    am_fsm_stacks_in(&h->fsm, task(h, "worker", 1), 2100, &h->out);
     assert_true(h->fsm.job.attempt_over);
     /* the stopped containers end: the normal failure path restarts */
     h->out.len = 0;
-    am_fsm_exited(&h->fsm, tk(h, "worker", 0), 143, NULL, 2200, &h->out);
-    am_fsm_exited(&h->fsm, tk(h, "worker", 1), 143, NULL, 2200, &h->out);
+    am_fsm_exited(&h->fsm, task(h, "worker", 0), 143, NULL, 2200, &h->out);
+    am_fsm_exited(&h->fsm, task(h, "worker", 1), 143, NULL, 2200, &h->out);
     bool restart = false;
     for (size_t i = 0; i < h->out.len; i++) restart |= h->out.items[i].kind == AM_ACT_RESTART;
     assert_true(restart);
     h->out.len = 0;
     am_fsm_next_attempt(&h->fsm, 3000, &h->out);
     /* the new attempt watches afresh: nothing is idle or asked */
-    assert_false(am_fsm_wants_stacks(&h->fsm, tk(h, "worker", 0)));
-    assert_false(tk(h, "worker", 0)->stacks_in);
+    assert_false(am_fsm_wants_stacks(&h->fsm, task(h, "worker", 0)));
+    assert_false(task(h, "worker", 0)->stacks_in);
     assert_int_equal(tick(h, 3500, AM_ACT_HANG), 0);
-    done(h);
+    destroy(h);
 }
 
 static void test_only_tracked_roles_are_watched(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=1", "tony.ps.instances=1", "tony.application.framework=tensorflow",
                         "tony.task.progress-timeout=2s", NULL};
-    hang_fx *h = running_job(kv);
-    am_fsm_progress(&h->fsm, tk(h, "worker", 0), 0, 10000);
-    am_fsm_progress(&h->fsm, tk(h, "ps", 0), 10000, 10000);
+    fixture *h = running_job(kv);
+    am_fsm_progress(&h->fsm, task(h, "worker", 0), 0, 10000);
+    am_fsm_progress(&h->fsm, task(h, "ps", 0), 10000, 10000);
     /* a parameter server is silent by nature */
-    assert_int_equal(am_hang_idle_ms(tk(h, "ps", 0), 10000), -1);
+    assert_int_equal(am_hang_idle_ms(task(h, "ps", 0), 10000), -1);
     assert_int_equal(tick(h, 10000, AM_ACT_HANG), 0);
     /* but once a worker hangs, the ps's stacks are wanted too */
-    am_fsm_progress(&h->fsm, tk(h, "worker", 0), 2500, 10500);
+    am_fsm_progress(&h->fsm, task(h, "worker", 0), 2500, 10500);
     assert_int_equal(tick(h, 10500, AM_ACT_HANG), 1);
-    assert_true(am_fsm_wants_stacks(&h->fsm, tk(h, "ps", 0)));
+    assert_true(am_fsm_wants_stacks(&h->fsm, task(h, "ps", 0)));
     int wanted, in;
     am_hang_count_stacks(&h->fsm.job, &wanted, &in);
     assert_int_equal(wanted, 2);
     assert_int_equal(in, 0);
-    done(h);
+    destroy(h);
 }
 
 static void test_other_failure_during_collection(void **state) {
     (void)state;
-    hang_fx *h = running_job(WORKERS_5S);
+    fixture *h = running_job(WORKERS_5S);
     beat(h, 5000, 5000);
     assert_int_equal(tick(h, 5000, AM_ACT_HANG), 1);
     /* a rank dies meanwhile: its failure ends the attempt, not the hang */
-    am_fsm_exited(&h->fsm, tk(h, "worker", 1), 1, "boom", 5100, &h->out);
+    am_fsm_exited(&h->fsm, task(h, "worker", 1), 1, "boom", 5100, &h->out);
     assert_true(h->fsm.job.attempt_over);
     assert_null(strstr(h->fsm.job.attempt_diagnostics, "hung"));
-    assert_false(am_fsm_wants_stacks(&h->fsm, tk(h, "worker", 0)));
-    done(h);
+    assert_false(am_fsm_wants_stacks(&h->fsm, task(h, "worker", 0)));
+    destroy(h);
 }
 
 static void test_durations(void **state) {
