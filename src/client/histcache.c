@@ -1,7 +1,9 @@
 /* The history cache (see histcache.h). Listing costs one call of the
- * cluster's file system (YARN: WebHDFS) per directory down to the day dirs; a job dir whose remote mtime equals its
- * copy's (set after each complete sync of it) is not listed again, so a
- * refresh of an unchanged tree downloads nothing. */
+ * cluster's file system (YARN: WebHDFS) per directory down to the day
+ * dirs; a job dir whose remote mtime equals its copy's (set after each
+ * complete sync of it) is not listed again, so a refresh of an unchanged
+ * tree downloads nothing. The file system is its backend's
+ * (backend/client.h's open_history_fs). */
 #include "client/histcache.h"
 
 #include <dirent.h>
