@@ -238,14 +238,66 @@ static json_t *registration(const executor *x) {
     return body;
 }
 
-/* Polls registration until the gang is complete. Returns the "go" answer. */
+static bool may_come_back(executor *x);
+
+/* Coordinator loss at the gang barrier: the coordinator the job's
+ * coordinator file names now, when it is another than the one this
+ * executor registers with, becomes the one it registers with. */
+static bool follow_named_coordinator(executor *x) {
+    char *url = NULL, *old = am_url_copy(x);
+    tony_error err;
+    int rc = tony_backend_task_find_coordinator(&url, &err);
+    bool moved = rc == 0 && strcmp(url, old) != 0;
+    if (rc < 0) tony_info("looking for the next coordinator: %s", err.msg);
+    if (moved) {
+        tony_warn("the job's coordinator is now at %s (it replaces %s): registering there", url, old);
+        pthread_mutex_lock(&x->url_lock);
+        free(x->am_url);
+        x->am_url = url;
+        url = NULL;
+        pthread_mutex_unlock(&x->url_lock);
+    }
+    free(url);
+    free(old);
+    return moved;
+}
+
+/* Polls registration until the gang is complete. Returns the "go" answer.
+ * Should the coordinator be lost meanwhile (calls failing where the
+ * backend can start another, tony.am.recovery-timeout-ms), the executor
+ * looks for its successor and registers there as "returning" (the same
+ * port, so the cluster spec is the one the lost coordinator would have
+ * handed out). */
 static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
+    bool returning = false;
+    long long lost_since = 0, next_search = 0;
     while (!stop_signal) {
         long status;
-        json_t *ans = call(x, AM_API_REGISTER, registration(x), REGISTER_TIMEOUT_MS, &status, err);
+        json_t *body = registration(x);
+        if (returning) json_object_set_new(body, AM_API_RETURNING, json_true());
+        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
-            if (++failures > x->max_missed) {
+            long long now = now_ms();
+            if (++failures >= SEARCH_AFTER_FAILURES && may_come_back(x)) {
+                if (!lost_since) {
+                    lost_since = now;
+                    tony_warn("the coordinator does not answer (%s): waiting at the gang barrier for its successor, "
+                              "up to %lld s (tony.am.recovery-timeout-ms)", err->msg, x->recovery_ms / 1000);
+                }
+                if (now - lost_since > x->recovery_ms) {
+                    tony_err(err, "no coordinator took this task back within %lld s (tony.am.recovery-timeout-ms)",
+                             x->recovery_ms / 1000);
+                    return NULL;
+                }
+                if (now >= next_search) {
+                    next_search = now + SEARCH_EVERY_MS;
+                    if (follow_named_coordinator(x)) {
+                        returning = true;
+                        continue;
+                    }
+                }
+            } else if (failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
                 return NULL;
             }
@@ -253,6 +305,7 @@ static json_t *register_task(executor *x, tony_error *err) {
             continue;
         }
         failures = 0;
+        lost_since = 0;
         const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
         if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
         if (status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0) {
