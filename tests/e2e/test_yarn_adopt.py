@@ -4,7 +4,7 @@ job; YARN starts the application's next attempt, which keeps the task
 containers (keep-containers-across-application-attempts). The executors,
 their heartbeats failing, keep their user processes running, read the new
 coordinator's address from HDFS and come back to it; the job goes on in its
-attempt 0, with the same processes, and ends as it would have."""
+attempt 0, with the same processes, and ends as it would have; its web page says so."""
 import json
 import os
 import re
@@ -15,6 +15,7 @@ import pytest
 
 from conftest import alive, wait_for
 from test_yarn_inplace import process_of
+from test_web_ui import browser_tools, run_browser  # noqa: F401 (the fixture)
 from test_yarn_jobs import container_pids, yarn  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.hadoop
@@ -34,7 +35,7 @@ def am_attempt_log(yarn, app_id, attempt):
     return ""
 
 
-def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path):
+def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path, browser_tools):
     """Two workers each wait for a flag file of their own while the
     coordinator is killed. worker:1's flag comes right after the kill: its
     process ends while no coordinator runs, and its executor reports that
@@ -70,6 +71,11 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path)
         # worker:0 goes on: the same process, in the same container, never restarted
         assert alive(users[0]) and alive(executors[0]), (users, executors)
         assert process_of("worker:0", app_id, script=str(go)) == users[0]
+        # the new coordinator's page says so, in a real browser
+        page = run_browser(browser_tools, url=yarn.api_url(app_id) + "/", app_id=app_id, mode="adopted",
+                           expect="Coordinator restarted: 2 of 2 tasks taken back without a restart",
+                           running=["worker:0"])
+        assert "2 of 2" in page["line"], page
         (tmp_path / "go-0").touch()
     finally:
         for i in (0, 1):
