@@ -27,9 +27,9 @@ def am_pids(app_id):
             if b"am\0--yarn" in open(f"/proc/{pid}/cmdline", "rb").read()]
 
 
-def am_attempt_log(yarn, app_id, attempt):
+def am_attempt_log(cluster, app_id, attempt):
     """am.stderr of the coordinator of YARN attempt `attempt` (1, 2, ...)."""
-    for d in yarn.cluster.container_logs(app_id):
+    for d in cluster.container_logs(app_id):
         if d.name.endswith(f"_{attempt:02d}_000001") and (d / "am.stderr").exists():
             return (d / "am.stderr").read_text(errors="replace")
     return ""
@@ -64,7 +64,7 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
         (tmp_path / "go-1").touch()
         wait_for(lambda: not alive(users[1]), timeout=10, what="worker:1's process to end")
         # the next attempt's coordinator takes both tasks back
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to adopt the tasks")
         assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
         assert "asking for" not in log, log[-3000:]  # no container asked for
@@ -129,7 +129,7 @@ def test_coordinator_lost_at_the_gang_barrier(yarn, tmp_path):
         executor0 = wait_for(lambda: process_of("worker:0", app_id, "executor"), timeout=120,
                              what="worker:0's executor")
         # registered and held at the barrier; worker:1 has no container
-        wait_for(lambda: "registered worker:0" in am_attempt_log(yarn, app_id, 1), timeout=60,
+        wait_for(lambda: "registered worker:0" in am_attempt_log(yarn.cluster, app_id, 1), timeout=60,
                  what="worker:0 to register")
         assert process_of("worker:1", app_id, "executor") is None
         time.sleep(3)  # YARN keeps the containers its RM has seen running
@@ -137,7 +137,7 @@ def test_coordinator_lost_at_the_gang_barrier(yarn, tmp_path):
         assert first, "no coordinator process found"
         for pid in first:
             os.kill(pid, signal.SIGKILL)
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to take worker:0 back")
         assert "worker:0 came back" in log and "waiting at the gang barrier" in log, log[-3000:]
         assert "coordinator restarted, 1 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
