@@ -420,6 +420,17 @@ static int read_registration(tony_am *am, struct evhttp_request *req, const am_t
     return 0;
 }
 
+/* A task back from a lost coordinator for an attempt that one had begun to
+ * restart (fsm.h, am_fsm_superseded): answered "next", the attempt the
+ * tasks are back for. True when answered. */
+static bool superseded(tony_am *am, struct evhttp_request *req, const am_task *t, int attempt) {
+    if (!am_fsm_superseded(&am->fsm, attempt)) return false;
+    tony_info("%s:%d came back for attempt %d, which the lost coordinator was restarting: on to attempt %d",
+              t->role->name, t->index, attempt, am->fsm.job.attempt);
+    am_reply_json(req, 200, next_json(am, t, am->fsm.job.attempt));
+    return true;
+}
+
 /* POST register with "adopt": the executor of a lost coordinator comes
  * back with its process running (fsm.h, am_fsm_adopted), in a container
  * the backend handed back; answered at once, "adopted" or 409 (its
@@ -433,6 +444,10 @@ static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json
     int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
     int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
     int pid = (int)json_integer_value(json_object_get(body, AM_API_ADOPT));
+    if (superseded(am, req, t, attempt)) {
+        json_decref(body);
+        return;
+    }
     tony_error err;
     const char *why = NULL;
     if (!am->fsm.recovering || t->host) why = "this coordinator takes no task back now";
@@ -467,6 +482,10 @@ static void rejoin_task(tony_am *am, struct evhttp_request *req, am_task *t, jso
     }
     int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
     int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
+    if (superseded(am, req, t, attempt)) {
+        json_decref(body);
+        return;
+    }
     bool first = !t->host;
     tony_error err;
     const char *why = NULL;

@@ -466,6 +466,10 @@ static void came_back(am_fsm *f, am_task *t, const am_registration *r, int conta
         emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
 }
 
+bool am_fsm_superseded(const am_fsm *f, int attempt) {
+    return f->recovering && f->recover_attempt_known && attempt < f->job.attempt;
+}
+
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out) {
     /* only a running process is taken back (one waiting at the barrier: am_fsm_rejoined) */

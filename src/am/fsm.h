@@ -159,6 +159,12 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
  * named); its executor stops its process. */
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out);
+/* While recovering: a task that comes back for an earlier attempt than
+ * the one the first task back named (the lost coordinator had begun a
+ * restart: some executors already waited for the next attempt) is told to
+ * go on to the named one ("next"): its process stops and it comes back
+ * waiting at the barrier (am_fsm_rejoined). */
+bool am_fsm_superseded(const am_fsm *f, int attempt);
 /* The same for an executor that was waiting at the lost coordinator's gang
  * barrier (no process yet): the task is REGISTERED again and its long poll
  * is held; the gang goes once it is whole (AM_ACT_RELEASE_GANG) with the

@@ -1268,7 +1268,10 @@ static void test_adopt_waiters_at_the_barrier_form_the_gang(void **state) {
     assert_int_equal(f->job->attempt, 1);
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
     assert_int_equal(rejoin(f, "worker", 0, 1, 200), AM_REG_AGAIN); /* its long poll again */
-    assert_int_equal(rejoin(f, "worker", 1, 0, 200), AM_REG_ENDING); /* another attempt's */
+    assert_int_equal(rejoin(f, "worker", 1, 2, 200), AM_REG_ENDING); /* a later attempt's */
+    /* an earlier attempt's: the lost coordinator was restarting it; on to attempt 1 */
+    assert_true(am_fsm_superseded(&f->fsm, 0));
+    assert_false(am_fsm_superseded(&f->fsm, 1));
     assert_int_equal(rejoin(f, "worker", 1, 1, 300), AM_REG_NEW);
     assert_true(f->fsm.recovering);
     assert_int_equal(rejoin(f, "ps", 0, 1, 400), AM_REG_NEW);
@@ -1276,6 +1279,7 @@ static void test_adopt_waiters_at_the_barrier_form_the_gang(void **state) {
     assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
     assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    assert_false(am_fsm_superseded(&f->fsm, 0)); /* the recovery is over */
     assert_int_equal(f->fsm.adopted, 3);
     assert_int_equal(f->fsm.rejoined, 3);
     assert_int_equal(task(f, "worker", 1)->state, AM_TASK_REGISTERED);
