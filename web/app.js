@@ -157,6 +157,7 @@ function renderJob(job) {
   const showCause = job.root_cause && job.root_cause.text && job.state !== "FINISHED";
   setText(cause, showCause ? `Last failed attempt. ${job.root_cause.text}` : "");
   cause.hidden = !showCause;
+  renderCoordinatorRestart(job.coordinator_restarted, (job.tasks || []).length);
   const tb = $("tb-link");
   if (job.tensorboard_url) {
     // Through the coordinator's redirect: behind YARN's proxy that serves
@@ -203,6 +204,18 @@ function renderExcludedNodes(nodes) {
     e.excluded ? `node ${e.node} excluded: ` : `node ${e.node} bad, not excluded (${e.refused}): `,
     `${e.task} in attempt ${e.attempt}: ${e.reason}`,
   ]);
+}
+
+// The coordinator was lost and this one replaced it (YARN's next AM
+// attempt): while its tasks come back, then how many did.
+function renderCoordinatorRestart(cr, ntasks) {
+  const el = $("coordinator-restart");
+  const text = !cr ? ""
+    : cr.waiting ? "Coordinator restarted: waiting for the tasks of the lost one to come back."
+    : `Coordinator restarted: ${cr.adopted} of ${ntasks} task${ntasks === 1 ? "" : "s"} taken back` +
+      (cr.adopted === ntasks ? " without a restart." : ".");
+  setText(el, text);
+  el.hidden = !text;
 }
 
 function renderAdvice(advice) {

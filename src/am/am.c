@@ -520,7 +520,7 @@ static bool recover(tony_am *am) {
     long long wait = AM_RECOVER_WAIT_MS + 2 * am->plan.heartbeat_interval_ms;
     tony_warn("coordinator restarted: %d container(s) of the lost one still run; waiting up to %lld s for their "
               "tasks to come back", previous, wait / 1000);
-    am_fsm_recover(&am->fsm, now + wait, now, &am->pending);
+    am_fsm_recover(&am->fsm, previous, now + wait, now, &am->pending);
     am_record_recovering(am, previous);
     return true;
 }

@@ -420,6 +420,17 @@ static int read_registration(tony_am *am, struct evhttp_request *req, const am_t
     return 0;
 }
 
+/* A task back from a lost coordinator for an attempt that one had begun to
+ * restart (fsm.h, am_fsm_superseded): answered "next", the attempt the
+ * tasks are back for. True when answered. */
+static bool superseded(tony_am *am, struct evhttp_request *req, const am_task *t, int attempt) {
+    if (!am_fsm_superseded(&am->fsm, attempt)) return false;
+    tony_info("%s:%d came back for attempt %d, which the lost coordinator was restarting: on to attempt %d",
+              t->role->name, t->index, attempt, am->fsm.job.attempt);
+    am_reply_json(req, 200, next_json(am, t, am->fsm.job.attempt));
+    return true;
+}
+
 /* POST register with "adopt": the executor of a lost coordinator comes
  * back with its process running (fsm.h, am_fsm_adopted), in a container
  * the backend handed back; answered at once, "adopted" or 409 (its
@@ -433,6 +444,10 @@ static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json
     int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
     int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
     int pid = (int)json_integer_value(json_object_get(body, AM_API_ADOPT));
+    if (superseded(am, req, t, attempt)) {
+        json_decref(body);
+        return;
+    }
     tony_error err;
     const char *why = NULL;
     if (!am->fsm.recovering || t->host) why = "this coordinator takes no task back now";
@@ -454,6 +469,47 @@ static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json
         am_kick(am);
     }
     json_decref(body);
+}
+
+/* POST register with "returning": the executor of a lost coordinator that
+ * was waiting at its gang barrier comes back (fsm.h, am_fsm_rejoined):
+ * held like any registration until the gang goes, or 409. Takes body. */
+static void rejoin_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
+    am_registration r;
+    if (read_registration(am, req, t, body, &r)) {
+        json_decref(body);
+        return;
+    }
+    int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
+    int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
+    if (superseded(am, req, t, attempt)) {
+        json_decref(body);
+        return;
+    }
+    bool first = !t->host;
+    tony_error err;
+    const char *why = NULL;
+    am_reg_result res = AM_REG_ENDING;
+    if (first && !am->backend->ops->adopt) why = "this backend hands no container back";
+    else if (first && am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r.container,
+                                              &err))
+        why = err.msg;
+    else if ((res = am_fsm_rejoined(&am->fsm, t, &r, attempt, container_attempt, now, &am->pending)) == AM_REG_ENDING)
+        why = "it waits for another attempt than the tasks that came back first";
+    json_decref(body);
+    if (why) {
+        tony_warn("%s:%d cannot come back: %s", t->role->name, t->index, why);
+        am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, why));
+        return;
+    }
+    if (res == AM_REG_NEW) {
+        tony_info("%s:%d came back at %s:%d, waiting at the gang barrier, attempt %d", t->role->name, t->index,
+                  t->host, t->port, attempt);
+        am->status_dirty = true;
+        am_record_task_adopted(am, t);
+    }
+    add_waiter(am, req, t, NULL);
+    am_kick(am);
 }
 
 static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
@@ -572,6 +628,11 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
     }
     if (strcmp(verb, AM_API_REGISTER) == 0 && json_object_get(body, AM_API_ADOPT)) {
         adopt_task(am, req, t, body, am_now_ms());
+        return;
+    }
+    /* once the recovery is over, a returning executor registers as any */
+    if (strcmp(verb, AM_API_REGISTER) == 0 && am->fsm.recovering && json_is_true(json_object_get(body, AM_API_RETURNING))) {
+        rejoin_task(am, req, t, body, am_now_ms());
         return;
     }
     if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1) {

@@ -380,10 +380,11 @@ static void take_registration(am_task *t, const am_registration *r, long long no
     t->registered_ms = now_ms;
 }
 
-void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions *out) {
+void am_fsm_recover(am_fsm *f, int expected, long long until_ms, long long now_ms, am_actions *out) {
     if (f->state != AM_JOB_NEW) return;
     f->state = AM_JOB_REGISTERING;
     f->recovering = true;
+    f->recover_expected = expected;
     f->recover_until_ms = until_ms;
     /* every task's container may still run: none is asked for */
     for (size_t i = 0; i < f->job.ntasks; i++) {
@@ -396,19 +397,26 @@ void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions 
 
 /* The recovery is over (every task back, or the wait): a task whose
  * executor did not come back has no container this coordinator knows of
- * (the backend stops what is left of the last coordinator's) and fails
- * the attempt, as a lost one would. That restart is on the cluster's
- * account (a new AM attempt, which used to rerun the whole job), not
- * tony.am.retry-count's: the budget gets one more; the restart policy
- * still judges the failure. */
+ * (the backend stops what is left of the last coordinator's). Where no
+ * task that came back had its process started, the gang never formed (no
+ * cluster spec was handed out): the task is asked for anew and the
+ * barrier goes on. Otherwise it fails the attempt, as a lost one would.
+ * That restart is on the cluster's account (a new AM attempt, which used
+ * to rerun the whole job), not tony.am.retry-count's: the budget gets one
+ * more; the restart policy still judges the failure. */
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
     f->recovering = false;
-    emit(out, AM_ACT_ADOPTED, NULL, 0, NULL);
+    bool gang_formed = f->adopted > f->rejoined;
     bool missing = false;
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
         if (t->host || am_task_done(t)) continue;
+        if (!gang_formed && !j->attempt_over) {
+            t->state = AM_TASK_NEW; /* advance asks for it */
+            f->asked_anew++;
+            continue;
+        }
         if (!missing && !j->attempt_over) {
             f->retries_left++;
             f->recover_failed = true;
@@ -426,33 +434,65 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
         note_failure(j, t, now_ms);
         end_attempt(j, AM_FINAL_FAILED, "%s", t->diagnostics);
     }
+    emit(out, AM_ACT_ADOPTED, NULL, 0, NULL);
+}
+
+/* The first task back names the attempt the tasks work for; they all
+ * started it together, so one naming another is left over from a restart
+ * the lost coordinator had begun: false. */
+static bool same_attempt(am_fsm *f, int attempt) {
+    if (!f->recover_attempt_known) {
+        f->job.attempt = attempt;
+        f->recover_attempt_known = true;
+        return true;
+    }
+    return attempt == f->job.attempt;
+}
+
+/* t came back: once every container the backend handed back has its task
+ * again (or every task is back), the recovery is over; tasks back at the
+ * barrier go once the gang is whole. */
+static void came_back(am_fsm *f, am_task *t, const am_registration *r, int container_attempt, long long now_ms,
+                      am_actions *out) {
+    take_registration(t, r, now_ms);
+    t->container_attempt = container_attempt;
+    t->last_heartbeat_ms = now_ms;
+    f->adopted++;
+    bool all = true;
+    for (size_t i = 0; i < f->job.ntasks && all; i++) all = f->job.tasks[i].host != NULL;
+    if (all || (f->recover_expected > 0 && f->adopted >= f->recover_expected)) end_recovery(f, now_ms, out);
+    advance(f, now_ms, out);
+    if (!f->recovering && f->rejoined > 0 && !f->job.attempt_over && am_job_gang_ready(&f->job))
+        emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
+}
+
+bool am_fsm_superseded(const am_fsm *f, int attempt) {
+    return f->recovering && f->recover_attempt_known && attempt < f->job.attempt;
 }
 
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out) {
-    /* only a running process is taken back: one waiting at the barrier had no go, and its executor
-     * registers anew */
+    /* only a running process is taken back (one waiting at the barrier: am_fsm_rejoined) */
     if (!f->recovering || pid <= 0 || t->host || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
-    /* The first one back names the attempt the tasks work for; they all
-     * started it together, so one naming another is left over from a
-     * restart the lost coordinator had begun. */
-    if (!f->recover_attempt_known) {
-        f->job.attempt = attempt;
-        f->recover_attempt_known = true;
-    } else if (attempt != f->job.attempt) {
-        return AM_REG_ENDING;
-    }
-    take_registration(t, r, now_ms);
-    t->container_attempt = container_attempt;
-    t->last_heartbeat_ms = now_ms;
+    if (!same_attempt(f, attempt)) return AM_REG_ENDING;
     t->pid = pid;
     t->started_ms = now_ms;
     t->state = AM_TASK_RUNNING;
-    f->adopted++;
-    bool all = true;
-    for (size_t i = 0; i < f->job.ntasks && all; i++) all = f->job.tasks[i].host != NULL;
-    if (all) end_recovery(f, now_ms, out);
-    advance(f, now_ms, out);
+    came_back(f, t, r, container_attempt, now_ms, out);
+    return AM_REG_NEW;
+}
+
+am_reg_result am_fsm_rejoined(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
+                              long long now_ms, am_actions *out) {
+    if (!f->recovering || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
+    if (t->host) { /* its long poll again */
+        t->last_heartbeat_ms = now_ms;
+        return attempt == f->job.attempt ? AM_REG_AGAIN : AM_REG_ENDING;
+    }
+    if (!same_attempt(f, attempt)) return AM_REG_ENDING;
+    t->state = AM_TASK_REGISTERED;
+    f->rejoined++;
+    came_back(f, t, r, container_attempt, now_ms, out);
     return AM_REG_NEW;
 }
 

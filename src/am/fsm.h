@@ -100,8 +100,11 @@ typedef struct am_fsm {
      * until recover_until_ms. */
     bool recovering;
     long long recover_until_ms;
+    int recover_expected;       /* the containers the backend handed back */
     bool recover_attempt_known; /* the first task that came back named the job's attempt */
-    int adopted;                /* tasks that came back with their process running */
+    int adopted;                /* tasks that came back: with their process running, or ... */
+    int rejoined;               /* ... (of those) waiting at the gang barrier */
+    int asked_anew;             /* missing when no gang had formed: their containers asked for again */
     bool recover_failed;        /* this attempt failed for tasks that did not come back (policy.h's coordinator_lost) */
 } am_fsm;
 
@@ -116,13 +119,15 @@ const char *am_final_status_name(am_final_status s);
 /* The first attempt starts: the first stage's containers are asked for. */
 void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out);
 /* Coordinator loss (YARN's next AM attempt with the containers kept):
- * instead of am_fsm_start, when the backend hands back containers of the
- * coordinator this one replaces. No container is asked for: every task
- * waits for its executor to come back (am_fsm_adopted) until until_ms;
- * then, or once every task is back, AM_ACT_ADOPTED, and a task still
- * missing (its container ended meanwhile, or its executor gave up) fails
- * the attempt, which the restart policy then judges as any failure. */
-void am_fsm_recover(am_fsm *f, long long until_ms, long long now_ms, am_actions *out);
+ * instead of am_fsm_start, when the backend hands back `expected`
+ * containers of the coordinator this one replaces. No container is asked
+ * for: every task waits for its executor to come back (am_fsm_adopted,
+ * am_fsm_rejoined) until until_ms; then, or once `expected` tasks (or all)
+ * are back, AM_ACT_ADOPTED. A task still missing then is asked for anew
+ * when no task that came back had started its process (the gang had not
+ * formed); else it fails the attempt, which the restart policy then judges
+ * as any failure. */
+void am_fsm_recover(am_fsm *f, int expected, long long until_ms, long long now_ms, am_actions *out);
 /* After AM_ACT_RESTART was carried out: the next attempt starts afresh. */
 void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out);
 /* An AM_ACT_REQUEST that was not carried out because, meanwhile, the
@@ -154,6 +159,19 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
  * named); its executor stops its process. */
 am_reg_result am_fsm_adopted(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
                              int pid, long long now_ms, am_actions *out);
+/* While recovering: a task that comes back for an earlier attempt than
+ * the one the first task back named (the lost coordinator had begun a
+ * restart: some executors already waited for the next attempt) is told to
+ * go on to the named one ("next"): its process stops and it comes back
+ * waiting at the barrier (am_fsm_rejoined). */
+bool am_fsm_superseded(const am_fsm *f, int attempt);
+/* The same for an executor that was waiting at the lost coordinator's gang
+ * barrier (no process yet): the task is REGISTERED again and its long poll
+ * is held; the gang goes once it is whole (AM_ACT_RELEASE_GANG) with the
+ * addresses the tasks registered, which are those the lost one had.
+ * AM_REG_AGAIN: its long poll again (hold it); AM_REG_ENDING: refused. */
+am_reg_result am_fsm_rejoined(am_fsm *f, am_task *t, const am_registration *r, int attempt, int container_attempt,
+                              long long now_ms, am_actions *out);
 
 /* The backend says where t's container ran (node; NULL: nowhere yet) and
  * how many nodes the cluster has (0: not known): before am_fsm_exited. */

@@ -294,17 +294,21 @@ void am_record_task_adopted(tony_am *am, const am_task *t) {
     char *id = task_id(t);
     am_events_add_data(am->events, wall_now(am), "TASK_ADOPTED", id, am->fsm.job.attempt,
                        json_pack("{s:s,s:i,s:i}", "host", t->host, "port", t->port, "pid", t->pid),
-                       "%s: came back to the restarted coordinator, its process (pid %d) still running", id, t->pid);
+                       t->pid > 0 ? "%s: came back to the restarted coordinator, its process (pid %d) still running"
+                                  : "%s: came back to the restarted coordinator, waiting at the gang barrier",
+                       id, t->pid);
     free(id);
 }
 
 void am_record_adopted(tony_am *am) {
     if (!am->events) return;
     int n = (int)am->fsm.job.ntasks;
-    am_events_add_data(am->events, wall_now(am), "TASKS_ADOPTED", NULL, am->fsm.job.attempt,
-                       json_pack("{s:i,s:i}", "adopted", am->fsm.adopted, "tasks", n),
-                       "coordinator restarted, %d of %d task(s) adopted%s", am->fsm.adopted, n,
-                       am->fsm.adopted < n ? "; the others did not come back" : " without a restart");
+    const am_fsm *f = &am->fsm;
+    am_events_add_data(am->events, wall_now(am), "TASKS_ADOPTED", NULL, f->job.attempt,
+                       json_pack("{s:i,s:i,s:i}", "adopted", f->adopted, "tasks", n, "asked_anew", f->asked_anew),
+                       "coordinator restarted, %d of %d task(s) adopted%s", f->adopted, n,
+                       f->asked_anew ? "; the gang had not formed: the others are asked for anew"
+                       : f->adopted < n ? "; the others did not come back" : " without a restart");
 }
 
 void am_record_kill(tony_am *am) {

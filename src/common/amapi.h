@@ -39,6 +39,8 @@
 #define AM_API_CONTAINER_ATTEMPT "container_attempt" /* register: the attempt its container was asked for in */
 #define AM_API_ADOPT "adopt"         /* register: the executor of a lost coordinator comes back to its successor
                                         with its process running: that process's pid */
+#define AM_API_RETURNING "returning" /* register, true: the executor of a lost coordinator, waiting at its gang
+                                        barrier, comes back to its successor (a long poll as ever) */
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */

@@ -59,6 +59,7 @@ typedef struct executor {
     pthread_mutex_t url_lock; /* am_url, for the watch thread */
     long long recovery_ms;    /* tony.am.recovery-timeout-ms; 0: a lost coordinator ends the task */
     int may_come_back;        /* -1: not asked yet; 1: a new coordinator may take the task back (may_come_back) */
+    bool returning;           /* registered with a coordinator that replaced a lost one: says so (amapi.h) */
     const char *secret;
     char role[64];
     int index;
@@ -238,14 +239,65 @@ static json_t *registration(const executor *x) {
     return body;
 }
 
-/* Polls registration until the gang is complete. Returns the "go" answer. */
+static bool may_come_back(executor *x);
+
+/* Coordinator loss at the gang barrier: the coordinator the job's
+ * coordinator file names now, when it is another than the one this
+ * executor registers with, becomes the one it registers with. */
+static bool follow_named_coordinator(executor *x) {
+    char *url = NULL, *old = am_url_copy(x);
+    tony_error err;
+    int rc = tony_backend_task_find_coordinator(&url, &err);
+    bool moved = rc == 0 && strcmp(url, old) != 0;
+    if (rc < 0) tony_info("looking for the next coordinator: %s", err.msg);
+    if (moved) {
+        tony_warn("the job's coordinator is now at %s (it replaces %s): registering there", url, old);
+        pthread_mutex_lock(&x->url_lock);
+        free(x->am_url);
+        x->am_url = url;
+        url = NULL;
+        pthread_mutex_unlock(&x->url_lock);
+    }
+    free(url);
+    free(old);
+    return moved;
+}
+
+/* Polls registration until the gang is complete. Returns the "go" answer.
+ * Should the coordinator be lost meanwhile (calls failing where the
+ * backend can start another, tony.am.recovery-timeout-ms), the executor
+ * looks for its successor and registers there as "returning" (the same
+ * port, so the cluster spec is the one the lost coordinator would have
+ * handed out). */
 static json_t *register_task(executor *x, tony_error *err) {
     int failures = 0;
+    long long lost_since = 0, next_search = 0;
     while (!stop_signal) {
         long status;
-        json_t *ans = call(x, AM_API_REGISTER, registration(x), REGISTER_TIMEOUT_MS, &status, err);
+        json_t *body = registration(x);
+        if (x->returning) json_object_set_new(body, AM_API_RETURNING, json_true());
+        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
         if (!ans) {
-            if (++failures > x->max_missed) {
+            long long now = now_ms();
+            if (++failures >= SEARCH_AFTER_FAILURES && may_come_back(x)) {
+                if (!lost_since) {
+                    lost_since = now;
+                    tony_warn("the coordinator does not answer (%s): waiting at the gang barrier for its successor, "
+                              "up to %lld s (tony.am.recovery-timeout-ms)", err->msg, x->recovery_ms / 1000);
+                }
+                if (now - lost_since > x->recovery_ms) {
+                    tony_err(err, "no coordinator took this task back within %lld s (tony.am.recovery-timeout-ms)",
+                             x->recovery_ms / 1000);
+                    return NULL;
+                }
+                if (now >= next_search) {
+                    next_search = now + SEARCH_EVERY_MS;
+                    if (follow_named_coordinator(x)) {
+                        x->returning = true;
+                        continue;
+                    }
+                }
+            } else if (failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
                 return NULL;
             }
@@ -253,6 +305,7 @@ static json_t *register_task(executor *x, tony_error *err) {
             continue;
         }
         failures = 0;
+        lost_since = 0;
         const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
         if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
         if (status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0) {
@@ -406,7 +459,7 @@ static void *watch_main(void *arg) {
  * for the next coordinator (backend.h, tony_backend_task_find_coordinator)
  * and comes back to it. */
 
-typedef enum { BACK_NOT_YET, BACK_ADOPTED, BACK_REFUSED } back_result;
+typedef enum { BACK_NOT_YET, BACK_ADOPTED, BACK_REFUSED, BACK_NEXT } back_result;
 
 /* One look: a coordinator other than the lost one is named, and takes the
  * task back with its process (pid) running. */
@@ -422,14 +475,20 @@ static back_result come_back(executor *x, pid_t pid) {
         long status;
         json_t *ans = call_at(x, url, AM_API_REGISTER, body, CALL_TIMEOUT_MS, &status, &err);
         const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
-        if (ans && status == 200 && st && strcmp(st, AM_API_ADOPTED) == 0) {
-            tony_warn("the coordinator at %s took this task back (its process runs on); it replaces %s", url, old);
+        bool adopted = ans && status == 200 && st && strcmp(st, AM_API_ADOPTED) == 0;
+        /* the lost coordinator was restarting the attempt: on to the next one */
+        bool next = ans && status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0;
+        if (adopted || next) {
+            if (adopted) tony_warn("the coordinator at %s took this task back (its process runs on); it replaces %s", url, old);
+            else tony_warn("the coordinator at %s (it replaces %s) goes on with attempt %d: stopping this one's process",
+                           url, old, x->next_attempt);
             pthread_mutex_lock(&x->url_lock);
             free(x->am_url);
             x->am_url = url;
             url = NULL;
             pthread_mutex_unlock(&x->url_lock);
-            res = BACK_ADOPTED;
+            x->returning = true;
+            res = adopted ? BACK_ADOPTED : BACK_NEXT;
         } else if (ans && status == 409) {
             const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
             tony_error_log("the coordinator at %s does not take this task back: %s", url, e ? e : "?");
@@ -466,7 +525,7 @@ static json_t *report_end_elsewhere(executor *x, pid_t pid, json_t *fin, long *s
     long long until = now_ms() + x->recovery_ms;
     while (!stop_signal && now_ms() < until) {
         back_result back = come_back(x, pid);
-        if (back == BACK_REFUSED) return NULL;
+        if (back == BACK_REFUSED || back == BACK_NEXT) return NULL; /* BACK_NEXT: x->next_attempt says where */
         tony_error err;
         json_incref(fin);
         json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, status, &err);
@@ -609,6 +668,13 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                     failed_hb = 0;
                     lost_since = 0;
                     rewatch = watching;
+                } else if (back == BACK_NEXT) {
+                    /* its end goes to the new coordinator (which calls it
+                     * stale); then the executor registers for the next attempt */
+                    failed_hb = 0;
+                    lost_since = 0;
+                    kill_group(pid, SIGTERM);
+                    stop_at = now + STOP_GRACE_MS;
                 } else if (back == BACK_REFUSED || now - lost_since > x->recovery_ms) {
                     if (back != BACK_REFUSED)
                         tony_error_log("no coordinator took this task back within %lld s; stopping the task",

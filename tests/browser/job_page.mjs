@@ -9,7 +9,9 @@
 // job whose first attempt fails: the task rows count the starts, and the log
 // tail shows the earlier attempt's output when picked; mode "hang" follows a
 // job that tony.task.progress-timeout finds hung: the hung task's row links
-// its stacks, and the link serves them. Exits 1 with the reason.
+// its stacks, and the link serves them; mode "adopted" opens the page of a
+// coordinator that replaced a lost one (YARN) and reads how many tasks it
+// took back, the tasks still RUNNING. Exits 1 with the reason.
 import fs from "node:fs";
 import path from "node:path";
 import { check, finish, launch } from "./harness.mjs";
@@ -181,6 +183,16 @@ async function hang() {
   return { href, stacks: text.length };
 }
 
+async function adopted() {
+  step = "open the page";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(page.locator("#coordinator-restart"), new RegExp(cfg.expect), "the coordinator restart line");
+  for (const t of cfg.running || []) await waitText(cell(t, "state"), /RUNNING/, `${t} RUNNING`);
+  check((await page.locator("#attempt").textContent()).startsWith("0"), "the attempt is not 0");
+  await shot("adopted");
+  return { line: await page.locator("#coordinator-restart").textContent() };
+}
+
 await finish(b, () => (cfg.mode === "proxy" ? proxy() : cfg.mode === "restart" ? restart()
-                       : cfg.mode === "hang" ? hang() : full()),
+                       : cfg.mode === "hang" ? hang() : cfg.mode === "adopted" ? adopted() : full()),
              { step: () => step, shot });

@@ -326,3 +326,39 @@ def test_the_job_pages_log_tail_reads_kerberized_nodemanagers_with_the_keytab(se
     am = "".join(f.read_text(errors="replace") for d in secure.cluster.container_logs(apps["keytab"])
                  for f in d.glob("am.stderr"))
     assert "logged in to the NodeManager at" in am, am[-3000:]
+
+
+def test_a_lost_coordinator_is_replaced_on_the_secure_cluster(secure, tmp_path):
+    """Coordinator loss (test_yarn_adopt.py) where WebHDFS speaks HTTPS only
+    and takes no user.name: each coordinator writes its address to HDFS with
+    the job's delegation token, and the executors, holding no Kerberos
+    ticket, read it with the token from their container's token file. Both
+    tasks come back to the next AM attempt with their processes running."""
+    from test_yarn_adopt import am_attempt_log, am_pids
+    from test_yarn_inplace import process_of
+    secure.kinit()
+    go = tmp_path / "go"
+    cmd = f'echo "started $$"; while [ ! -e {go} ]; do sleep 0.2; done; echo "done $$"'
+    r = secure.submit("--detach", "--executes", cmd, "--conf", "tony.worker.instances=2",
+                      "--conf", "tony.am.retry-count=0", "--conf", "tony.task.heartbeat-interval-ms=500")
+    assert r.rc == 0, r
+    app_id = r.job_dir().name
+    cluster = secure.cluster
+    try:
+        users = wait_for(lambda: (lambda u: u if all(u.values()) else None)(
+            {i: process_of(f"worker:{i}", app_id, script=str(go)) for i in (0, 1)}),
+            timeout=180, what="both user processes")
+        wait_for(lambda: "published this coordinator's address" in am_attempt_log(cluster, app_id, 1), timeout=60,
+                 what="the first coordinator's address on HDFS")
+        time.sleep(3)  # YARN keeps the containers its RM has seen running
+        for pid in am_pids(app_id):
+            os.kill(pid, 9)
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(cluster, app_id, 2)),
+                       timeout=180, what="the second coordinator to take the tasks back")
+        assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
+        assert "published this coordinator's address" in log, log[-3000:]
+        assert all(process_of(f"worker:{i}", app_id, script=str(go)) == users[i] for i in (0, 1)), users
+    finally:
+        go.touch()
+    app = cluster.wait_app(app_id, timeout=180)
+    assert app["finalStatus"] == "SUCCEEDED", app

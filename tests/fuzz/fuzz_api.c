@@ -111,7 +111,7 @@ static void am_init(tony_am *am, bool recover) {
      * coordinator's loop leaves it before executors call in; what it
      * decides later stays pending (the loop would carry it out). */
     am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
-    if (recover) am_fsm_recover(&am->fsm, am->started_ms + 60000, am->started_ms, &am->pending);
+    if (recover) am_fsm_recover(&am->fsm, 0, am->started_ms + 60000, am->started_ms, &am->pending);
     else am_fsm_start(&am->fsm, am->started_ms, &am->pending);
     am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
     tony_host_check_init_job_server(&am->hosts, am->port, am->host);

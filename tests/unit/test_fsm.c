@@ -1085,7 +1085,7 @@ static am_reg_result adopt(fixture *f, const char *role, int index, int attempt,
 static void test_adopt_every_task_no_restart(void **state) {
     (void)state;
     fixture *f = make(ADOPT);
-    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    am_fsm_recover(&f->fsm, 0, 60000, 0, fresh(f));
     assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
     assert_true(f->fsm.recovering);
     assert_int_equal(count(f, AM_ACT_REQUEST), 0);
@@ -1141,7 +1141,7 @@ static void test_adopt_missing_task_fails_the_attempt(void **state) {
                         NULL};
     fixture *f = make(kv);
     assert_int_equal(f->fsm.retries_left, 0);
-    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    am_fsm_recover(&f->fsm, 0, 60000, 0, fresh(f));
     assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
     assert_int_equal(adopt(f, "ps", 0, 0, 113, 100), AM_REG_NEW);
     bool tb;
@@ -1180,7 +1180,7 @@ static void test_adopt_missing_task_fails_the_attempt(void **state) {
 static void test_adopt_kill_while_recovering(void **state) {
     (void)state;
     fixture *f = make(ADOPT);
-    am_fsm_recover(&f->fsm, 60000, 0, fresh(f));
+    am_fsm_recover(&f->fsm, 0, 60000, 0, fresh(f));
     assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
     am_fsm_kill(&f->fsm, 200, fresh(f));
     assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
@@ -1190,6 +1190,107 @@ static void test_adopt_kill_while_recovering(void **state) {
     stopped(f);
     assert_int_equal(count(f, AM_ACT_FINISH), 1);
     assert_int_equal(f->fsm.final_status, AM_FINAL_KILLED);
+    destroy(f);
+}
+
+static am_reg_result rejoin(fixture *f, const char *role, int index, int attempt, long long now) {
+    am_task *t = task(f, role, index);
+    am_registration r = {.host = "node1", .port = 3000 + index, .container = "container_2"};
+    return am_fsm_rejoined(&f->fsm, t, &r, attempt, 0, now, fresh(f));
+}
+
+/* The coordinator was lost while every task waited at its gang barrier:
+ * they come back, their long polls held, and the gang goes once all are
+ * back, with the addresses they registered; nothing is asked for. */
+static void test_adopt_waiters_at_the_barrier_form_the_gang(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    am_fsm_recover(&f->fsm, 3, 60000, 0, fresh(f));
+    assert_int_equal(rejoin(f, "worker", 0, 1, 100), AM_REG_NEW);
+    assert_int_equal(f->job->attempt, 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    assert_int_equal(rejoin(f, "worker", 0, 1, 200), AM_REG_AGAIN); /* its long poll again */
+    assert_int_equal(rejoin(f, "worker", 1, 2, 200), AM_REG_ENDING); /* a later attempt's */
+    /* an earlier attempt's: the lost coordinator was restarting it; on to attempt 1 */
+    assert_true(am_fsm_superseded(&f->fsm, 0));
+    assert_false(am_fsm_superseded(&f->fsm, 1));
+    assert_int_equal(rejoin(f, "worker", 1, 1, 300), AM_REG_NEW);
+    assert_true(f->fsm.recovering);
+    assert_int_equal(rejoin(f, "ps", 0, 1, 400), AM_REG_NEW);
+    assert_false(f->fsm.recovering);
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    assert_false(am_fsm_superseded(&f->fsm, 0)); /* the recovery is over */
+    assert_int_equal(f->fsm.adopted, 3);
+    assert_int_equal(f->fsm.rejoined, 3);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_REGISTERED);
+    assert_int_equal(task(f, "worker", 1)->port, 3001);
+    /* after the recovery a returning executor registers as any */
+    am_registration r = {.host = "node1", .port = 3000};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 500, fresh(f)), AM_REG_AGAIN);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    destroy(f);
+}
+
+/* Lost just as the gang went: some tasks run, others were still to be
+ * answered. Those are released once all are back; none is restarted. */
+static void test_adopt_running_and_waiting_tasks(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    am_fsm_recover(&f->fsm, 3, 60000, 0, fresh(f));
+    assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
+    assert_int_equal(rejoin(f, "worker", 1, 0, 110), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    assert_int_equal(adopt(f, "ps", 0, 0, 113, 120), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST) + count(f, AM_ACT_STOP) + count(f, AM_ACT_RESTART), 0);
+    am_fsm_started(&f->fsm, task(f, "worker", 1), 114, 200);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_RUNNING);
+    assert_false(f->job->attempt_over);
+    destroy(f);
+}
+
+/* Only some tasks had containers when the coordinator was lost (the rest
+ * were still asked for) and none had started: once every container handed
+ * back has its task again, the others are asked for anew, without failing
+ * the attempt or waiting out the recovery. */
+static void test_adopt_before_the_gang_formed_asks_for_the_missing(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    int retries = f->fsm.retries_left;
+    am_fsm_recover(&f->fsm, 2, 60000, 0, fresh(f));
+    assert_int_equal(rejoin(f, "worker", 0, 0, 100), AM_REG_NEW);
+    assert_int_equal(rejoin(f, "ps", 0, 0, 200), AM_REG_NEW);
+    assert_false(f->fsm.recovering);
+    assert_int_equal(count(f, AM_ACT_ADOPTED), 1);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    am_task *w1 = task(f, "worker", 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    assert_int_equal(w1->state, AM_TASK_REQUESTED);
+    assert_int_equal(f->fsm.asked_anew, 1);
+    assert_false(f->job->attempt_over);
+    assert_int_equal(f->fsm.retries_left, retries);
+    am_registration r = {.host = "node2", .port = 4000};
+    assert_int_equal(am_fsm_registered(&f->fsm, w1, &r, 5000, fresh(f)), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    destroy(f);
+}
+
+/* With processes running, a task missing once every handed-back
+ * container's task is back fails the attempt at once: its container is
+ * gone, no need to wait out the recovery. */
+static void test_adopt_all_handed_back_then_missing_fails_at_once(void **state) {
+    (void)state;
+    fixture *f = make(ADOPT);
+    am_fsm_recover(&f->fsm, 2, 60000, 0, fresh(f));
+    assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
+    assert_true(f->fsm.recovering);
+    assert_int_equal(adopt(f, "ps", 0, 0, 113, 200), AM_REG_NEW);
+    assert_false(f->fsm.recovering);
+    assert_true(f->job->attempt_over);
+    assert_int_equal(task(f, "worker", 1)->state, AM_TASK_FAILED);
+    assert_int_equal(f->fsm.asked_anew, 0);
     destroy(f);
 }
 
@@ -1239,6 +1340,10 @@ int main(void) {
         cmocka_unit_test(test_adopt_every_task_no_restart),
         cmocka_unit_test(test_adopt_missing_task_fails_the_attempt),
         cmocka_unit_test(test_adopt_kill_while_recovering),
+        cmocka_unit_test(test_adopt_waiters_at_the_barrier_form_the_gang),
+        cmocka_unit_test(test_adopt_running_and_waiting_tasks),
+        cmocka_unit_test(test_adopt_before_the_gang_formed_asks_for_the_missing),
+        cmocka_unit_test(test_adopt_all_handed_back_then_missing_fails_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
