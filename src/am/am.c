@@ -512,14 +512,21 @@ static void am_teardown(tony_am *am) {
  * starting over. The wait covers their search (they look every few
  * seconds once their heartbeats fail) with room to spare. */
 static bool recover(tony_am *am) {
-    int previous = am->backend->ops->previous ? am->backend->ops->previous(am->backend) : 0;
-    if (previous <= 0) return false;
+    tony_backend_previous prev = {0};
+    if (am->backend->ops->previous) am->backend->ops->previous(am->backend, &prev);
+    if (prev.containers <= 0) return false;
     long long now = am_now_ms();
+    /* the job's clock goes on from its submission: its elapsed time, tony.application.timeout */
+    long long since = prev.submitted_wall_ms > 0 ? am_wall_clock_ms() - prev.submitted_wall_ms : 0;
+    if (since > 0) {
+        am->started_ms = now - since;
+        am->fsm.started_ms = am->started_ms;
+    }
     long long wait = AM_RECOVER_WAIT_MS + 2 * am->plan.heartbeat_interval_ms;
     tony_warn("coordinator restarted: %d container(s) of the lost one still run; waiting up to %lld s for their "
-              "tasks to come back", previous, wait / 1000);
-    am_fsm_recover(&am->fsm, previous, now + wait, now, &am->pending);
-    am_record_recovering(am, previous);
+              "tasks to come back", prev.containers, wait / 1000);
+    am_fsm_recover(&am->fsm, prev.containers, now + wait, now, &am->pending);
+    am_record_recovering(am, prev.containers);
     return true;
 }
 

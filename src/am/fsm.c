@@ -439,11 +439,15 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
 
 /* The first task back names the attempt the tasks work for; they all
  * started it together, so one naming another is left over from a restart
- * the lost coordinator had begun: false. */
+ * the lost coordinator had begun: false. Each attempt before it was a
+ * restart the lost coordinator made: tony.am.retry-count is what is left
+ * of it (a restart it made on the cluster's account is counted too:
+ * the budget errs on the side of fewer retries). */
 static bool same_attempt(am_fsm *f, int attempt) {
     if (!f->recover_attempt_known) {
         f->job.attempt = attempt;
         f->recover_attempt_known = true;
+        f->retries_left = attempt >= f->retries_left ? 0 : f->retries_left - attempt;
         return true;
     }
     return attempt == f->job.attempt;

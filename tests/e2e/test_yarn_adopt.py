@@ -59,6 +59,7 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
         time.sleep(3)
         first = am_pids(app_id)
         assert first, "no coordinator process found"
+        killed_ms = time.time() * 1000
         for pid in first:
             os.kill(pid, signal.SIGKILL)
         (tmp_path / "go-1").touch()
@@ -89,6 +90,8 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
     st = json.loads(next((yarn.tony.home / "jobs").glob("*/status.json")).read_text())
     assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 0, st
     assert st["coordinator_restarted"] == {"waiting": False, "adopted": 2}, st
+    # the job's clock runs from its submission, not from the new coordinator
+    assert st["started_ms"] < killed_ms - 3000, (st["started_ms"], killed_ms)
     for i in (0, 1):
         t = next(t for t in st["tasks"] if t["role"] == "worker" and t["index"] == i)
         assert t["state"] == "SUCCEEDED" and t["container_attempt"] == 0, t
