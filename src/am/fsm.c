@@ -41,10 +41,10 @@ const char *am_job_state_name(am_job_state s) {
 
 const char *am_final_status_name(am_final_status s) {
     switch (s) {
-    case AM_FINAL_SUCCEEDED: return JOB_FINAL_SUCCEEDED;
-    case AM_FINAL_FAILED: return JOB_FINAL_FAILED;
-    case AM_FINAL_KILLED: return JOB_FINAL_KILLED;
-    default: return JOB_FINAL_UNDEFINED;
+    case AM_FINAL_SUCCEEDED: return JOB_FINAL_STATUS_SUCCEEDED;
+    case AM_FINAL_FAILED: return JOB_FINAL_STATUS_FAILED;
+    case AM_FINAL_KILLED: return JOB_FINAL_STATUS_KILLED;
+    default: return JOB_FINAL_STATUS_UNDEFINED;
     }
 }
 

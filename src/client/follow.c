@@ -82,8 +82,8 @@ static const char *str(const json_t *o, const char *key) {
 /* ---------- the block ---------- */
 
 static const char *state_color(const char *state) {
-    if (strcmp(state, JOB_FINAL_FAILED) == 0 || strcmp(state, JOB_FINAL_KILLED) == 0) return "\x1b[31m";
-    if (strcmp(state, JOB_FINAL_SUCCEEDED) == 0) return "\x1b[32m";
+    if (strcmp(state, JOB_FINAL_STATUS_FAILED) == 0 || strcmp(state, JOB_FINAL_STATUS_KILLED) == 0) return "\x1b[31m";
+    if (strcmp(state, JOB_FINAL_STATUS_SUCCEEDED) == 0) return "\x1b[32m";
     if (strcmp(state, JOB_STATE_RUNNING) == 0) return "\x1b[36m";
     if (strcmp(state, JOB_STATE_FINISHED) == 0) return "\x1b[2m";
     return "\x1b[33m"; /* waiting: NEW, READY, REGISTERING, FINISHING */
@@ -165,7 +165,7 @@ char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool colo
     fmt_elapsed(elapsed, sizeof elapsed, (finished ? finished : now_ms) - started);
     tony_buf_printf(&line, "tony: %s ", str(job, JOB_APP_ID));
     put_state(&line, state, color);
-    if (*final && strcmp(final, JOB_FINAL_UNDEFINED) != 0) {
+    if (*final && strcmp(final, JOB_FINAL_STATUS_UNDEFINED) != 0) {
         tony_buf_puts(&line, " ");
         put_state(&line, final, color);
     }

@@ -10,4 +10,4 @@ static bool field_is(const json_t *job, const char *field, const char *word) {
 
 bool tony_job_is_finished(const json_t *job) { return field_is(job, JOB_STATE, JOB_STATE_FINISHED); }
 
-bool tony_job_succeeded(const json_t *job) { return field_is(job, JOB_FINAL_STATUS, JOB_FINAL_SUCCEEDED); }
+bool tony_job_succeeded(const json_t *job) { return field_is(job, JOB_FINAL_STATUS, JOB_FINAL_STATUS_SUCCEEDED); }

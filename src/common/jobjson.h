@@ -19,7 +19,7 @@
 /* The job. */
 #define JOB_APP_ID "app_id"
 #define JOB_STATE "state"               /* JOB_STATE_* */
-#define JOB_FINAL_STATUS "final_status" /* JOB_FINAL_*; UNDEFINED until the job is over */
+#define JOB_FINAL_STATUS "final_status" /* JOB_FINAL_STATUS_*; UNDEFINED until the job is over */
 #define JOB_ATTEMPT "attempt"           /* the attempt running now, from 0 */
 #define JOB_BACKEND "backend"           /* local | yarn | slurm */
 #define JOB_FRAMEWORK "framework"
@@ -46,7 +46,7 @@
 /* A task. */
 #define JOB_TASK_ROLE "role"
 #define JOB_TASK_INDEX "index"
-#define JOB_TASK_STATE "state"          /* JOB_TASK_STATE_*; a single-node job's task: JOB_FINAL_* once over */
+#define JOB_TASK_STATE "state"          /* JOB_TASK_STATE_*; a single-node job's task: JOB_FINAL_STATUS_* once over */
 #define JOB_TASK_ATTEMPT "attempt"
 #define JOB_TASK_HOST "host"
 #define JOB_TASK_PORT "port"
@@ -157,10 +157,10 @@
 #define JOB_STATE_FINISHED "FINISHED"   /* over: final_status says how */
 
 /* Words of "final_status" (YARN's FinalApplicationStatus). */
-#define JOB_FINAL_SUCCEEDED "SUCCEEDED"
-#define JOB_FINAL_FAILED "FAILED"
-#define JOB_FINAL_KILLED "KILLED"
-#define JOB_FINAL_UNDEFINED "UNDEFINED"
+#define JOB_FINAL_STATUS_SUCCEEDED "SUCCEEDED"
+#define JOB_FINAL_STATUS_FAILED "FAILED"
+#define JOB_FINAL_STATUS_KILLED "KILLED"
+#define JOB_FINAL_STATUS_UNDEFINED "UNDEFINED"
 
 /* Words of a task's "state" (TonY's TaskStatus). */
 #define JOB_TASK_STATE_NEW "NEW"

@@ -126,7 +126,7 @@ void tony_yarn_status_finalize(const char *job_dir, const json_t *app) {
     /* A FAILED or KILLED app state wins over an UNDEFINED final status. */
     const char *final = state && strcmp(state, "FINISHED") != 0 ? state : fs;
     json_object_set_new(job, JOB_STATE, json_string(JOB_STATE_FINISHED));
-    json_object_set_new(job, JOB_FINAL_STATUS, json_string(final ? final : JOB_FINAL_FAILED));
+    json_object_set_new(job, JOB_FINAL_STATUS, json_string(final ? final : JOB_FINAL_STATUS_FAILED));
     json_object_set(job, JOB_DIAGNOSTICS, json_object_get(app, "diagnostics"));
     tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
     json_decref(job);

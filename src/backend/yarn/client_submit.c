@@ -369,7 +369,7 @@ bool tony_yarn_client_interrupt(tony_client_job *cj, int count, const tony_clien
 void tony_yarn_client_job_finished(tony_client_job *cj, const json_t *job) {
     yarn_job *j = (yarn_job *)cj;
     const char *fs = json_string_value(json_object_get(job, JOB_FINAL_STATUS));
-    if (fs && strcmp(fs, JOB_FINAL_SUCCEEDED) != 0) tony_yarn_print_log_links(stdout, job, cj->id, true);
+    if (fs && strcmp(fs, JOB_FINAL_STATUS_SUCCEEDED) != 0) tony_yarn_print_log_links(stdout, job, cj->id, true);
     tony_yarn_am_finish(j->app, cj->job_dir);
 }
 
