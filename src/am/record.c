@@ -238,7 +238,8 @@ static void write_metrics(tony_am *am) {
     if (!json_is_array(json_object_get(root, JOB_HIST_ATTEMPTS)) ||
         json_integer_value(json_object_get(root, JOB_HIST_COORDINATOR_STARTED_MS)) != started) {
         json_decref(root);
-        root = json_pack("{s:s,s:I,s:[]}", JOB_HIST_APP_ID, am->app_id, JOB_HIST_COORDINATOR_STARTED_MS, started, JOB_HIST_ATTEMPTS);
+        root = json_pack("{s:s,s:I,s:[]}", JOB_HIST_APP_ID, am->app_id, JOB_HIST_COORDINATOR_STARTED_MS, started,
+                         JOB_HIST_ATTEMPTS);
     }
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) {

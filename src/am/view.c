@@ -14,11 +14,13 @@
 #include "common/strv.h"
 
 static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
-    json_t *o = json_pack("{s:i,s:s,s:b}", JOB_RUN_ATTEMPT, attempt, JOB_RUN_STATE, am_task_state_name(state), JOB_RUN_STARTED, started);
+    json_t *o = json_pack("{s:i,s:s,s:b}", JOB_RUN_ATTEMPT, attempt, JOB_RUN_STATE, am_task_state_name(state),
+                          JOB_RUN_STARTED, started);
     if (exit_status != TONY_EXIT_INVALID) {
         char meaning[160];
         json_object_set_new(o, JOB_RUN_EXIT_STATUS, json_integer(exit_status));
-        json_object_set_new(o, JOB_RUN_EXIT_MEANING, json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
+        json_object_set_new(o, JOB_RUN_EXIT_MEANING,
+                            json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
     }
     return o;
 }
@@ -46,8 +48,8 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
 
 /* A task's requested resources. */
 static json_t *requested_json(const am_task *t) {
-    return json_pack("{s:I,s:i,s:i}", JOB_REQ_MEMORY_BYTES, (json_int_t)t->role->memory_mb * 1024 * 1024, JOB_REQ_VCORES,
-                     t->role->vcores, JOB_REQ_GPUS, t->role->gpus);
+    return json_pack("{s:I,s:i,s:i}", JOB_REQ_MEMORY_BYTES, (json_int_t)t->role->memory_mb * 1024 * 1024,
+                     JOB_REQ_VCORES, t->role->vcores, JOB_REQ_GPUS, t->role->gpus);
 }
 
 json_t *am_task_json(const tony_am *am, const am_task *t) {
@@ -114,8 +116,10 @@ const am_task *am_view_tensorboard_task(const tony_am *am) {
  * they find any task's. */
 static json_t *single_node_task_json(const tony_am *am) {
     const tony_am_place *at = &am->single;
-    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", JOB_TASK_ROLE, JOB_SINGLE_NODE_ROLE, JOB_TASK_INDEX, 0, JOB_TASK_STATE,
-                          (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : JOB_TASK_STATE_RUNNING, JOB_TASK_ATTEMPT, 0, JOB_TASK_HOST, am->host);
+    const char *state =
+        (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : JOB_TASK_STATE_RUNNING;
+    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", JOB_TASK_ROLE, JOB_SINGLE_NODE_ROLE, JOB_TASK_INDEX, 0,
+                          JOB_TASK_STATE, state, JOB_TASK_ATTEMPT, 0, JOB_TASK_HOST, am->host);
     if (am->single_exited) {
         char meaning[160];
         json_object_set_new(t, JOB_TASK_EXIT_STATUS, json_integer(am->single_exit_code));
@@ -137,9 +141,9 @@ static json_t *excluded_nodes_json(const tony_am *am) {
     const am_exclusion *x = &am->fsm.exclusion;
     for (size_t i = 0; i < x->len; i++) {
         const am_excluded_node *e = &x->items[i];
-        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:b}", JOB_EXCL_NODE, e->node, JOB_EXCL_TASK, e->task, JOB_EXCL_REASON, e->reason,
-                              JOB_EXCL_ATTEMPT, e->attempt, JOB_EXCL_TIME_MS, (json_int_t)am_wall_ms(am, e->t_ms), JOB_EXCL_EXCLUDED,
-                              e->refused == NULL);
+        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:b}", JOB_EXCL_NODE, e->node, JOB_EXCL_TASK, e->task,
+                              JOB_EXCL_REASON, e->reason, JOB_EXCL_ATTEMPT, e->attempt, JOB_EXCL_TIME_MS,
+                              (json_int_t)am_wall_ms(am, e->t_ms), JOB_EXCL_EXCLUDED, e->refused == NULL);
         if (e->refused) json_object_set_new(o, JOB_EXCL_REFUSED, json_string(e->refused));
         json_array_append_new(a, o);
     }
@@ -186,7 +190,8 @@ json_t *am_job_json(const tony_am *am) {
         char *where = am_history_where(am->history);
         const char *file = strrchr(am_history_file(am->history), '/');
         json_object_set_new(o, JOB_HISTORY_DIR, json_string(where));
-        json_object_set_new(o, JOB_HISTORY_FILE, json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        json_object_set_new(o, JOB_HISTORY_FILE,
+                            json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
         free(where);
     }
     return o;

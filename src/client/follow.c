@@ -123,11 +123,8 @@ static void fmt_elapsed(char *out, size_t n, long long ms) {
     else snprintf(out, n, "%llds", s);
 }
 
-/* TonY's attention order, as in the grouped lines. */
-static const char *const states[] = {JOB_TASK_STATE_FAILED,  JOB_TASK_STATE_SUCCEEDED, JOB_TASK_STATE_FINISHED,
-                                     JOB_TASK_STATE_RUNNING, JOB_TASK_STATE_NEW,       JOB_TASK_STATE_READY};
-
-/* "worker  3 tasks: 1 FAILED [2], 2 RUNNING" for one role. */
+/* "worker  3 tasks: 1 FAILED [2], 2 RUNNING" for one role, in TonY's
+ * attention order, as in the grouped lines (report.h). */
 static void role_line(tony_buf *line, const json_t *tasks, const char *role, int width, bool color) {
     size_t i;
     json_t *t;
@@ -135,17 +132,20 @@ static void role_line(tony_buf *line, const json_t *tasks, const char *role, int
     json_array_foreach(tasks, i, t) total += strcmp(str(t, JOB_TASK_ROLE), role) == 0;
     tony_buf_printf(line, "  %-*s %d task%s: ", width, role, total, total == 1 ? "" : "s");
     bool first = true;
-    for (size_t s = 0; s < sizeof states / sizeof *states; s++) {
+    for (size_t s = 0; s < TONY_REPORT_NSTATES; s++) {
         int n = 0;
         tony_buf idx = {0};
         json_array_foreach(tasks, i, t) {
-            if (strcmp(str(t, JOB_TASK_ROLE), role) != 0 || strcmp(str(t, JOB_TASK_STATE), states[s]) != 0) continue;
-            tony_buf_printf(&idx, "%s%lld", n ? ", " : "", (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
+            if (strcmp(str(t, JOB_TASK_ROLE), role) != 0 ||
+                strcmp(str(t, JOB_TASK_STATE), tony_report_state_order[s]) != 0)
+                continue;
+            tony_buf_printf(&idx, "%s%lld", n ? ", " : "",
+                            (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
             n++;
         }
         if (n) {
             tony_buf_printf(line, "%s%d ", first ? "" : ", ", n);
-            put_state(line, states[s], color);
+            put_state(line, tony_report_state_order[s], color);
             /* which ones failed is worth the room; the rest is counted */
             if (s == 0) tony_buf_printf(line, " [%s]", idx.data);
             first = false;
@@ -261,7 +261,8 @@ static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
             char *key = tony_sprintf("%s:%lld@%lld", str(t, JOB_TASK_ROLE), index, a);
             if (!tony_strv_contains(&f->told, key)) {
                 tony_strv_push(&f->told, key);
-                const char *meaning = str(run, JOB_RUN_EXIT_MEANING), *diag = a == attempt ? str(t, JOB_TASK_DIAGNOSTICS) : "";
+                const char *meaning = str(run, JOB_RUN_EXIT_MEANING);
+                const char *diag = a == attempt ? str(t, JOB_TASK_DIAGNOSTICS) : "";
                 tony_buf_printf(msgs, "tony: %s:%lld FAILED in attempt %lld%s%s%s%s\n", str(t, JOB_TASK_ROLE), index, a,
                                 *meaning ? ": " : "", meaning, *diag ? " - " : "", diag);
             }

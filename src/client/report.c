@@ -7,20 +7,22 @@
 #include "common/jobjson.h"
 #include "common/strv.h"
 
-static const char *order[] = {JOB_TASK_STATE_FAILED, JOB_TASK_STATE_SUCCEEDED, JOB_TASK_STATE_FINISHED,
-                              JOB_TASK_STATE_RUNNING, JOB_TASK_STATE_NEW, JOB_TASK_STATE_READY};
+const char *const tony_report_state_order[TONY_REPORT_NSTATES] = {
+    JOB_TASK_STATE_FAILED,  JOB_TASK_STATE_SUCCEEDED, JOB_TASK_STATE_FINISHED,
+    JOB_TASK_STATE_RUNNING, JOB_TASK_STATE_NEW,       JOB_TASK_STATE_READY};
 
 char *tony_report_grouped(const json_t *job) {
     tony_buf b = {0};
     tony_buf_puts(&b, "");
     json_t *tasks = json_object_get(job, JOB_TASKS);
-    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
+    for (size_t s = 0; s < TONY_REPORT_NSTATES; s++) {
         tony_buf line = {0};
         const char *cur_role = NULL;
         size_t i;
         json_t *t;
         json_array_foreach(tasks, i, t) {
-            if (strcmp(json_string_value(json_object_get(t, JOB_TASK_STATE)), order[s]) != 0) continue;
+            const char *state = json_string_value(json_object_get(t, JOB_TASK_STATE));
+            if (strcmp(state, tony_report_state_order[s]) != 0) continue;
             const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
             int index = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
             if (!cur_role || strcmp(cur_role, role) != 0) {
@@ -32,7 +34,7 @@ char *tony_report_grouped(const json_t *job) {
             }
         }
         if (cur_role) {
-            tony_buf_printf(&b, "%s%s: %s]", b.len ? "\n" : "", order[s], line.data);
+            tony_buf_printf(&b, "%s%s: %s]", b.len ? "\n" : "", tony_report_state_order[s], line.data);
         }
         tony_buf_free(&line);
     }
@@ -122,5 +124,6 @@ void tony_report_advice(FILE *out, const json_t *job) {
     fprintf(out, "tony: right-sizing (peak use against the request):\n");
     size_t i;
     json_t *a;
-    json_array_foreach(advice, i, a) fprintf(out, "tony:   %s\n", json_string_value(json_object_get(a, JOB_ADVICE_TEXT)));
+    json_array_foreach(advice, i, a)
+        fprintf(out, "tony:   %s\n", json_string_value(json_object_get(a, JOB_ADVICE_TEXT)));
 }

@@ -75,7 +75,8 @@ static void add(json_t *advice, const char *role, const char *kind, const char *
     char *text;
     if (vasprintf(&text, fmt, ap) < 0) text = NULL;
     va_end(ap);
-    json_t *o = json_pack("{s:s,s:s,s:s}", JOB_ADVICE_ROLE, role, JOB_ADVICE_KIND, kind, JOB_ADVICE_TEXT, text ? text : "");
+    json_t *o =
+        json_pack("{s:s,s:s,s:s}", JOB_ADVICE_ROLE, role, JOB_ADVICE_KIND, kind, JOB_ADVICE_TEXT, text ? text : "");
     if (key) {
         json_object_set_new(o, JOB_ADVICE_KEY, json_string(key));
         json_object_set_new(o, JOB_ADVICE_VALUE, json_string(value));

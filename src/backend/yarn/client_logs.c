@@ -210,7 +210,8 @@ static void show_live_task(ylogs *y, const json_t *t, const char *stream) {
     bool gone;
     char last = '\n';
     tony_error err;
-    if (am_read(y, json_string_value(json_object_get(t, JOB_TASK_ROLE)), json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
+    if (am_read(y, json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+                json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
                 stream, &offset, &last, &gone, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         y->failed = true;
