@@ -22,6 +22,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -559,8 +560,9 @@ int tony_am_main(const tony_am_options *o) {
             write_status(&am);
         }
         else if (am.job_dir) {
-            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "app_id", am.app_id ? am.app_id : "", "state", "FINISHED",
-                                  "final_status", "FAILED", "diagnostics", err.msg);
+            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", JOB_APP_ID, am.app_id ? am.app_id : "", JOB_STATE,
+                                  JOB_STATE_FINISHED, JOB_FINAL_STATUS, JOB_FINAL_STATUS_FAILED, JOB_DIAGNOSTICS,
+                                  err.msg);
             char *p = tony_path_join(am.job_dir, TONY_JOBDIR_STATUS);
             json_dump_file(j, p, 0);
             free(p);
