@@ -35,6 +35,7 @@ def am_attempt_log(cluster, app_id, attempt):
     return ""
 
 
+@pytest.mark.hadoop33
 def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path, browser_tools):
     """Two workers each wait for a flag file of their own while the
     coordinator is killed. worker:1's flag comes right after the kill: its
