@@ -66,7 +66,8 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
         (tmp_path / "go-1").touch()
         wait_for(lambda: not alive(users[1]), timeout=10, what="worker:1's process to end")
         # the next attempt's coordinator takes both tasks back
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(
+            am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to adopt the tasks")
         assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
         assert "asking for" not in log, log[-3000:]  # no container asked for
@@ -141,7 +142,8 @@ def test_coordinator_lost_at_the_gang_barrier(yarn, tmp_path):
         assert first, "no coordinator process found"
         for pid in first:
             os.kill(pid, signal.SIGKILL)
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(
+            am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to take worker:0 back")
         assert "worker:0 came back" in log and "waiting at the gang barrier" in log, log[-3000:]
         assert "coordinator restarted, 1 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
