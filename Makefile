@@ -57,6 +57,7 @@ dist: deps-build
 
 test-unit: build
 	@scripts/check-layers --self-test && scripts/check-layers
+	@scripts/check-jobjson --self-test && scripts/check-jobjson
 	@cd $(BUILD) && ctest --output-on-failure
 
 test-asan: asan

@@ -24,6 +24,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -514,14 +515,21 @@ static void am_teardown(tony_am *am) {
  * starting over. The wait covers their search (they look every few
  * seconds once their heartbeats fail) with room to spare. */
 static bool recover(tony_am *am) {
-    int previous = am->backend->ops->previous ? am->backend->ops->previous(am->backend) : 0;
-    if (previous <= 0) return false;
+    tony_backend_previous prev = {0};
+    if (am->backend->ops->previous) am->backend->ops->previous(am->backend, &prev);
+    if (prev.containers <= 0) return false;
     long long now = am_now_ms();
+    /* the job's clock goes on from its submission: its elapsed time, tony.application.timeout */
+    long long since = prev.submitted_wall_ms > 0 ? am_wall_clock_ms() - prev.submitted_wall_ms : 0;
+    if (since > 0) {
+        am->started_ms = now - since;
+        am->fsm.started_ms = am->started_ms;
+    }
     long long wait = AM_RECOVER_WAIT_MS + 2 * am->plan.heartbeat_interval_ms;
     tony_warn("coordinator restarted: %d container(s) of the lost one still run; waiting up to %lld s for their "
-              "tasks to come back", previous, wait / 1000);
-    am_fsm_recover(&am->fsm, previous, now + wait, now, &am->pending);
-    am_record_recovering(am, previous);
+              "tasks to come back", prev.containers, wait / 1000);
+    am_fsm_recover(&am->fsm, prev.containers, now + wait, now, &am->pending);
+    am_record_recovering(am, prev.containers);
     return true;
 }
 
@@ -554,8 +562,9 @@ int tony_am_main(const tony_am_options *o) {
             write_status(&am);
         }
         else if (am.job_dir) {
-            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "app_id", am.app_id ? am.app_id : "", "state", "FINISHED",
-                                  "final_status", "FAILED", "diagnostics", err.msg);
+            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", JOB_APP_ID, am.app_id ? am.app_id : "", JOB_STATE,
+                                  JOB_STATE_FINISHED, JOB_FINAL_STATUS, JOB_FINAL_STATUS_FAILED, JOB_DIAGNOSTICS,
+                                  err.msg);
             char *p = tony_path_join(am.job_dir, TONY_JOBDIR_STATUS);
             json_dump_file(j, p, 0);
             free(p);

@@ -26,6 +26,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/log.h"
 #include "common/strv.h"
 #include "conf/logpolicy.h"
@@ -56,9 +57,9 @@ static void reply_job(tony_am *am, struct evhttp_request *req, const char *query
     if (!with_metrics) {
         size_t i;
         json_t *t;
-        json_array_foreach(json_object_get(job, "tasks"), i, t) {
-            json_object_del(t, "metrics");
-            json_object_del(t, "last_sample");
+        json_array_foreach(json_object_get(job, JOB_TASKS), i, t) {
+            json_object_del(t, JOB_TASK_METRICS);
+            json_object_del(t, JOB_TASK_LAST_SAMPLE);
         }
     }
     char *s = json_dumps(job, JSON_COMPACT);

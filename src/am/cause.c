@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 static char *dup_or_null(const char *s) { return s && *s ? tony_strdup(s) : NULL; }
@@ -65,18 +66,18 @@ char *am_cause_text(const am_root_cause *c) {
 json_t *am_cause_json(const am_root_cause *c) {
     if (!c->task) return NULL;
     char meaning[160];
-    json_t *o = json_pack("{s:s,s:i}", "task", c->task, "attempt", c->attempt);
+    json_t *o = json_pack("{s:s,s:i}", JOB_CAUSE_TASK, c->task, JOB_CAUSE_ATTEMPT, c->attempt);
     if (c->exit_status != TONY_EXIT_INVALID) {
-        json_object_set_new(o, "exit_status", json_integer(c->exit_status));
-        json_object_set_new(o, "exit_meaning",
+        json_object_set_new(o, JOB_CAUSE_EXIT_STATUS, json_integer(c->exit_status));
+        json_object_set_new(o, JOB_CAUSE_EXIT_MEANING,
                             json_string(tony_exit_status_explain(c->exit_status, meaning, sizeof meaning)));
     }
-    if (c->host) json_object_set_new(o, "host", json_string(c->host));
-    if (c->error) json_object_set_new(o, "error", json_string(c->error));
-    if (c->stderr_tail) json_object_set_new(o, "stderr_tail", json_string(c->stderr_tail));
-    if (c->diagnostics) json_object_set_new(o, "diagnostics", json_string(c->diagnostics));
+    if (c->host) json_object_set_new(o, JOB_CAUSE_HOST, json_string(c->host));
+    if (c->error) json_object_set_new(o, JOB_CAUSE_ERROR, json_string(c->error));
+    if (c->stderr_tail) json_object_set_new(o, JOB_CAUSE_STDERR_TAIL, json_string(c->stderr_tail));
+    if (c->diagnostics) json_object_set_new(o, JOB_CAUSE_DIAGNOSTICS, json_string(c->diagnostics));
     char *text = am_cause_text(c);
-    json_object_set_new(o, "text", json_string(text));
+    json_object_set_new(o, JOB_CAUSE_TEXT, json_string(text));
     free(text);
     return o;
 }

@@ -11,6 +11,7 @@
 
 #include "am/policy.h"
 #include "backend/backend.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 void am_actions_free(am_actions *a) {
@@ -28,22 +29,22 @@ static void emit(am_actions *out, am_action_kind kind, am_task *t, int try_no, c
 
 const char *am_job_state_name(am_job_state s) {
     switch (s) {
-    case AM_JOB_NEW: return "NEW";
-    case AM_JOB_REGISTERING: return "REGISTERING";
-    case AM_JOB_RUNNING: return "RUNNING";
-    case AM_JOB_FINISHING: return "FINISHING";
-    case AM_JOB_BACKOFF: return "BACKOFF";
-    case AM_JOB_DONE: return "FINISHED";
+    case AM_JOB_NEW: return JOB_STATE_NEW;
+    case AM_JOB_REGISTERING: return JOB_STATE_REGISTERING;
+    case AM_JOB_RUNNING: return JOB_STATE_RUNNING;
+    case AM_JOB_FINISHING: return JOB_STATE_FINISHING;
+    case AM_JOB_BACKOFF: return JOB_STATE_BACKOFF;
+    case AM_JOB_DONE: return JOB_STATE_FINISHED;
     }
     return "?";
 }
 
 const char *am_final_status_name(am_final_status s) {
     switch (s) {
-    case AM_FINAL_SUCCEEDED: return "SUCCEEDED";
-    case AM_FINAL_FAILED: return "FAILED";
-    case AM_FINAL_KILLED: return "KILLED";
-    default: return "UNDEFINED";
+    case AM_FINAL_SUCCEEDED: return JOB_FINAL_STATUS_SUCCEEDED;
+    case AM_FINAL_FAILED: return JOB_FINAL_STATUS_FAILED;
+    case AM_FINAL_KILLED: return JOB_FINAL_STATUS_KILLED;
+    default: return JOB_FINAL_STATUS_UNDEFINED;
     }
 }
 
@@ -439,11 +440,15 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
 
 /* The first task back names the attempt the tasks work for; they all
  * started it together, so one naming another is left over from a restart
- * the lost coordinator had begun: false. */
+ * the lost coordinator had begun: false. Each attempt before it was a
+ * restart the lost coordinator made: tony.am.retry-count is what is left
+ * of it (a restart it made on the cluster's account is counted too:
+ * the budget errs on the side of fewer retries). */
 static bool same_attempt(am_fsm *f, int attempt) {
     if (!f->recover_attempt_known) {
         f->job.attempt = attempt;
         f->recover_attempt_known = true;
+        f->retries_left = attempt >= f->retries_left ? 0 : f->retries_left - attempt;
         return true;
     }
     return attempt == f->job.attempt;

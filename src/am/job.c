@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 void am_job_init(am_job *j, const tony_plan *plan) {
@@ -58,13 +59,13 @@ am_task *am_job_task(am_job *j, const char *role, int index) {
 
 const char *am_task_state_name(am_task_state s) {
     switch (s) {
-    case AM_TASK_NEW: return "NEW";
-    case AM_TASK_REQUESTED: return "READY";
-    case AM_TASK_REGISTERED: return "READY";
-    case AM_TASK_RUNNING: return "RUNNING";
-    case AM_TASK_SUCCEEDED: return "SUCCEEDED";
-    case AM_TASK_FAILED: return "FAILED";
-    case AM_TASK_FINISHED: return "FINISHED";
+    case AM_TASK_NEW: return JOB_TASK_STATE_NEW;
+    case AM_TASK_REQUESTED: return JOB_TASK_STATE_READY;
+    case AM_TASK_REGISTERED: return JOB_TASK_STATE_READY;
+    case AM_TASK_RUNNING: return JOB_TASK_STATE_RUNNING;
+    case AM_TASK_SUCCEEDED: return JOB_TASK_STATE_SUCCEEDED;
+    case AM_TASK_FAILED: return JOB_TASK_STATE_FAILED;
+    case AM_TASK_FINISHED: return JOB_TASK_STATE_FINISHED;
     }
     return "?";
 }

@@ -6,12 +6,15 @@
 
 #include <stdlib.h>
 
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 static const char *const names[AM_METRIC_COUNT] = {
-    "MAX_MEMORY_BYTES",          "AVG_MEMORY_BYTES",          "MAX_GPU_UTILIZATION", "AVG_GPU_UTILIZATION",
-    "MAX_GPU_FB_MEMORY_USAGE",   "AVG_GPU_FB_MEMORY_USAGE",   "MAX_GPU_MAIN_MEMORY_USAGE",
-    "AVG_GPU_MAIN_MEMORY_USAGE", "MAX_CPU_PERCENT",           "AVG_CPU_PERCENT",
+    JOB_METRIC_MAX_MEMORY_BYTES,          JOB_METRIC_AVG_MEMORY_BYTES,
+    JOB_METRIC_MAX_GPU_UTILIZATION,       JOB_METRIC_AVG_GPU_UTILIZATION,
+    JOB_METRIC_MAX_GPU_FB_MEMORY_USAGE,   JOB_METRIC_AVG_GPU_FB_MEMORY_USAGE,
+    JOB_METRIC_MAX_GPU_MAIN_MEMORY_USAGE, JOB_METRIC_AVG_GPU_MAIN_MEMORY_USAGE,
+    JOB_METRIC_MAX_CPU_PERCENT,           JOB_METRIC_AVG_CPU_PERCENT,
 };
 
 const char *am_metric_name(int metric) { return metric >= 0 && metric < AM_METRIC_COUNT ? names[metric] : "?"; }
@@ -131,10 +134,12 @@ json_t *am_metrics_aggregates_json(const am_metrics *m) {
 json_t *am_metrics_last_json(const am_metrics *m) {
     if (!m->nsamples) return json_null();
     const tony_sample *s = &m->last;
-    json_t *o = json_pack("{s:I,s:I,s:f}", "t_ms", (json_int_t)s->t_ms, "rss_bytes", (json_int_t)s->rss_bytes,
-                          "cpu_percent", s->cpu_percent);
-    json_object_set_new(o, "gpu_util_percent", s->gpu_util_percent < 0 ? json_null() : json_real(s->gpu_util_percent));
-    json_object_set_new(o, "gpu_mem_bytes", s->gpu_mem_bytes < 0 ? json_null() : json_integer(s->gpu_mem_bytes));
+    json_t *o = json_pack("{s:I,s:I,s:f}", JOB_SAMPLE_T_MS, (json_int_t)s->t_ms, JOB_SAMPLE_RSS_BYTES,
+                          (json_int_t)s->rss_bytes, JOB_SAMPLE_CPU_PERCENT, s->cpu_percent);
+    json_object_set_new(o, JOB_SAMPLE_GPU_UTIL_PERCENT,
+                        s->gpu_util_percent < 0 ? json_null() : json_real(s->gpu_util_percent));
+    json_object_set_new(o, JOB_SAMPLE_GPU_MEM_BYTES,
+                        s->gpu_mem_bytes < 0 ? json_null() : json_integer(s->gpu_mem_bytes));
     return o;
 }
 
@@ -150,6 +155,6 @@ json_t *am_metrics_series_json(const am_metrics *m) {
     json_t *t = json_array(), *rss = json_array(), *cpu = json_array(), *gu = json_array(), *gm = json_array();
     for (size_t i = 0; i < m->len; i++) point_json(&m->pts[i], t, rss, cpu, gu, gm);
     if (m->pending.n) point_json(&m->pending, t, rss, cpu, gu, gm);
-    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "t_ms", t, "rss_bytes", rss, "cpu_percent", cpu, "gpu_util_percent", gu,
-                     "gpu_mem_bytes", gm);
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", JOB_SAMPLE_T_MS, t, JOB_SAMPLE_RSS_BYTES, rss, JOB_SAMPLE_CPU_PERCENT,
+                     cpu, JOB_SAMPLE_GPU_UTIL_PERCENT, gu, JOB_SAMPLE_GPU_MEM_BYTES, gm);
 }

@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/histloc.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -234,22 +235,23 @@ static void write_metrics(tony_am *am) {
     json_int_t started = am_wall_ms(am, am->started_ms);
     /* A file of an earlier coordinator of the job (a YARN AM retry, which
      * counts attempts from 0 again) gives way, as its .jhist does. */
-    if (!json_is_array(json_object_get(root, "attempts")) ||
-        json_integer_value(json_object_get(root, "coordinator_started_ms")) != started) {
+    if (!json_is_array(json_object_get(root, JOB_HIST_ATTEMPTS)) ||
+        json_integer_value(json_object_get(root, JOB_HIST_COORDINATOR_STARTED_MS)) != started) {
         json_decref(root);
-        root = json_pack("{s:s,s:I,s:[]}", "app_id", am->app_id, "coordinator_started_ms", started, "attempts");
+        root = json_pack("{s:s,s:I,s:[]}", JOB_HIST_APP_ID, am->app_id, JOB_HIST_COORDINATOR_STARTED_MS, started,
+                         JOB_HIST_ATTEMPTS);
     }
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
         const am_task *t = &am->fsm.job.tasks[i];
         json_t *o = am_task_json(am, t);
         am_metrics *m = am_task_metrics(am, t);
-        if (m) json_object_set_new(o, "series", am_metrics_series_json(m));
+        if (m) json_object_set_new(o, JOB_TASK_SERIES, am_metrics_series_json(m));
         json_array_append_new(tasks, o);
     }
-    json_array_append_new(json_object_get(root, "attempts"),
-                          json_pack("{s:i,s:I,s:o}", "attempt", am->fsm.job.attempt, "interval_ms",
-                                    (json_int_t)am->plan.metrics_interval_ms, "tasks", tasks));
+    json_array_append_new(json_object_get(root, JOB_HIST_ATTEMPTS),
+                          json_pack("{s:i,s:I,s:o}", JOB_HIST_ATTEMPT, am->fsm.job.attempt, JOB_HIST_INTERVAL_MS,
+                                    (json_int_t)am->plan.metrics_interval_ms, JOB_HIST_TASKS, tasks));
     char *text = json_dumps(root, JSON_COMPACT);
     tony_error err;
     if (tony_write_file(path, text, strlen(text), 0640, &err)) tony_warn("history: no metric series: %s", err.msg);

@@ -9,15 +9,18 @@
 
 #include "common/amapi.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 
 static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
-    json_t *o = json_pack("{s:i,s:s,s:b}", "attempt", attempt, "state", am_task_state_name(state), "started", started);
+    json_t *o = json_pack("{s:i,s:s,s:b}", JOB_RUN_ATTEMPT, attempt, JOB_RUN_STATE, am_task_state_name(state),
+                          JOB_RUN_STARTED, started);
     if (exit_status != TONY_EXIT_INVALID) {
         char meaning[160];
-        json_object_set_new(o, "exit_status", json_integer(exit_status));
-        json_object_set_new(o, "exit_meaning", json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
+        json_object_set_new(o, JOB_RUN_EXIT_STATUS, json_integer(exit_status));
+        json_object_set_new(o, JOB_RUN_EXIT_MEANING,
+                            json_string(tony_exit_status_meaning(exit_status, meaning, sizeof meaning)));
     }
     return o;
 }
@@ -31,7 +34,7 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
     for (size_t i = 0; i < t->nruns; i++) {
         const am_task_run *r = &t->runs[i];
         json_t *rj = run_json(r->attempt, r->state, r->exit_status, r->started);
-        if (r->log_url) json_object_set_new(rj, "log_url", json_string(r->log_url));
+        if (r->log_url) json_object_set_new(rj, JOB_RUN_LOG_URL, json_string(r->log_url));
         json_array_append_new(runs, rj);
         starts += r->started;
     }
@@ -39,61 +42,61 @@ static void task_runs_json(const tony_am *am, const am_task *t, json_t *o) {
         json_array_append_new(runs, run_json(am->fsm.job.attempt, t->state, t->exit_status, t->started_ms != 0));
         starts += t->started_ms != 0;
     }
-    json_object_set_new(o, "starts", json_integer(starts));
-    json_object_set_new(o, "runs", runs);
+    json_object_set_new(o, JOB_TASK_STARTS, json_integer(starts));
+    json_object_set_new(o, JOB_TASK_RUNS, runs);
 }
 
 /* A task's requested resources. */
 static json_t *requested_json(const am_task *t) {
-    return json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)t->role->memory_mb * 1024 * 1024, "vcores",
-                     t->role->vcores, "gpus", t->role->gpus);
+    return json_pack("{s:I,s:i,s:i}", JOB_REQ_MEMORY_BYTES, (json_int_t)t->role->memory_mb * 1024 * 1024,
+                     JOB_REQ_VCORES, t->role->vcores, JOB_REQ_GPUS, t->role->gpus);
 }
 
 json_t *am_task_json(const tony_am *am, const am_task *t) {
     char meaning[160];
-    json_t *o = json_pack("{s:s,s:i,s:s,s:i}", "role", t->role->name, "index", t->index, "state",
-                          am_task_state_name(t->state), "attempt", am->fsm.job.attempt);
+    json_t *o = json_pack("{s:s,s:i,s:s,s:i}", JOB_TASK_ROLE, t->role->name, JOB_TASK_INDEX, t->index, JOB_TASK_STATE,
+                          am_task_state_name(t->state), JOB_TASK_ATTEMPT, am->fsm.job.attempt);
     if (t->host) {
-        json_object_set_new(o, "host", json_string(t->host));
-        json_object_set_new(o, "port", json_integer(t->port));
+        json_object_set_new(o, JOB_TASK_HOST, json_string(t->host));
+        json_object_set_new(o, JOB_TASK_PORT, json_integer(t->port));
     }
-    if (t->pid) json_object_set_new(o, "pid", json_integer(t->pid));
-    if (t->node) json_object_set_new(o, "node", json_string(t->node)); /* once its container ended */
+    if (t->pid) json_object_set_new(o, JOB_TASK_PID, json_integer(t->pid));
+    if (t->node) json_object_set_new(o, JOB_TASK_NODE, json_string(t->node)); /* once its container ended */
     /* the attempt its container was asked for in: earlier than "attempt"
      * when an in-place restart kept it */
-    if (t->state != AM_TASK_NEW) json_object_set_new(o, "container_attempt", json_integer(t->container_attempt));
+    if (t->state != AM_TASK_NEW) json_object_set_new(o, JOB_TASK_CONTAINER_ATTEMPT, json_integer(t->container_attempt));
     if (t->exited || am_task_done(t)) {
-        json_object_set_new(o, "exit_status", json_integer(t->exit_status));
-        json_object_set_new(o, "exit_meaning",
+        json_object_set_new(o, JOB_TASK_EXIT_STATUS, json_integer(t->exit_status));
+        json_object_set_new(o, JOB_TASK_EXIT_MEANING,
                             json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
     }
-    if (t->diagnostics) json_object_set_new(o, "diagnostics", json_string(t->diagnostics));
-    json_object_set_new(o, "kind", json_string(tony_role_kind_name(t->role->kind)));
+    if (t->diagnostics) json_object_set_new(o, JOB_TASK_DIAGNOSTICS, json_string(t->diagnostics));
+    json_object_set_new(o, JOB_TASK_KIND, json_string(tony_role_kind_name(t->role->kind)));
     task_runs_json(am, t, o);
-    if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, "chief", json_true());
+    if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, JOB_TASK_CHIEF, json_true());
     /* The executor says where its logs are (a container's log dir on its
      * node); before it registers, the local layout is the best guess. */
     char *dir = t->log_dir ? tony_strdup(t->log_dir)
                            : tony_jobdir_task_dir(am->job_dir, am->fsm.job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
-    if (t->container) json_object_set_new(o, "container", json_string(t->container));
-    if (t->log_url) json_object_set_new(o, "log_url", json_string(t->log_url));
-    json_object_set_new(o, "log_dir", json_string(dir));
-    json_object_set_new(o, "stdout", json_string(out));
-    json_object_set_new(o, "stderr", json_string(err));
+    if (t->container) json_object_set_new(o, JOB_TASK_CONTAINER, json_string(t->container));
+    if (t->log_url) json_object_set_new(o, JOB_TASK_LOG_URL, json_string(t->log_url));
+    json_object_set_new(o, JOB_TASK_LOG_DIR, json_string(dir));
+    json_object_set_new(o, JOB_TASK_STDOUT, json_string(out));
+    json_object_set_new(o, JOB_TASK_STDERR, json_string(err));
     free(dir), free(out), free(err);
-    if (t->registered_ms) json_object_set_new(o, "registered_ms", json_integer(am_wall_ms(am, t->registered_ms)));
-    if (t->started_ms) json_object_set_new(o, "started_ms", json_integer(am_wall_ms(am, t->started_ms)));
-    if (t->finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, t->finished_ms)));
-    json_object_set_new(o, "requested", requested_json(t));
+    if (t->registered_ms) json_object_set_new(o, JOB_TASK_REGISTERED_MS, json_integer(am_wall_ms(am, t->registered_ms)));
+    if (t->started_ms) json_object_set_new(o, JOB_TASK_STARTED_MS, json_integer(am_wall_ms(am, t->started_ms)));
+    if (t->finished_ms) json_object_set_new(o, JOB_TASK_FINISHED_MS, json_integer(am_wall_ms(am, t->finished_ms)));
+    json_object_set_new(o, JOB_TASK_REQUESTED, requested_json(t));
     /* hang diagnosis: where this attempt's stacks of the task are served */
     if (t->stacks_in)
-        json_object_set_new(o, "stacks", json_sprintf(AM_API_TASKS "%s/%d/" AM_API_STACKS "?" AM_API_ATTEMPT "=%d",
+        json_object_set_new(o, JOB_TASK_STACKS, json_sprintf(AM_API_TASKS "%s/%d/" AM_API_STACKS "?" AM_API_ATTEMPT "=%d",
                                                       t->role->name, t->index, am->fsm.job.attempt));
     am_metrics *m = am_task_metrics(am, t);
     if (m) {
-        json_object_set_new(o, "metrics", am_metrics_aggregates_json(m));
-        json_object_set_new(o, "last_sample", am_metrics_last_json(m));
+        json_object_set_new(o, JOB_TASK_METRICS, am_metrics_aggregates_json(m));
+        json_object_set_new(o, JOB_TASK_LAST_SAMPLE, am_metrics_last_json(m));
     }
     return o;
 }
@@ -113,19 +116,21 @@ const am_task *am_view_tensorboard_task(const tony_am *am) {
  * they find any task's. */
 static json_t *single_node_task_json(const tony_am *am) {
     const tony_am_place *at = &am->single;
-    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", "role", "am", "index", 0, "state",
-                          (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : "RUNNING", "attempt", 0, "host", am->host);
+    const char *state =
+        (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : JOB_TASK_STATE_RUNNING;
+    json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", JOB_TASK_ROLE, JOB_SINGLE_NODE_ROLE, JOB_TASK_INDEX, 0,
+                          JOB_TASK_STATE, state, JOB_TASK_ATTEMPT, 0, JOB_TASK_HOST, am->host);
     if (am->single_exited) {
         char meaning[160];
-        json_object_set_new(t, "exit_status", json_integer(am->single_exit_code));
-        json_object_set_new(t, "exit_meaning",
+        json_object_set_new(t, JOB_TASK_EXIT_STATUS, json_integer(am->single_exit_code));
+        json_object_set_new(t, JOB_TASK_EXIT_MEANING,
                             json_string(tony_exit_status_meaning(am->single_exit_code, meaning, sizeof meaning)));
     }
-    if (at->container) json_object_set_new(t, "container", json_string(at->container));
-    if (at->log_url) json_object_set_new(t, "log_url", json_string(at->log_url));
-    json_object_set_new(t, "log_dir", json_string(at->log_dir));
-    json_object_set_new(t, "stdout", json_sprintf("%s/stdout", at->log_dir));
-    json_object_set_new(t, "stderr", json_sprintf("%s/stderr", at->log_dir));
+    if (at->container) json_object_set_new(t, JOB_TASK_CONTAINER, json_string(at->container));
+    if (at->log_url) json_object_set_new(t, JOB_TASK_LOG_URL, json_string(at->log_url));
+    json_object_set_new(t, JOB_TASK_LOG_DIR, json_string(at->log_dir));
+    json_object_set_new(t, JOB_TASK_STDOUT, json_sprintf("%s/stdout", at->log_dir));
+    json_object_set_new(t, JOB_TASK_STDERR, json_sprintf("%s/stderr", at->log_dir));
     return t;
 }
 
@@ -136,10 +141,10 @@ static json_t *excluded_nodes_json(const tony_am *am) {
     const am_exclusion *x = &am->fsm.exclusion;
     for (size_t i = 0; i < x->len; i++) {
         const am_excluded_node *e = &x->items[i];
-        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:b}", "node", e->node, "task", e->task, "reason", e->reason,
-                              "attempt", e->attempt, "time_ms", (json_int_t)am_wall_ms(am, e->t_ms), "excluded",
-                              e->refused == NULL);
-        if (e->refused) json_object_set_new(o, "refused", json_string(e->refused));
+        json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:b}", JOB_EXCL_NODE, e->node, JOB_EXCL_TASK, e->task,
+                              JOB_EXCL_REASON, e->reason, JOB_EXCL_ATTEMPT, e->attempt, JOB_EXCL_TIME_MS,
+                              (json_int_t)am_wall_ms(am, e->t_ms), JOB_EXCL_EXCLUDED, e->refused == NULL);
+        if (e->refused) json_object_set_new(o, JOB_EXCL_REFUSED, json_string(e->refused));
         json_array_append_new(a, o);
     }
     return a;
@@ -147,45 +152,46 @@ static json_t *excluded_nodes_json(const tony_am *am) {
 
 json_t *am_job_json(const tony_am *am) {
     /* a single-node job runs from the moment its coordinator does */
-    const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? "RUNNING"
+    const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
                                                                             : am_job_state_name(am->fsm.state);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "app_id", am->app_id, "state", state, "final_status",
-                          am_final_status_name(am->fsm.final_status), "attempt", am->fsm.job.attempt, "backend",
-                          am->backend ? am->backend->ops->name : "local", "framework", am->plan.framework, "job_dir",
-                          am->job_dir, "started_ms", am_wall_ms(am, am->started_ms));
-    json_object_set_new(o, "retries_left", json_integer(am->fsm.retries_left));
-    json_object_set_new(o, "single_node", json_boolean(am->plan.single_node));
-    if (am->url) json_object_set_new(o, "url", json_string(am->url));
-    if (am->fsm.finished_ms) json_object_set_new(o, "finished_ms", json_integer(am_wall_ms(am, am->fsm.finished_ms)));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", JOB_APP_ID, am->app_id, JOB_STATE, state, JOB_FINAL_STATUS,
+                          am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
+                          am->backend ? am->backend->ops->name : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
+                          am->job_dir, JOB_STARTED_MS, am_wall_ms(am, am->started_ms));
+    json_object_set_new(o, JOB_RETRIES_LEFT, json_integer(am->fsm.retries_left));
+    json_object_set_new(o, JOB_SINGLE_NODE, json_boolean(am->plan.single_node));
+    if (am->url) json_object_set_new(o, JOB_URL, json_string(am->url));
+    if (am->fsm.finished_ms) json_object_set_new(o, JOB_FINISHED_MS, json_integer(am_wall_ms(am, am->fsm.finished_ms)));
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
-    if (diag) json_object_set_new(o, "diagnostics", json_string(diag));
-    if (am->status_error) json_object_set_new(o, "status_error", json_string(am->status_error));
+    if (diag) json_object_set_new(o, JOB_DIAGNOSTICS, json_string(diag));
+    if (am->status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(am->status_error));
     json_t *cause = am_cause_json(&am->fsm.root_cause);
-    if (cause) json_object_set_new(o, "root_cause", cause);
+    if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     if (am->fsm.state == AM_JOB_BACKOFF)
-        json_object_set_new(o, "restart_at_ms", json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
+        json_object_set_new(o, JOB_RESTART_AT_MS, json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
     json_t *tasks = json_array();
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
-    json_object_set_new(o, "tasks", tasks);
-    json_object_set_new(o, "excluded_nodes", excluded_nodes_json(am));
+    json_object_set_new(o, JOB_TASKS, tasks);
+    json_object_set_new(o, JOB_EXCLUDED_NODES, excluded_nodes_json(am));
     /* this coordinator replaced a lost one (fsm.h, am_fsm_recover) */
     if (am->fsm.recover_until_ms)
-        json_object_set_new(o, "coordinator_restarted", json_pack("{s:b,s:i}", "waiting", am->fsm.recovering,
-                                                                  "adopted", am->fsm.adopted));
+        json_object_set_new(o, JOB_COORDINATOR_RESTARTED, json_pack("{s:b,s:i}", JOB_COORD_WAITING, am->fsm.recovering,
+                                                                  JOB_COORD_ADOPTED, am->fsm.adopted));
     const am_task *tb = am_view_tensorboard_task(am);
     if (tb) {
-        json_object_set_new(o, "tensorboard_url", json_sprintf("http://%s:%d/", tb->host, tb->tb_port));
-        json_object_set_new(o, "tensorboard_task", json_sprintf("%s:%d", tb->role->name, tb->index));
+        json_object_set_new(o, JOB_TENSORBOARD_URL, json_sprintf("http://%s:%d/", tb->host, tb->tb_port));
+        json_object_set_new(o, JOB_TENSORBOARD_TASK, json_sprintf("%s:%d", tb->role->name, tb->index));
     }
     /* Right-sizing once the job is over; the numbers are final then. */
-    json_object_set_new(o, "advice", (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
+    json_object_set_new(o, JOB_ADVICE, (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
     if (am->history) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
         char *where = am_history_where(am->history);
         const char *file = strrchr(am_history_file(am->history), '/');
-        json_object_set_new(o, "history_dir", json_string(where));
-        json_object_set_new(o, "history_file", json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        json_object_set_new(o, JOB_HISTORY_DIR, json_string(where));
+        json_object_set_new(o, JOB_HISTORY_FILE,
+                            json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
         free(where);
     }
     return o;

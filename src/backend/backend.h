@@ -108,6 +108,14 @@ typedef void (*tony_log_cb)(void *ctx, int code, const char *msg, const tony_log
 /* A read in flight, owned by the backend; the callback ends it. */
 typedef struct tony_log_read tony_log_read;
 
+/* What a coordinator that replaced a lost one learns from its backend
+ * (ops->previous). */
+typedef struct tony_backend_previous {
+    int containers;           /* task containers of the lost coordinator still running (0: none) */
+    long long submitted_wall_ms; /* when the job was submitted (wall clock), 0 if not known: the job's
+                                    elapsed time and tony.application.timeout count from it */
+} tony_backend_previous;
+
 typedef struct tony_backend_ops {
     const char *name;
     /* The client reads the job dir the coordinator writes (both on this
@@ -163,11 +171,11 @@ typedef struct tony_backend_ops {
     /* How many nodes the cluster has now (0: not known yet), which caps
      * exclusion. NULL: one (this machine). */
     int (*cluster_nodes)(const tony_backend *b);
-    /* Coordinator loss (am/fsm.h's am_fsm_recover): how many containers of
-     * the coordinator this one replaces still run (YARN: the RM hands them
-     * to the next AM attempt when the application keeps its containers);
-     * 0 when none. NULL where a coordinator is never replaced. */
-    int (*previous)(const tony_backend *b);
+    /* Coordinator loss (am/fsm.h's am_fsm_recover): what the backend knows
+     * of the coordinator this one replaces (YARN: the RM hands its task
+     * containers to the next AM attempt when the application keeps them).
+     * NULL where a coordinator is never replaced. */
+    void (*previous)(const tony_backend *b, tony_backend_previous *out);
     /* Takes one of them as role:index's container, asked for in attempt,
      * as the task's executor that came back names it (its id); an error
      * when it is none of them. Its end then comes through the exit cb. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "client/report.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 #define RESET "\x1b[0m"
@@ -81,10 +82,10 @@ static const char *str(const json_t *o, const char *key) {
 /* ---------- the block ---------- */
 
 static const char *state_color(const char *state) {
-    if (strcmp(state, "FAILED") == 0 || strcmp(state, "KILLED") == 0) return "\x1b[31m";
-    if (strcmp(state, "SUCCEEDED") == 0) return "\x1b[32m";
-    if (strcmp(state, "RUNNING") == 0) return "\x1b[36m";
-    if (strcmp(state, "FINISHED") == 0) return "\x1b[2m";
+    if (strcmp(state, JOB_FINAL_STATUS_FAILED) == 0 || strcmp(state, JOB_FINAL_STATUS_KILLED) == 0) return "\x1b[31m";
+    if (strcmp(state, JOB_FINAL_STATUS_SUCCEEDED) == 0) return "\x1b[32m";
+    if (strcmp(state, JOB_STATE_RUNNING) == 0) return "\x1b[36m";
+    if (strcmp(state, JOB_STATE_FINISHED) == 0) return "\x1b[2m";
     return "\x1b[33m"; /* waiting: NEW, READY, REGISTERING, FINISHING */
 }
 
@@ -122,28 +123,29 @@ static void fmt_elapsed(char *out, size_t n, long long ms) {
     else snprintf(out, n, "%llds", s);
 }
 
-/* TonY's attention order, as in the grouped lines. */
-static const char *const states[] = {"FAILED", "SUCCEEDED", "FINISHED", "RUNNING", "NEW", "READY"};
-
-/* "worker  3 tasks: 1 FAILED [2], 2 RUNNING" for one role. */
+/* "worker  3 tasks: 1 FAILED [2], 2 RUNNING" for one role, in TonY's
+ * attention order, as in the grouped lines (report.h). */
 static void role_line(tony_buf *line, const json_t *tasks, const char *role, int width, bool color) {
     size_t i;
     json_t *t;
     int total = 0;
-    json_array_foreach(tasks, i, t) total += strcmp(str(t, "role"), role) == 0;
+    json_array_foreach(tasks, i, t) total += strcmp(str(t, JOB_TASK_ROLE), role) == 0;
     tony_buf_printf(line, "  %-*s %d task%s: ", width, role, total, total == 1 ? "" : "s");
     bool first = true;
-    for (size_t s = 0; s < sizeof states / sizeof *states; s++) {
+    for (size_t s = 0; s < TONY_REPORT_NSTATES; s++) {
         int n = 0;
         tony_buf idx = {0};
         json_array_foreach(tasks, i, t) {
-            if (strcmp(str(t, "role"), role) != 0 || strcmp(str(t, "state"), states[s]) != 0) continue;
-            tony_buf_printf(&idx, "%s%lld", n ? ", " : "", (long long)json_integer_value(json_object_get(t, "index")));
+            if (strcmp(str(t, JOB_TASK_ROLE), role) != 0 ||
+                strcmp(str(t, JOB_TASK_STATE), tony_report_state_order[s]) != 0)
+                continue;
+            tony_buf_printf(&idx, "%s%lld", n ? ", " : "",
+                            (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
             n++;
         }
         if (n) {
             tony_buf_printf(line, "%s%d ", first ? "" : ", ", n);
-            put_state(line, states[s], color);
+            put_state(line, tony_report_state_order[s], color);
             /* which ones failed is worth the room; the rest is counted */
             if (s == 0) tony_buf_printf(line, " [%s]", idx.data);
             first = false;
@@ -155,15 +157,15 @@ static void role_line(tony_buf *line, const json_t *tasks, const char *role, int
 char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool color) {
     tony_buf b = {0}, line = {0};
     tony_buf_puts(&b, "");
-    const char *state = str(job, "state"), *final = str(job, "final_status");
-    long long attempt = json_integer_value(json_object_get(job, "attempt"));
-    long long started = json_integer_value(json_object_get(job, "started_ms"));
-    long long finished = json_integer_value(json_object_get(job, "finished_ms"));
+    const char *state = str(job, JOB_STATE), *final = str(job, JOB_FINAL_STATUS);
+    long long attempt = json_integer_value(json_object_get(job, JOB_ATTEMPT));
+    long long started = json_integer_value(json_object_get(job, JOB_STARTED_MS));
+    long long finished = json_integer_value(json_object_get(job, JOB_FINISHED_MS));
     char elapsed[32];
     fmt_elapsed(elapsed, sizeof elapsed, (finished ? finished : now_ms) - started);
-    tony_buf_printf(&line, "tony: %s ", str(job, "app_id"));
+    tony_buf_printf(&line, "tony: %s ", str(job, JOB_APP_ID));
     put_state(&line, state, color);
-    if (*final && strcmp(final, "UNDEFINED") != 0) {
+    if (*final && strcmp(final, JOB_FINAL_STATUS_UNDEFINED) != 0) {
         tony_buf_puts(&line, " ");
         put_state(&line, final, color);
     }
@@ -173,15 +175,15 @@ char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool colo
     put_line(&b, line.data, cols, color);
 
     /* roles in the order the job lists them, names in one column */
-    json_t *tasks = json_object_get(job, "tasks");
+    json_t *tasks = json_object_get(job, JOB_TASKS);
     tony_strv roles = {0};
     size_t i;
     json_t *t;
     int width = 11; /* "TensorBoard" */
     json_array_foreach(tasks, i, t) {
-        if (tony_strv_contains(&roles, str(t, "role"))) continue;
-        tony_strv_push(&roles, str(t, "role"));
-        int w = (int)strlen(str(t, "role"));
+        if (tony_strv_contains(&roles, str(t, JOB_TASK_ROLE))) continue;
+        tony_strv_push(&roles, str(t, JOB_TASK_ROLE));
+        int w = (int)strlen(str(t, JOB_TASK_ROLE));
         if (w > width) width = w;
     }
     for (size_t r = 0; r < roles.len; r++) {
@@ -190,16 +192,16 @@ char *tony_follow_block(const json_t *job, long long now_ms, int cols, bool colo
         put_line(&b, line.data, cols, color);
     }
     tony_strv_free(&roles);
-    const char *url = str(job, "url"), *tb = str(job, "tensorboard_url");
-    if (*url && strcmp(state, "FINISHED") != 0) {
+    const char *url = str(job, JOB_URL), *tb = str(job, JOB_TENSORBOARD_URL);
+    if (*url && strcmp(state, JOB_STATE_FINISHED) != 0) {
         line.len = 0;
         tony_buf_printf(&line, "  %-*s %s/", width, "web page", url);
         put_line(&b, line.data, cols, color);
     }
     if (*tb) {
         line.len = 0;
-        const char *proxied = str(job, "tensorboard_proxy_url");
-        tony_buf_printf(&line, "  %-*s %s (%s)%s%s", width, "TensorBoard", tb, str(job, "tensorboard_task"),
+        const char *proxied = str(job, JOB_TENSORBOARD_PROXY_URL);
+        tony_buf_printf(&line, "  %-*s %s (%s)%s%s", width, "TensorBoard", tb, str(job, JOB_TENSORBOARD_TASK),
                         *proxied ? "; through YARN's proxy: " : "", proxied);
         put_line(&b, line.data, cols, color);
     }
@@ -248,19 +250,20 @@ static void draw_block(tony_follow *f) {
  * failures (from each task's runs, so that one in an attempt that ended
  * between two looks is not missed), then a restart of the job. */
 static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
-    long long attempt = json_integer_value(json_object_get(job, "attempt"));
+    long long attempt = json_integer_value(json_object_get(job, JOB_ATTEMPT));
     size_t i, k;
     json_t *t, *run;
-    json_array_foreach(json_object_get(job, "tasks"), i, t) {
-        long long index = json_integer_value(json_object_get(t, "index"));
-        json_array_foreach(json_object_get(t, "runs"), k, run) {
-            if (strcmp(str(run, "state"), "FAILED") != 0) continue;
-            long long a = json_integer_value(json_object_get(run, "attempt"));
-            char *key = tony_sprintf("%s:%lld@%lld", str(t, "role"), index, a);
+    json_array_foreach(json_object_get(job, JOB_TASKS), i, t) {
+        long long index = json_integer_value(json_object_get(t, JOB_TASK_INDEX));
+        json_array_foreach(json_object_get(t, JOB_TASK_RUNS), k, run) {
+            if (strcmp(str(run, JOB_RUN_STATE), JOB_TASK_STATE_FAILED) != 0) continue;
+            long long a = json_integer_value(json_object_get(run, JOB_RUN_ATTEMPT));
+            char *key = tony_sprintf("%s:%lld@%lld", str(t, JOB_TASK_ROLE), index, a);
             if (!tony_strv_contains(&f->told, key)) {
                 tony_strv_push(&f->told, key);
-                const char *meaning = str(run, "exit_meaning"), *diag = a == attempt ? str(t, "diagnostics") : "";
-                tony_buf_printf(msgs, "tony: %s:%lld FAILED in attempt %lld%s%s%s%s\n", str(t, "role"), index, a,
+                const char *meaning = str(run, JOB_RUN_EXIT_MEANING);
+                const char *diag = a == attempt ? str(t, JOB_TASK_DIAGNOSTICS) : "";
+                tony_buf_printf(msgs, "tony: %s:%lld FAILED in attempt %lld%s%s%s%s\n", str(t, JOB_TASK_ROLE), index, a,
                                 *meaning ? ": " : "", meaning, *diag ? " - " : "", diag);
             }
             free(key);
@@ -276,7 +279,7 @@ static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
         const char *why = said || a != f->attempt ? NULL : f->attempt_diag;
         tony_buf_printf(msgs, "tony: attempt %lld failed%s%s; restarting the job: attempt %lld", a, why ? ": " : "",
                         why ? why : "", a + 1);
-        long long left = json_integer_value(json_object_get(job, "retries_left"));
+        long long left = json_integer_value(json_object_get(job, JOB_RETRIES_LEFT));
         if (a + 1 == attempt) tony_buf_printf(msgs, " (%lld restart%s left)", left, left == 1 ? "" : "s");
         tony_buf_puts(msgs, "\n");
     }
@@ -285,7 +288,7 @@ static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
         f->attempt_diag = NULL;
     }
     f->attempt = attempt;
-    const char *diag = str(job, "diagnostics");
+    const char *diag = str(job, JOB_DIAGNOSTICS);
     if (*diag) changed(&f->attempt_diag, diag);
 }
 
@@ -317,10 +320,10 @@ static void update_plain(tony_follow *f, const json_t *job) {
         }
     }
     free(grouped);
-    const char *tb = json_string_value(json_object_get(job, "tensorboard_url"));
+    const char *tb = json_string_value(json_object_get(job, JOB_TENSORBOARD_URL));
     if (changed(&f->tb_url, tb) && tb) {
-        const char *proxied = str(job, "tensorboard_proxy_url");
-        fprintf(f->out, "tony: TensorBoard at %s (%s)%s%s\n", tb, str(job, "tensorboard_task"),
+        const char *proxied = str(job, JOB_TENSORBOARD_PROXY_URL);
+        fprintf(f->out, "tony: TensorBoard at %s (%s)%s%s\n", tb, str(job, JOB_TENSORBOARD_TASK),
                 *proxied ? "; through YARN's proxy: " : "", proxied);
     }
     fflush(f->out);
@@ -337,8 +340,8 @@ static void say(tony_follow *f, FILE *stream, const char *fmt, ...) {
 /* A failed attempt's root cause (the job's root_cause), once, while the job
  * goes on (it restarts); the final diagnostics say the last one. */
 static void note_cause(tony_follow *f, const json_t *job) {
-    const char *cause = str(json_object_get(job, "root_cause"), "text");
-    if (!*cause || strcmp(str(job, "state"), "FINISHED") == 0 || !changed(&f->cause, cause)) return;
+    const char *cause = str(json_object_get(job, JOB_ROOT_CAUSE), JOB_CAUSE_TEXT);
+    if (!*cause || tony_job_is_finished(job) || !changed(&f->cause, cause)) return;
     say(f, f->out, "tony: %s\n", cause);
 }
 

@@ -14,6 +14,7 @@
 #include "backend/client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
@@ -232,8 +233,8 @@ static json_t *requests(const tony_conf *c, json_t *problems) {
     json_t *out = json_object();
     for (size_t r = 0; r < p.nroles; r++)
         json_object_set_new(out, p.roles[r].name,
-                            json_pack("{s:I,s:i,s:i}", "memory_bytes", (json_int_t)p.roles[r].memory_mb << 20, "vcores",
-                                      p.roles[r].vcores, "gpus", p.roles[r].gpus));
+                            json_pack("{s:I,s:i,s:i}", JOB_REQ_MEMORY_BYTES, (json_int_t)p.roles[r].memory_mb << 20,
+                                      JOB_REQ_VCORES, p.roles[r].vcores, JOB_REQ_GPUS, p.roles[r].gpus));
     tony_plan_free(&p);
     return out;
 }
@@ -281,7 +282,7 @@ static json_t *read_metrics(const tony_hist_job *j, json_t *problems) {
         root = json_load_file(path, 0, &je);
         if (!root) {
             problem(problems, "%s is not valid JSON (line %d: %s); no metric series", path, je.line, je.text);
-        } else if (!json_is_array(json_object_get(root, "attempts"))) {
+        } else if (!json_is_array(json_object_get(root, JOB_HIST_ATTEMPTS))) {
             problem(problems, "%s has no \"attempts\" list; no metric series", path);
             json_decref(root);
             root = NULL;
@@ -312,7 +313,7 @@ static json_t *task_get(taskset *ts, const char *role, int index) {
     snprintf(id, sizeof id, "%s:%d", role, index);
     json_t *t = json_object_get(ts->byid, id);
     if (!t) {
-        t = json_pack("{s:s,s:s,s:i,s:{}}", "task", id, "role", role, "index", index, "metrics");
+        t = json_pack("{s:s,s:s,s:i,s:{}}", "task", id, JOB_TASK_ROLE, role, JOB_TASK_INDEX, index, JOB_TASK_METRICS);
         json_object_set_new(ts->byid, id, t);
         json_array_append(ts->list, t);
     }
@@ -402,34 +403,35 @@ static void tasks_from_jhist(taskset *ts, const json_t *events, bool have_log) {
 /* metrics.json: the coordinator's own final word on each task of each
  * attempt, and which attempts have a series to plot. */
 static void tasks_from_metrics(taskset *ts, const json_t *metrics) {
-    static const char *const keys[] = {"host",         "port",        "container", "log_dir",     "kind",
-                                       "chief",        "started_ms",  "finished_ms", "exit_status", "exit_meaning",
-                                       "diagnostics",  NULL};
+    static const char *const keys[] = {JOB_TASK_HOST,        JOB_TASK_PORT,        JOB_TASK_CONTAINER,
+                                       JOB_TASK_LOG_DIR,     JOB_TASK_KIND,        JOB_TASK_CHIEF,
+                                       JOB_TASK_STARTED_MS,  JOB_TASK_FINISHED_MS, JOB_TASK_EXIT_STATUS,
+                                       JOB_TASK_EXIT_MEANING, JOB_TASK_DIAGNOSTICS, NULL};
     size_t i, k;
     json_t *a, *mt;
-    json_array_foreach(json_object_get(metrics, "attempts"), i, a) {
-        json_t *attempt = json_object_get(a, "attempt");
+    json_array_foreach(json_object_get(metrics, JOB_HIST_ATTEMPTS), i, a) {
+        json_t *attempt = json_object_get(a, JOB_HIST_ATTEMPT);
         if (!json_is_integer(attempt)) continue;
-        json_array_foreach(json_object_get(a, "tasks"), k, mt) {
-            const char *role = json_string_value(json_object_get(mt, "role"));
-            json_t *index = json_object_get(mt, "index");
+        json_array_foreach(json_object_get(a, JOB_HIST_TASKS), k, mt) {
+            const char *role = json_string_value(json_object_get(mt, JOB_TASK_ROLE));
+            json_t *index = json_object_get(mt, JOB_TASK_INDEX);
             if (!tony_hist_valid_role(role) || !json_is_integer(index) || json_integer_value(index) < 0) continue;
             json_t *t = task_get(ts, role, (int)json_integer_value(index));
-            json_t *series = json_object_get(json_object_get(mt, "series"), "t_ms");
+            json_t *series = json_object_get(json_object_get(mt, JOB_TASK_SERIES), JOB_SAMPLE_T_MS);
             if (json_array_size(series)) {
                 json_t *sa = json_object_get(t, "series_attempts");
                 if (!sa) json_object_set_new(t, "series_attempts", sa = json_array());
                 json_array_append(sa, attempt);
             }
             /* an attempt the event log saw start after this file was written keeps its own word */
-            json_t *seen = json_object_get(t, "attempt");
+            json_t *seen = json_object_get(t, JOB_TASK_ATTEMPT);
             if (json_is_integer(seen) && json_integer_value(seen) > json_integer_value(attempt)) continue;
-            json_object_set(t, "attempt", attempt);
+            json_object_set(t, JOB_TASK_ATTEMPT, attempt);
             copy_keys(t, mt, keys);
-            const char *state = json_string_value(json_object_get(mt, "state"));
+            const char *state = json_string_value(json_object_get(mt, JOB_TASK_STATE));
             if (state && !json_object_get(t, "status")) json_object_set_new(t, "status", json_string(state));
-            json_t *agg = json_object_get(mt, "metrics");
-            if (json_is_object(agg)) json_object_update_missing(json_object_get(t, "metrics"), agg);
+            json_t *agg = json_object_get(mt, JOB_TASK_METRICS);
+            if (json_is_object(agg)) json_object_update_missing(json_object_get(t, JOB_TASK_METRICS), agg);
         }
     }
 }
@@ -442,12 +444,12 @@ static json_t *build_tasks(const json_t *events, const json_t *log, const json_t
     size_t i;
     json_t *t;
     json_array_foreach(ts.list, i, t) {
-        json_t *r = req ? json_object_get(req, json_string_value(json_object_get(t, "role"))) : NULL;
-        if (r) json_object_set(t, "requested", r);
-        json_t *es = json_object_get(t, "exit_status");
-        if (json_is_integer(es) && !json_object_get(t, "exit_meaning")) {
+        json_t *r = req ? json_object_get(req, json_string_value(json_object_get(t, JOB_TASK_ROLE))) : NULL;
+        if (r) json_object_set(t, JOB_TASK_REQUESTED, r);
+        json_t *es = json_object_get(t, JOB_TASK_EXIT_STATUS);
+        if (json_is_integer(es) && !json_object_get(t, JOB_TASK_EXIT_MEANING)) {
             char meaning[160];
-            json_object_set_new(t, "exit_meaning",
+            json_object_set_new(t, JOB_TASK_EXIT_MEANING,
                                 json_string(tony_exit_status_meaning((int)json_integer_value(es), meaning, sizeof meaning)));
         }
         if (!json_object_get(t, "status")) json_object_set_new(t, "status", json_string("UNKNOWN"));
@@ -504,20 +506,20 @@ json_t *tony_hist_task_series(const tony_hist_job *j, const char *role, int inde
     char *path = tony_path_join(j->dir, TONY_JHIST_METRICS);
     json_error_t je;
     json_t *root = tony_file_exists(path) ? json_load_file(path, 0, &je) : NULL, *found = NULL;
-    json_t *attempts = json_object_get(root, "attempts");
+    json_t *attempts = json_object_get(root, JOB_HIST_ATTEMPTS);
     for (size_t i = json_array_size(attempts); i-- > 0 && !found;) {
-        json_t *a = json_array_get(attempts, i), *at = json_object_get(a, "attempt"), *t;
+        json_t *a = json_array_get(attempts, i), *at = json_object_get(a, JOB_HIST_ATTEMPT), *t;
         size_t k;
         if (!json_is_integer(at) || (attempt >= 0 && json_integer_value(at) != attempt)) continue;
-        json_array_foreach(json_object_get(a, "tasks"), k, t) {
-            json_t *s = json_object_get(t, "series");
-            const char *r = json_string_value(json_object_get(t, "role"));
-            if (r && strcmp(r, role) == 0 && json_integer_value(json_object_get(t, "index")) == index &&
-                json_array_size(json_object_get(s, "t_ms"))) {
+        json_array_foreach(json_object_get(a, JOB_HIST_TASKS), k, t) {
+            json_t *s = json_object_get(t, JOB_TASK_SERIES);
+            const char *r = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+            if (r && strcmp(r, role) == 0 && json_integer_value(json_object_get(t, JOB_TASK_INDEX)) == index &&
+                json_array_size(json_object_get(s, JOB_SAMPLE_T_MS))) {
                 found = json_deep_copy(s);
-                json_object_set_new(found, "role", json_string(role));
-                json_object_set_new(found, "index", json_integer(index));
-                json_object_set(found, "attempt", at);
+                json_object_set_new(found, JOB_TASK_ROLE, json_string(role));
+                json_object_set_new(found, JOB_TASK_INDEX, json_integer(index));
+                json_object_set(found, JOB_TASK_ATTEMPT, at);
                 break;
             }
         }

@@ -17,6 +17,7 @@
 #include "common/fs.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/sizing.h"
 #include "common/strv.h"
 #include "conf/conf.h"
@@ -97,20 +98,20 @@ static void print_job(const json_t *o, const tony_hist_source *src) {
         printf("\ntasks:\n  %-16s %-10s %-10s %-10s %-8s %-8s %-8s\n", "TASK", "STATUS", "PEAK MEM", "AVG MEM", "AVG CPU",
                "AVG GPU", "MAX GPU");
         json_array_foreach(tasks, i, ev) {
-            json_t *m = json_object_get(ev, "metrics");
+            json_t *m = json_object_get(ev, JOB_TASK_METRICS);
             printf("  %-16s %-10s %-10s %-10s %-8s %-8s %-8s\n", json_string_value(json_object_get(ev, "task")),
                    json_string_value(json_object_get(ev, "status")),
-                   metric_text(m, "MAX_MEMORY_BYTES", true, b1, sizeof b1),
-                   metric_text(m, "AVG_MEMORY_BYTES", true, b2, sizeof b2),
-                   metric_text(m, "AVG_CPU_PERCENT", false, b3, sizeof b3),
-                   metric_text(m, "AVG_GPU_UTILIZATION", false, b4, sizeof b4),
-                   metric_text(m, "MAX_GPU_UTILIZATION", false, b5, sizeof b5));
+                   metric_text(m, JOB_METRIC_MAX_MEMORY_BYTES, true, b1, sizeof b1),
+                   metric_text(m, JOB_METRIC_AVG_MEMORY_BYTES, true, b2, sizeof b2),
+                   metric_text(m, JOB_METRIC_AVG_CPU_PERCENT, false, b3, sizeof b3),
+                   metric_text(m, JOB_METRIC_AVG_GPU_UTILIZATION, false, b4, sizeof b4),
+                   metric_text(m, JOB_METRIC_MAX_GPU_UTILIZATION, false, b5, sizeof b5));
         }
     }
-    json_t *advice = json_object_get(o, "advice");
+    json_t *advice = json_object_get(o, JOB_ADVICE);
     if (json_array_size(advice)) {
         printf("\nright-sizing:\n");
-        json_array_foreach(advice, i, ev) printf("  %s\n", json_string_value(json_object_get(ev, "text")));
+        json_array_foreach(advice, i, ev) printf("  %s\n", json_string_value(json_object_get(ev, JOB_ADVICE_TEXT)));
     }
 }
 

@@ -15,6 +15,7 @@
 #include "client/report.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 /* Parses the verb's flags, builds its configuration as submit does and
@@ -80,8 +81,7 @@ int tony_cmd_status(int argc, char **argv) {
             free(g);
             tony_report_tasks(stdout, st.job);
             if (ops->print_log_links) ops->print_log_links(stdout, st.job, tony_basename(job_dir), false);
-            const char *state = json_string_value(json_object_get(st.job, "state"));
-            if (state && strcmp(state, "FINISHED") == 0) tony_report_final(stdout, st.job);
+            if (tony_job_is_finished(st.job)) tony_report_final(stdout, st.job);
         }
     }
     if (st.final && ops->cleanup) ops->cleanup(job_dir, true);

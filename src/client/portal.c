@@ -26,6 +26,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/jobjson.h"
 #include "common/webui.h"
 #include "client/args.h"
 #include "client/client.h"
@@ -193,8 +194,8 @@ static char *local_job_dir(const portal *p, const char *app_id) {
 static int open_task_log(const portal *p, const char *app_id, const json_t *task, int attempt, const char *stream,
                          int *fd, char **path, tony_error *err) {
     char *jd = local_job_dir(p, app_id);
-    char *dir = tony_jobdir_task_dir(jd, attempt, json_string_value(json_object_get(task, "role")),
-                                     (int)json_integer_value(json_object_get(task, "index")));
+    char *dir = tony_jobdir_task_dir(jd, attempt, json_string_value(json_object_get(task, JOB_TASK_ROLE)),
+                                     (int)json_integer_value(json_object_get(task, JOB_TASK_INDEX)));
     *path = tony_path_join(dir, stream);
     free(dir);
     int rc = tony_open_within(jd, *path, fd, err);
@@ -202,8 +203,8 @@ static int open_task_log(const portal *p, const char *app_id, const json_t *task
     if (rc <= 0) return rc;
     free(*path);
     *path = NULL;
-    const char *rec = json_string_value(json_object_get(task, "log_dir"));
-    json_t *at = json_object_get(task, "attempt");
+    const char *rec = json_string_value(json_object_get(task, JOB_TASK_LOG_DIR));
+    json_t *at = json_object_get(task, JOB_TASK_ATTEMPT);
     if (!json_is_integer(at) || json_integer_value(at) != attempt || !plausible_log_dir(rec, app_id)) return 1;
     *path = tony_path_join(rec, stream);
     rc = tony_open_within(rec, *path, fd, err);
@@ -215,8 +216,8 @@ static int open_task_log(const portal *p, const char *app_id, const json_t *task
 }
 
 static char *task_base_url(const char *app_id, const json_t *task) {
-    return tony_sprintf("v1/jobs/%s/tasks/%s/%lld", app_id, json_string_value(json_object_get(task, "role")),
-                        (long long)json_integer_value(json_object_get(task, "index")));
+    return tony_sprintf("v1/jobs/%s/tasks/%s/%lld", app_id, json_string_value(json_object_get(task, JOB_TASK_ROLE)),
+                        (long long)json_integer_value(json_object_get(task, JOB_TASK_INDEX)));
 }
 
 /* Each task's logs this machine has, every attempt: [{"attempt","stream",
@@ -226,9 +227,9 @@ static void add_log_links(const portal *p, json_t *job) {
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(job, "tasks"), i, t) {
-        if (!tony_hist_valid_role(json_string_value(json_object_get(t, "role")))) continue;
+        if (!tony_hist_valid_role(json_string_value(json_object_get(t, JOB_TASK_ROLE)))) continue;
         json_t *links = json_array();
-        json_int_t last = json_integer_value(json_object_get(t, "attempt"));
+        json_int_t last = json_integer_value(json_object_get(t, JOB_TASK_ATTEMPT));
         char *base = task_base_url(app_id, t);
         for (json_int_t a = 0; a <= last && a < 100; a++) {
             for (int s = 0; s < 2; s++) {
@@ -382,11 +383,11 @@ static void serve_task(portal *p, struct evhttp_request *req, const char *app_id
         json_t *o = tony_hist_job_detail(j, 0), *t, *task = NULL;
         size_t i;
         json_array_foreach(json_object_get(o, "tasks"), i, t) {
-            if (strcmp(json_string_value(json_object_get(t, "role")), role) == 0 &&
-                json_integer_value(json_object_get(t, "index")) == index)
+            if (strcmp(json_string_value(json_object_get(t, JOB_TASK_ROLE)), role) == 0 &&
+                json_integer_value(json_object_get(t, JOB_TASK_INDEX)) == index)
                 task = t;
         }
-        if (attempt < 0) attempt = json_integer_value(json_object_get(task, "attempt"));
+        if (attempt < 0) attempt = json_integer_value(json_object_get(task, JOB_TASK_ATTEMPT));
         char *path = NULL;
         int fd, rc = task ? open_task_log(p, app_id, task, (int)attempt, stream, &fd, &path, &err) : 1;
         if (!task) reply_error(req, 404, "job %s has no task %s:%lld", app_id, role, index);

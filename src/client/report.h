@@ -10,6 +10,9 @@
 /* Grouped lines, one per task state, in TonY's attention order (FAILED,
  * SUCCEEDED, FINISHED, RUNNING, NEW, READY); malloc'ed, "" when no tasks. */
 char *tony_report_grouped(const json_t *job);
+/* That order: TONY_REPORT_NSTATES task states. */
+#define TONY_REPORT_NSTATES 6
+extern const char *const tony_report_state_order[TONY_REPORT_NSTATES];
 
 /* One entry per task: state, exit meaning, diagnostics of a failure, log
  * paths, and the TensorBoard link of the task serving it; then the nodes

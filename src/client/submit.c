@@ -15,6 +15,7 @@
 #include "client/follow.h"
 #include "client/report.h"
 #include "common/fs.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
@@ -232,8 +233,7 @@ static int follow(tony_client_job *j, tony_error *err) {
         ops->poll(j, &out, &p, err);
         if (p.job) {
             tony_follow_update(f, p.job);
-            const char *state = json_string_value(json_object_get(p.job, "state"));
-            if (!reported && state && strcmp(state, "FINISHED") == 0) {
+            if (!reported && tony_job_is_finished(p.job)) {
                 reported = true;
                 tony_follow_leave(f);
                 tony_report_tasks(stdout, p.job);

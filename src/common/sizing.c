@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -52,16 +53,16 @@ static double metric(const json_t *m, const char *name) {
 }
 
 static void fold(role_use *r, const json_t *t) {
-    const json_t *m = json_object_get(t, "metrics");
-    double mem = metric(m, "MAX_MEMORY_BYTES");
+    const json_t *m = json_object_get(t, JOB_TASK_METRICS);
+    double mem = metric(m, JOB_METRIC_MAX_MEMORY_BYTES);
     if (mem < 0) return;
     r->measured++;
     if (mem > r->peak_mem) r->peak_mem = mem;
-    double v = metric(m, "MAX_CPU_PERCENT");
+    double v = metric(m, JOB_METRIC_MAX_CPU_PERCENT);
     if (v > r->peak_cpu) r->peak_cpu = v;
-    v = metric(m, "AVG_CPU_PERCENT");
+    v = metric(m, JOB_METRIC_AVG_CPU_PERCENT);
     if (v > r->avg_cpu) r->avg_cpu = v;
-    v = metric(m, "AVG_GPU_UTILIZATION");
+    v = metric(m, JOB_METRIC_AVG_GPU_UTILIZATION);
     if (v > r->avg_gpu) r->avg_gpu = v;
 }
 
@@ -74,10 +75,11 @@ static void add(json_t *advice, const char *role, const char *kind, const char *
     char *text;
     if (vasprintf(&text, fmt, ap) < 0) text = NULL;
     va_end(ap);
-    json_t *o = json_pack("{s:s,s:s,s:s}", "role", role, "kind", kind, "text", text ? text : "");
+    json_t *o =
+        json_pack("{s:s,s:s,s:s}", JOB_ADVICE_ROLE, role, JOB_ADVICE_KIND, kind, JOB_ADVICE_TEXT, text ? text : "");
     if (key) {
-        json_object_set_new(o, "key", json_string(key));
-        json_object_set_new(o, "value", json_string(value));
+        json_object_set_new(o, JOB_ADVICE_KEY, json_string(key));
+        json_object_set_new(o, JOB_ADVICE_VALUE, json_string(value));
     }
     json_array_append_new(advice, o);
     free(text);
@@ -136,16 +138,16 @@ json_t *tony_sizing_advice(const json_t *tasks) {
     size_t i;
     json_t *t;
     json_array_foreach(tasks, i, t) {
-        const char *role = json_string_value(json_object_get(t, "role"));
-        const json_t *req = json_object_get(t, "requested");
+        const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+        const json_t *req = json_object_get(t, JOB_TASK_REQUESTED);
         if (!role || !req) continue;
         size_t k = 0;
         while (k < n && strcmp(roles[k].role, role) != 0) k++;
         if (k == n) {
             if (n == sizeof roles / sizeof *roles) continue;
-            roles[n++] = (role_use){role, (double)json_integer_value(json_object_get(req, "memory_bytes")),
-                                    json_integer_value(json_object_get(req, "vcores")),
-                                    json_integer_value(json_object_get(req, "gpus")), -1, -1, -1, -1, 0};
+            roles[n++] = (role_use){role, (double)json_integer_value(json_object_get(req, JOB_REQ_MEMORY_BYTES)),
+                                    json_integer_value(json_object_get(req, JOB_REQ_VCORES)),
+                                    json_integer_value(json_object_get(req, JOB_REQ_GPUS)), -1, -1, -1, -1, 0};
         }
         fold(&roles[k], t);
     }

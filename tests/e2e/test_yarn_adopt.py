@@ -4,7 +4,9 @@ job; YARN starts the application's next attempt, which keeps the task
 containers (keep-containers-across-application-attempts). The executors,
 their heartbeats failing, keep their user processes running, read the new
 coordinator's address from HDFS and come back to it; the job goes on in its
-attempt 0, with the same processes, and ends as it would have; its web page says so."""
+attempt 0, with the same processes, and ends as it would have; its web page says so.
+Also: a coordinator lost while its tasks wait at the gang barrier, and a
+real PyTorch DDP training that goes on through a coordinator loss."""
 import json
 import os
 import re
@@ -13,10 +15,10 @@ import time
 
 import pytest
 
-from conftest import alive, wait_for
+from conftest import REPO, alive, wait_for
 from test_yarn_inplace import process_of
 from test_web_ui import browser_tools, run_browser  # noqa: F401 (the fixture)
-from test_yarn_jobs import container_pids, yarn  # noqa: F401 (the fixture)
+from test_yarn_jobs import accuracy, container_pids, yarn  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.hadoop
 
@@ -35,6 +37,7 @@ def am_attempt_log(cluster, app_id, attempt):
     return ""
 
 
+@pytest.mark.hadoop33
 def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path, browser_tools):
     """Two workers each wait for a flag file of their own while the
     coordinator is killed. worker:1's flag comes right after the kill: its
@@ -59,12 +62,14 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
         time.sleep(3)
         first = am_pids(app_id)
         assert first, "no coordinator process found"
+        killed_ms = time.time() * 1000
         for pid in first:
             os.kill(pid, signal.SIGKILL)
         (tmp_path / "go-1").touch()
         wait_for(lambda: not alive(users[1]), timeout=10, what="worker:1's process to end")
         # the next attempt's coordinator takes both tasks back
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(
+            am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to adopt the tasks")
         assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
         assert "asking for" not in log, log[-3000:]  # no container asked for
@@ -89,6 +94,8 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
     st = json.loads(next((yarn.tony.home / "jobs").glob("*/status.json")).read_text())
     assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 0, st
     assert st["coordinator_restarted"] == {"waiting": False, "adopted": 2}, st
+    # the job's clock runs from its submission, not from the new coordinator
+    assert st["started_ms"] < killed_ms - 3000, (st["started_ms"], killed_ms)
     for i in (0, 1):
         t = next(t for t in st["tasks"] if t["role"] == "worker" and t["index"] == i)
         assert t["state"] == "SUCCEEDED" and t["container_attempt"] == 0, t
@@ -137,7 +144,8 @@ def test_coordinator_lost_at_the_gang_barrier(yarn, tmp_path):
         assert first, "no coordinator process found"
         for pid in first:
             os.kill(pid, signal.SIGKILL)
-        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(am_attempt_log(yarn.cluster, app_id, 2)),
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(
+            am_attempt_log(yarn.cluster, app_id, 2)),
                        timeout=150, what="the second coordinator to take worker:0 back")
         assert "worker:0 came back" in log and "waiting at the gang barrier" in log, log[-3000:]
         assert "coordinator restarted, 1 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
@@ -168,3 +176,40 @@ def test_coordinator_lost_at_the_gang_barrier(yarn, tmp_path):
     assert "registering there" in log0, log0[-3000:]
     port = re.search(r"reserved port (\d+)", log0).group(1)
     assert f":{port}" in yarn.task_log(app_id, "worker", 1), (port, yarn.task_log(app_id, "worker", 1))
+
+
+@pytest.mark.ml
+def test_ddp_training_goes_on_through_a_coordinator_loss(yarn):
+    """A real PyTorch DDP job (examples/pytorch/ddp_digits.py, gloo) whose
+    coordinator is SIGKILLed mid-training: both ranks train on in the same
+    processes while YARN starts the next AM attempt and its coordinator
+    takes them back, never resuming from a checkpoint, and the model reaches
+    its accuracy."""
+    p = yarn.popen_submit("--src_dir", str(REPO / "examples"), "--python_binary_path", "/usr/bin/python3",
+                          "--executes", "pytorch/ddp_digits.py",
+                          "--task_params", "--epochs 8 --step-sleep 0.05 --checkpoint-every 5",
+                          "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                          "--conf", "tony.worker.memory=1g", "--conf", "tony.am.retry-count=0",
+                          "--conf", "tony.task.heartbeat-interval-ms=500",
+                          "--conf", "tony.application.shared-dir=" + str(yarn.tony.home / "shared"))
+    try:
+        app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
+        wait_for(lambda: "step 20 " in yarn.task_log(app_id, "worker", 0) if process_of("worker:0", app_id, "executor")
+                 else False, timeout=240, what="step 20")
+        ranks = {i: process_of(f"worker:{i}", app_id, script="ddp_digits.py") for i in (0, 1)}
+        time.sleep(2)  # YARN keeps the containers its RM has seen running
+        for pid in am_pids(app_id):
+            os.kill(pid, signal.SIGKILL)
+        log = wait_for(lambda: (lambda t: t if "task(s) adopted" in t else None)(
+            am_attempt_log(yarn.cluster, app_id, 2)), timeout=150, what="the second coordinator")
+        assert "coordinator restarted, 2 of 2 task(s) adopted in attempt 0" in log, log[-3000:]
+        assert all(process_of(f"worker:{i}", app_id, script="ddp_digits.py") == ranks[i] for i in (0, 1)), ranks
+    finally:
+        out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, out + err
+    st = json.loads((yarn.tony.home / "jobs" / app_id / "status.json").read_text())
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 0, st
+    for i in (0, 1):
+        text = yarn.task_log(app_id, "worker", i)
+        assert text.count("starting from step 0") == 1 and "resumed from step" not in text, text[-3000:]
+    assert accuracy(yarn.task_log(app_id, "worker", 0)) >= 0.85

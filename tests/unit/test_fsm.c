@@ -1095,6 +1095,7 @@ static void test_adopt_every_task_no_restart(void **state) {
     assert_int_equal(adopt(f, "worker", 0, 2, 0, 90), AM_REG_ENDING); /* no process to take back */
     assert_int_equal(adopt(f, "worker", 0, 2, 111, 100), AM_REG_NEW);
     assert_int_equal(f->job->attempt, 2); /* the first one back names the attempt */
+    assert_int_equal(f->fsm.retries_left, 0); /* the lost coordinator restarted twice: the 1 retry is spent */
     assert_int_equal(adopt(f, "worker", 0, 2, 111, 110), AM_REG_ENDING); /* only once */
     assert_int_equal(adopt(f, "worker", 1, 1, 112, 120), AM_REG_ENDING); /* another attempt's */
     assert_int_equal(adopt(f, "worker", 1, 2, 112, 130), AM_REG_NEW);
@@ -1240,6 +1241,7 @@ static void test_adopt_running_and_waiting_tasks(void **state) {
     fixture *f = make(ADOPT);
     am_fsm_recover(&f->fsm, 3, 60000, 0, fresh(f));
     assert_int_equal(adopt(f, "worker", 0, 0, 111, 100), AM_REG_NEW);
+    assert_int_equal(f->fsm.retries_left, 1); /* attempt 0: no retry spent */
     assert_int_equal(rejoin(f, "worker", 1, 0, 110), AM_REG_NEW);
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
     assert_int_equal(adopt(f, "ps", 0, 0, 113, 120), AM_REG_NEW);

@@ -18,6 +18,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
@@ -242,11 +243,6 @@ static char *last_problem(const char *job_dir) {
     return found;
 }
 
-static bool is_finished(const json_t *job) {
-    const char *state = json_string_value(json_object_get(job, "state"));
-    return state && strcmp(state, "FINISHED") == 0;
-}
-
 /* The job dir's state (the live coordinator's, else status.json); done
  * when the job finished or its coordinator exited before that. */
 static void local_poll(tony_client_job *cj, const tony_client_out *out, tony_client_poll *p, tony_error *err) {
@@ -258,7 +254,7 @@ static void local_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
     p->next_ms = POLL_MS;
     bool live;
     json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
-    if (!live && !am_alive && !is_finished(job)) {
+    if (!live && !am_alive && !tony_job_is_finished(job)) {
         json_decref(job);
         char *why = last_problem(cj->job_dir);
         tony_client_say(out, stderr, "tony: the coordinator exited before the job ended%s%s; see %s/%s\n",
@@ -268,10 +264,9 @@ static void local_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
         p->code = TONY_EXIT_JOB_FAILED;
         return;
     }
-    if (is_finished(job)) {
-        const char *fs = json_string_value(json_object_get(job, "final_status"));
+    if (tony_job_is_finished(job)) {
         p->done = p->final = true;
-        p->code = fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
+        p->code = tony_job_succeeded(job) ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
     }
     p->job = job;
 }
@@ -311,14 +306,14 @@ static int local_state(const char *job_dir, const tony_conf *conf, tony_client_s
         fprintf(stderr, "tony: error: no state for %s yet (see %s/%s)\n", job_dir, job_dir, TONY_JOBDIR_AM_LOG);
         return TONY_EXIT_UNAVAILABLE;
     }
-    const char *state = json_string_value(json_object_get(job, "state"));
+    const char *state = json_string_value(json_object_get(job, JOB_STATE));
     if (!state) state = "?";
-    bool finished = strcmp(state, "FINISHED") == 0;
+    bool finished = tony_job_is_finished(job);
     tony_buf b = {0};
-    tony_buf_printf(&b, "job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, "app_id")), state,
+    tony_buf_printf(&b, "job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, JOB_APP_ID)), state,
                     live || finished ? "" : " (coordinator not running)",
-                    (long long)json_integer_value(json_object_get(job, "attempt")));
-    const char *url = json_string_value(json_object_get(job, "url"));
+                    (long long)json_integer_value(json_object_get(job, JOB_ATTEMPT)));
+    const char *url = json_string_value(json_object_get(job, JOB_URL));
     if (live && url) tony_buf_printf(&b, "web page: %s/\n", url);
     st->job = job;
     st->live = live;
@@ -337,8 +332,7 @@ static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final
     if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_jobdir_am_running(job_dir, NULL)) {
         bool live;
         json_t *job = tony_jobdir_load_state(job_dir, &live);
-        const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
-        if (job && state && strcmp(state, "FINISHED") != 0)
+        if (job && json_string_value(json_object_get(job, JOB_STATE)) && !tony_job_is_finished(job))
             fprintf(stderr, "tony: the job's coordinator%s is not running (killed or crashed before the job ended; "
                             "see %s/%s): nothing to kill\n",
                     pid > 0 ? " (the process am.json names)" : "", job_dir, TONY_JOBDIR_AM_LOG);
@@ -377,7 +371,7 @@ static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final
                 bool live;
                 json_decref(job);
                 job = tony_jobdir_load_state(job_dir, &live);
-                if (is_finished(job)) break;
+                if (tony_job_is_finished(job)) break;
                 tony_sleep_ms(100);
             }
             *final_job = job;
@@ -394,7 +388,7 @@ static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final
 static bool job_finished(const char *job_dir) {
     bool live;
     json_t *job = tony_jobdir_load_state(job_dir, &live);
-    bool done = is_finished(job);
+    bool done = tony_job_is_finished(job);
     json_decref(job);
     return done;
 }
@@ -450,18 +444,18 @@ static int local_logs(const char *job_dir, const tony_client_logs_opts *o, const
     }
     bool live;
     json_t *job = tony_jobdir_load_state(job_dir, &live);
-    long long attempt = o->attempt >= 0 ? o->attempt : job ? json_integer_value(json_object_get(job, "attempt")) : 0;
+    long long attempt = o->attempt >= 0 ? o->attempt : job ? json_integer_value(json_object_get(job, JOB_ATTEMPT)) : 0;
     bool found = false;
     int nstacks = 0;
     size_t i;
     json_t *t;
-    json_array_foreach(job ? json_object_get(job, "tasks") : NULL, i, t) {
-        const char *r = json_string_value(json_object_get(t, "role"));
-        int idx = (int)json_integer_value(json_object_get(t, "index"));
+    json_array_foreach(job ? json_object_get(job, JOB_TASKS) : NULL, i, t) {
+        const char *r = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+        int idx = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
         if (o->task && (strcmp(r, role) != 0 || idx != index)) continue;
         found = true;
-        char *dir = strcmp(r, "am") == 0 ? tony_jobdir_am_dir(job_dir)
-                                         : tony_jobdir_task_dir(job_dir, (int)attempt, r, idx);
+        char *dir = strcmp(r, JOB_SINGLE_NODE_ROLE) == 0 ? tony_jobdir_am_dir(job_dir)
+                                                         : tony_jobdir_task_dir(job_dir, (int)attempt, r, idx);
         char *title = tony_sprintf("%s:%d", r, idx);
         char *out = tony_path_join(dir, "stdout"), *er = tony_path_join(dir, "stderr");
         char *t1 = tony_sprintf("%s stdout", title), *t2 = tony_sprintf("%s stderr", title);
@@ -495,9 +489,9 @@ static int local_logs(const char *job_dir, const tony_client_logs_opts *o, const
 static void local_list_row(const char *job_dir, tony_client_row *row) {
     bool live;
     json_t *job = tony_jobdir_load_state(job_dir, &live);
-    const char *state = job ? json_string_value(json_object_get(job, "state")) : "STAGED";
-    const char *fs = job ? json_string_value(json_object_get(job, "final_status")) : "";
-    const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+    const char *state = job ? json_string_value(json_object_get(job, JOB_STATE)) : "STAGED";
+    const char *fs = job ? json_string_value(json_object_get(job, JOB_FINAL_STATUS)) : "";
+    const char *fw = job ? json_string_value(json_object_get(job, JOB_FRAMEWORK)) : "";
     snprintf(row->state, sizeof row->state, "%s", state ? state : "?");
     snprintf(row->final_status, sizeof row->final_status, "%s", fs ? fs : "");
     snprintf(row->framework, sizeof row->framework, "%s", fw ? fw : "");

@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/self.h"
 #include "common/strv.h"
 
@@ -219,11 +220,6 @@ static const char *queue_state(slurm_job *j, const tony_client_out *out) {
     return j->queue_state;
 }
 
-static bool is_finished(const json_t *job) {
-    const char *state = json_string_value(json_object_get(job, "state"));
-    return state && strcmp(state, "FINISHED") == 0;
-}
-
 static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_client_poll *p, tony_error *err) {
     (void)err;
     slurm_job *j = (slurm_job *)cj;
@@ -232,10 +228,9 @@ static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
         tony_client_say(out, stdout, "tony: watch it at %s/ (the coordinator's web page)\n", j->url);
     bool live;
     json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
-    if (is_finished(job)) {
-        const char *fs = json_string_value(json_object_get(job, "final_status"));
+    if (tony_job_is_finished(job)) {
         p->done = p->final = j->finished = true;
-        p->code = fs && strcmp(fs, "SUCCEEDED") == 0 ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
+        p->code = tony_job_succeeded(job) ? TONY_EXIT_OK : TONY_EXIT_JOB_FAILED;
         p->job = job;
         return;
     }
@@ -344,7 +339,7 @@ static bool kill_through_coordinator(const char *job_dir, json_t **final_job) {
         bool live;
         json_decref(*final_job);
         *final_job = tony_jobdir_load_state(job_dir, &live);
-        if (is_finished(*final_job)) break;
+        if (tony_job_is_finished(*final_job)) break;
         tony_sleep_ms(100);
     }
     if (asked) tony_jobdir_post(url, job_dir, AM_API_JOB_FINISH); /* a client saw the end */

@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 #define KILL_WAIT_MS 60000
@@ -100,8 +101,8 @@ json_t *tony_yarn_am_job(const json_t *app) {
     /* TensorBoard's own address is a node's, often unreachable from where
      * the user is; the coordinator redirects <tracking URL>tensorboard/ to
      * it, and the RM's proxy follows. */
-    char *tracking = j && json_is_string(json_object_get(j, "tensorboard_url")) ? usable_tracking_url(app) : NULL;
-    if (tracking) json_object_set_new(j, "tensorboard_proxy_url", json_sprintf("%stensorboard/", tracking));
+    char *tracking = j && json_is_string(json_object_get(j, JOB_TENSORBOARD_URL)) ? usable_tracking_url(app) : NULL;
+    if (tracking) json_object_set_new(j, JOB_TENSORBOARD_PROXY_URL, json_sprintf("%stensorboard/", tracking));
     free(tracking);
     return j;
 }
@@ -115,19 +116,18 @@ void tony_yarn_am_finish(const json_t *app, const char *job_dir) {
 
 void tony_yarn_status_finalize(const char *job_dir, const json_t *app) {
     json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
-    const char *js = json_string_value(json_object_get(job, "state"));
-    if (job && js && strcmp(js, "FINISHED") == 0) {
+    if (tony_job_is_finished(job)) {
         json_decref(job);
         return;
     }
-    if (!job) job = json_pack("{s:O, s:s, s:[]}", "app_id", json_object_get(app, "id"), "backend", "yarn", "tasks");
+    if (!job) job = json_pack("{s:O, s:s, s:[]}", JOB_APP_ID, json_object_get(app, "id"), JOB_BACKEND, "yarn", JOB_TASKS);
     const char *fs = json_string_value(json_object_get(app, "finalStatus"));
     const char *state = json_string_value(json_object_get(app, "state"));
     /* A FAILED or KILLED app state wins over an UNDEFINED final status. */
     const char *final = state && strcmp(state, "FINISHED") != 0 ? state : fs;
-    json_object_set_new(job, "state", json_string("FINISHED"));
-    json_object_set_new(job, "final_status", json_string(final ? final : "FAILED"));
-    json_object_set(job, "diagnostics", json_object_get(app, "diagnostics"));
+    json_object_set_new(job, JOB_STATE, json_string(JOB_STATE_FINISHED));
+    json_object_set_new(job, JOB_FINAL_STATUS, json_string(final ? final : JOB_FINAL_STATUS_FAILED));
+    json_object_set(job, JOB_DIAGNOSTICS, json_object_get(app, "diagnostics"));
     tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
     json_decref(job);
 }
@@ -322,7 +322,7 @@ static void yarn_list_row(const char *job_dir, tony_client_row *row) {
     snprintf(row->final_status, sizeof row->final_status, "%s", f ? f : "");
     json_decref(rec);
     json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
-    const char *fw = job ? json_string_value(json_object_get(job, "framework")) : "";
+    const char *fw = job ? json_string_value(json_object_get(job, JOB_FRAMEWORK)) : "";
     snprintf(row->framework, sizeof row->framework, "%s", fw ? fw : "");
     json_decref(job);
 }

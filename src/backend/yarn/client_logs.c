@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 #define NM_TIMEOUT_MS 30000
@@ -39,8 +40,8 @@ static bool is_final(const json_t *app) {
 }
 
 static void task_name(const json_t *t, char *out, size_t n) {
-    snprintf(out, n, "%s:%lld", json_string_value(json_object_get(t, "role")),
-             (long long)json_integer_value(json_object_get(t, "index")));
+    snprintf(out, n, "%s:%lld", json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+             (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
 }
 
 static void aggregation_hint(const ylogs *y, const char *container) {
@@ -94,7 +95,7 @@ static json_t *final_status(const ylogs *y) {
     json_t *job = NULL;
     if (link && *link && nm_read(y, link, TONY_YARN_AM_STATUS_LOG, &b, &err) == 0) {
         job = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
-        if (job && !json_is_array(json_object_get(job, "tasks"))) {
+        if (job && !json_is_array(json_object_get(job, JOB_TASKS))) {
             json_decref(job);
             job = NULL;
         }
@@ -153,7 +154,7 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
 static const json_t *find_task(const ylogs *y, const char *want) {
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(y->job, "tasks"), i, t) {
+    json_array_foreach(json_object_get(y->job, JOB_TASKS), i, t) {
         char name[96];
         task_name(t, name, sizeof name);
         if (strcmp(name, want) == 0) return t;
@@ -166,9 +167,9 @@ static const json_t *find_task(const ylogs *y, const char *want) {
 static void show_done_task(ylogs *y, const json_t *t, const char *stream, bool header) {
     char name[96];
     task_name(t, name, sizeof name);
-    const char *link = json_string_value(json_object_get(t, "log_url"));
-    const char *dir = json_string_value(json_object_get(t, "log_dir"));
-    const char *container = json_string_value(json_object_get(t, "container"));
+    const char *link = json_string_value(json_object_get(t, JOB_TASK_LOG_URL));
+    const char *dir = json_string_value(json_object_get(t, JOB_TASK_LOG_DIR));
+    const char *container = json_string_value(json_object_get(t, JOB_TASK_CONTAINER));
     tony_buf b = {0};
     tony_error err;
     if (link) {
@@ -191,7 +192,7 @@ static void show_done_task(ylogs *y, const json_t *t, const char *stream, bool h
         free(data);
         free(p);
     } else {
-        const char *host = json_string_value(json_object_get(t, "host"));
+        const char *host = json_string_value(json_object_get(t, JOB_TASK_HOST));
         fprintf(stderr, "tony: error: %s: its node%s%s has no NodeManager web UI to read from; its %s is there in %s\n",
                 name, host ? " " : "", host ? host : "", stream, dir ? dir : "the container's log dir");
         aggregation_hint(y, container);
@@ -203,13 +204,14 @@ static void show_done_task(ylogs *y, const json_t *t, const char *stream, bool h
 static void show_live_task(ylogs *y, const json_t *t, const char *stream) {
     char name[96];
     task_name(t, name, sizeof name);
-    const char *link = json_string_value(json_object_get(t, "log_url"));
+    const char *link = json_string_value(json_object_get(t, JOB_TASK_LOG_URL));
     printf("==> %s %s (%s) <==\n", name, stream, link ? link : "through the coordinator");
     long long offset = 0;
     bool gone;
     char last = '\n';
     tony_error err;
-    if (am_read(y, json_string_value(json_object_get(t, "role")), json_integer_value(json_object_get(t, "index")),
+    if (am_read(y, json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+                json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
                 stream, &offset, &last, &gone, &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         y->failed = true;
@@ -223,8 +225,8 @@ static void follow_task(ylogs *y, const json_t *t) {
     /* t belongs to y->job, which each poll replaces: keep copies. */
     char name[96], role[64];
     task_name(t, name, sizeof name);
-    snprintf(role, sizeof role, "%s", json_string_value(json_object_get(t, "role")));
-    long long index = json_integer_value(json_object_get(t, "index")), offset = 0;
+    snprintf(role, sizeof role, "%s", json_string_value(json_object_get(t, JOB_TASK_ROLE)));
+    long long index = json_integer_value(json_object_get(t, JOB_TASK_INDEX)), offset = 0;
     tony_error err;
     bool gone = false;
     char last = '\n';
@@ -235,8 +237,7 @@ static void follow_task(ylogs *y, const json_t *t) {
             return;
         }
         json_t *job = gone ? NULL : tony_jobdir_fetch_job(y->am);
-        const char *state = json_string_value(json_object_get(job, "state"));
-        bool over = !job || (state && strcmp(state, "FINISHED") == 0);
+        bool over = !job || tony_job_is_finished(job);
         if (job && over) {
             /* its last words, then done */
             if (am_read(y, role, index, "stdout", &offset, &last, &gone, &err) && !gone) {
@@ -254,7 +255,7 @@ static void follow_task(ylogs *y, const json_t *t) {
     }
     /* The coordinator went away first: the rest from the NodeManager. */
     const json_t *now = find_task(y, name);
-    const char *link = now ? json_string_value(json_object_get(now, "log_url")) : NULL;
+    const char *link = now ? json_string_value(json_object_get(now, JOB_TASK_LOG_URL)) : NULL;
     tony_buf b = {0};
     int rc = link ? nm_read(y, link, "stdout", &b, &err) : -1;
     if (rc == 0 && (long long)b.len > offset) print_bytes(b.data + offset, b.len - (size_t)offset, false);
@@ -304,8 +305,8 @@ static void show_am(ylogs *y, const json_t *rec) {
 static int show_stacks(ylogs *y, const json_t *t) {
     char name[96];
     task_name(t, name, sizeof name);
-    const char *role = json_string_value(json_object_get(t, "role"));
-    int index = (int)json_integer_value(json_object_get(t, "index"));
+    const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+    int index = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
     tony_buf b = {0};
     tony_error err;
     int rc;
@@ -382,7 +383,7 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
     }
     if (!y.job) y.job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
     if (!y.job && is_final(y.app)) y.job = final_status(&y);
-    int current = (int)json_integer_value(json_object_get(y.job, "attempt"));
+    int current = (int)json_integer_value(json_object_get(y.job, JOB_ATTEMPT));
     y.attempt = o->attempt >= 0 ? o->attempt : current;
     int code = TONY_EXIT_OK;
     if (o->am) show_am(&y, rec);
@@ -397,7 +398,7 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
             tony_buf names = {0};
             size_t i;
             json_t *t;
-            json_array_foreach(json_object_get(y.job, "tasks"), i, t) {
+            json_array_foreach(json_object_get(y.job, JOB_TASKS), i, t) {
                 char name[96];
                 task_name(t, name, sizeof name);
                 tony_buf_printf(&names, "%s%s", i ? ", " : "", name);
@@ -416,7 +417,7 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
         int shown = 0;
         size_t i;
         json_t *t;
-        json_array_foreach(json_object_get(y.job, "tasks"), i, t) {
+        json_array_foreach(json_object_get(y.job, JOB_TASKS), i, t) {
             if (!one || t == one) shown += show_stacks(&y, t);
         }
         if (shown == 0 && !y.failed) {
@@ -432,7 +433,7 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
     } else if (code == 0) {
         size_t i;
         json_t *t;
-        json_array_foreach(json_object_get(y.job, "tasks"), i, t) {
+        json_array_foreach(json_object_get(y.job, JOB_TASKS), i, t) {
             if (one && t != one) continue;
             for (int s = 0; s < 2; s++) {
                 const char *stream = s ? "stderr" : "stdout";
@@ -455,14 +456,14 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
 }
 
 void tony_yarn_print_log_links(FILE *out, const json_t *job, const char *app_id, bool failed_only) {
-    const json_t *tasks = json_object_get(job, "tasks");
+    const json_t *tasks = json_object_get(job, JOB_TASKS);
     if (json_array_size(tasks) > LINKS_ALL_MAX) failed_only = true;
     size_t i;
     json_t *t;
     bool said = false;
     json_array_foreach(tasks, i, t) {
-        const char *link = json_string_value(json_object_get(t, "log_url"));
-        json_t *es = json_object_get(t, "exit_status");
+        const char *link = json_string_value(json_object_get(t, JOB_TASK_LOG_URL));
+        json_t *es = json_object_get(t, JOB_TASK_EXIT_STATUS);
         bool failed = json_is_integer(es) && json_integer_value(es) != 0;
         if (!link || (failed_only && !failed)) continue;
         if (!said)

@@ -24,6 +24,7 @@
 #include "backend/yarn/yarn_client.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 
 /* The staging dir holds the job's source, venv, config and resources: the
@@ -329,8 +330,7 @@ void tony_yarn_client_poll(tony_client_job *cj, const tony_client_out *out, tony
         json_t *job = tony_yarn_am_job(app);
         if (job) {
             tony_jobdir_write_json(cj->job_dir, TONY_JOBDIR_STATUS, job, NULL);
-            const char *js = json_string_value(json_object_get(job, "state"));
-            if (js && strcmp(js, "FINISHED") == 0) j->am_done = true;
+            if (tony_job_is_finished(job)) j->am_done = true;
             p->job = job;
         }
     }
@@ -368,8 +368,8 @@ bool tony_yarn_client_interrupt(tony_client_job *cj, int count, const tony_clien
 
 void tony_yarn_client_job_finished(tony_client_job *cj, const json_t *job) {
     yarn_job *j = (yarn_job *)cj;
-    const char *fs = json_string_value(json_object_get(job, "final_status"));
-    if (fs && strcmp(fs, "SUCCEEDED") != 0) tony_yarn_print_log_links(stdout, job, cj->id, true);
+    const char *fs = json_string_value(json_object_get(job, JOB_FINAL_STATUS));
+    if (fs && strcmp(fs, JOB_FINAL_STATUS_SUCCEEDED) != 0) tony_yarn_print_log_links(stdout, job, cj->id, true);
     tony_yarn_am_finish(j->app, cj->job_dir);
 }
 

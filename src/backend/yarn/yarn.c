@@ -552,9 +552,16 @@ static void yarn_exclude_node(tony_backend *base, const char *node) {
     }
 }
 
-static int yarn_previous(const tony_backend *base) {
+/* Set by the NodeManager in the AM's container: when the application was
+ * submitted, in ms since the epoch. */
+#define YARN_APP_SUBMIT_TIME_ENV "APP_SUBMIT_TIME_ENV"
+
+static void yarn_previous(const tony_backend *base, tony_backend_previous *out) {
     const yarn_backend *b = (const yarn_backend *)base;
-    return (int)b->info.n_previous;
+    /* YARN gives every AM attempt the application's submission time */
+    long long submitted = 0;
+    if (!tony_parse_ll(getenv(YARN_APP_SUBMIT_TIME_ENV), &submitted) || submitted < 0) submitted = 0;
+    *out = (tony_backend_previous){.containers = (int)b->info.n_previous, .submitted_wall_ms = submitted};
 }
 
 /* A task container the last AM attempt left running becomes role:index's
