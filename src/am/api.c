@@ -432,31 +432,49 @@ static bool superseded(tony_am *am, struct evhttp_request *req, const am_task *t
     return true;
 }
 
+/* What an executor coming back to this coordinator (adopt_task,
+ * rejoin_task) registers and for which attempts; true when already
+ * answered (400, or "next": superseded), body dropped. */
+static bool comeback_answered(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body,
+                              am_registration *r, int *attempt, int *container_attempt) {
+    if (read_registration(am, req, t, body, r)) {
+        json_decref(body);
+        return true;
+    }
+    *attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
+    *container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
+    if (superseded(am, req, t, *attempt)) {
+        json_decref(body);
+        return true;
+    }
+    return false;
+}
+
+/* The backend's side of a task coming back: the container it names, one
+ * the backend handed back, becomes t's. NULL, or why not. */
+static const char *claim_container(tony_am *am, const am_task *t, const am_registration *r, int container_attempt,
+                                   tony_error *err) {
+    if (!am->backend->ops->adopt) return "this backend hands no container back";
+    if (am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r->container, err))
+        return err->msg;
+    return NULL;
+}
+
 /* POST register with "adopt": the executor of a lost coordinator comes
  * back with its process running (fsm.h, am_fsm_adopted), in a container
  * the backend handed back; answered at once, "adopted" or 409 (its
  * executor then stops its process). Takes body. */
 static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
     am_registration r;
-    if (read_registration(am, req, t, body, &r)) {
-        json_decref(body);
-        return;
-    }
-    int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
-    int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
+    int attempt, container_attempt;
+    if (comeback_answered(am, req, t, body, &r, &attempt, &container_attempt)) return;
     int pid = (int)json_integer_value(json_object_get(body, AM_API_ADOPT));
-    if (superseded(am, req, t, attempt)) {
-        json_decref(body);
-        return;
-    }
     tony_error err;
     const char *why = NULL;
     if (!am->fsm.recovering || t->host) why = "this coordinator takes no task back now";
     else if (pid <= 0) why = "\"" AM_API_ADOPT "\" must be the pid of the task's running process";
-    else if (!am->backend->ops->adopt) why = "this backend hands no container back";
-    else if (am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r.container, &err))
-        why = err.msg;
-    else if (am_fsm_adopted(&am->fsm, t, &r, attempt, container_attempt, pid, now, &am->pending) != AM_REG_NEW)
+    else why = claim_container(am, t, &r, container_attempt, &err);
+    if (!why && am_fsm_adopted(&am->fsm, t, &r, attempt, container_attempt, pid, now, &am->pending) != AM_REG_NEW)
         why = "it works for another attempt than the tasks that came back first";
     if (why) {
         tony_warn("%s:%d cannot come back: %s", t->role->name, t->index, why);
@@ -477,25 +495,13 @@ static void adopt_task(tony_am *am, struct evhttp_request *req, am_task *t, json
  * held like any registration until the gang goes, or 409. Takes body. */
 static void rejoin_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now) {
     am_registration r;
-    if (read_registration(am, req, t, body, &r)) {
-        json_decref(body);
-        return;
-    }
-    int attempt = (int)json_integer_value(json_object_get(body, AM_API_ATTEMPT));
-    int container_attempt = (int)json_integer_value(json_object_get(body, AM_API_CONTAINER_ATTEMPT));
-    if (superseded(am, req, t, attempt)) {
-        json_decref(body);
-        return;
-    }
-    bool first = !t->host;
+    int attempt, container_attempt;
+    if (comeback_answered(am, req, t, body, &r, &attempt, &container_attempt)) return;
     tony_error err;
     const char *why = NULL;
     am_reg_result res = AM_REG_ENDING;
-    if (first && !am->backend->ops->adopt) why = "this backend hands no container back";
-    else if (first && am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r.container,
-                                              &err))
-        why = err.msg;
-    else if ((res = am_fsm_rejoined(&am->fsm, t, &r, attempt, container_attempt, now, &am->pending)) == AM_REG_ENDING)
+    if (!t->host) why = claim_container(am, t, &r, container_attempt, &err);
+    if (!why && (res = am_fsm_rejoined(&am->fsm, t, &r, attempt, container_attempt, now, &am->pending)) == AM_REG_ENDING)
         why = "it waits for another attempt than the tasks that came back first";
     json_decref(body);
     if (why) {
