@@ -12,7 +12,7 @@
 #include "backend/yarn/history_hdfs.h"
 #include "backend/yarn/tokens.h"
 #include "backend/yarn/webhdfs.h"
-#include "backend/yarn/yarn_backend.h"
+#include "backend/yarn/yarn_task.h"
 #include "common/fs.h"
 #include "common/strv.h"
 

@@ -29,6 +29,6 @@ int yarn_coordfile_write(const char *hdfs_token, const char *local_dir, const ch
  * settings of the AM's env, copied into env (nothing when the job has no
  * file). */
 void yarn_coordfile_task_env(tony_env *env);
-/* The task side is yarn_backend.h's tony_yarn_task_find_coordinator. */
+/* The task side is yarn_task.h's tony_yarn_task_find_coordinator. */
 
 #endif

@@ -46,20 +46,6 @@ typedef struct tony_yarn_backend_opts {
 /* Connects to the scheduler and registers the application master. */
 tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err);
 
-/* The job's secret from this container's token file
- * (HADOOP_TOKEN_FILE_LOCATION), where the coordinator put it for every task
- * container instead of the env. */
-int tony_yarn_task_secret(char **out, tony_error *err);
-/* Replaces this container's token file with the coordinator's newer token
- * storage (written beside it, then renamed over it, so that a process
- * never reads half of it). */
-int tony_yarn_task_update_credentials(const void *data, size_t len, tony_error *err);
-/* The URL of the job's coordinator now, from the file its latest AM
- * attempt wrote on HDFS (coordfile.h): 0 and *url; 1 when this job has no
- * such file (it does not keep its containers across AM attempts); -1 and
- * err when it cannot be read now. */
-int tony_yarn_task_find_coordinator(char **url, tony_error *err);
-
 /* `tony am --yarn`: the coordinator inside its AM container. What it starts
  * from, which tony_yarn_am_prepare reads (the job's secret from
  * container_tokens, written into the work dir) and main.c hands the
