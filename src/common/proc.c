@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +41,7 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
      * program is an error here and not a mysterious exit code 127 later. */
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) return tony_err(err, "pipe: %s", strerror(errno));
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(pfd[0]);
@@ -48,6 +50,8 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
     }
     if (pid == 0) {
         close(pfd[0]);
+        /* the parent may have died before the request: then at once */
+        if (s->die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)) _exit(137);
         if (s->new_session) {
             if (setsid() < 0) child_fail(pfd[1], "setsid");
         } else if (!s->keep_group && setpgid(0, 0) < 0) {

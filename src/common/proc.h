@@ -18,6 +18,8 @@ typedef struct tony_spawn {
     bool new_session;       /* setsid() (a container); else setpgid(0,0) (a user process group) ... */
     bool keep_group;        /* ... unless this: stay in the caller's process group */
     bool private_output;    /* stdout/stderr files made 0600 (a job dir's logs), else 0644 */
+    bool die_with_parent;   /* SIGKILLed should the calling thread end (PR_SET_PDEATHSIG): an executor's user
+                               process, which must not outlive the executor watching it unwatched */
 } tony_spawn;
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);

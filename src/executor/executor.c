@@ -571,7 +571,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     /* On this machine (the local backend) the logs are private; a YARN
      * container's log dir is read by its NodeManager. */
     tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
-                    .keep_group = share_container_group(), .private_output = getenv(TASKENV_PRIVATE_LOGS) != NULL};
+                    .keep_group = share_container_group(), .private_output = getenv(TASKENV_PRIVATE_LOGS) != NULL,
+                    .die_with_parent = true};
     pid_t pid;
     int rc = tony_proc_spawn(&s, &pid, err);
     /* The child has its copies until exec closes them; the ports are free
