@@ -454,6 +454,15 @@ static void publish_address(yarn_backend *b, const char *url) {
 
 /* --- backend ops */
 
+/* r joins the requests this coordinator tracks (asked for, or taken back). */
+static void add_req(yarn_backend *b, yarn_req *r) {
+    if (b->nreqs == b->capreqs) {
+        b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
+        b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
+    }
+    b->reqs[b->nreqs++] = r;
+}
+
 static int yarn_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
     yarn_backend *b = (yarn_backend *)base;
     const yarn_resource *max = &b->info.max_capability;
@@ -499,11 +508,7 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     tony_env_set(&r->env, TASKENV_SHARE_PROCESS_GROUP, "1");
     /* where its executor looks for the next coordinator should this one be lost */
     yarn_coordfile_task_env(&r->env);
-    if (b->nreqs == b->capreqs) {
-        b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
-        b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
-    }
-    b->reqs[b->nreqs++] = r;
+    add_req(b, r);
     yarn_amrm_add_request(b->amrm, r->priority, &r->cap, r->label, 1);
     /* Ask now rather than at the next idle heartbeat (or right after the
      * allocate that is out, which built its request before this ask). */
@@ -588,11 +593,7 @@ static int yarn_adopt(tony_backend *base, const char *role, int index, int attem
     r->resources = tony_strdup("");
     r->state = REQ_RUNNING;
     yarn_container_copy(&r->container, c);
-    if (b->nreqs == b->capreqs) {
-        b->capreqs = b->capreqs ? b->capreqs * 2 : 16;
-        b->reqs = tony_xrealloc(b->reqs, b->capreqs * sizeof *b->reqs);
-    }
-    b->reqs[b->nreqs++] = r;
+    add_req(b, r);
     tony_info("%s:%d came back in container %s on %s:%d", role, index, c->id, c->node_host, c->node_port);
     return 0;
 }
