@@ -176,7 +176,7 @@ static int rd_bytes(reader *r, const char *field, unsigned char **data, size_t *
 }
 
 static int rd_text(reader *r, const char *field, char **s) {
-    size_t n;
+    size_t n = 0;
     if (rd_len(r, field, &n) < 0) return -1;
     *s = strndup((const char *)r->buf + r->pos, n);
     r->pos += n;
@@ -196,7 +196,7 @@ static int rd_token(reader *r, yarn_token **out) {
 }
 
 static int parse_writable(reader *r, yarn_credentials *c) {
-    size_t n;
+    size_t n = 0;
     if (rd_len(r, "token count", &n) < 0) return -1;
     for (size_t i = 0; i < n; i++) {
         char *alias = NULL;
@@ -250,7 +250,7 @@ int yarn_delegation_token_dates(const yarn_token *t, int64_t *issue_ms, int64_t 
     reader r = {t->identifier, t->identifier_len, 1, "", NULL};
     tony_error ignored;
     r.err = &ignored;
-    size_t n;
+    size_t n = 0;
     if (t->identifier_len < 1) return -1;
     for (int i = 0; i < 3; i++) {
         if (rd_len(&r, "text", &n) < 0) return -1;
