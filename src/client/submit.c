@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/client.h"
 #include "client/args.h"
@@ -27,7 +28,7 @@ static tony_opt submit_opts[] = {
     {"task_params", NULL, true, false, "arguments appended to the command", false, {0}},
     {"src_dir", NULL, true, false, "source directory (zipped) or archive, unpacked in each task's work dir", false, {0}},
     {"python_venv", NULL, true, false, "zipped virtualenv, unpacked into venv/ in each task", false, {0}},
-    {"python_binary_path", NULL, true, false, "interpreter; relative paths resolve inside venv/", false, {0}},
+    {"python_binary_path", NULL, true, false, "interpreter; a relative path resolves inside venv/, without a venv from here", false, {0}},
     {"shell_env", NULL, true, true, "K=V for the user's process (repeatable)", false, {0}},
     {"container_env", NULL, true, true, "K=V for the container (repeatable)", false, {0}},
     TONY_CONF_OPTS,
@@ -46,11 +47,26 @@ static void on_interrupt(int sig) {
     interrupted++;
 }
 
+/* A relative interpreter path with no venv to resolve it in (TonY's rule)
+ * that names a file from where tony submit runs, and not one shipped in
+ * --src_dir (unpacked in the task's work dir): the user meant this one, so
+ * the task gets its absolute path (a task's work dir is elsewhere). NULL:
+ * keep the path as written (a name on PATH, or a file of the src_dir). */
+static char *interpreter_from_here(const char *py, const char *venv, const char *src_dir) {
+    if (py[0] == '/' || venv || !strchr(py, '/') || access(py, X_OK) != 0) return NULL;
+    if (src_dir) {
+        char *shipped = tony_path_join(src_dir, py);
+        bool in_src = access(shipped, F_OK) == 0;
+        free(shipped);
+        if (in_src) return NULL;
+    }
+    return tony_abspath(py);
+}
+
 /* TonY builds tony.containers.command as "[<interpreter> ]<executes>[ <params>]". */
-static char *build_command(tony_opt *o) {
+static char *build_command(tony_opt *o, const char *py) {
     const char *exe = tony_args_value(o, "executes");
     if (!exe) return NULL;
-    const char *py = tony_args_value(o, "python_binary_path");
     const char *venv = tony_args_value(o, "python_venv");
     const char *params = tony_args_value(o, "task_params");
     tony_buf b = {0};
@@ -125,13 +141,16 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
 
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     if (tony_confargs_load(o, c, err)) return -1;
-    char *cmd = build_command(o);
+    const char *py = tony_args_value(o, "python_binary_path");
+    char *here = py ? interpreter_from_here(py, tony_args_value(o, "python_venv"), tony_args_value(o, "src_dir")) : NULL;
+    if (here) py = here;
+    char *cmd = build_command(o, py);
     if (cmd) tony_conf_set(c, "tony.containers.command", cmd, "--executes");
     free(cmd);
+    if (py) tony_conf_set(c, "tony.python-exec-path", py, "--python_binary_path");
+    free(here);
     if (apply_kv_list(c, o, "shell_env", "tony.execution.envs", err)) return -1;
     if (apply_kv_list(c, o, "container_env", "tony.containers.envs", err)) return -1;
-    const char *py = tony_args_value(o, "python_binary_path");
-    if (py) tony_conf_set(c, "tony.python-exec-path", py, "--python_binary_path");
     if (add_tensorboard_sidecar(c, o, err)) return -1;
     return 0;
 }

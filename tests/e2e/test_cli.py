@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import SHIPMENT_SEEN, job_processes, shipment, wait_for
+from conftest import SHIPMENT_SEEN, TONY, job_processes, shipment, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
 
@@ -26,6 +26,24 @@ def test_task_params_and_python_binary(tony, scripts):
                     "--task_params", "--lr 0.1", "--conf", "tony.worker.instances=1", *SMALL)
     assert r.rc == 0, r
     assert r.log("worker", 0).strip() == "args ['--lr', '0.1']"
+
+
+def test_relative_interpreter_without_venv_is_the_one_beside_the_user(tony, tmp_path, scripts):
+    """The README's first job names build/pyenv/bin/python from the
+    checkout: with no --python_venv to resolve it in, it is that file (as
+    an absolute path), not one looked for in each task's work dir."""
+    (scripts / "which.py").write_text("import sys; print('interpreter', sys.executable)\n")
+    here = tmp_path / "checkout"
+    (here / "env" / "bin").mkdir(parents=True)
+    (here / "env" / "bin" / "python").symlink_to("/usr/bin/python3")
+    base = ["submit", "--conf", "tony.local.vcores=16", "--conf", "tony.local.memory=16g"]
+    proc = subprocess.run([TONY, *base, "--src_dir", str(scripts), "--python_binary_path", "env/bin/python",
+                           "--executes", "which.py", "--conf", "tony.worker.instances=1", *SMALL],
+                          cwd=here, env=tony.env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    job = sorted((tony.home / "jobs").iterdir())[-1]
+    out = (job / "attempts" / "0" / "worker-0" / "stdout").read_text()
+    assert out.strip() == f"interpreter {here / 'env' / 'bin' / 'python'}", out
 
 
 def test_dry_run_prints_plan_and_runs_nothing(tony):
