@@ -28,7 +28,7 @@ static tony_opt submit_opts[] = {
     {"task_params", NULL, true, false, "arguments appended to the command", false, {0}},
     {"src_dir", NULL, true, false, "source directory (zipped) or archive, unpacked in each task's work dir", false, {0}},
     {"python_venv", NULL, true, false, "zipped virtualenv, unpacked into venv/ in each task", false, {0}},
-    {"python_binary_path", NULL, true, false, "interpreter; a relative path resolves inside venv/, without a venv from here", false, {0}},
+    {"python_binary_path", NULL, true, false, "interpreter; relative: inside venv/, else from here", false, {0}},
     {"shell_env", NULL, true, true, "K=V for the user's process (repeatable)", false, {0}},
     {"container_env", NULL, true, true, "K=V for the container (repeatable)", false, {0}},
     TONY_CONF_OPTS,
