@@ -65,6 +65,12 @@ static const verb verbs[] = {
     {"executor", run_executor, NULL},
 };
 
+static const verb *find_verb(const char *name) {
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (strcmp(name, verbs[i].name) == 0) return &verbs[i];
+    return NULL;
+}
+
 static void usage(FILE *out) {
     fprintf(out, "tony %s: distributed ML jobs (TensorFlow, PyTorch, MXNet, JAX, XGBoost) on one machine or a cluster\n\n"
                  "usage: tony VERB [options]   (tony VERB --help for a verb's options)\n\n", TONY_VERSION);
@@ -81,15 +87,26 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        /* tony help VERB: that verb's own options, as VERB --help prints them */
+        const verb *v = find_verb(argv[2]);
+        if (!v || !v->help) {
+            fprintf(stderr, "tony help: unknown verb '%s'\n\n", argv[2]);
+            usage(stderr);
+            return 2;
+        }
+        char *help_argv[] = {(char *)"--help", NULL};
+        return v->run(1, help_argv);
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
         printf("tony %s\n", TONY_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
-        if (strcmp(argv[1], verbs[i].name) == 0) return verbs[i].run(argc - 2, argv + 2);
+    const verb *v = find_verb(argv[1]);
+    if (v) return v->run(argc - 2, argv + 2);
     fprintf(stderr, "tony: unknown verb '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -34,7 +34,7 @@ static tony_opt submit_opts[] = {
     TONY_CONF_OPTS,
     {"sidecar_tensorboard_log_dir", NULL, true, false, "run a TensorBoard sidecar on this log dir", false, {0}},
     {"hdfs_classpath", NULL, true, false, "HDFS paths added to every container (yarn backend)", false, {0}},
-    {"backend", NULL, true, false, "local or yarn (tony.application.backend)", false, {0}},
+    {"backend", NULL, true, false, "local, yarn or slurm (tony.application.backend)", false, {0}},
     {"dry-run", "dry_run", false, false, "print the resolved plan and run nothing", false, {0}},
     {"detach", NULL, false, false, "print the job id and return once the job started", false, {0}},
     {"help", "h", false, false, "show this help", false, {0}},

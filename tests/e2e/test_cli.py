@@ -272,6 +272,12 @@ def test_unknown_verb_and_help(tony):
     assert r.rc == 2 and "unknown verb" in r.err
     r = tony.run("submit", "--help")
     assert r.rc == 0 and "--src_dir" in r.out
+    assert "local, yarn or slurm" in r.out
+    # `tony help VERB` is `tony VERB --help`, for every verb the usage lists
+    for verb in ("submit", "status", "kill", "logs", "list", "history", "portal"):
+        assert tony.run("help", verb).out == tony.run(verb, "--help").out, verb
+    r = tony.run("help", "frobnicate")
+    assert r.rc == 2 and "unknown verb 'frobnicate'" in r.err
 
 
 def conf_xml(path, **keys):
