@@ -184,7 +184,9 @@ json_t *am_job_json(const tony_am *am) {
         json_object_set_new(o, JOB_TENSORBOARD_TASK, json_sprintf("%s:%d", tb->role->name, tb->index));
     }
     /* Right-sizing once the job is over; the numbers are final then. */
-    json_object_set_new(o, JOB_ADVICE, (am->fsm.state == AM_JOB_DONE) ? tony_sizing_advice(tasks) : json_array());
+    json_object_set_new(o, JOB_ADVICE, (am->fsm.state == AM_JOB_DONE)
+                                          ? tony_sizing_advice(tasks, am->plan.sizing_min_run_ms)
+                                          : json_array());
     if (am->history) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
         char *where = am_history_where(am->history);

@@ -491,7 +491,11 @@ json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
     json_t *tasks = build_tasks(events, log, metrics, req);
     json_object_set_new(o, "events", events);
     json_object_set_new(o, "log", log ? log : json_array());
-    json_object_set_new(o, "advice", tony_sizing_advice(tasks));
+    /* the job's own threshold (its tony-final.xml), else the default's */
+    long long min_run_ms = 60000;
+    tony_error ignored;
+    if (conf) tony_conf_get_ll(conf, "tony.application.sizing-min-run-ms", min_run_ms, &min_run_ms, &ignored);
+    json_object_set_new(o, "advice", tony_sizing_advice(tasks, min_run_ms));
     json_object_set_new(o, "tasks", tasks);
     json_object_set_new(o, "has_metrics", json_boolean(metrics != NULL));
     if (flags & TONY_HIST_WITH_CONFIG) json_object_set_new(o, "config", conf ? config_json(conf) : json_array());

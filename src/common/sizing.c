@@ -3,6 +3,7 @@
 #include "common/sizing.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,15 @@ static double metric(const json_t *m, const char *name) {
     return json_is_number(v) ? json_number_value(v) : -1;
 }
 
-static void fold(role_use *r, const json_t *t) {
+/* Whether the task's process started and ran long enough to be sized. */
+static bool ran_long_enough(const json_t *t, long long min_run_ms) {
+    const json_t *started = json_object_get(t, JOB_TASK_STARTED_MS), *finished = json_object_get(t, JOB_TASK_FINISHED_MS);
+    if (!json_is_integer(started) || !json_is_integer(finished)) return false;
+    return json_integer_value(finished) - json_integer_value(started) >= min_run_ms;
+}
+
+static void fold(role_use *r, const json_t *t, long long min_run_ms) {
+    if (!ran_long_enough(t, min_run_ms)) return;
     const json_t *m = json_object_get(t, JOB_TASK_METRICS);
     double mem = metric(m, JOB_METRIC_MAX_MEMORY_BYTES);
     if (mem < 0) return;
@@ -132,7 +141,7 @@ static void advise(const role_use *r, json_t *advice) {
             "average with %lld vcore(s)", r->role, peak, req, pct, r->avg_cpu < 0 ? 0 : r->avg_cpu, r->vcores);
 }
 
-json_t *tony_sizing_advice(const json_t *tasks) {
+json_t *tony_sizing_advice(const json_t *tasks, long long min_run_ms) {
     role_use roles[64];
     size_t n = 0;
     size_t i;
@@ -149,7 +158,7 @@ json_t *tony_sizing_advice(const json_t *tasks) {
                                     json_integer_value(json_object_get(req, JOB_REQ_VCORES)),
                                     json_integer_value(json_object_get(req, JOB_REQ_GPUS)), -1, -1, -1, -1, 0};
         }
-        fold(&roles[k], t);
+        fold(&roles[k], t, min_run_ms);
     }
     json_t *advice = json_array();
     for (size_t k = 0; k < n; k++)

@@ -15,10 +15,14 @@
 #define TONY_SIZING_HEADROOM 1.5
 
 /* tasks: [{"role":..,"requested":{"memory_bytes","vcores","gpus"},
- * "metrics":{"MAX_MEMORY_BYTES",...}}] (the job JSON's tasks). Returns
- * [{"role","kind":"memory|cpu|gpu|ok","text",("key","value")}], roles in
- * the order they first appear; roles never measured get nothing. */
-json_t *tony_sizing_advice(const json_t *tasks);
+ * "started_ms","finished_ms","metrics":{"MAX_MEMORY_BYTES",...}}] (the job
+ * JSON's tasks). Returns [{"role","kind":"memory|cpu|gpu|ok","text",
+ * ("key","value")}], roles in the order they first appear. Only tasks whose
+ * process started and ran at least min_run_ms count (samples of a task that
+ * never started, or of a few seconds, under-measure what it needs, and
+ * advice to shrink would get a real run killed): a role without one gets
+ * nothing. */
+json_t *tony_sizing_advice(const json_t *tasks, long long min_run_ms);
 
 /* "104 MiB", "8 GiB", "1.5 GiB" into buf. */
 const char *tony_sizing_bytes(double bytes, char *buf, size_t n);

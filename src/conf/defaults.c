@@ -64,6 +64,9 @@ static const tony_conf_default defaults[] = {
      "containers are). tony.<type>.restart-policy overrides it for the job type whose task failed first."},
     {"tony.application.restart-backoff-ms", "1000",
      "Wait before the first restart of a failed attempt, in ms (ours); each later restart waits twice as long."},
+    {"tony.application.sizing-min-run-ms", "60000",
+     "Right-sizing advice (ours) comes only from tasks whose process ran at least this long, in ms: a task that "
+     "never started or ran briefly says nothing about the memory a real run needs."},
     {"tony.application.restart-backoff-max-ms", "60000", "The longest wait between attempts, in ms (ours)."},
     {"tony.application.restart-mode", "in-place",
      "How a failed attempt restarts (tony.am.retry-count): in-place keeps the healthy containers and starts the "

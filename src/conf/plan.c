@@ -338,6 +338,7 @@ static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
         if (rc) return -1;
     }
     if (get_nonneg_ll(c, "tony.application.restart-backoff-ms", 1000, &p->restart_backoff_ms, err)) return -1;
+    if (get_nonneg_ll(c, "tony.application.sizing-min-run-ms", 60000, &p->sizing_min_run_ms, err)) return -1;
     if (get_nonneg_ll(c, "tony.application.restart-backoff-max-ms", 60000, &p->restart_backoff_max_ms, err))
         return -1;
     return 0;

@@ -68,6 +68,7 @@ typedef struct tony_plan {
     bool lockstep;
     int retry_count;                    /* tony.am.retry-count */
     tony_restart_policy restart_policy; /* tony.application.restart-policy */
+    long long sizing_min_run_ms;        /* tony.application.sizing-min-run-ms: the shortest run right-sizing uses */
     long long restart_backoff_ms;       /* tony.application.restart-backoff-ms: the first wait, doubled after */
     long long restart_backoff_max_ms;   /* tony.application.restart-backoff-max-ms: the longest wait */
     /* tony.application.restart-mode: in-place (default) keeps healthy

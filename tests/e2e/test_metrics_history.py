@@ -14,7 +14,10 @@ import fastavro
 
 from conftest import TONY, call, wait_for
 
-FAST = ["--conf", "tony.task.metrics-interval-ms=200", "--conf", "tony.worker.instances=1"]
+# Tasks of a second or two are sized here (by default only runs of a minute
+# or more are: tony.application.sizing-min-run-ms).
+FAST = ["--conf", "tony.task.metrics-interval-ms=200", "--conf", "tony.worker.instances=1",
+        "--conf", "tony.application.sizing-min-run-ms=0"]
 TONY_METRICS = ["MAX_MEMORY_BYTES", "AVG_MEMORY_BYTES", "MAX_GPU_UTILIZATION", "AVG_GPU_UTILIZATION",
                 "MAX_GPU_FB_MEMORY_USAGE", "AVG_GPU_FB_MEMORY_USAGE", "MAX_GPU_MAIN_MEMORY_USAGE",
                 "AVG_GPU_MAIN_MEMORY_USAGE"]
@@ -279,3 +282,22 @@ def test_history_and_portal_take_the_location_from_conf(tony, tmp_path):
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=20)
     assert p.returncode == 0, err
+
+
+def test_no_right_sizing_from_a_failed_start_or_a_brief_run(tony, scripts):
+    """Advice that is wrong is worse than none: a task whose command never
+    started (exit 127) measured only the executor, and one of a few seconds
+    is sampled too rarely to see its peak; by default neither is sized."""
+    r = tony.submit("--executes", "no-such-interpreter train.py", "--conf", "tony.task.metrics-interval-ms=200",
+                    "--conf", "tony.chief.instances=1", "--conf", "tony.chief.memory=2g")
+    assert r.rc != 0, r
+    assert r.status()["advice"] == [] and "right-sizing" not in r.text, r
+    alloc_script(scripts, 200, 1.2)
+    r = tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3", "--executes", "alloc.py",
+                    "--conf", "tony.worker.memory=8g", "--conf", "tony.task.metrics-interval-ms=200",
+                    "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    assert r.task("worker", 0)["metrics"]["MAX_MEMORY_BYTES"] >= 200 * MB  # measured, and shown as such
+    assert r.status()["advice"] == [] and "right-sizing" not in r.text, r
+    h = tony.run("history", r.status()["app_id"], "--json")
+    assert h.rc == 0 and json.loads(h.out)["advice"] == [], h

@@ -116,7 +116,8 @@ def hist(tmp_path_factory):
     assert ok.rc == 0, ok
     fail, fail_id = submit(tony, scripts, "fail", "portal-fail")
     assert fail.rc == 1, fail
-    mem, mem_id = submit(tony, scripts, "mem", "portal-mem", "--conf", "tony.application.framework=pytorch")
+    mem, mem_id = submit(tony, scripts, "mem", "portal-mem", "--conf", "tony.application.framework=pytorch",
+                         "--conf", "tony.application.sizing-min-run-ms=0")
     assert mem.rc == 0, mem
     retry, retry_id = submit(tony, scripts, "retry", "portal-retry", "--conf", "tony.am.retry-count=1")
     assert retry.rc == 0, retry

@@ -15,10 +15,16 @@
 #define MIB (1024LL * 1024)
 #define GIB (1024 * MIB)
 
+/* The shortest run that counts, and a task's process that ran 2 minutes. */
+#define MIN_RUN_MS 60000
+#define STARTED_MS 1700000000000LL
+#define RAN_MS 120000
+
 static json_t *task(const char *role, long long req_mem, int vcores, int gpus, double peak_mem, double max_cpu,
                     double avg_cpu, double avg_gpu) {
-    return json_pack("{s:s,s:{s:I,s:i,s:i},s:{s:f,s:f,s:f,s:f}}", "role", role, "requested", "memory_bytes",
-                     (json_int_t)req_mem, "vcores", vcores, "gpus", gpus, "metrics", "MAX_MEMORY_BYTES", peak_mem,
+    return json_pack("{s:s,s:{s:I,s:i,s:i},s:I,s:I,s:{s:f,s:f,s:f,s:f}}", "role", role, "requested", "memory_bytes",
+                     (json_int_t)req_mem, "vcores", vcores, "gpus", gpus, "started_ms", (json_int_t)STARTED_MS,
+                     "finished_ms", (json_int_t)(STARTED_MS + RAN_MS), "metrics", "MAX_MEMORY_BYTES", peak_mem,
                      "MAX_CPU_PERCENT", max_cpu, "AVG_CPU_PERCENT", avg_cpu, "AVG_GPU_UTILIZATION", avg_gpu);
 }
 
@@ -40,7 +46,7 @@ static void test_far_more_memory_than_used(void **state) {
     json_t *tasks = json_array();
     json_array_append_new(tasks, task("worker", 8 * GIB, 1, 0, 104.0 * MIB, 90, 50, -1));
     json_array_append_new(tasks, task("worker", 8 * GIB, 1, 0, 80.0 * MIB, 90, 50, -1));
-    json_t *adv = tony_sizing_advice(tasks);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
     json_t *a = only(adv, "worker", "memory");
     assert_non_null(a);
     assert_string_equal(json_string_value(json_object_get(a, "text")),
@@ -56,7 +62,7 @@ static void test_close_to_the_limit(void **state) {
     (void)state;
     json_t *tasks = json_array();
     json_array_append_new(tasks, task("ps", 2 * GIB, 1, 0, 1.9 * GIB, 50, 20, -1));
-    json_t *adv = tony_sizing_advice(tasks);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
     json_t *a = only(adv, "ps", "memory");
     assert_non_null(a);
     assert_non_null(strstr(json_string_value(json_object_get(a, "text")), "close to the limit"));
@@ -70,7 +76,7 @@ static void test_cpu_and_gpu(void **state) {
     json_t *tasks = json_array();
     json_array_append_new(tasks, task("worker", 4 * GIB, 8, 2, 2.5 * GIB, 130, 80, 4));
     json_array_append_new(tasks, task("chief", 4 * GIB, 2, 1, 2.5 * GIB, 200, 195, -1));
-    json_t *adv = tony_sizing_advice(tasks);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
     json_t *cpu = only(adv, "worker", "cpu");
     assert_non_null(cpu);
     assert_string_equal(json_string_value(json_object_get(cpu, "value")), "2");
@@ -92,7 +98,7 @@ static void test_right_sized_and_unmeasured(void **state) {
     json_t *tasks = json_array();
     json_array_append_new(tasks, task("worker", 1 * GIB, 1, 0, 600.0 * MIB, 95, 60, -1));
     json_array_append_new(tasks, task("evaluator", 1 * GIB, 1, 0, -1, -1, -1, -1)); /* never sampled */
-    json_t *adv = tony_sizing_advice(tasks);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
     assert_int_equal(json_array_size(adv), 1);
     json_t *ok = only(adv, "worker", "ok");
     assert_non_null(ok);
@@ -100,9 +106,39 @@ static void test_right_sized_and_unmeasured(void **state) {
     assert_null(json_object_get(ok, "key"));
     json_decref(adv);
     json_decref(tasks);
-    adv = tony_sizing_advice(NULL);
+    adv = tony_sizing_advice(NULL, MIN_RUN_MS);
     assert_int_equal(json_array_size(adv), 0);
     json_decref(adv);
+}
+
+/* A task whose process never started (exit 127: no interpreter), or ran a
+ * few seconds, under-measures what the role needs: no advice from it. A
+ * role with one long run is sized from that run only. */
+static void test_no_advice_from_tasks_that_never_ran_or_ran_briefly(void **state) {
+    (void)state;
+    json_t *tasks = json_array();
+    json_t *never = task("chief", 2 * GIB, 1, 0, 15.0 * MIB, 1, 1, -1);
+    json_object_del(never, "started_ms");
+    json_array_append_new(tasks, never);
+    json_t *brief = task("worker", 2 * GIB, 1, 0, 21.0 * MIB, 90, 50, -1);
+    json_object_set_new(brief, "finished_ms", json_integer(STARTED_MS + 4000));
+    json_array_append_new(tasks, brief);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
+    assert_int_equal(json_array_size(adv), 0);
+    json_decref(adv);
+    /* a second worker that ran long enough: its peak, not the brief one's */
+    json_array_append_new(tasks, task("worker", 2 * GIB, 1, 0, 700.0 * MIB, 90, 50, -1));
+    adv = tony_sizing_advice(tasks, MIN_RUN_MS);
+    assert_int_equal(json_array_size(adv), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(only(adv, "worker", "ok"), "text")), "700 MiB"));
+    json_decref(adv);
+    /* a job that lowers the threshold (tony.application.sizing-min-run-ms):
+     * the brief run counts, a process that never started still does not */
+    adv = tony_sizing_advice(tasks, 0);
+    assert_int_equal(json_array_size(adv), 1);
+    assert_non_null(only(adv, "worker", "ok"));
+    json_decref(adv);
+    json_decref(tasks);
 }
 
 static void test_sizes_for_people(void **state) {
@@ -123,6 +159,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_far_more_memory_than_used), cmocka_unit_test(test_close_to_the_limit),
         cmocka_unit_test(test_cpu_and_gpu), cmocka_unit_test(test_right_sized_and_unmeasured),
+        cmocka_unit_test(test_no_advice_from_tasks_that_never_ran_or_ran_briefly),
         cmocka_unit_test(test_sizes_for_people),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
