@@ -224,6 +224,10 @@ def test_portal_serves_no_linked_or_oversized_history_file(tony, tmp_path):
         p.proc.terminate()
         p.proc.communicate(timeout=20)
         p.err.close()
+    err = p.err_path.read_text()
+    assert p.proc.returncode == 0, err
+    for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+        assert marker not in err, err
 
 
 # ---- configuration files ----------------------------------------------------
