@@ -56,7 +56,8 @@ struct am_rendezvous {
     uid_t owner;
     tony_workq *resolver; /* cluster only */
     known_host *hosts_seen;
-    size_t nhosts_seen;
+    size_t nhosts_seen, caphosts_seen;
+    json_t *host_index; /* name -> its index in hosts_seen: every request looks up every task's host */
     unsigned long refused; /* for the log: the first refusals, then one in 1000 */
     tony_host_check hosts; /* as the coordinator's API: no page of another site (DNS rebinding) */
     entry *items;
@@ -245,9 +246,9 @@ static void resolve_run(void *arg) {
 static void resolve_done(void *arg, bool ran) {
     resolve_job *j = arg;
     am_rendezvous *r = j->r;
-    for (size_t i = 0; i < r->nhosts_seen; i++) {
-        known_host *h = &r->hosts_seen[i];
-        if (strcmp(h->name, j->name) != 0) continue;
+    json_t *at = json_object_get(r->host_index, j->name);
+    if (at) {
+        known_host *h = &r->hosts_seen[json_integer_value(at)];
         h->pending = false;
         h->addrs = j->addrs;
         h->naddrs = j->naddrs;
@@ -256,7 +257,6 @@ static void resolve_done(void *arg, bool ran) {
         if (ran && !h->naddrs)
             tony_warn("the Horovod rendezvous cannot resolve %s, where a task registered from: its requests are "
                       "refused", h->name);
-        break;
     }
     free(j->addrs);
     free(j->name);
@@ -264,9 +264,13 @@ static void resolve_done(void *arg, bool ran) {
 }
 
 static known_host *host_seen(am_rendezvous *r, const char *name) {
-    for (size_t i = 0; i < r->nhosts_seen; i++)
-        if (strcmp(r->hosts_seen[i].name, name) == 0) return &r->hosts_seen[i];
-    r->hosts_seen = tony_xrealloc(r->hosts_seen, (r->nhosts_seen + 1) * sizeof *r->hosts_seen);
+    json_t *at = json_object_get(r->host_index, name);
+    if (at) return &r->hosts_seen[json_integer_value(at)];
+    if (r->nhosts_seen == r->caphosts_seen) {
+        r->caphosts_seen = r->caphosts_seen ? 2 * r->caphosts_seen : 16;
+        r->hosts_seen = tony_xrealloc(r->hosts_seen, r->caphosts_seen * sizeof *r->hosts_seen);
+    }
+    json_object_set_new(r->host_index, name, json_integer((json_int_t)r->nhosts_seen));
     known_host *h = &r->hosts_seen[r->nhosts_seen++];
     *h = (known_host){.name = tony_strdup(name), .pending = true};
     /* an address needs no name server: known at once */
@@ -307,13 +311,22 @@ static bool from_a_task_host(am_rendezvous *r, const struct sockaddr_storage *pe
     return ok;
 }
 
+static int deny(int status, char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int deny(int status, char *why, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 /* 0: a task of the job sent req; else the HTTP status to refuse it with,
  * and why in words. */
 static int check_peer(am_rendezvous *r, struct evhttp_request *req, char *why, size_t n, char *who, size_t wn) {
     struct evhttp_connection *c = evhttp_request_get_connection(req);
     const struct sockaddr *pa = c ? evhttp_connection_get_addr(c) : NULL;
     snprintf(who, wn, "an unknown peer");
-    if (!pa) return snprintf(why, n, "its address is unknown"), 403;
+    if (!pa) return deny(403, why, n, "its address is unknown");
     struct sockaddr_storage peer;
     unmap(pa, &peer);
     char text[INET6_ADDRSTRLEN];
@@ -326,19 +339,19 @@ static int check_peer(am_rendezvous *r, struct evhttp_request *req, char *why, s
         socklen_t len = sizeof self_raw;
         struct bufferevent *bev = evhttp_connection_get_bufferevent(c);
         if (!bev || getsockname(bufferevent_getfd(bev), (struct sockaddr *)&self_raw, &len) != 0)
-            return snprintf(why, n, "this end of its connection is unknown"), 403;
+            return deny(403, why, n, "this end of its connection is unknown");
         unmap((struct sockaddr *)&self_raw, &self);
         long long uid = socket_owner(&peer, &self);
-        if (uid < 0) return snprintf(why, n, "it is no process of this machine"), 403;
+        if (uid < 0) return deny(403, why, n, "it is no process of this machine");
         if ((uid_t)uid != r->owner)
-            return snprintf(why, n, "it is a process of uid %lld, not of the job's owner (uid %u)", uid,
-                            (unsigned)r->owner), 403;
+            return deny(403, why, n, "it is a process of uid %lld, not of the job's owner (uid %u)", uid,
+                            (unsigned)r->owner);
         return 0;
     }
     bool pending;
     if (from_a_task_host(r, &peer, &pending)) return 0;
-    if (pending) return snprintf(why, n, "the job's task hosts are still being resolved: try again"), 503;
-    return snprintf(why, n, "it is none of the hosts the job's tasks registered from"), 403;
+    if (pending) return deny(503, why, n, "the job's task hosts are still being resolved: try again");
+    return deny(403, why, n, "it is none of the hosts the job's tasks registered from");
 }
 
 static void refuse_peer(am_rendezvous *r, struct evhttp_request *req, int status, const char *why, const char *who) {
@@ -431,8 +444,10 @@ am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, co
     am_rendezvous *r = tony_xcalloc(1, sizeof *r);
     r->job = job;
     r->same_machine = same_machine;
+    r->host_index = json_object();
     r->owner = geteuid();
     if (!same_machine && !(r->resolver = tony_workq_new(base, 2, err))) {
+        json_decref(r->host_index);
         free(r);
         return NULL;
     }
@@ -445,6 +460,7 @@ am_rendezvous *am_rendezvous_start(struct event_base *base, const char *host, co
     if (tony_http_server_listen(r->http, host, 0, &r->port, err)) {
         tony_http_server_free(r->http);
         tony_workq_free(r->resolver);
+        json_decref(r->host_index);
         free(r);
         return NULL;
     }
@@ -483,6 +499,7 @@ void am_rendezvous_free(am_rendezvous *r) {
         free(r->hosts_seen[i].addrs);
     }
     free(r->hosts_seen);
+    json_decref(r->host_index);
     tony_host_check_free(&r->hosts);
     free(r);
 }
