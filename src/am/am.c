@@ -430,7 +430,9 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     if (am_api_start(am, o->yarn || o->listen_all ? "0.0.0.0" : am->host, err)) return -1;
     am_record_start(am);
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
-        am->rendezvous = am_rendezvous_start(am->base, am->host, err);
+        /* the local backend's tasks are this user's processes on this machine */
+        bool same_machine = !o->yarn && (!o->backend || strcmp(o->backend, "local") == 0);
+        am->rendezvous = am_rendezvous_start(am->base, am->host, &am->fsm.job, same_machine, err);
         if (!am->rendezvous) return -1;
     }
     am->tick = event_new(am->base, -1, EV_PERSIST, on_tick, am);

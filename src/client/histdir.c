@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/client.h"
@@ -21,12 +22,22 @@
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
-static void push(tony_hist_list *l, const tony_jhist_meta *m, const char *dir, const char *name) {
+static tony_hist_job job_at(const tony_jhist_meta *m, const char *dir, const char *name, const char *tree) {
+    return (tony_hist_job){*m, tony_strdup(dir), name ? tony_path_join(dir, name) : NULL, tony_strdup(tree)};
+}
+
+static void push(tony_hist_list *l, const tony_jhist_meta *m, const char *dir, const char *name, const char *tree) {
     if (l->len == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
         l->items = tony_xrealloc(l->items, l->cap * sizeof *l->items);
     }
-    l->items[l->len++] = (tony_hist_job){*m, tony_strdup(dir), name ? tony_path_join(dir, name) : NULL};
+    l->items[l->len++] = job_at(m, dir, name, tree);
+}
+
+static void job_free(tony_hist_job *j) {
+    free(j->dir);
+    free(j->file);
+    free(j->tree);
 }
 
 static tony_hist_job *find(tony_hist_list *l, const char *app_id) {
@@ -37,24 +48,23 @@ static tony_hist_job *find(tony_hist_list *l, const char *app_id) {
 
 /* One file per coordinator; a job's newest start wins (TonY's rule for AM
  * retries), and a finished file over an in-progress one of the same start. */
-static bool add_file(tony_hist_list *l, const char *dir, const char *name) {
+static bool add_file(tony_hist_list *l, const char *dir, const char *name, const char *tree) {
     tony_jhist_meta m;
     if (!tony_jhist_parse_name(name, &m) || !tony_hist_valid_id(m.app_id)) return false;
     tony_hist_job *j = find(l, m.app_id);
     if (!j) {
-        push(l, &m, dir, name);
+        push(l, &m, dir, name, tree);
         return true;
     }
     if (j->file && (m.start_ms < j->meta.start_ms || (m.start_ms == j->meta.start_ms && m.in_progress))) return true;
-    free(j->dir);
-    free(j->file);
-    *j = (tony_hist_job){m, tony_strdup(dir), tony_path_join(dir, name)};
+    job_free(j);
+    *j = job_at(&m, dir, name, tree);
     return true;
 }
 
 /* A job dir with no .jhist at all (its coordinator died before writing
  * one, or the file was removed) still shows, so its other files can be. */
-static void add_bare_dir(tony_hist_list *l, const char *dir) {
+static void add_bare_dir(tony_hist_list *l, const char *dir, const char *tree) {
     const char *name = tony_basename(dir);
     if (!tony_hist_valid_id(name) || find(l, name)) return;
     char *conf = tony_path_join(dir, TONY_JOBDIR_CONF), *log = tony_path_join(dir, TONY_JHIST_EVENTS_LOG);
@@ -66,12 +76,12 @@ static void add_bare_dir(tony_hist_list *l, const char *dir) {
     snprintf(m.app_id, sizeof m.app_id, "%s", name);
     snprintf(m.user, sizeof m.user, "?");
     snprintf(m.status, sizeof m.status, "UNKNOWN");
-    push(l, &m, dir, NULL);
+    push(l, &m, dir, NULL, tree);
 }
 
 /* finished/ is yyyy/mm/dd/<appId>/ deep, intermediate/ one level: depth 0
  * is a job's own dir. */
-static void scan(tony_hist_list *l, const char *dir, int depth) {
+static void scan(tony_hist_list *l, const char *dir, int depth, const char *tree) {
     DIR *d = opendir(dir);
     if (!d) return;
     bool any = false;
@@ -80,14 +90,14 @@ static void scan(tony_hist_list *l, const char *dir, int depth) {
         if (de->d_name[0] == '.') continue;
         char *p = tony_path_join(dir, de->d_name);
         if (tony_is_dir(p)) {
-            if (depth > 0) scan(l, p, depth - 1);
-        } else if (add_file(l, dir, de->d_name)) {
+            if (depth > 0) scan(l, p, depth - 1, tree);
+        } else if (add_file(l, dir, de->d_name, tree)) {
             any = true;
         }
         free(p);
     }
     closedir(d);
-    if (depth == 0 && !any) add_bare_dir(l, dir);
+    if (depth == 0 && !any) add_bare_dir(l, dir, tree);
 }
 
 static int newest_first(const void *a, const void *b) {
@@ -104,16 +114,18 @@ void tony_hist_dirs_from(const tony_conf *conf, const char *location_flag, const
 }
 
 void tony_hist_scan(const tony_jhist_dirs *d, tony_hist_list *out) {
-    scan(out, d->finished, 4);
-    scan(out, d->intermediate, 1);
+    /* the trees' own paths may pass through links (a root on another disk) */
+    const char *trees[2] = {d->finished, d->intermediate};
+    for (int i = 0; i < 2; i++) {
+        char *real = realpath(trees[i], NULL);
+        if (real) scan(out, trees[i], i == 0 ? 4 : 1, real);
+        free(real);
+    }
     if (out->len) qsort(out->items, out->len, sizeof *out->items, newest_first);
 }
 
 void tony_hist_list_free(tony_hist_list *l) {
-    for (size_t i = 0; i < l->len; i++) {
-        free(l->items[i].dir);
-        free(l->items[i].file);
-    }
+    for (size_t i = 0; i < l->len; i++) job_free(&l->items[i]);
     free(l->items);
     memset(l, 0, sizeof *l);
 }
@@ -166,20 +178,51 @@ json_t *tony_hist_job_json(const tony_hist_job *j) {
     return o;
 }
 
-static tony_conf *load_conf(const char *dir, tony_error *err) {
-    char *path = tony_path_join(dir, TONY_JOBDIR_CONF);
+/* One of j's files (path), opened as histdir.h says and read whole when it
+ * has at most max bytes: 0, 1 when there is no such file, -1 when it is
+ * refused or cannot be read (err). */
+static int read_job_file(const tony_hist_job *j, const char *path, size_t max, const char *what, char **data,
+                         size_t *len, tony_error *err) {
+    int fd = -1;
+    int rc = tony_open_within(j->tree ? j->tree : j->dir, path, &fd, err);
+    if (rc) return rc;
+    rc = tony_read_fd_capped(fd, path, max, what, data, len, err);
+    close(fd);
+    return rc;
+}
+
+static tony_conf *load_conf(const tony_hist_job *j, tony_error *err) {
+    char *path = tony_path_join(j->dir, TONY_JOBDIR_CONF), *text = NULL;
+    size_t len;
     tony_conf *c = NULL;
-    if (!tony_file_exists(path)) {
-        tony_err(err, "no %s in %s: the job's configuration is unknown", TONY_JOBDIR_CONF, dir);
-    } else {
+    int rc = read_job_file(j, path, TONY_CONF_FILE_MAX, "a job's configuration", &text, &len, err);
+    if (rc == 1) {
+        tony_err(err, "no %s in %s: the job's configuration is unknown", TONY_JOBDIR_CONF, j->dir);
+    } else if (rc == 0) {
         c = tony_conf_new();
-        if (tony_conf_load_file(c, path, err)) {
+        if (tony_conf_load_text(c, path, text, len, err)) {
             tony_conf_free(c);
             c = NULL;
         }
     }
+    free(text);
     free(path);
     return c;
+}
+
+/* A JSON file of j (NULL: none, or *problem says why). */
+static json_t *load_json(const tony_hist_job *j, const char *path, size_t max, const char *what, bool *missing,
+                         tony_error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_job_file(j, path, max, what, &text, &len, err);
+    *missing = rc == 1;
+    if (rc) return NULL;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!root) tony_err(err, "%s is not valid JSON (line %d: %s)", path, je.line, je.text);
+    return root;
 }
 
 /* Roles straight from tony.<t>.instances (no validation: a job whose
@@ -204,8 +247,8 @@ static json_t *facts_of(const tony_conf *c) {
                      "roles", roles, "task_count", (json_int_t)total);
 }
 
-int tony_hist_conf_facts(const char *dir, json_t **out, tony_error *err) {
-    tony_conf *c = load_conf(dir, err);
+int tony_hist_conf_facts(const tony_hist_job *j, json_t **out, tony_error *err) {
+    tony_conf *c = load_conf(j, err);
     *out = c ? facts_of(c) : NULL;
     tony_conf_free(c);
     return c ? 0 : -1;
@@ -247,9 +290,10 @@ static json_t *read_log(const tony_hist_job *j, json_t *problems) {
     bool last_bad = false;
     json_t *out = NULL;
     tony_error err;
-    if (!tony_file_exists(path)) {
+    int rc = read_job_file(j, path, TONY_HIST_EVENTS_MAX, "a job's event log", &text, &len, &err);
+    if (rc == 1) {
         /* TonY's own history has none: not a problem */
-    } else if (tony_read_file(path, &text, &len, &err)) {
+    } else if (rc) {
         problem(problems, "%s", err.msg);
     } else {
         out = json_array();
@@ -272,16 +316,16 @@ static json_t *read_log(const tony_hist_job *j, json_t *problems) {
 /* metrics.json: {"attempts":[{"attempt":N,"tasks":[..]}]} or NULL. */
 static json_t *read_metrics(const tony_hist_job *j, json_t *problems) {
     char *path = tony_path_join(j->dir, TONY_JHIST_METRICS);
-    json_t *root = NULL;
-    if (!tony_file_exists(path)) {
+    bool missing;
+    tony_error err;
+    json_t *root = load_json(j, path, TONY_HIST_METRICS_MAX, "a job's metrics file", &missing, &err);
+    if (missing) {
         if (!j->meta.in_progress && j->file)
             problem(problems, "no %s in %s: no per-task metric series to plot (written when a job ends, by tony "
                               "since its history portal)", TONY_JHIST_METRICS, j->dir);
     } else {
-        json_error_t je;
-        root = json_load_file(path, 0, &je);
         if (!root) {
-            problem(problems, "%s is not valid JSON (line %d: %s); no metric series", path, je.line, je.text);
+            problem(problems, "%s; no metric series", err.msg);
         } else if (!json_is_array(json_object_get(root, JOB_HIST_ATTEMPTS))) {
             problem(problems, "%s has no \"attempts\" list; no metric series", path);
             json_decref(root);
@@ -468,17 +512,29 @@ static json_t *config_json(const tony_conf *c) {
     return out;
 }
 
+static int read_jhist(const tony_hist_job *j, json_t **events, tony_error *err) {
+    char *data = NULL;
+    size_t len = 0;
+    *events = NULL;
+    int rc = read_job_file(j, j->file, TONY_HIST_JHIST_MAX, "a job's history file", &data, &len, err);
+    if (rc == 1) rc = tony_err(err, "%s is gone", j->file);
+    if (rc == 0) rc = tony_jhist_decode(j->file, data, len, events, err);
+    else tony_err_wrap(err, "cannot read the history file");
+    free(data);
+    return rc;
+}
+
 json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
     json_t *o = tony_hist_job_json(j), *problems = json_array(), *events = NULL;
     tony_error err;
     if (!j->file)
         problem(problems, "no .jhist file in %s: the coordinator never wrote its history, or the file was removed",
                 j->dir);
-    else if (tony_jhist_read(j->file, &events, &err))
+    else if (read_jhist(j, &events, &err))
         problem(problems, "%s", err.msg);
     if (!events) events = json_array();
     json_t *log = read_log(j, problems);
-    tony_conf *conf = load_conf(j->dir, &err);
+    tony_conf *conf = load_conf(j, &err);
     json_t *req = NULL;
     if (!conf) problem(problems, "%s", err.msg);
     else {
@@ -508,8 +564,9 @@ json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
 
 json_t *tony_hist_task_series(const tony_hist_job *j, const char *role, int index, int attempt, tony_error *err) {
     char *path = tony_path_join(j->dir, TONY_JHIST_METRICS);
-    json_error_t je;
-    json_t *root = tony_file_exists(path) ? json_load_file(path, 0, &je) : NULL, *found = NULL;
+    bool missing;
+    tony_error lerr;
+    json_t *root = load_json(j, path, TONY_HIST_METRICS_MAX, "a job's metrics file", &missing, &lerr), *found = NULL;
     json_t *attempts = json_object_get(root, JOB_HIST_ATTEMPTS);
     for (size_t i = json_array_size(attempts); i-- > 0 && !found;) {
         json_t *a = json_array_get(attempts, i), *at = json_object_get(a, JOB_HIST_ATTEMPT), *t;
@@ -529,7 +586,8 @@ json_t *tony_hist_task_series(const tony_hist_job *j, const char *role, int inde
         }
     }
     if (!found) {
-        if (!root) tony_err(err, "no metric series for this job: %s is %s", path, tony_file_exists(path) ? "not valid JSON" : "missing");
+        if (!root && missing) tony_err(err, "no metric series for this job: %s is missing", path);
+        else if (!root) tony_err(err, "no metric series for this job: %s", lerr.msg);
         else tony_err(err, "no metric series for %s:%d%s in %s", role, index, attempt >= 0 ? " in that attempt" : "", path);
     }
     json_decref(root);

@@ -19,6 +19,7 @@ typedef struct tony_hist_job {
     tony_jhist_meta meta; /* from the .jhist's name; a dir without one: its name, status UNKNOWN */
     char *dir;
     char *file; /* the .jhist chosen (TonY's rule: the newest start), NULL when the dir has none */
+    char *tree; /* the real path of the tree it was found in: every file read must lie in it */
 } tony_hist_job;
 
 typedef struct tony_hist_list {
@@ -56,10 +57,20 @@ char *tony_hist_lost_reason(const tony_hist_job *j, const char *root);
  * reason, and the reason among its "problems". */
 void tony_hist_note_lost(json_t *o, const tony_hist_job *j, const char *root);
 
+/* A history tree is written by the jobs of everyone who runs them, and read
+ * by a portal that may serve it to others: each of a job's files is opened
+ * as the portal opens logs (no symbolic link, a regular file, inside the
+ * tree: tony_open_within) and read only when it has at most so many bytes;
+ * a larger one is a problem that says so, never read. */
+#define TONY_HIST_JHIST_MAX (128u << 20)
+#define TONY_HIST_EVENTS_MAX (128u << 20)
+#define TONY_HIST_METRICS_MAX (128u << 20)
+/* (tony-final.xml: TONY_CONF_FILE_MAX, as any configuration file.) */
+
 /* What tony-final.xml says for the job list: {"name","framework",
  * "queue","roles":{"worker":2,..},"task_count":N}; -1 with err when it cannot be
  * read. */
-int tony_hist_conf_facts(const char *dir, json_t **out, tony_error *err);
+int tony_hist_conf_facts(const tony_hist_job *j, json_t **out, tony_error *err);
 
 enum { TONY_HIST_WITH_CONFIG = 1 };
 /* The job in full: tony_hist_job_json plus "events" (the .jhist's records),

@@ -101,7 +101,7 @@ static json_t *facts_for(portal *p, json_t *fresh, const tony_hist_job *j) {
         json_integer_value(json_object_get(e, "size")) != size) {
         json_t *facts;
         tony_error err;
-        e = tony_hist_conf_facts(j->dir, &facts, &err)
+        e = tony_hist_conf_facts(j, &facts, &err)
                 ? json_pack("{s:I,s:I,s:s}", "mtime_ns", mtime, "size", size, "error", err.msg)
                 : json_pack("{s:I,s:I,s:o}", "mtime_ns", mtime, "size", size, "facts", facts);
     } else {

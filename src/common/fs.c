@@ -113,6 +113,46 @@ int tony_read_file(const char *path, char **out, size_t *len, tony_error *err) {
     return 0;
 }
 
+static const char *file_kind(mode_t m) {
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+int tony_read_fd_capped(int fd, const char *path, size_t max, const char *what, char **out, size_t *len,
+                        tony_error *err) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tony_err(err, "%s is %s, not a regular file: refused as %s", path, file_kind(st.st_mode), what);
+    if ((unsigned long long)st.st_size > max)
+        return tony_err(err, "%s has %lld bytes: more than %s may have (%zu bytes); refused, not read", path,
+                        (long long)st.st_size, what, max);
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    long long size;
+    /* at most max bytes even if it grows meanwhile */
+    if (tony_read_range_fd(fd, path, 0, max, &b, &size, err)) {
+        tony_buf_free(&b);
+        return -1;
+    }
+    *out = b.data;
+    if (len) *len = b.len;
+    return 0;
+}
+
+int tony_read_regular_file(const char *path, size_t max, const char *what, char **out, size_t *len, tony_error *err) {
+    /* O_NONBLOCK: a FIFO opens at once, to be refused, instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return tony_err(err, "cannot read %s: %s", path, strerror(errno));
+    int rc = tony_read_fd_capped(fd, path, max, what, out, len, err);
+    close(fd);
+    return rc;
+}
+
 int tony_read_range(const char *path, long long offset, size_t max, tony_buf *out, long long *size,
                     tony_error *err) {
     *size = 0;

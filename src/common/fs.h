@@ -22,6 +22,14 @@ bool tony_is_dir(const char *path);
 bool tony_file_exists(const char *path);
 /* Reads a whole file into a NUL-terminated malloc'ed buffer. */
 int tony_read_file(const char *path, char **out, size_t *len, tony_error *err);
+/* Reads a regular file whole into a NUL-terminated malloc'ed buffer, if it
+ * has at most max bytes: a FIFO, a device or a directory is refused at
+ * once (never waited on, never read), and so is a larger file (never read
+ * at all). what names the file's use in the message ("a configuration
+ * file"). The same for a file already open (fd stays open). */
+int tony_read_regular_file(const char *path, size_t max, const char *what, char **out, size_t *len, tony_error *err);
+int tony_read_fd_capped(int fd, const char *path, size_t max, const char *what, char **out, size_t *len,
+                        tony_error *err);
 /* Writes atomically (temp file + rename) with the given mode. */
 /* Reads up to max bytes of path from offset into out (appended) and sets
  * *size to the file's size; a file that does not exist yet reads as empty. */

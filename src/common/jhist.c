@@ -298,10 +298,15 @@ int tony_jhist_read(const char *path, json_t **events, tony_error *err) {
     char *data = NULL;
     size_t len = 0;
     if (tony_read_file(path, &data, &len, err)) return tony_err_wrap(err, "cannot read the history file");
+    int rc = tony_jhist_decode(path, data, len, events, err);
+    free(data);
+    return rc;
+}
+
+int tony_jhist_decode(const char *path, const char *data, size_t len, json_t **events, tony_error *err) {
     /* Our own decoder, not avro-c's reader: a damaged file must give an
      * error, never a crash or a leak (see avroread.h). */
     int rc = tony_avro_decode(data, len, events, err);
-    free(data);
     if (rc) tony_err_wrap(err, "history file %s is damaged", path);
     if (rc && !json_array_size(*events)) {
         json_decref(*events);

@@ -83,5 +83,7 @@ void tony_jhist_writer_free(tony_jhist_writer *w); /* closes the file */
  * A damaged file: -1, err naming it and the byte, and *events the events
  * before the damage (the caller frees them), NULL when there are none. */
 int tony_jhist_read(const char *path, json_t **events, tony_error *err);
+/* The same from the file's bytes, read by the caller (path for messages). */
+int tony_jhist_decode(const char *path, const char *data, size_t len, json_t **events, tony_error *err);
 
 #endif

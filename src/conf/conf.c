@@ -407,20 +407,21 @@ static int load_configuration(tony_conf *c, const xmlNode *root, const char *pat
 int tony_conf_load_file(tony_conf *c, const char *path, tony_error *err) {
     char *data;
     size_t len;
-    if (tony_read_file(path, &data, &len, err)) return -1;
-    if (len > INT_MAX) {
-        free(data);
-        return tony_err(err, "%s: file too large for a configuration file", path);
-    }
+    if (tony_read_regular_file(path, TONY_CONF_FILE_MAX, "a configuration file", &data, &len, err)) return -1;
+    int rc = tony_conf_load_text(c, path, data, len, err);
+    free(data);
+    return rc;
+}
+
+int tony_conf_load_text(tony_conf *c, const char *path, const char *data, size_t len, tony_error *err) {
+    if (len > TONY_CONF_FILE_MAX)
+        return tony_err(err, "%s has %zu bytes: more than a configuration file may have (%u bytes)", path, len,
+                        TONY_CONF_FILE_MAX);
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (!ctxt) {
-        free(data);
-        return tony_err(err, "%s: cannot create an XML parser", path);
-    }
+    if (!ctxt) return tony_err(err, "%s: cannot create an XML parser", path);
     /* No network, no external entities: a tony.xml is data, not a program. */
     xmlDocPtr doc = xmlCtxtReadMemory(ctxt, data, (int)len, path, NULL,
                                       XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    free(data);
     int rc = 0;
     if (!doc) {
         xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
@@ -448,15 +449,19 @@ int tony_conf_load_file(tony_conf *c, const char *path, tony_error *err) {
 int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err) {
     tony_conf_load_defaults(c);
     if (conf_file) {
-        if (tony_conf_load_file(c, conf_file, err)) return -1;
+        if (tony_conf_load_file(c, conf_file, err)) return tony_err_wrap(err, "--conf_file %s", conf_file);
     } else if (tony_file_exists("tony.xml")) {
-        if (tony_conf_load_file(c, "tony.xml", err)) return -1;
+        if (tony_conf_load_file(c, "tony.xml", err))
+            return tony_err_wrap(err, "tony.xml in the current directory (read when no --conf_file is given)");
     }
     const char *dir = getenv("TONY_CONF_DIR");
-    if (!dir || !*dir) dir = TONY_DEFAULT_CONF_DIR;
+    bool from_env = dir && *dir;
+    if (!from_env) dir = TONY_DEFAULT_CONF_DIR;
     char *site = tony_path_join(dir, "tony-site.xml");
     int rc = 0;
-    if (tony_file_exists(site)) rc = tony_conf_load_file(c, site, err);
+    if (tony_file_exists(site) && tony_conf_load_file(c, site, err))
+        rc = tony_err_wrap(err, "the site configuration (tony-site.xml in %s)",
+                           from_env ? "$TONY_CONF_DIR" : "the default configuration directory");
     free(site);
     return rc;
 }

@@ -22,10 +22,17 @@ void tony_conf_load_defaults(tony_conf *c);
  * (but never a key an earlier file marked <final>true</final>). Errors name
  * the file and, for malformed XML, the line. */
 int tony_conf_load_file(tony_conf *c, const char *path, tony_error *err);
+/* A configuration file has at most this many bytes (TonY's are a few KB):
+ * tony_conf_load_file refuses a larger one, and anything but a regular
+ * file (a FIFO, /dev/zero, a directory), at once, without reading it. */
+#define TONY_CONF_FILE_MAX (16u << 20)
+/* The same from a file's bytes already read (path for messages). */
+int tony_conf_load_text(tony_conf *c, const char *path, const char *data, size_t len, tony_error *err);
 /* Loads the client's layers in TonY's order: defaults, then conf_file (or
  * ./tony.xml when conf_file is NULL and it exists), then
  * $TONY_CONF_DIR/tony-site.xml when it exists. --conf values come after,
- * through tony_conf_set_cli. */
+ * through tony_conf_set_cli. An error names the file and where it came
+ * from (--conf_file, ./tony.xml, TONY_CONF_DIR). */
 int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err);
 
 /* Plain set: replaces. source says where the value came from (shown by

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -526,12 +527,64 @@ static void test_many_properties(void **state) {
     remove_tmpdir(dir);
 }
 
+/* A configuration file must be a regular file under the cap: anything else
+ * is refused at once (a FIFO never waited on), naming the file and, through
+ * tony_conf_load_layers, where it came from. */
+static void test_file_checks(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    tony_conf *c = tony_conf_new();
+    tony_error err;
+    char *fifo = tony_path_join(dir, "conf.fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    double t0 = now_s();
+    assert_int_equal(tony_conf_load_file(c, fifo, &err), -1);
+    assert_true(now_s() - t0 < 1.0);
+    assert_contains(err.msg, fifo);
+    assert_contains(err.msg, "is a FIFO, not a regular file");
+    assert_int_equal(tony_conf_load_file(c, "/dev/zero", &err), -1);
+    assert_contains(err.msg, "/dev/zero is a character device");
+    assert_int_equal(tony_conf_load_file(c, dir, &err), -1);
+    assert_contains(err.msg, "is a directory");
+    /* one byte over the cap: refused without being read (sparse, so cheap) */
+    char *big = tony_path_join(dir, "big.xml");
+    FILE *f = fopen(big, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)TONY_CONF_FILE_MAX + 1), 0);
+    fclose(f);
+    assert_int_equal(tony_conf_load_file(c, big, &err), -1);
+    assert_contains(err.msg, big);
+    assert_contains(err.msg, "more than a configuration file may have");
+    /* at the cap it is read (and here found malformed: all NULs) */
+    assert_int_equal(truncate(big, (off_t)TONY_CONF_FILE_MAX), 0);
+    assert_int_equal(tony_conf_load_file(c, big, &err), -1);
+    assert_contains(err.msg, "malformed XML");
+    /* the layers name the flag */
+    assert_int_equal(tony_conf_load_layers(c, fifo, &err), -1);
+    assert_contains(err.msg, "--conf_file ");
+    assert_contains(err.msg, "is a FIFO");
+    /* and the site file, by where it was looked for */
+    char *site = tony_path_join(dir, "tony-site.xml");
+    assert_int_equal(symlink("/dev/zero", site), 0);
+    setenv("TONY_CONF_DIR", dir, 1);
+    assert_int_equal(tony_conf_load_layers(c, NULL, &err), -1);
+    unsetenv("TONY_CONF_DIR");
+    assert_contains(err.msg, "tony-site.xml in $TONY_CONF_DIR");
+    assert_contains(err.msg, "character device");
+    tony_conf_free(c);
+    free(site);
+    free(big);
+    free(fifo);
+    remove_tmpdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_load_file),    cmocka_unit_test(test_final),
         cmocka_unit_test(test_precedence),    cmocka_unit_test(test_multi_value),  cmocka_unit_test(test_write_reload),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_memory_strings), cmocka_unit_test(test_typed_getters),
         cmocka_unit_test(test_job_types),     cmocka_unit_test(test_resources),    cmocka_unit_test(test_many_properties),
+        cmocka_unit_test(test_file_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,13 +184,13 @@ static void test_scan(void **state) {
     assert_null(tony_hist_find(&l, "application_9_0009"));
     json_t *facts;
     tony_error err;
-    assert_int_equal(tony_hist_conf_facts(tony_hist_find(&l, "application_1_0001")->dir, &facts, &err), 0);
+    assert_int_equal(tony_hist_conf_facts(tony_hist_find(&l, "application_1_0001"), &facts, &err), 0);
     assert_string_equal(json_string_value(json_object_get(facts, "name")), "demo");
     assert_string_equal(json_string_value(json_object_get(facts, "framework")), "pytorch");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(facts, "roles"), "worker")), 2);
     assert_int_equal(json_integer_value(json_object_get(facts, "task_count")), 2);
     json_decref(facts);
-    assert_int_equal(tony_hist_conf_facts(tony_hist_find(&l, "application_1_0004")->dir, &facts, &err), -1);
+    assert_int_equal(tony_hist_conf_facts(tony_hist_find(&l, "application_1_0004"), &facts, &err), -1);
     assert_null(facts);
     assert_non_null(strstr(err.msg, "tony-final.xml"));
     tony_hist_list_free(&l);

@@ -439,7 +439,8 @@ static int coordinator_secrets(const tony_conf *conf, const json_t *sources, jso
     if (refresh && strcasecmp(refresh, "false") == 0) return 0;
     char *bytes = NULL;
     size_t len = 0;
-    if (tony_read_file(keytab, &bytes, &len, err))
+    /* a keytab holds a few keys: a FIFO or a huge file is a mistake, not read */
+    if (tony_read_regular_file(keytab, 16u << 20, "a keytab", &bytes, &len, err))
         return tony_err_wrap(err, "%s: the keytab to hand the coordinator (%s=false keeps it here)",
                              TONY_KEYTAB_LOCATION_KEY, TONY_KEYTAB_REFRESH_KEY);
     char *json = json_dumps(sources, JSON_COMPACT | JSON_SORT_KEYS);

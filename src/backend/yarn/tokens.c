@@ -318,7 +318,9 @@ int yarn_credentials_parse(const void *buf, size_t len, const char *what, yarn_c
 int yarn_credentials_read_file(const char *path, yarn_credentials **out, tony_error *err) {
     char *data;
     size_t len;
-    if (tony_read_file(path, &data, &len, err) < 0) return tony_err_wrap(err, "reading the token file");
+    /* a few tokens: a FIFO or a huge file is a mistake, not read */
+    if (tony_read_regular_file(path, 64u << 20, "a token file", &data, &len, err) < 0)
+        return tony_err_wrap(err, "reading the token file");
     int rc = yarn_credentials_parse(data, len, path, out, err);
     free(data);
     return rc;
