@@ -20,6 +20,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
+#include "conf/keycheck.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
@@ -153,6 +154,18 @@ static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     if (apply_kv_list(c, o, "container_env", "tony.containers.envs", err)) return -1;
     if (add_tensorboard_sidecar(c, o, err)) return -1;
     return 0;
+}
+
+/* A misspelled tony.* key is refused before anything runs; one close to no
+ * key is named, as it may be a resource of TonY's tony.<type>.<resource>. */
+static int check_keys(const tony_conf *c, tony_error *err) {
+    tony_strv unknown = {0};
+    int rc = tony_conf_check_keys(c, &unknown, err);
+    for (size_t i = 0; rc == 0 && i < unknown.len; i++)
+        fprintf(stderr, "tony: note: %s (from %s) is no key tony reads; it is passed on as given\n",
+                unknown.items[i], tony_conf_get_source(c, unknown.items[i]));
+    tony_strv_free(&unknown);
+    return rc;
 }
 
 /* --backend, else tony.application.backend, else the one configured on this
@@ -339,7 +352,7 @@ int tony_cmd_submit(int argc, char **argv) {
         goto fail;
     }
     conf = tony_conf_new();
-    if (build_conf(submit_opts, conf, &err)) goto fail;
+    if (build_conf(submit_opts, conf, &err) || check_keys(conf, &err)) goto fail;
     char why[512];
     const char *backend = NULL;
     const tony_client_backend_ops *ops = choose_backend(submit_opts, conf, &backend, why, sizeof why);

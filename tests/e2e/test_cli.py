@@ -410,3 +410,26 @@ def test_submit_refuses_what_would_fail_later(tony):
     r = tony.submit(*base, "--conf", f"tony.{ok}.instances=1", "--conf", f"tony.{ok}.memory=256m")
     assert r.rc == 0, r
     assert r.log(ok, 0).strip() == "hi"
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_misspelled_keys_are_refused_with_the_key_meant(tony, tmp_path, dry_run):
+    """A typo in a key used to run the wrong job (tony.worker.instance=2 ran
+    one worker and SUCCEEDED): now it stops everything, in --conf and in a
+    tony.xml alike, and names the key meant."""
+    extra = ["--dry-run"] if dry_run else []
+    r = tony.submit(*extra, "--executes", "echo hi", "--conf", "tony.worker.instance=2", *SMALL)
+    assert r.rc == 2, r
+    assert "unknown key tony.worker.instance (from --conf): did you mean tony.worker.instances?" in r.err, r
+    xml = conf_xml(tmp_path / "tony.xml", **{"tony.worker.instances": "2",
+                                              "tony.application.python-exec-path": "/usr/bin/python3"})
+    r = tony.submit(*extra, "--conf_file", str(xml), "--executes", "echo hi", *SMALL)
+    assert r.rc == 2, r
+    assert f"tony.application.python-exec-path (from {xml}): did you mean tony.python-exec-path?" in r.err, r
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir())
+    # keys for the user's own code live outside tony.*; a resource of
+    # TonY's tony.<type>.<resource> is let through, and named
+    r = tony.submit(*extra, "--executes", "echo hi", "--conf", "my.own.key=1", "--conf", "tony.worker.fpga=0",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    assert "tony.worker.fpga (from --conf) is no key tony reads" in r.err and "my.own.key" not in r.err, r
