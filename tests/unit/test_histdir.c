@@ -45,6 +45,8 @@ static void write_conf(const char *rel) {
     tony_conf_set(c, "tony.application.name", "demo", "--conf");
     tony_conf_set(c, "tony.containers.command", "python train.py", "--executes");
     tony_conf_set(c, "tony.application.framework", "pytorch", "--conf");
+    /* its tasks ran seconds: sized all the same (the job's own threshold) */
+    tony_conf_set(c, "tony.application.sizing-min-run-ms", "0", "--conf");
     char *p = mkpath(rel);
     tony_error err;
     assert_int_equal(tony_conf_write_file(c, p, &err), 0);
