@@ -204,12 +204,13 @@ static void on_request(struct evhttp_request *req, void *arg) {
     }
     /* Each server checks the Host header against its own names (hostcheck.h),
      * which a request without one or with the target in absolute form
-     * ("GET http://elsewhere/v1/job") would pass by: both are refused for
+     * ("GET http://elsewhere/v1/job", or "//elsewhere/v1/job", which
+     * evhttp_uri_parse reads as one) would pass by: both are refused for
      * every server here, as HTTP/1.1 (RFC 9112 3.2) has a server do. */
     const char *uri = evhttp_request_get_uri(req);
     if (!evhttp_find_header(evhttp_request_get_input_headers(req), "Host"))
         tony_http_reply_error(req, 400, "the request has no Host header; name the server in one");
-    else if (!uri || uri[0] != '/')
+    else if (!uri || uri[0] != '/' || uri[1] == '/') /* "//host/path": an authority to evhttp_uri_parse */
         tony_http_reply_error(req, 400, "the request target must be a path (\"/v1/job\"), not an absolute URI");
     else
         s->handler(req, s->arg);
