@@ -31,6 +31,7 @@
 #define SKEW_MS 600000LL
 
 static struct event_base *base;
+static struct evhttp *http;
 static int port;
 static pthread_t thread;
 static int requests_seen;
@@ -80,7 +81,7 @@ static void *serve(void *arg) {
 static int setup(void **state) {
     (void)state;
     base = event_base_new();
-    struct evhttp *http = evhttp_new(base);
+    http = evhttp_new(base);
     evhttp_set_gencb(http, handle, NULL);
     struct evhttp_bound_socket *s = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
     if (!s) return -1;
@@ -98,6 +99,7 @@ static int teardown(void **state) {
     if (tony_http_call("GET", url, NULL, NULL, 5000, &r, NULL) == 0) tony_http_response_free(&r);
     free(url);
     pthread_join(thread, NULL);
+    evhttp_free(http);
     event_base_free(base);
     return 0;
 }
