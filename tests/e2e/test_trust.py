@@ -102,9 +102,9 @@ def running_job(tony, *conf):
 
 
 def test_squatter_on_a_dead_coordinators_port_gets_no_secret_and_runs_nothing(tony, attacker):
-    # heartbeats every 300 ms, 10 missed stop the task: the squatter has 3 s
+    # heartbeats every 300 ms, 20 missed stop the task: the squatter has 6 s to bind the port
     job, am, secret = running_job(tony, "--conf", "tony.task.heartbeat-interval-ms=300",
-                                  "--conf", "tony.task.max-missed-heartbeats=10")
+                                  "--conf", "tony.task.max-missed-heartbeats=20")
     port = int(urllib.parse.urlsplit(am["url"]).port)
     place = Path(tempfile.mkdtemp(prefix="tony-squat-", dir="/tmp"))
     try:
