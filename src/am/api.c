@@ -311,18 +311,20 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     if (v == TONY_APIAUTH_OK || v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
         tony_http_reply_sign(req, &key, c.nonce_hex);
     if (v == TONY_APIAUTH_OK) return true;
-    const char *why = v == TONY_APIAUTH_BAD_CLOCK    ? "the call's timestamp is too far from the coordinator's clock"
-                      : v == TONY_APIAUTH_BAD_REPLAY ? "this call was made before (a replay)"
-                      : v == TONY_APIAUTH_BAD_WRONG  ? "wrong " TONY_APIAUTH_HEADER ": it is not signed with the job's key"
-                                                     : "missing or malformed " TONY_APIAUTH_HEADER
-                                                       ": state changes must be signed with the job's key";
+    const char *why =
+        v == TONY_APIAUTH_BAD_CLOCK    ? "the call's timestamp is too far from the coordinator's clock"
+        : v == TONY_APIAUTH_BAD_REPLAY ? "this call was made before (a replay)"
+        : v == TONY_APIAUTH_BAD_WRONG  ? "wrong " TONY_APIAUTH_HEADER ": it is not signed with the job's key"
+                                       : "missing or malformed " TONY_APIAUTH_HEADER
+                                         ": state changes must be signed with the job's key";
     json_t *o = json_pack("{s:s,s:s}", AM_API_ERROR, why, TONY_APIAUTH_REFUSED, tony_apiauth_verdict_word(v));
     if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY) {
         json_object_set_new(o, TONY_APIAUTH_NOW_MS, json_integer(now));
         json_object_set_new(o, TONY_APIAUTH_FLOOR_MS, json_integer(tony_apiauth_replay_floor(am->auth_replay, sender)));
     }
     /* only calls that hold the key are logged: a stranger cannot fill the log */
-    if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY) tony_warn("refused a call to %s: %s", evhttp_request_get_uri(req), why);
+    if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
+        tony_warn("refused a call to %s: %s", evhttp_request_get_uri(req), why);
     am_reply_json(req, 403, o);
     return false;
 }

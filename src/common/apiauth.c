@@ -70,7 +70,8 @@ static void mac_lines(const tony_apiauth_key *key, const char *const *fields, si
 }
 
 static void request_mac(const tony_apiauth_key *key, const char *method, const char *host, const char *target,
-                        long long ts, const char *nonce_hex, const void *body, size_t len, unsigned char out[MAC_BYTES]) {
+                        long long ts, const char *nonce_hex, const void *body, size_t len,
+                        unsigned char out[MAC_BYTES]) {
     char tsbuf[24], digest[65];
     snprintf(tsbuf, sizeof tsbuf, "%lld", ts);
     body_digest_hex(body, len, digest);

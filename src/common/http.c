@@ -226,7 +226,8 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
         /* Nothing of it is acted on, not even its status. */
         ret = tony_err(err, "the answer (HTTP %ld) from %s is not signed by the job's coordinator (%s; a process that "
                             "took over its port?)",
-                       resp->status, authority, rh.sig ? "a wrong " TONY_APIAUTH_REPLY_HEADER : "no " TONY_APIAUTH_REPLY_HEADER);
+                       resp->status, authority,
+                       rh.sig ? "a wrong " TONY_APIAUTH_REPLY_HEADER : "no " TONY_APIAUTH_REPLY_HEADER);
         tony_http_response_free(resp);
         resp->status = 0;
         resp->len = 0;

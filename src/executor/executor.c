@@ -174,8 +174,8 @@ static json_t *call_at(const executor *x, const char *am, const char *verb, json
     const char *refused = json_string_value(json_object_get(j, TONY_APIAUTH_REFUSED));
     if (j && r.status == 403 && refused) {
         /* its clock corrected, and still refused: a failed call too */
-        tony_err(err, "the coordinator refused %s (%s): %s", verb, refused,
-                 json_string_value(json_object_get(j, AM_API_ERROR)) ? json_string_value(json_object_get(j, AM_API_ERROR)) : "?");
+        const char *why = json_string_value(json_object_get(j, AM_API_ERROR));
+        tony_err(err, "the coordinator refused %s (%s): %s", verb, refused, why ? why : "?");
         json_decref(j);
         j = NULL;
     }
