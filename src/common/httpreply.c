@@ -1,6 +1,7 @@
 /* The answers every HTTP server of tony gives alike (httpreply.h), so that
  * the coordinator's API and the portal cannot drift apart in status lines,
- * caching or what a bad request's error looks like. */
+ * caching or what a bad request's error looks like; and the one place where
+ * the coordinator's answers to signed calls are signed (apiauth.h). */
 #include "common/httpreply.h"
 
 #include <event2/buffer.h>
