@@ -503,6 +503,7 @@ static void am_teardown(tony_am *am) {
     free(am->job_dir);
     free(am->app_id);
     free(am->secret);
+    tony_apiauth_replay_free(am->auth_replay);
     free(am->self_exe);
     free(am->host);
     free(am->url);

@@ -18,6 +18,7 @@
 #include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
+#include "common/apiauth.h"
 #include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/reaper.h"
@@ -67,6 +68,7 @@ typedef struct tony_am {
     char *job_dir;
     char *app_id;
     char *secret;
+    tony_apiauth_replay *auth_replay; /* api.c: signed calls seen, per sender (common/apiauth.h) */
     char *self_exe;
     char *host; /* address executors reach us at */
     int port;

@@ -1,6 +1,7 @@
 /* The coordinator's HTTP+JSON API (/v1). Executors register, heartbeat and
  * report; clients and the web UI read the job and ask to kill it. Every call
- * that changes state must carry the job's secret. Registration is a long
+ * that changes state must be signed with a key derived from the job's secret
+ * (common/apiauth.h), and its answer is signed back. Registration is a long
  * poll: the answer comes the moment the gang is complete. */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
@@ -23,8 +24,9 @@
 #include "am/watch.h"
 #include "common/webui.h"
 #include "common/amapi.h"
+#include "common/apiauth.h"
 #include "common/fs.h"
-#include "common/http.h"
+#include "common/httpreply.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/log.h"
@@ -278,13 +280,53 @@ static json_t *read_body(struct evhttp_request *req) {
     return j;
 }
 
-static bool secret_ok(tony_am *am, struct evhttp_request *req) {
-    const char *s = evhttp_find_header(evhttp_request_get_input_headers(req), TONY_SECRET_HEADER);
-    if (!s || strlen(s) != strlen(am->secret)) return false;
-    /* constant-time compare: the secret guards every state change */
-    unsigned char diff = 0;
-    for (size_t i = 0; s[i]; i++) diff |= (unsigned char)(s[i] ^ am->secret[i]);
-    return diff == 0;
+/* The replay cache's sender of a call (apiauth.h): 0 for the job's
+ * clients (kill, finish) and calls naming no task of the job, 1 + the
+ * task's place in the job for its executor. */
+static size_t auth_sender(const tony_am *am, const am_task *t) {
+    return t ? 1 + (size_t)(t - am->fsm.job.tasks) : 0;
+}
+
+/* Whether a state-changing call proves the job's key (common/apiauth.h):
+ * a MAC over its method, Host, target, timestamp, nonce and body, within
+ * the window of this coordinator's clock, not seen before from its sender.
+ * Its answer, whatever it is and whenever it comes (a long poll), is
+ * signed for it once the MAC is good. A refusal is a 403 saying why; one
+ * about the caller's clock or a replay is signed and carries this
+ * coordinator's time (and the sender's floor), so that a genuine caller
+ * whose clock is off corrects it and tries again (common/http.c). */
+static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(body);
+    tony_apiauth_key key;
+    tony_apiauth_key_from_secret(am->secret, &key);
+    tony_apiauth_claim c;
+    long long now = tony_apiauth_wall_ms();
+    tony_apiauth_verdict v =
+        tony_apiauth_verify(&key, evhttp_find_header(in, TONY_APIAUTH_HEADER), "POST", evhttp_find_header(in, "Host"),
+                            evhttp_request_get_uri(req), n ? evbuffer_pullup(body, -1) : NULL, n, now, &c);
+    if (!am->auth_replay) am->auth_replay = tony_apiauth_replay_new();
+    if (v == TONY_APIAUTH_OK && !tony_apiauth_replay_check(am->auth_replay, sender, &c)) v = TONY_APIAUTH_BAD_REPLAY;
+    if (v == TONY_APIAUTH_OK || v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
+        tony_http_reply_sign(req, &key, c.nonce_hex);
+    if (v == TONY_APIAUTH_OK) return true;
+    const char *why =
+        v == TONY_APIAUTH_BAD_CLOCK    ? "the call's timestamp is too far from the coordinator's clock"
+        : v == TONY_APIAUTH_BAD_REPLAY ? "this call was made before (a replay)"
+        : v == TONY_APIAUTH_BAD_WRONG  ? "wrong " TONY_APIAUTH_HEADER ": it is not signed with the job's key"
+                                       : "missing or malformed " TONY_APIAUTH_HEADER
+                                         ": state changes must be signed with the job's key";
+    json_t *o = json_pack("{s:s,s:s}", AM_API_ERROR, why, TONY_APIAUTH_REFUSED, tony_apiauth_verdict_word(v));
+    if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY) {
+        json_object_set_new(o, TONY_APIAUTH_NOW_MS, json_integer(now));
+        json_object_set_new(o, TONY_APIAUTH_FLOOR_MS, json_integer(tony_apiauth_replay_floor(am->auth_replay, sender)));
+    }
+    /* only calls that hold the key are logged: a stranger cannot fill the log */
+    if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
+        tony_warn("refused a call to %s: %s", evhttp_request_get_uri(req), why);
+    am_reply_json(req, 403, o);
+    return false;
 }
 
 /* A task's log dir for attempt, or NULL when the job has no such task: the
@@ -573,13 +615,49 @@ static void log_matched(tony_am *am, am_task *t, const json_t *matches) {
     }
 }
 
+/* <role>/<index>/<verb>: a role of [a-z] (63 at most), an index of decimal
+ * digits only (no sign, no space) and a verb of [a-z] (31 at most). An
+ * index beyond an int is no task (*in_range false), never another one
+ * (sscanf's %d took 4294967296 for 0). */
+static bool parse_task_path(const char *rest, char role[64], int *index, bool *in_range, char verb[32]) {
+    size_t n = strspn(rest, "abcdefghijklmnopqrstuvwxyz");
+    if (n == 0 || n > 63 || rest[n] != '/') return false;
+    memcpy(role, rest, n);
+    role[n] = '\0';
+    rest += n + 1;
+    n = strspn(rest, "0123456789");
+    if (n == 0 || rest[n] != '/') return false;
+    long long v = 0;
+    *in_range = true;
+    for (size_t i = 0; i < n; i++) {
+        v = v * 10 + (rest[i] - '0');
+        if (v > INT_MAX) {
+            *in_range = false;
+            v = 0;
+            break;
+        }
+    }
+    *index = (int)v;
+    rest += n + 1;
+    n = strspn(rest, "abcdefghijklmnopqrstuvwxyz");
+    if (n == 0 || n > 31 || rest[n]) return false;
+    memcpy(verb, rest, n);
+    verb[n] = '\0';
+    return true;
+}
+
 /* /v1/tasks/<role>/<index>/<verb> */
 static void handle_task(tony_am *am, struct evhttp_request *req, const char *rest) {
     char role[64], verb[32];
-    int index, consumed = 0;
-    if (sscanf(rest, "%63[a-z]/%d/%31[a-z]%n", role, &index, verb, &consumed) != 3 || rest[consumed]) {
+    int index;
+    bool in_range;
+    if (!parse_task_path(rest, role, &index, &in_range, verb)) {
         am_reply_error(req, 404,
                     "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|watch|stacks>");
+        return;
+    }
+    if (!in_range) {
+        am_reply_error(req, 404, "no such task in this job");
         return;
     }
     if (!known_verb(verb)) {
@@ -613,11 +691,8 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_reply_error(req, 405, "use POST");
         return;
     }
-    if (!secret_ok(am, req)) {
-        am_reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
-        return;
-    }
     am_task *t = am_job_task(&am->fsm.job, role, index);
+    if (!authentic(am, req, auth_sender(am, t))) return;
     if (!t) {
         am_reply_error(req, 404, "no such task in this job");
         return;
@@ -861,8 +936,7 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
         else am_webui_reply(req, f);
     } else if (strcmp(path, AM_API_JOB_KILL) == 0 || strcmp(path, AM_API_JOB_FINISH) == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) am_reply_error(req, 405, "use POST");
-        else if (!secret_ok(am, req)) am_reply_error(req, 403, "missing or wrong " TONY_SECRET_HEADER);
-        else {
+        else if (authentic(am, req, auth_sender(am, NULL))) {
             bool kill = strcmp(path, AM_API_JOB_KILL) == 0;
             am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_OK));
             if (kill) {

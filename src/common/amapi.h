@@ -2,8 +2,9 @@
  * JSON fields executors send and get back and the words of its answers.
  * The coordinator (am/api.c), the executor, the client and the backends
  * name them from here only, so that the two sides cannot drift apart.
- * Every call that changes state carries the job's secret in
- * TONY_SECRET_HEADER (common/http.h). */
+ * Every call that changes state is signed with a key derived from the
+ * job's secret, and its answer signed back (common/apiauth.h: the secret
+ * itself never travels). */
 #ifndef TONY_AMAPI_H
 #define TONY_AMAPI_H
 

@@ -39,7 +39,7 @@ void tony_host_check_init_job_server(tony_host_check *c, int port, const char *o
 }
 
 bool tony_host_check_ok(const tony_host_check *c, const char *host) {
-    if (!host) return true;
+    if (!host) return false;
     /* [v6]:port, [v6], name:port, name */
     const char *end, *colon;
     if (*host == '[') {

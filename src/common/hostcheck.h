@@ -28,9 +28,9 @@ char *tony_host_check_add_this_host(tony_host_check *c);
  * answers: localhost and its addresses, any IP address, the name others
  * reach it by (own_name, the host in its URL) and this machine's name. */
 void tony_host_check_init_job_server(tony_host_check *c, int port, const char *own_name);
-/* Whether a request with this Host header (NULL: none, as HTTP/1.0 sends,
- * which no browser does) names the server: one of its names or, with
- * any_ip, an address, and no port or its own. */
+/* Whether a request with this Host header (NULL: none, never good: the
+ * servers refuse such requests before, httpserver.c) names the server: one
+ * of its names or, with any_ip, an address, and no port or its own. */
 bool tony_host_check_ok(const tony_host_check *c, const char *host);
 /* "localhost, 127.0.0.1, ::1, NAME or any address of this machine" for
  * messages; malloc'ed. */

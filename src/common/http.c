@@ -1,15 +1,21 @@
 /* libcurl easy handles, one per call: calls are rare (a heartbeat a second),
- * so simplicity beats connection reuse here. */
+ * so simplicity beats connection reuse here. Calls with the job's secret
+ * are signed, and their answers checked, with common/apiauth.h. */
 #include "common/http.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/apiauth.h"
 #include "common/fs.h"
 #include "common/strv.h"
 
@@ -92,20 +98,106 @@ static char *cookie_set(CURL *h, const char *name) {
     return found;
 }
 
-static int call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
-                bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp, tony_error *err) {
+/* What a header callback keeps: the value of the reply's signature header,
+ * of the last response (a 100 Continue's headers come first). */
+typedef struct reply_headers {
+    char *sig;
+} reply_headers;
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userp) {
+    reply_headers *h = userp;
+    size_t n = size * nmemb;
+    static const char name[] = TONY_APIAUTH_REPLY_HEADER ":";
+    if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        free(h->sig);
+        h->sig = NULL;
+    } else if (n > strlen(name) && strncasecmp(data, name, strlen(name)) == 0) {
+        const char *v = data + strlen(name);
+        size_t len = n - strlen(name);
+        while (len && (*v == ' ' || *v == '\t')) v++, len--;
+        while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ')) len--;
+        free(h->sig);
+        h->sig = strndup(v, len);
+    }
+    return n;
+}
+
+/* The URL's host[:port] (what the Host header says) and its target (path
+ * and query): both are signed, so both are sent as computed here. */
+static void split_url(const char *url, char **authority, char **target) {
+    const char *a = strstr(url, "://");
+    a = a ? a + 3 : url;
+    size_t alen = strcspn(a, "/?#");
+    *authority = strndup(a, alen);
+    const char *t = a + alen;
+    size_t tlen = strcspn(t, "#");
+    *target = tlen == 0 ? tony_strdup("/") : *t == '?' ? tony_sprintf("/%.*s", (int)tlen, t) : strndup(t, tlen);
+}
+
+/* This process's clock as the coordinator sees it (apiauth.h); the
+ * executor's watch thread calls too. */
+static tony_apiauth_clock auth_clock;
+static pthread_mutex_t auth_clock_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long long next_ts(void) {
+    pthread_mutex_lock(&auth_clock_lock);
+    long long ts = tony_apiauth_clock_next(&auth_clock, tony_apiauth_wall_ms());
+    pthread_mutex_unlock(&auth_clock_lock);
+    return ts;
+}
+
+/* A signed 403 about our clock or a replay (apiauth.h): the clock is set by
+ * the coordinator's and true is returned (worth one more try). */
+static bool corrected_clock(const tony_http_response *r) {
+    if (r->status != 403) return false;
+    json_t *j = json_loadb(r->body, r->len, 0, NULL);
+    const char *why = json_string_value(json_object_get(j, TONY_APIAUTH_REFUSED));
+    json_t *now = json_object_get(j, TONY_APIAUTH_NOW_MS);
+    bool fix = why && json_is_integer(now) &&
+               (strcmp(why, TONY_APIAUTH_CLOCK) == 0 || strcmp(why, TONY_APIAUTH_REPLAY) == 0);
+    if (fix) {
+        pthread_mutex_lock(&auth_clock_lock);
+        tony_apiauth_clock_correct(&auth_clock, tony_apiauth_wall_ms(), json_integer_value(now),
+                                   json_integer_value(json_object_get(j, TONY_APIAUTH_FLOOR_MS)));
+        pthread_mutex_unlock(&auth_clock_lock);
+    }
+    json_decref(j);
+    return fix;
+}
+
+static int call_once(const char *method, const char *url, const tony_apiauth_key *key, const char *body,
+                     long timeout_ms, bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp,
+                     tony_error *err) {
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
+    resp->unsigned_answer = false;
     CURL *h = new_handle();
     if (!h) return tony_err(err, "cannot create an HTTP handle");
     tony_buf out = {0};
     tony_buf_puts(&out, "");
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    char *auth = NULL;
-    if (secret) {
-        auth = tony_sprintf("%s: %s", TONY_SECRET_HEADER, secret);
+    char *auth = NULL, *host = NULL, *authority = NULL, *target = NULL;
+    tony_apiauth_request signed_req;
+    reply_headers rh = {0};
+    if (key) {
+        split_url(url, &authority, &target);
+        const char *b = body ? body : "";
+        if (tony_apiauth_sign_request(key, method, authority, target, b, strlen(b), next_ts(), &signed_req)) {
+            curl_slist_free_all(headers);
+            curl_easy_cleanup(h);
+            tony_buf_free(&out);
+            free(authority), free(target);
+            return tony_err(err, "%s %s: OpenSSL could not produce random bytes to sign the call", method, url);
+        }
+        host = tony_sprintf("Host: %s", authority);
+        auth = tony_sprintf("%s: %s", TONY_APIAUTH_HEADER, signed_req.header);
+        headers = curl_slist_append(headers, host);
         headers = curl_slist_append(headers, auth);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &rh);
+        /* the signed target is sent as it is */
+        curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
@@ -130,10 +222,35 @@ static int call(const char *method, const char *url, const char *secret, const c
     if (cookie_name) curl_easy_setopt(h, CURLOPT_COOKIEFILE, ""); /* the cookie engine, in memory */
     int ret = perform(h, method, url, &out, resp, err);
     if (ret == 0 && cookie_name) *cookie = cookie_set(h, cookie_name);
+    if (ret == 0 && key && !tony_apiauth_reply_ok(key, signed_req.nonce, resp->status, resp->body, resp->len, rh.sig)) {
+        /* Nothing of it is acted on, not even its status. */
+        ret = tony_err(err, "the answer (HTTP %ld) from %s is not signed by the job's coordinator (%s; a process that "
+                            "took over its port?)",
+                       resp->status, authority,
+                       rh.sig ? "a wrong " TONY_APIAUTH_REPLY_HEADER : "no " TONY_APIAUTH_REPLY_HEADER);
+        tony_http_response_free(resp);
+        resp->status = 0;
+        resp->len = 0;
+        resp->unsigned_answer = true;
+    }
     curl_slist_free_all(headers);
-    free(auth);
+    free(auth), free(host), free(authority), free(target), free(rh.sig);
     curl_easy_cleanup(h);
     return ret;
+}
+
+static int call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
+                bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp, tony_error *err) {
+    if (!secret) return call_once(method, url, NULL, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+    tony_apiauth_key key;
+    tony_apiauth_key_from_secret(secret, &key);
+    int rc = call_once(method, url, &key, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+    if (rc == 0 && corrected_clock(resp)) {
+        tony_http_response_free(resp);
+        rc = call_once(method, url, &key, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+    }
+    OPENSSL_cleanse(&key, sizeof key);
+    return rc;
 }
 
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
@@ -178,6 +295,7 @@ int tony_http_put_file(const char *url, const char *path, long stall_s, long max
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
+    resp->unsigned_answer = false;
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f || fstat(fileno(f), &st) != 0) {

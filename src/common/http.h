@@ -13,20 +13,28 @@ typedef struct tony_http_response {
     long status; /* HTTP status, 0 if no response */
     char *body;  /* NUL-terminated, never NULL after success */
     size_t len;  /* bytes in body (it may hold NULs of its own) */
+    /* A call with the job's secret got an answer that the job's coordinator
+     * did not sign (the call returned -1; status and body are gone). */
+    bool unsigned_answer;
 } tony_http_response;
-
-/* The job's secret travels in this header on every state-changing call. */
-#define TONY_SECRET_HEADER "X-Tony-Secret"
-/* (It reaches a task's executor in TASKENV_SECRET, common/taskenv.h,
- * unless its backend delivers it otherwise: tony_backend_task_secret.) */
 
 /* The CA bundle to use instead of libcurl's built-in one (builtin) when that
  * is missing here: the first readable of others (NULL-terminated), else
  * NULL (keep libcurl's). Exposed for its unit test. */
 const char *tony_http_pick_ca_file(const char *builtin, const char *const *others);
 
-/* method "GET"/"POST"; body may be NULL; secret may be NULL. Returns -1 when
- * no HTTP response came (refused, timeout), naming the URL. */
+/* method "GET"/"POST"; body may be NULL. Returns -1 when no HTTP response
+ * came (refused, timeout), naming the URL.
+ * With the job's secret (else NULL), the call is one to the job's
+ * coordinator: the secret never travels, the request is signed with a key
+ * derived from it (common/apiauth.h), and an answer that is not signed for
+ * this very request is refused (-1, unsigned_answer set): whoever answered
+ * does not hold the secret (a process that took over a dead coordinator's
+ * port). A signed refusal for the caller's clock (or a timestamp under its
+ * floor) sets this process's offset to the coordinator's time and the call
+ * is made once more. (The secret reaches a task's executor in
+ * TASKENV_SECRET, common/taskenv.h, unless its backend delivers it
+ * otherwise: tony_backend_task_secret.) */
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err);
 /* The same, proving who we are with SPNEGO (Kerberos, this process's

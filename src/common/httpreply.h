@@ -9,6 +9,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/apiauth.h"
+
 /* "OK", "Not Found", ...; "Error" for a code without one here. */
 const char *tony_http_reason(int code);
 /* s and a newline as the answer, of Content-Type type, never cached. */
@@ -21,5 +23,12 @@ void tony_http_reply_json(struct evhttp_request *req, int code, json_t *body);
 void tony_http_reply_error(struct evhttp_request *req, int code, const char *msg);
 /* len bytes of body as they are (no type, no newline). */
 void tony_http_reply_bytes(struct evhttp_request *req, int code, const void *body, size_t len);
+
+/* The answer to req, whenever it is sent through the functions above (a
+ * long poll's included), is signed for the request of nonce_hex with key
+ * (common/apiauth.h): its TONY_APIAUTH_REPLY_HEADER proves the job's
+ * coordinator answered that request. A process serves one job: the key
+ * is the last one given. */
+void tony_http_reply_sign(struct evhttp_request *req, const tony_apiauth_key *key, const char *nonce_hex);
 
 #endif

@@ -4,7 +4,9 @@
  * of every accepted connection (evhttp_set_bevcb), the connection itself is
  * picked up from that bufferevent's callback argument right after, and from
  * then on evhttp's close callback and the requests handed to the handler
- * tell whether it is open and whether a request of it is being answered. */
+ * tell whether it is open and whether a request of it is being answered.
+ * A request without Host, or with an absolute URI, never reaches the
+ * handler (400). */
 #include "common/httpserver.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/httpreply.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -199,7 +202,18 @@ static void on_request(struct evhttp_request *req, void *arg) {
         evhttp_request_set_on_complete_cb(req, on_complete, c);
         update_accepting(s);
     }
-    s->handler(req, s->arg);
+    /* Each server checks the Host header against its own names (hostcheck.h),
+     * which a request without one or with the target in absolute form
+     * ("GET http://elsewhere/v1/job", or "//elsewhere/v1/job", which
+     * evhttp_uri_parse reads as one) would pass by: both are refused for
+     * every server here, as HTTP/1.1 (RFC 9112 3.2) has a server do. */
+    const char *uri = evhttp_request_get_uri(req);
+    if (!evhttp_find_header(evhttp_request_get_input_headers(req), "Host"))
+        tony_http_reply_error(req, 400, "the request has no Host header; name the server in one");
+    else if (!uri || uri[0] != '/' || uri[1] == '/') /* "//host/path": an authority to evhttp_uri_parse */
+        tony_http_reply_error(req, 400, "the request target must be a path (\"/v1/job\"), not an absolute URI");
+    else
+        s->handler(req, s->arg);
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg) {

@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "common/amapi.h"
+#include "common/apiauth.h"
 #include "common/env.h"
 #include "common/fs.h"
 #include "common/http.h"
@@ -163,9 +164,21 @@ static json_t *call_at(const executor *x, const char *am, const char *verb, json
     free(url);
     free(s);
     *status = r.status;
+    /* An answer the job's coordinator did not sign (common/apiauth.h) is
+     * no answer: nothing it says is done, and the call counts as failed,
+     * so that the executor goes on looking for its coordinator. */
+    if (rc && r.unsigned_answer) tony_warn("ignoring an unsigned answer to %s: %s", verb, err->msg);
     if (rc) return NULL;
     json_t *j = json_loads(r.body, 0, NULL);
     if (!j) tony_err(err, "the coordinator answered %s with HTTP %ld and no JSON", verb, r.status);
+    const char *refused = json_string_value(json_object_get(j, TONY_APIAUTH_REFUSED));
+    if (j && r.status == 403 && refused) {
+        /* its clock corrected, and still refused: a failed call too */
+        const char *why = json_string_value(json_object_get(j, AM_API_ERROR));
+        tony_err(err, "the coordinator refused %s (%s): %s", verb, refused, why ? why : "?");
+        json_decref(j);
+        j = NULL;
+    }
     tony_http_response_free(&r);
     return j;
 }

@@ -1,14 +1,18 @@
 """Fixtures for end-to-end tests: they run the real `tony` binary (TONY_BIN,
 default build/bin/tony) against real processes on the local backend, each
 test in its own TONY_HOME so jobs never mix."""
+import hashlib
+import hmac
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -203,11 +207,67 @@ def alive(pid):
         return False
 
 
+def _apiauth_contract():
+    """The names and labels of src/common/apiauth.h, the one place that owns
+    them (TONY_APIAUTH_X -> "value")."""
+    text = (REPO / "src" / "common" / "apiauth.h").read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r'#define TONY_APIAUTH_(\w+) "([^"]*)"', text)}
+
+
+APIAUTH = _apiauth_contract()
+
+
+def api_key(secret):
+    """The job's control key, as common/apiauth.c derives it."""
+    return hmac.new(secret.encode(), APIAUTH["KEY_LABEL"].encode(), hashlib.sha256).digest()
+
+
+def sign_request(secret, method, host, target, body=b"", ts=None, nonce=None):
+    """(X-Tony-Auth value, nonce) of a request, as tony_apiauth_sign_request
+    makes it."""
+    ts = int(time.time() * 1000) if ts is None else ts
+    nonce = nonce or os.urandom(16).hex()
+    msg = "\n".join([APIAUTH["REQUEST_LABEL"], method, host, target, str(ts), nonce,
+                     hashlib.sha256(body).hexdigest()])
+    mac = hmac.new(api_key(secret), msg.encode(), hashlib.sha256).hexdigest()
+    return f"{APIAUTH['VERSION']} ts={ts} nonce={nonce} mac={mac}", nonce
+
+
+def reply_signed(secret, nonce, status, body, header):
+    """Whether an answer's X-Tony-Auth-Reply proves the job's coordinator
+    sent it for the request of nonce."""
+    msg = "\n".join([APIAUTH["REPLY_LABEL"], nonce, str(status), hashlib.sha256(body).hexdigest()])
+    want = f"{APIAUTH['VERSION']} mac=" + hmac.new(api_key(secret), msg.encode(), hashlib.sha256).hexdigest()
+    return header is not None and hmac.compare_digest(header, want)
+
+
+def signed_call(url, method="POST", body=None, secret=None):
+    """A call signed with the job's secret (the secret never travels):
+    (status, headers, body bytes, whether the answer is signed for it)."""
+    u = urllib.parse.urlsplit(url)
+    target = u.path + (f"?{u.query}" if u.query else "")
+    data = b"" if body is None else body.encode()
+    auth, nonce = sign_request(secret, method, u.netloc, target, data)
+    req = urllib.request.Request(url, method=method, data=data if method == "POST" else None)
+    req.add_header("Host", u.netloc)
+    req.add_header(APIAUTH["HEADER"], auth)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            status, headers, out = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        status, headers, out = e.code, e.headers, e.read()
+    return status, headers, out, reply_signed(secret, nonce, status, out, headers.get(APIAUTH["REPLY_HEADER"]))
+
+
 def call(url, method="GET", body=None, secret=None):
-    """One coordinator API call: (HTTP status, the JSON answer)."""
-    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
+    """One coordinator API call: (HTTP status, the JSON answer). With the
+    job's secret it is signed as executors sign (common/apiauth.h), and an
+    answer of 2xx must be signed back."""
     if secret:
-        req.add_header("X-Tony-Secret", secret)
+        status, _, out, ok = signed_call(url, method, body, secret)
+        assert ok or status >= 400, f"the answer ({status}) to {method} {url} is not signed"
+        return status, json.loads(out or b"{}")
+    req = urllib.request.Request(url, method=method, data=None if body is None else body.encode())
     try:
         with urllib.request.urlopen(req, timeout=5) as r:
             return r.status, json.loads(r.read() or b"{}")

@@ -1,5 +1,5 @@
 """The coordinator's HTTP API against bad and hostile requests: every
-state-changing call needs the job's secret, malformed bodies and paths get a
+state-changing call must be signed with the job's key, malformed bodies and paths get a
 clear 4xx, and none of it disturbs the running job. Also Ctrl-C on the
 client kills the job, as in TonY."""
 import json
@@ -80,6 +80,47 @@ def test_only_its_own_host_names(tony):
     time.sleep(2)  # heartbeats go on
     st, body = call(url + "/v1/job")
     assert st == 200 and [t["state"] for t in body["tasks"]] == ["RUNNING", "RUNNING"]
+    assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
+    wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
+
+
+def raw_request(url, request):
+    """A request sent byte for byte (no client adds a Host or fixes the
+    target): (status, body)."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(request.encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_no_host_absolute_uri_and_wrapping_indices_are_refused(tony):
+    """Issue 20 #7: a request without Host (HTTP/1.1 or 1.0) or with an
+    absolute URI passed the Host check by; an index past an int wrapped to
+    another task (4294967296 was worker 0)."""
+    job, url, secret = running_job(tony)
+    hostport = url.split("//")[1]
+    for req in ("GET /v1/job HTTP/1.1\r\nConnection: close\r\n\r\n",
+                "GET /v1/job HTTP/1.0\r\n\r\n",
+                "GET /v1/tasks/worker/0/log HTTP/1.1\r\nConnection: close\r\n\r\n"):
+        code, body = raw_request(url, req)
+        assert code == 400 and b"no Host header" in body, (req, code, body)
+    for target in (f"http://{hostport}/v1/job", "http://evil.example/v1/job", f"//{hostport}/v1/job"):
+        code, body = raw_request(url, f"GET {target} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n")
+        assert code == 400 and b"worker" not in body, (target, code, body)
+    code, _, body = raw_get(url, "/v1/tasks/worker/0/log?stream=stdout")
+    assert code == 200
+    for index in ("4294967296", "2147483648", "99999999999999999999999", "-1", "+0", "%200", "0x0"):
+        for verb in ("log", "metrics", "stacks"):
+            code, _, body = raw_get(url, f"/v1/tasks/worker/{index}/{verb}")
+            assert code == 404, (index, verb, code, body[:200])
+            assert b"worker" not in body or b"no such task" in body or b"unknown path" in body, body[:200]
+    assert call(url + "/v1/tasks/worker/4294967296/heartbeat", "POST", '{"attempt":0}', secret=secret)[0] == 404
+    st, body = call(url + "/v1/job")
+    assert [t["state"] for t in body["tasks"]] == ["RUNNING", "RUNNING"]
     assert call(url + "/v1/job/kill", "POST", "{}", secret=secret)[0] == 200
     wait_for(lambda: json.loads((job / "status.json").read_text())["final_status"] == "KILLED", 30, what="KILLED")
 

@@ -7,9 +7,9 @@
  * parsed it off a socket and handed to the handler; with no connection
  * behind it, evhttp frees it when it is answered. Input format: the method
  * (GET, POST, ...) on the first line, the URI on the second, "Name: value"
- * header lines up to an empty line, then the body; the job's secret header
- * and a Host header the coordinator answers are added unless the input
- * sets them. Properties: no crash, leak or UB;
+ * header lines up to an empty line, then the body; a Host header the
+ * coordinator answers and a valid signature (X-Tony-Auth, as executors
+ * sign) are added unless the input sets them. Properties: no crash, leak or UB;
  * every request is answered exactly once (one left unanswered is a leak
  * LeakSanitizer reports; one answered twice, a use after free). A stand-in
  * backend (launch, stop and log reads refused) keeps the job in this
@@ -26,7 +26,7 @@
 #include "am/am_internal.h"
 #include "am/api.h"
 #include "common/amapi.h"
-#include "common/http.h"
+#include "common/apiauth.h"
 #include "common/jobdir.h"
 #include "fuzz_util.h"
 #include "runtime/runtime.h"
@@ -132,6 +132,7 @@ static void am_fini(tony_am *am) {
     free(am->metrics);
     am_actions_free(&am->pending);
     am_fsm_free(&am->fsm);
+    tony_apiauth_replay_free(am->auth_replay);
     tony_host_check_free(&am->hosts);
     event_free(am->act_ev);
     event_base_free(am->base);
@@ -184,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(m);
         return 0;
     }
-    bool secret_given = false, host_given = false;
+    bool auth_given = false, host_given = false;
     char *line;
     while ((line = next_line(&p, end)) && *line) {
         char *colon = strchr(line, ':');
@@ -192,15 +193,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             *colon = '\0';
             const char *v = colon + 1 + strspn(colon + 1, " ");
             evhttp_add_header(req->input_headers, line, v);
-            if (strcasecmp(line, TONY_SECRET_HEADER) == 0) secret_given = true;
+            if (strcasecmp(line, TONY_APIAUTH_HEADER) == 0) auth_given = true;
             if (strcasecmp(line, "Host") == 0) host_given = true;
         }
         free(line);
     }
     free(line);
-    if (!secret_given) evhttp_add_header(req->input_headers, TONY_SECRET_HEADER, SECRET);
     if (!host_given) evhttp_add_header(req->input_headers, "Host", "127.0.0.1:4242");
     evbuffer_add(req->input_buffer, p, (size_t)(end - p));
+    /* signed as an executor signs (common/apiauth.h), over what the handler
+     * will see; an input with its own X-Tony-Auth tries its luck */
+    if (!auth_given) {
+        tony_apiauth_key key;
+        tony_apiauth_request signed_req;
+        tony_apiauth_key_from_secret(SECRET, &key);
+        const char *host = evhttp_find_header(req->input_headers, "Host");
+        if (tony_apiauth_sign_request(&key, m, host, uri, p, (size_t)(end - p), tony_apiauth_wall_ms(), &signed_req) == 0)
+            evhttp_add_header(req->input_headers, TONY_APIAUTH_HEADER, signed_req.header);
+    }
 
     tony_am am;
     /* an input that speaks of adoption meets a coordinator that adopts */

@@ -87,7 +87,8 @@ static void api_seeds(void) {
     seed_str("api", "finished", "POST\n/v1/tasks/worker/0/finished\n\n{\"attempt\":0,\"timed_out\":true}");
     seed_str("api", "log", "GET\n/v1/tasks/worker/0/log?stream=stdout&offset=3&attempt=0\n\n");
     seed_str("api", "metrics-get", "GET\n/v1/tasks/worker/0/metrics\n\n");
-    seed_str("api", "kill-bad-secret", "POST\n/v1/job/kill\nX-Tony-Secret: nope\n\n");
+    seed_str("api", "kill-bad-auth",
+             "POST\n/v1/job/kill\nX-Tony-Auth: v1 ts=1 nonce=00000000000000000000000000000000 mac=00\n\n");
     seed_str("api", "kill", "POST\n/v1/job/kill\n\n");
     seed_str("api", "tensorboard", "GET\n/tensorboard/data/plugins?x=1\n\n");
     seed_str("api", "ui", "GET\n/ui/app.js\n\n");
