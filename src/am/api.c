@@ -28,6 +28,7 @@
 #include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/log.h"
+#include "common/readtoken.h"
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 
@@ -790,8 +791,10 @@ static void serve_tensorboard(tony_am *am, struct evhttp_request *req, const cha
         return;
     }
     if (*rest == '/') rest++;
-    char *to = tony_sprintf("http://%s:%d/%s%s%s", t->host, t->tb_port, rest, query && *query ? "?" : "",
-                            query && *query ? query : "");
+    /* the read token is ours: TensorBoard does not get it */
+    char *passed = tony_read_query_without_token(query);
+    char *to = tony_sprintf("http://%s:%d/%s%s%s", t->host, t->tb_port, rest, *passed ? "?" : "", passed);
+    free(passed);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
     char *text = tony_sprintf("TensorBoard of %s:%d is at %s", t->role->name, t->index, to);
     am_reply_text(req, 302, text);
@@ -815,6 +818,33 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     evhttp_clear_headers(&q);
     if (!am->events) am_reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
     else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+}
+
+/* The web page's own paths: a link to them carrying the token sets the
+ * cookie and sends the browser on without it. Elsewhere (the API, the
+ * TensorBoard redirect) ?token= is taken as is. */
+static bool page_path(const char *path) {
+    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
+}
+
+/* Every GET reads the job (its config, logs, events): only with the read
+ * token. 0 when the request may go on; else it is answered. */
+static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *path, const char *query) {
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) return 0;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (query && evhttp_parse_query_str(query, &q)) {
+        am_reply_error(req, 400, "malformed query string");
+        return -1;
+    }
+    tony_read_verdict v = tony_read_check(&am->reads, req, path, &q);
+    evhttp_clear_headers(&q);
+    if (v == TONY_READ_REFUSED)
+        am_reply_error(req, 403,
+                       "reading this job needs its read token: open the URL `tony submit` printed (.../?" AM_API_TOKEN_PARAM
+                       "=...), use `tony status`/`tony logs` as the job's owner, or pass the job's read token in "
+                       "the " AM_API_TOKEN_HEADER " header");
+    return v == TONY_READ_ALLOWED ? 0 : -1;
 }
 
 /* A web page of another site that rebinds its name to this machine must not
@@ -842,6 +872,8 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
     const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
     if (!path) {
         am_reply_error(req, 400, "malformed request URI");
+    } else if (reads_allowed(am, req, path, evhttp_uri_get_query(parsed))) {
+        /* answered */
     } else if (strncmp(path, AM_API_TASKS, strlen(AM_API_TASKS)) == 0) {
         handle_task(am, req, path + strlen(AM_API_TASKS));
     } else if (strcmp(path, AM_API_EVENTS) == 0) {
@@ -889,6 +921,7 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    am->reads = (tony_read_gate){tony_read_token(am->secret), tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->port), page_path};
     tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     return 0;
 }
