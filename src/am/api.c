@@ -827,10 +827,20 @@ static bool page_path(const char *path) {
     return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
 }
 
+static bool tensorboard_path(const char *path) {
+    size_t n = strlen(AM_API_TENSORBOARD);
+    return strncmp(path, AM_API_TENSORBOARD, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 /* Every GET reads the job (its config, logs, events): only with the read
- * token. 0 when the request may go on; else it is answered. */
+ * token. 0 when the request may go on; else it is answered. The redirect to
+ * a TensorBoard that serves is the exception: it tells no more than that
+ * TensorBoard, which takes no credential, and the page's assets behind
+ * YARN's proxy (which passes no cookie or header of ours on) come through
+ * it; why none serves is the job's, and needs the token. */
 static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *path, const char *query) {
     if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) return 0;
+    if (tensorboard_path(path) && am_view_tensorboard_task(am)) return 0;
     struct evkeyvalq q;
     TAILQ_INIT(&q);
     if (query && evhttp_parse_query_str(query, &q)) {
@@ -879,8 +889,7 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
     } else if (strcmp(path, AM_API_EVENTS) == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else serve_events(am, req, evhttp_uri_get_query(parsed));
-    } else if (strncmp(path, AM_API_TENSORBOARD, strlen(AM_API_TENSORBOARD)) == 0 &&
-               (path[strlen(AM_API_TENSORBOARD)] == '\0' || path[strlen(AM_API_TENSORBOARD)] == '/')) {
+    } else if (tensorboard_path(path)) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else serve_tensorboard(am, req, path + strlen(AM_API_TENSORBOARD), evhttp_uri_get_query(parsed));
     } else if (strcmp(path, AM_API_JOB) == 0) {

@@ -479,8 +479,8 @@ static bool token_ok(portal *p, struct evhttp_request *req, const char *path, st
     tony_read_verdict v = tony_read_check(&g, req, path, q);
     if (v == TONY_READ_REFUSED)
         reply_error(req, 401,
-                    "this portal needs its access token: open the link it printed (…/?token=…), or send the token as "
-                    "'Authorization: Bearer TOKEN'");
+                    "this portal takes an access token (--token, or a --host beyond loopback): open the link it "
+                    "printed (…/?token=…), or send the token as 'Authorization: Bearer TOKEN'");
     return v == TONY_READ_ALLOWED;
 }
 

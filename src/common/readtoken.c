@@ -81,10 +81,13 @@ char *tony_read_query_without_token(const char *query) {
     return b.data;
 }
 
-/* path?<q without the token>: where the link's redirect goes. */
+/* path?<q without the token>, relative to path (./<its last segment>):
+ * where the link's redirect goes, under whatever prefix a reverse proxy
+ * serves the page. */
 static char *without_token(const char *path, const struct evkeyvalq *q) {
     tony_buf b = {0};
-    tony_buf_printf(&b, "%s?", path);
+    const char *last = strrchr(path, '/');
+    tony_buf_printf(&b, "./%s?", last ? last + 1 : path);
     put_without_token(&b, q);
     if (b.data[b.len - 1] == '?') b.data[--b.len] = '\0';
     return b.data;

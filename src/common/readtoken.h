@@ -36,7 +36,8 @@ typedef struct tony_read_gate {
 char *tony_read_query_without_token(const char *query);
 
 /* Checks req (path and its parsed query q) against the gate. A redirect
- * goes to path with the other query parameters as they were. */
+ * goes to path (relative: a reverse proxy's prefix is kept) with the other
+ * query parameters as they were. */
 tony_read_verdict tony_read_check(const tony_read_gate *g, struct evhttp_request *req, const char *path,
                                   const struct evkeyvalq *q);
 

@@ -101,12 +101,10 @@ json_t *tony_yarn_am_job(const json_t *app, const char *job_dir) {
     free(base);
     /* TensorBoard's own address is a node's, often unreachable from where
      * the user is; the coordinator redirects <tracking URL>tensorboard/ to
-     * it, and the RM's proxy follows. The proxy passes no cookie nor header
-     * of ours on, only the query: the link carries the read token. */
+     * it, and the RM's proxy follows (that redirect needs no read token:
+     * am/api.c). */
     char *tracking = j && json_is_string(json_object_get(j, JOB_TENSORBOARD_URL)) ? usable_tracking_url(app) : NULL;
-    if (tracking)
-        json_object_set_new(j, JOB_TENSORBOARD_PROXY_URL,
-                            json_sprintf("%stensorboard/?" AM_API_TOKEN_PARAM "=%s", tracking, token ? token : ""));
+    if (tracking) json_object_set_new(j, JOB_TENSORBOARD_PROXY_URL, json_sprintf("%stensorboard/", tracking));
     free(tracking);
     free(token);
     return j;
