@@ -75,13 +75,16 @@ def running(tony, scripts):
     assert r.rc == 0, r
     job = r.job_dir()
     url = json.loads((job / "am.json").read_text())["url"]
-    wait_for(lambda: SECRET_OUTPUT in r.log("worker", 0), 60, what="the worker's output")
-    yield r, job, url
-    tony.run("kill", job.name, timeout=60)
+    stdout = job / "attempts" / "0" / "worker-0" / "stdout"
+    try:
+        wait_for(lambda: stdout.exists() and SECRET_OUTPUT in stdout.read_text(), 60, what="the worker's output")
+        yield r, job, url
+    finally:
+        tony.run("kill", job.name, timeout=60)
 
 
 READS = ["/v1/job", "/v1/tasks/worker/0/log", "/v1/tasks/worker/0/log?stream=stdout&offset=0", "/v1/events",
-         "/v1/tasks/worker/0/metrics", "/", "/ui/", "/ui/app.js"]
+         "/v1/tasks/worker/0/metrics", "/", "/ui/style.css", "/ui/app.js"]
 
 
 def test_another_user_reads_nothing_without_the_token(tony, running, attacker):
