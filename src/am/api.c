@@ -334,7 +334,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
         } else if (strcmp(kv->key, "attempt") == 0) {
             if (!query_uint(kv->value, am->fsm.job.attempt, &attempt))
                 bad = "attempt must be a number from 0 to the job's current attempt";
-        } else {
+        } else if (strcmp(kv->key, AM_API_TOKEN_PARAM) != 0) { /* the read token was checked already */
             bad = "unknown parameter; use stream, offset and attempt";
         }
     }

@@ -145,6 +145,9 @@ def test_the_printed_link_sets_a_cookie_and_drops_the_token(tony, running):
     # an API read may carry the token in its query as is (what YARN's proxy passes on)
     status, _, body = get(f"{url}/v1/job?metrics=0&token={token}")
     assert status == 200 and json.loads(body)["app_id"] == job.name
+    status, _, body = get(f"{url}/v1/tasks/worker/0/log?stream=stdout&token={token}")
+    assert status == 200 and SECRET_OUTPUT in json.loads(body)["data"], body[:300]
+    assert get(f"{url}/v1/tasks/worker/0/stacks?attempt=0&token={token}")[0] == 404  # none dumped: not a 400
 
 
 def test_owner_commands_read_with_the_token(tony, running):
