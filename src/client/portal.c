@@ -65,8 +65,8 @@ typedef struct portal {
     /* Host header values it answers (DNS rebinding): its names with its
      * port; any IP address when it serves every interface. */
     tony_host_check hosts;
-    /* --token: every request must carry it (header, cookie, or ?token= on
-     * the way in); NULL: none asked for. */
+    /* --token, or a --host beyond loopback: every request must carry it
+     * (header, cookie, or ?token= on the way in); NULL: none asked for. */
     char *token;
 } portal;
 

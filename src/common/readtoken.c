@@ -95,6 +95,7 @@ static char *without_token(const char *path, const struct evkeyvalq *q) {
 
 tony_read_verdict tony_read_check(const tony_read_gate *g, struct evhttp_request *req, const char *path,
                                   const struct evkeyvalq *q) {
+    if (!g->token || !g->cookie) return TONY_READ_REFUSED; /* no token to compare with: nothing opens */
     if (carries_token(g, req)) return TONY_READ_ALLOWED;
     const char *t = q ? evhttp_find_header(q, AM_API_TOKEN_PARAM) : NULL;
     if (!t || !tony_read_token_equal(g->token, t, strlen(t))) return TONY_READ_REFUSED;
