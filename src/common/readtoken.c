@@ -5,7 +5,6 @@
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <sys/queue.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -13,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #include "common/amapi.h"
 #include "common/httpreply.h"
