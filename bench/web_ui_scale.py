@@ -16,6 +16,8 @@ usage: build/pyenv/bin/python bench/web_ui_scale.py [--tasks 300] [--seconds 30]
 """
 import argparse
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import statistics
@@ -39,11 +41,18 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
-def wait_running(url, n, timeout=300):
+def read_token(job):
+    """The job's read token, as tony derives it from the job's secret."""
+    secret = (job / "secret").read_text().strip()
+    return hmac.new(secret.encode(), b"tony read token v1", hashlib.sha256).hexdigest()
+
+
+def wait_running(url, token, n, timeout=300):
     end = time.time() + timeout
     while time.time() < end:
         try:
-            with urllib.request.urlopen(url + "/v1/job", timeout=5) as r:
+            req = urllib.request.Request(url + "/v1/job", headers={"X-Tony-Token": token})
+            with urllib.request.urlopen(req, timeout=5) as r:
                 tasks = json.load(r)["tasks"]
             if sum(t["state"] == "RUNNING" for t in tasks) == n:
                 return
@@ -53,8 +62,8 @@ def wait_running(url, n, timeout=300):
     raise SystemExit(f"the {n} tasks did not all reach RUNNING within {timeout} s")
 
 
-def page_window(url, app, n, seconds, am_pid, chromium):
-    cfg = {"url": url + "/", "app_id": app, "n": n, "mode": "measure", "seconds": seconds, "chromium": chromium}
+def page_window(url, token, app, n, seconds, am_pid, chromium):
+    cfg = {"url": f"{url}/?token={token}", "app_id": app, "n": n, "mode": "measure", "seconds": seconds, "chromium": chromium}
     p = subprocess.Popen(["node", str(BROWSER_DIR / "ui_load.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start = None
@@ -106,12 +115,13 @@ def main():
         am = json.loads((job / "am.json").read_text())
         url, am_pid = am["url"], am["pid"]
         try:
-            wait_running(url, n)
+            token = read_token(job)
+            wait_running(url, token, n)
             time.sleep(10)  # past the start-up burst: every task has sent its first samples
             idle, pages = [], []
             for _ in range(a.rounds):
                 idle.append(idle_window(a.seconds, am_pid))
-                pages.append(page_window(url, job.name, n, a.seconds, am_pid, a.chromium))
+                pages.append(page_window(url, token, job.name, n, a.seconds, am_pid, a.chromium))
         finally:
             gate.close()  # releases the tasks
             subprocess.run([a.tony, "kill", job.name], env=env, capture_output=True)

@@ -507,6 +507,8 @@ static void am_teardown(tony_am *am) {
     free(am->self_exe);
     free(am->host);
     free(am->url);
+    free((char *)am->reads.token);
+    free((char *)am->reads.cookie);
     free(am->status_error);
     tony_am_place_free(&am->single);
     free(am->shared_dir);

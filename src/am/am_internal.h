@@ -21,6 +21,7 @@
 #include "common/apiauth.h"
 #include "common/hostcheck.h"
 #include "common/httpserver.h"
+#include "common/readtoken.h"
 #include "common/reaper.h"
 #include "common/strv.h" /* tony_now_ms */
 #include "conf/conf.h"
@@ -73,6 +74,7 @@ typedef struct tony_am {
     char *host; /* address executors reach us at */
     int port;
     char *url;
+    tony_read_gate reads; /* GETs need the job's read token (common/readtoken.h) */
     long long started_ms;
     long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */

@@ -30,6 +30,7 @@
 #include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/log.h"
+#include "common/readtoken.h"
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 
@@ -375,7 +376,7 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
         } else if (strcmp(kv->key, "attempt") == 0) {
             if (!query_uint(kv->value, am->fsm.job.attempt, &attempt))
                 bad = "attempt must be a number from 0 to the job's current attempt";
-        } else {
+        } else if (strcmp(kv->key, AM_API_TOKEN_PARAM) != 0) { /* the read token was checked already */
             bad = "unknown parameter; use stream, offset and attempt";
         }
     }
@@ -865,8 +866,10 @@ static void serve_tensorboard(tony_am *am, struct evhttp_request *req, const cha
         return;
     }
     if (*rest == '/') rest++;
-    char *to = tony_sprintf("http://%s:%d/%s%s%s", t->host, t->tb_port, rest, query && *query ? "?" : "",
-                            query && *query ? query : "");
+    /* the read token is ours: TensorBoard does not get it */
+    char *passed = tony_read_query_without_token(query);
+    char *to = tony_sprintf("http://%s:%d/%s%s%s", t->host, t->tb_port, rest, *passed ? "?" : "", passed);
+    free(passed);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", to);
     char *text = tony_sprintf("TensorBoard of %s:%d is at %s", t->role->name, t->index, to);
     am_reply_text(req, 302, text);
@@ -890,6 +893,41 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     evhttp_clear_headers(&q);
     if (!am->events) am_reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
     else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+}
+
+/* The web page's own paths: a link to them carrying the token sets the
+ * cookie and sends the browser on without it. Elsewhere (the API, the
+ * TensorBoard redirect) ?token= is taken as is. */
+static bool page_path(const char *path) {
+    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
+}
+
+static bool tensorboard_path(const char *path) {
+    size_t n = strlen(AM_API_TENSORBOARD);
+    return strncmp(path, AM_API_TENSORBOARD, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Every GET reads the job (its config, logs, events): only with the read
+ * token. 0 when the request may go on; else it is answered. The redirect to
+ * a TensorBoard that serves is the exception: it tells no more than that
+ * TensorBoard, which takes no credential, and the page's assets behind
+ * YARN's proxy (which passes no cookie or header of ours on) come through
+ * it; why none serves is the job's, and needs the token. */
+static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *path, const char *query) {
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) return 0;
+    if (tensorboard_path(path) && am_view_tensorboard_task(am)) return 0;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    /* a malformed query carries no token; its handler says what is wrong */
+    if (query && evhttp_parse_query_str(query, &q)) evhttp_clear_headers(&q);
+    tony_read_verdict v = tony_read_check(&am->reads, req, path, &q);
+    evhttp_clear_headers(&q);
+    if (v == TONY_READ_REFUSED)
+        am_reply_error(req, 403,
+                       "reading this job needs its read token: open the URL `tony submit` printed (.../?" AM_API_TOKEN_PARAM
+                       "=...), use `tony status`/`tony logs` as the job's owner, or pass the job's read token in "
+                       "the " AM_API_TOKEN_HEADER " header");
+    return v == TONY_READ_ALLOWED ? 0 : -1;
 }
 
 /* A web page of another site that rebinds its name to this machine must not
@@ -917,13 +955,14 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
     const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
     if (!path) {
         am_reply_error(req, 400, "malformed request URI");
+    } else if (reads_allowed(am, req, path, evhttp_uri_get_query(parsed))) {
+        /* answered */
     } else if (strncmp(path, AM_API_TASKS, strlen(AM_API_TASKS)) == 0) {
         handle_task(am, req, path + strlen(AM_API_TASKS));
     } else if (strcmp(path, AM_API_EVENTS) == 0) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else serve_events(am, req, evhttp_uri_get_query(parsed));
-    } else if (strncmp(path, AM_API_TENSORBOARD, strlen(AM_API_TENSORBOARD)) == 0 &&
-               (path[strlen(AM_API_TENSORBOARD)] == '\0' || path[strlen(AM_API_TENSORBOARD)] == '/')) {
+    } else if (tensorboard_path(path)) {
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
         else serve_tensorboard(am, req, path + strlen(AM_API_TENSORBOARD), evhttp_uri_get_query(parsed));
     } else if (strcmp(path, AM_API_JOB) == 0) {
@@ -963,6 +1002,7 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     am->http = tony_http_server_new(am->base, &o);
     if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
     am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    am->reads = (tony_read_gate){tony_read_token(am->secret), tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->port), page_path};
     tony_host_check_init_job_server(&am->hosts, am->port, am->host);
     return 0;
 }

@@ -67,6 +67,7 @@ void am_stacks_get(tony_am *am, struct evhttp_request *req, const char *role, in
         bad = "malformed query string";
     } else {
         for (struct evkeyval *kv = q.tqh_first; kv && !bad; kv = kv->next.tqe_next) {
+            if (strcmp(kv->key, AM_API_TOKEN_PARAM) == 0) continue; /* the read token, checked already */
             if (strcmp(kv->key, AM_API_ATTEMPT) != 0) bad = "unknown parameter; use attempt";
             else if (strspn(kv->value, "0123456789") != strlen(kv->value) || !tony_parse_ll(kv->value, &attempt) ||
                      attempt > am->fsm.job.attempt)

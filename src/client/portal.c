@@ -39,6 +39,7 @@
 #include "common/httpserver.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
+#include "common/readtoken.h"
 #include "common/strv.h"
 #include "conf/conf.h"
 
@@ -64,8 +65,8 @@ typedef struct portal {
     /* Host header values it answers (DNS rebinding): its names with its
      * port; any IP address when it serves every interface. */
     tony_host_check hosts;
-    /* --token: every request must carry it (header, cookie, or ?token= on
-     * the way in); NULL: none asked for. */
+    /* --token, or a --host beyond loopback: every request must carry it
+     * (header, cookie, or ?token= on the way in); NULL: none asked for. */
     char *token;
 } portal;
 
@@ -467,54 +468,20 @@ static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, 
 
 #define TOKEN_COOKIE "tony_portal_token"
 
-/* Whether s is the portal's token, in time that does not depend on where
- * they differ. */
-static bool is_token(const portal *p, const char *s, size_t len) {
-    return s && len == strlen(p->token) && CRYPTO_memcmp(s, p->token, len) == 0;
-}
-
-/* The token of a request: Authorization: Bearer T, X-Tony-Token: T, or the
- * cookie the portal set (what the page's own requests carry). */
-static bool carries_token(const portal *p, struct evhttp_request *req) {
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *v = evhttp_find_header(in, "Authorization");
-    if (v && strncasecmp(v, "Bearer ", 7) == 0 && is_token(p, v + 7, strlen(v + 7))) return true;
-    v = evhttp_find_header(in, "X-Tony-Token");
-    if (v && is_token(p, v, strlen(v))) return true;
-    for (struct evkeyval *h = in->tqh_first; h; h = h->next.tqe_next) {
-        if (strcasecmp(h->key, "Cookie") != 0) continue;
-        for (const char *c = h->value; c && *c;) {
-            while (*c == ' ' || *c == ';') c++;
-            size_t n = strcspn(c, ";");
-            if (strncmp(c, TOKEN_COOKIE "=", sizeof TOKEN_COOKIE) == 0 &&
-                is_token(p, c + sizeof TOKEN_COOKIE, n - sizeof TOKEN_COOKIE))
-                return true;
-            c += n;
-        }
-    }
-    return false;
-}
-
-/* With --token, a request without it gets a 401 that says where the token
- * is; the link the portal printed (?token=T) sets the cookie and sends the
- * browser on to the page without the token in its address. */
+/* With a token (--token, or a portal that serves beyond this machine's
+ * loopback), a request without it gets a 401 that says where the token is;
+ * the link the portal printed (?token=T) sets the cookie and sends the
+ * browser on to the page without the token in its address
+ * (common/readtoken.h). */
 static bool token_ok(portal *p, struct evhttp_request *req, const char *path, struct evkeyvalq *q) {
-    if (!p->token || carries_token(p, req)) return true;
-    const char *t = evhttp_find_header(q, "token");
-    if (t && is_token(p, t, strlen(t))) {
-        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-        char *cookie = tony_sprintf(TOKEN_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", p->token);
-        evhttp_add_header(out, "Set-Cookie", cookie);
-        evhttp_add_header(out, "Location", path);
-        evhttp_add_header(out, "Cache-Control", "no-store");
-        evhttp_send_reply(req, 302, tony_http_reason(302), NULL);
-        free(cookie);
-        return false;
-    }
-    reply_error(req, 401,
-                "this portal was started with --token: open the link it printed (…/?token=…), or send the token as "
-                "'Authorization: Bearer TOKEN'");
-    return false;
+    if (!p->token) return true;
+    tony_read_gate g = {.token = p->token, .cookie = TOKEN_COOKIE};
+    tony_read_verdict v = tony_read_check(&g, req, path, q);
+    if (v == TONY_READ_REFUSED)
+        reply_error(req, 401,
+                    "this portal takes an access token (--token, or a --host beyond loopback): open the link it "
+                    "printed (…/?token=…), or send the token as 'Authorization: Bearer TOKEN'");
+    return v == TONY_READ_ALLOWED;
 }
 
 static void handle(struct evhttp_request *req, void *arg) {
@@ -554,6 +521,15 @@ static void handle(struct evhttp_request *req, void *arg) {
     }
     evhttp_clear_headers(&q);
     if (uri) evhttp_uri_free(uri);
+}
+
+/* Whether host is one of this machine's loopback addresses: a portal that
+ * listens anywhere else serves others too, and takes a token. */
+static bool loopback_only(const char *host) {
+    unsigned char a[16];
+    if (strcmp(host, "localhost") == 0) return true;
+    if (inet_pton(AF_INET, host, a) == 1) return a[0] == 127;
+    return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, (const unsigned char[16]){[15] = 1}, 16) == 0;
 }
 
 /* A listening socket on host:port, with an error that says what to do. */
@@ -656,8 +632,8 @@ int tony_cmd_portal(int argc, char **argv) {
         {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
          {0}},
         {"token", NULL, false, false,
-         "require an access token, made up now: the printed link carries it (for a portal others on the network "
-         "or on this machine can reach)",
+         "require an access token, made up now: the printed link carries it (for a portal others on this machine "
+         "can reach; always on when --host is not a loopback address)",
          false, {0}},
         {"root", NULL, true, false,
          "tony root whose jobs/ holds local logs (default tony.local.root, else $TONY_HOME or ~/.tony)", false, {0}},
@@ -717,7 +693,7 @@ int tony_cmd_portal(int argc, char **argv) {
         fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", where, strerror(errno));
         goto out;
     }
-    if (tony_args_get(opts, "token")->seen) {
+    if (tony_args_get(opts, "token")->seen || !loopback_only(host ? host : "127.0.0.1")) {
         unsigned char raw[16];
         if (RAND_bytes(raw, sizeof raw) != 1) {
             fprintf(stderr, "tony: error: --token: OpenSSL could not produce random bytes\n");

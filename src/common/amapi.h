@@ -19,6 +19,15 @@
 /* Sent by the web page: the job is being watched (its coordinator lingers). */
 #define AM_API_UI_HEADER "X-Tony-UI"
 
+/* Reads: every GET carries the job's read token (common/readtoken.h), in
+ * AM_API_TOKEN_HEADER or as "Authorization: Bearer T", or in the cookie
+ * AM_API_TOKEN_COOKIE<port> that a link with ?AM_API_TOKEN_PARAM=T (the one
+ * tony prints) sets; the port is in the name because browsers share a
+ * host's cookies between ports, so that two jobs' pages do not collide. */
+#define AM_API_TOKEN_HEADER "X-Tony-Token"
+#define AM_API_TOKEN_PARAM "token"
+#define AM_API_TOKEN_COOKIE "tony_token_"
+
 /* Task verbs: /v1/tasks/<role>/<index>/<verb>. */
 #define AM_API_REGISTER "register"   /* POST, long poll: the answer comes when the gang is complete */
 #define AM_API_HEARTBEAT "heartbeat" /* POST */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/amapi.h"
 #include "common/apiauth.h"
 #include "common/fs.h"
 #include "common/strv.h"
@@ -165,9 +166,9 @@ static bool corrected_clock(const tony_http_response *r) {
     return fix;
 }
 
-static int call_once(const char *method, const char *url, const tony_apiauth_key *key, const char *body,
-                     long timeout_ms, bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp,
-                     tony_error *err) {
+static int call_once(const char *method, const char *url, const tony_apiauth_key *key, const char *read_token,
+                     const char *body, long timeout_ms, bool negotiate, const char *cookie_name, char **cookie,
+                     tony_http_response *resp, tony_error *err) {
     resp->status = 0;
     resp->body = NULL;
     resp->len = 0;
@@ -220,6 +221,12 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
     }
     if (cookie_name) curl_easy_setopt(h, CURLOPT_COOKIEFILE, ""); /* the cookie engine, in memory */
+    char *read_auth = NULL;
+    if (read_token) {
+        read_auth = tony_sprintf("%s: %s", AM_API_TOKEN_HEADER, read_token);
+        headers = curl_slist_append(headers, read_auth);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    }
     int ret = perform(h, method, url, &out, resp, err);
     if (ret == 0 && cookie_name) *cookie = cookie_set(h, cookie_name);
     if (ret == 0 && key && !tony_apiauth_reply_ok(key, signed_req.nonce, resp->status, resp->body, resp->len, rh.sig)) {
@@ -234,20 +241,22 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
         resp->unsigned_answer = true;
     }
     curl_slist_free_all(headers);
-    free(auth), free(host), free(authority), free(target), free(rh.sig);
+    free(auth), free(read_auth), free(host), free(authority), free(target), free(rh.sig);
     curl_easy_cleanup(h);
     return ret;
 }
 
-static int call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
-                bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp, tony_error *err) {
-    if (!secret) return call_once(method, url, NULL, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+static int call(const char *method, const char *url, const char *secret, const char *read_token, const char *body,
+                long timeout_ms, bool negotiate, const char *cookie_name, char **cookie, tony_http_response *resp,
+                tony_error *err) {
+    if (!secret)
+        return call_once(method, url, NULL, read_token, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
     tony_apiauth_key key;
     tony_apiauth_key_from_secret(secret, &key);
-    int rc = call_once(method, url, &key, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+    int rc = call_once(method, url, &key, read_token, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
     if (rc == 0 && corrected_clock(resp)) {
         tony_http_response_free(resp);
-        rc = call_once(method, url, &key, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
+        rc = call_once(method, url, &key, read_token, body, timeout_ms, negotiate, cookie_name, cookie, resp, err);
     }
     OPENSSL_cleanse(&key, sizeof key);
     return rc;
@@ -255,18 +264,23 @@ static int call(const char *method, const char *url, const char *secret, const c
 
 int tony_http_call(const char *method, const char *url, const char *secret, const char *body, long timeout_ms,
                    tony_http_response *resp, tony_error *err) {
-    return call(method, url, secret, body, timeout_ms, false, NULL, NULL, resp, err);
+    return call(method, url, secret, NULL, body, timeout_ms, false, NULL, NULL, resp, err);
+}
+
+int tony_http_read(const char *url, const char *read_token, long timeout_ms, tony_http_response *resp,
+                   tony_error *err) {
+    return call("GET", url, NULL, read_token, NULL, timeout_ms, false, NULL, NULL, resp, err);
 }
 
 int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
                              tony_http_response *resp, tony_error *err) {
-    return call(method, url, NULL, body, timeout_ms, true, NULL, NULL, resp, err);
+    return call(method, url, NULL, NULL, body, timeout_ms, true, NULL, NULL, resp, err);
 }
 
 int tony_http_spnego_cookie(const char *url, const char *name, long timeout_ms, char **cookie, tony_error *err) {
     tony_http_response r;
     *cookie = NULL;
-    if (call("GET", url, NULL, NULL, timeout_ms, true, name, cookie, &r, err)) return -1;
+    if (call("GET", url, NULL, NULL, NULL, timeout_ms, true, name, cookie, &r, err)) return -1;
     int rc = 0;
     if (r.status == 200 && !*cookie) {
         rc = tony_err(err, "GET %s with SPNEGO: the server set no %s cookie", url, name);

@@ -41,6 +41,10 @@ int tony_http_call(const char *method, const char *url, const char *secret, cons
  * ticket cache: KRB5CCNAME) as Hadoop's secure web endpoints want. */
 int tony_http_call_negotiate(const char *method, const char *url, const char *body, long timeout_ms,
                              tony_http_response *resp, tony_error *err);
+/* GET url of a coordinator's API (or a portal's) with the job's read token
+ * (common/readtoken.h) in AM_API_TOKEN_HEADER; token may be NULL. */
+int tony_http_read(const char *url, const char *read_token, long timeout_ms, tony_http_response *resp,
+                   tony_error *err);
 /* Logs in to a server with SPNEGO (GET url) and returns the session
  * cookie it set, as "name=value" for a Cookie header (Hadoop's web servers
  * set hadoop.auth), so that later requests need no Kerberos exchange. An

@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/proc.h"
+#include "common/readtoken.h"
 #include "common/strv.h"
 
 char *tony_jobs_root(const char *root_conf) {
@@ -30,11 +31,11 @@ char *tony_jobs_root(const char *root_conf) {
 
 char *tony_jobdir_am_dir(const char *job_dir) { return tony_sprintf("%s/attempts/0/am", job_dir); }
 
-json_t *tony_jobdir_fetch_job(const char *base_url) {
+json_t *tony_jobdir_fetch_job(const char *base_url, const char *read_token) {
     char *u = tony_sprintf("%s" AM_API_JOB, base_url);
     tony_http_response r;
     json_t *j = NULL;
-    if (tony_http_call("GET", u, NULL, NULL, 3000, &r, NULL) == 0) {
+    if (tony_http_read(u, read_token, 3000, &r, NULL) == 0) {
         j = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
         tony_http_response_free(&r);
     }
@@ -72,7 +73,10 @@ json_t *tony_jobdir_load_state(const char *job_dir, bool *live) {
     char *url = NULL;
     *live = false;
     if (tony_jobdir_am_url(job_dir, &url, NULL, NULL) == 0 && tony_jobdir_am_running(job_dir, NULL)) {
-        json_t *j = tony_jobdir_fetch_job(url);
+        char *token = NULL;
+        tony_jobdir_read_token(job_dir, &token, NULL);
+        json_t *j = tony_jobdir_fetch_job(url, token);
+        free(token);
         free(url);
         if (j) {
             *live = true;
@@ -190,6 +194,23 @@ int tony_jobdir_signal_am(const char *job_dir, int sig) {
     }
     if (start < 0) return tony_proc_alive(pid) ? kill(pid, sig) : (errno = ESRCH, -1);
     return tony_proc_signal_same(pid, start, boot, sig);
+}
+
+int tony_jobdir_read_token(const char *job_dir, char **token, tony_error *err) {
+    char *secret = NULL;
+    *token = NULL;
+    if (tony_jobdir_secret(job_dir, &secret, err)) return -1;
+    *token = tony_read_token(secret);
+    free(secret);
+    return 0;
+}
+
+char *tony_jobdir_page_url(const char *job_dir, const char *base_url) {
+    char *token = NULL;
+    if (tony_jobdir_read_token(job_dir, &token, NULL)) return tony_sprintf("%s/", base_url);
+    char *u = tony_sprintf("%s/?" AM_API_TOKEN_PARAM "=%s", base_url, token);
+    free(token);
+    return u;
 }
 
 int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err) {

@@ -36,9 +36,9 @@ char *tony_jobdir_am_dir(const char *job_dir);
  * coordinator when it answers (*live = true), else the status.json it
  * left. NULL when there is neither. */
 struct json_t *tony_jobdir_load_state(const char *job_dir, bool *live);
-/* The coordinator's job JSON from its API at base_url (GET /v1/job), or
- * NULL when it does not answer. */
-struct json_t *tony_jobdir_fetch_job(const char *base_url);
+/* The coordinator's job JSON from its API at base_url (GET /v1/job, with
+ * the job's read token), or NULL when it does not answer. */
+struct json_t *tony_jobdir_fetch_job(const char *base_url, const char *read_token);
 /* POSTs path (AM_API_JOB_KILL, AM_API_JOB_FINISH) with the job's secret;
  * errors ignored. */
 void tony_jobdir_post(const char *base_url, const char *job_dir, const char *path);
@@ -63,5 +63,11 @@ bool tony_jobdir_am_running(const char *job_dir, int *pid);
  * (ESRCH: it does not). */
 int tony_jobdir_signal_am(const char *job_dir, int sig);
 int tony_jobdir_secret(const char *job_dir, char **secret, tony_error *err);
+/* The job's read token (common/readtoken.h), from its secret: what the
+ * owner's reads of the coordinator carry. */
+int tony_jobdir_read_token(const char *job_dir, char **token, tony_error *err);
+/* The live page's link people open once: base_url/?token=T (base_url/ when
+ * the secret cannot be read here). malloc'ed. */
+char *tony_jobdir_page_url(const char *job_dir, const char *base_url);
 
 #endif

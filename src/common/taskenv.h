@@ -37,6 +37,9 @@
 #define TASKENV_BACKEND "TONY_BACKEND"              /* the coordinator's backend (tony_backend_ops.name), whose
                                                         task side the executor asks (backend/task.h) */
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
+/* The job's read token (common/readtoken.h): kept for the user's process,
+ * whose code may read its own job from TONY_AM_URL with it. */
+#define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
 #define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"
 #define TASKENV_HEARTBEAT_INTERVAL_MS "TONY_HEARTBEAT_INTERVAL_MS"

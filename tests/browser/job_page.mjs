@@ -11,7 +11,10 @@
 // job that tony.task.progress-timeout finds hung: the hung task's row links
 // its stacks, and the link serves them; mode "adopted" opens the page of a
 // coordinator that replaced a lost one (YARN) and reads how many tasks it
-// took back, the tasks still RUNNING. Exits 1 with the reason.
+// took back, the tasks still RUNNING; mode "token" opens the link `tony
+// submit` printed (with the job's read token), checks that the page renders
+// the job from the cookie it got, with the token gone from its address, and
+// that a browser without the cookie is refused. Exits 1 with the reason.
 import fs from "node:fs";
 import path from "node:path";
 import { check, finish, launch } from "./harness.mjs";
@@ -193,6 +196,31 @@ async function adopted() {
   return { line: await page.locator("#coordinator-restart").textContent() };
 }
 
+async function token() {
+  step = "open the printed link";
+  await page.goto(cfg.url, { timeout: T });
+  await waitText(page.locator("#app-id"), new RegExp(cfg.app_id), "the app id in the header");
+  await waitText(cell("worker:0", "state"), /RUNNING/, "worker:0 RUNNING");
+  await row("worker:0").click();
+  await waitText(page.locator("#log"), new RegExp(cfg.expect), "the task's output in the log tail");
+  step = "the token left the address, the cookie holds it";
+  const at = new URL(page.url());
+  check(!at.searchParams.has("token"), `the token is still in the address: ${page.url()}`);
+  const cookies = await page.context().cookies();
+  const c = cookies.find((x) => x.name.startsWith("tony_token_"));
+  check(c && c.httpOnly && c.sameSite === "Strict" && c.path === "/", `no HttpOnly, SameSite=Strict cookie: ${JSON.stringify(cookies)}`);
+  check(!(await page.evaluate(() => document.cookie)).includes("tony_token_"), "the page's scripts can read the cookie");
+  await shot("token");
+  step = "a browser without the cookie";
+  const other = await b.browser.newPage();
+  const r = await other.goto(`${at.origin}/`, { timeout: T });
+  const text = await other.locator("body").innerText();
+  await other.close();
+  check(r.status() === 403 && /read token/.test(text) && !new RegExp(cfg.expect).test(text), `not refused: ${r.status()} ${text}`);
+  return { address: page.url(), refused: r.status() };
+}
+
 await finish(b, () => (cfg.mode === "proxy" ? proxy() : cfg.mode === "restart" ? restart()
-                       : cfg.mode === "hang" ? hang() : cfg.mode === "adopted" ? adopted() : full()),
+                       : cfg.mode === "hang" ? hang() : cfg.mode === "adopted" ? adopted()
+                       : cfg.mode === "token" ? token() : full()),
              { step: () => step, shot });

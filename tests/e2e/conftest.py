@@ -133,6 +133,7 @@ class Result:
 class Tony:
     def __init__(self, home):
         self.home = home
+        OWNER_HOMES.append(home)
         self.env = dict(os.environ, TONY_HOME=str(home))
         self.env.pop("HADOOP_CONF_DIR", None)
 
@@ -156,6 +157,7 @@ def tony(tmp_path):
     home = tmp_path / "tony-home"
     t = Tony(home)
     yield t
+    OWNER_HOMES.remove(home)
     # Whatever happened, nothing of this test's jobs may keep running. The
     # coordinator exits just after its client says goodbye: give it a moment.
     end = time.time() + 5
@@ -259,6 +261,68 @@ def signed_call(url, method="POST", body=None, secret=None):
     return status, headers, out, reply_signed(secret, nonce, status, out, headers.get(APIAUTH["REPLY_HEADER"]))
 
 
+# Reads of a coordinator (every GET) carry the job's read token. The tests
+# read as the job's owner does, as tony's own clients do: the token comes
+# from the job's secret in its 0700 job dir (common/readtoken.h). urllib's
+# default opener adds it to any request for a coordinator of a job under a
+# TONY_HOME of a live test (OWNER_HOMES, by am.json's url) or one named with
+# remember_job (YARN: no am.json on the client's side), unless the request
+# carries a credential of its own. http_get(stranger=True) reads without:
+# as another user, or YARN's web proxy, does.
+READ_TOKEN_LABEL = b"tony read token v1"
+READ_TOKEN_HEADER = "X-Tony-Token"
+OWNER_HOMES = []
+REMEMBERED_JOBS = {}  # "host:port" -> job dir
+
+
+def read_token(job_dir):
+    """The job's read token, as tony derives it from the job's secret."""
+    secret = (Path(job_dir) / "secret").read_text().strip()
+    return hmac.new(secret.encode(), READ_TOKEN_LABEL, hashlib.sha256).hexdigest()
+
+
+def remember_job(url, job_dir):
+    """Reads of the coordinator at url are the owner's of the job in job_dir."""
+    REMEMBERED_JOBS[urllib.parse.urlsplit(url).netloc] = Path(job_dir)
+
+
+def owners_job_dir(url):
+    """The job dir of the coordinator at url, of a job of this test, or None."""
+    netloc = urllib.parse.urlsplit(url).netloc
+    if netloc in REMEMBERED_JOBS:
+        return REMEMBERED_JOBS[netloc]
+    found = []
+    for home in OWNER_HOMES:
+        # am.json: the local and Slurm backends; status.json: the job JSON a
+        # YARN client keeps
+        for info in [*Path(home).glob("jobs/*/am.json"), *Path(home).glob("jobs/*/status.json")]:
+            try:
+                if urllib.parse.urlsplit(json.loads(info.read_text())["url"]).netloc == netloc:
+                    found.append((info.stat().st_mtime, info.parent))
+            except (OSError, ValueError, KeyError):
+                pass
+    return max(found)[1] if found else None  # a port taken again: the newest job
+
+
+def owner_headers(url):
+    """{X-Tony-Token: the token} for a coordinator of this test's job at url."""
+    job = owners_job_dir(url)
+    return {READ_TOKEN_HEADER: read_token(job)} if job and (job / "secret").exists() else {}
+
+
+class OwnerReads(urllib.request.BaseHandler):
+    handler_order = 100
+
+    def http_request(self, req):
+        if not any(req.has_header(h) for h in ("X-tony-token", "Authorization", "Cookie")):
+            for k, v in owner_headers(req.full_url).items():
+                req.add_unredirected_header(k, v)
+        return req
+
+
+urllib.request.install_opener(urllib.request.build_opener(OwnerReads()))
+
+
 def call(url, method="GET", body=None, secret=None):
     """One coordinator API call: (HTTP status, the JSON answer). With the
     job's secret it is signed as executors sign (common/apiauth.h), and an
@@ -275,22 +339,31 @@ def call(url, method="GET", body=None, secret=None):
         return e.code, json.loads(e.read() or b"{}")
 
 
-def http_get(url, headers=None, method="GET"):
-    """(status, headers, body bytes) of a request, whatever the status."""
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kw):
+        return None
+
+
+def http_get(url, headers=None, method="GET", stranger=False, follow=True):
+    """(status, headers, body bytes) of a request, whatever the status;
+    stranger: without the owner's read token (OwnerReads); follow: redirects."""
     req = urllib.request.Request(url, headers=headers or {}, method=method)
+    opener = urllib.request.build_opener(*([] if stranger else [OwnerReads()]), *([] if follow else [NoRedirect()]))
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with opener.open(req, timeout=5) as r:
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
 
 
-def raw_get(url, target, host_header=None):
-    """A request line sent as is: no client normalizes the path."""
+def raw_get(url, target, host_header=None, headers=None):
+    """A request line sent as is: no client normalizes the path. A
+    coordinator's is read as the owner (OwnerReads), with headers too."""
     host, port = url.split("//")[1].rstrip("/").split(":")
     host_header = f"{host}:{port}" if host_header is None else host_header
+    owner = "".join(f"{k}: {v}\r\n" for k, v in {**owner_headers(url), **(headers or {})}.items())
     with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\n{owner}Connection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk

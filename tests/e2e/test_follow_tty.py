@@ -29,7 +29,9 @@ fi
 "$PY" - <<'EOF'
 import json, os, time, urllib.request
 for _ in range(600):
-    if "tensorboard_url" in json.load(urllib.request.urlopen(os.environ["TONY_AM_URL"] + "/v1/job")):
+    req = urllib.request.Request(os.environ["TONY_AM_URL"] + "/v1/job",
+                                 headers={"X-Tony-Token": os.environ["TONY_READ_TOKEN"]})
+    if "tensorboard_url" in json.load(urllib.request.urlopen(req)):
         break
     time.sleep(0.2)
 EOF

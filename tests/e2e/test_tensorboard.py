@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, TONY, http_get, job_processes, wait_for
+from conftest import PYTHON, TONY, http_get, job_processes, owner_headers, read_token, wait_for
 from test_yarn_jobs import SMALL as YARN_SMALL, yarn  # noqa: F401 (the fixture)
 
 SMALL = ["--conf", "tony.worker.memory=1g", "--conf", "tony.tensorboard.memory=1g", "--conf", "tony.ps.instances=0"]
@@ -79,7 +79,7 @@ def no_redirect_get(url):
     """(status, Location, body text) without following a redirect."""
     u = urllib.parse.urlsplit(url)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
-    c.request("GET", u.path + ("?" + u.query if u.query else ""))
+    c.request("GET", u.path + ("?" + u.query if u.query else ""), headers=owner_headers(url))
     r = c.getresponse()
     out = r.status, r.getheader("Location"), r.read().decode()
     c.close()
@@ -213,7 +213,9 @@ def test_yarn_tracking_url_serves_tensorboard(yarn, scripts, tmp_path):  # noqa:
 
 def live_job_url(yarn, app):
     """The coordinator's own address, from the job JSON the RM proxy serves."""
-    code, _, body = http_get(f"{yarn.cluster.rm}/proxy/{app}/v1/job")
+    # YARN's proxy passes only the query on: the read token goes there
+    token = read_token(yarn.tony.home / "jobs" / app)
+    code, _, body = http_get(f"{yarn.cluster.rm}/proxy/{app}/v1/job?token={token}")
     assert code == 200, body
     return json.loads(body)["url"]
 

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from conftest import REPO, http_get, wait_for
+from conftest import REPO, http_get, read_token, wait_for
 
 BROWSER_DIR = REPO / "tests" / "browser"
 ARTIFACTS = REPO / "tests" / "e2e" / "artifacts"
@@ -74,12 +74,17 @@ def start_job(tony, scripts, *extra):
     return r, job, url
 
 
+def page_link(url, job):
+    """The page's address as tony prints it: with the job's read token, once."""
+    return f"{url}/?token={read_token(job)}"
+
+
 def test_page_follows_a_multi_role_job(tony, scripts, browser_tools):
     r, job, url = start_job(tony, scripts, "--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2",
                             "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false",
                             "--conf", "tony.task.metrics-interval-ms=500")
     metrics = http_get(url + "/v1/tasks/chief/0/metrics")[0] == 200 or "metrics" in json.dumps(r.status())
-    out = run_browser(browser_tools, mode="full", url=url + "/", app_id=job.name, release_dir=str(job / "shared"),
+    out = run_browser(browser_tools, mode="full", url=page_link(url, job), app_id=job.name, release_dir=str(job / "shared"),
                       expect_metrics=metrics)
     # what the page said at the end agrees with what the job decided
     st = json.loads((job / "status.json").read_text())
@@ -111,7 +116,8 @@ def test_page_shows_task_restarts_and_earlier_logs(tony, scripts, browser_tools)
     job = r.job_dir()
     url = json.loads((job / "am.json").read_text())["url"]
     try:
-        run_browser(browser_tools, mode="restart", url=url + "/", app_id=job.name, release_dir=str(job / "shared"))
+        run_browser(browser_tools, mode="restart", url=page_link(url, job), app_id=job.name,
+                    release_dir=str(job / "shared"))
     finally:
         for name in ("release-fail", "release-end"):
             (job / "shared" / name).write_text("")
@@ -151,7 +157,8 @@ def test_page_links_a_hung_tasks_stacks(tony, scripts, browser_tools):
     job = r.job_dir()
     url = json.loads((job / "am.json").read_text())["url"]
     try:
-        out = run_browser(browser_tools, mode="hang", url=url + "/", app_id=job.name, release_dir=str(job / "shared"))
+        out = run_browser(browser_tools, mode="hang", url=page_link(url, job), app_id=job.name,
+                          release_dir=str(job / "shared"))
     finally:
         (job / "shared" / "release-hang").write_text("")
     assert out["href"] == "v1/tasks/worker/0/stacks?attempt=0", out
@@ -160,7 +167,8 @@ def test_page_links_a_hung_tasks_stacks(tony, scripts, browser_tools):
 
 class PrefixProxy(http.server.ThreadingHTTPServer):
     """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
-    YARN's web proxy does; anything else is a 404."""
+    a reverse proxy does, passing the read token's cookie and header on (YARN's
+    own proxy passes neither: README); anything else is a 404."""
 
     def __init__(self, prefix, target):
         self.prefix, self.target = prefix, target
@@ -173,11 +181,12 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.send_error(404, "not under the proxy prefix")
             return
         rest = self.path[len(self.server.prefix):]
-        fwd = {k: v for k, v in self.headers.items() if k.lower() in ("if-none-match", "x-tony-ui", "accept")}
-        code, headers, body = http_get(self.server.target + "/" + rest, fwd)
+        fwd = {k: v for k, v in self.headers.items()
+               if k.lower() in ("if-none-match", "x-tony-ui", "accept", "cookie", "x-tony-token")}
+        code, headers, body = http_get(self.server.target + "/" + rest, fwd, stranger=True, follow=False)
         self.send_response(code)
         for k, v in headers.items():
-            if k.lower() in ("content-type", "etag", "cache-control"):
+            if k.lower() in ("content-type", "etag", "cache-control", "set-cookie", "location"):
                 self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -197,8 +206,9 @@ def test_page_works_under_a_path_prefix(tony, scripts, browser_tools):
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{proxy.server_address[1]}{prefix}"
-        assert http_get(base)[0] == 200 and http_get(base + "ui/app.js")[0] == 200
-        run_browser(browser_tools, mode="proxy", url=base, app_id=job.name)
+        owner = {"X-Tony-Token": read_token(job)}
+        assert http_get(base, owner)[0] == 200 and http_get(base + "ui/app.js", owner)[0] == 200
+        run_browser(browser_tools, mode="proxy", url=base + "?token=" + read_token(job), app_id=job.name)
     finally:
         proxy.shutdown()
         proxy.server_close()
@@ -227,7 +237,7 @@ def test_page_holds_a_job_with_hundreds_of_tasks(tony, scripts, browser_tools, t
         job = r.job_dir()
         url = json.loads((job / "am.json").read_text())["url"]
         p = subprocess.run([browser_tools, str(BROWSER_DIR / "ui_load.mjs"),
-                            json.dumps({"url": url + "/", "app_id": job.name, "n": MANY, "mode": "check",
+                            json.dumps({"url": page_link(url, job), "app_id": job.name, "n": MANY, "mode": "check",
                                         "chromium": CHROMIUM, "artifacts": str(ARTIFACTS), "gate_pid": holder.pid})],
                            cwd=BROWSER_DIR, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"

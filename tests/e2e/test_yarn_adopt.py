@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import REPO, alive, wait_for
+from conftest import REPO, alive, read_token, wait_for
 from test_yarn_inplace import process_of
 from test_web_ui import browser_tools, run_browser  # noqa: F401 (the fixture)
 from test_yarn_jobs import accuracy, container_pids, yarn  # noqa: F401 (the fixture)
@@ -77,7 +77,9 @@ def test_killed_coordinator_is_replaced_and_the_training_goes_on(yarn, tmp_path,
         assert alive(users[0]) and alive(executors[0]), (users, executors)
         assert process_of("worker:0", app_id, script=str(go)) == users[0]
         # the new coordinator's page says so, in a real browser
-        page = run_browser(browser_tools, url=yarn.api_url(app_id) + "/", app_id=app_id, mode="adopted",
+        # the link tony prints, with the job's read token
+        link = f"{yarn.api_url(app_id)}/?token={read_token(yarn.tony.home / 'jobs' / app_id)}"
+        page = run_browser(browser_tools, url=link, app_id=app_id, mode="adopted",
                            expect="Coordinator restarted: 2 of 2 tasks taken back without a restart",
                            running=["worker:0"])
         assert "2 of 2" in page["line"], page

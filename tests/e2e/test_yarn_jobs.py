@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import PYTHON, REPO, SHIPMENT_SEEN, call, shipment, wait_for
+from conftest import PYTHON, REPO, SHIPMENT_SEEN, call, remember_job, shipment, wait_for
 
 pytestmark = pytest.mark.hadoop
 
@@ -77,7 +77,9 @@ class Yarn:
         if not host or port in ("", "-1", "0"):
             return None
         # the AM listens on IPv4; "localhost" may resolve to ::1 first
-        return f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+        url = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+        remember_job(url, self.tony.home / "jobs" / app_id)  # reads of it carry the job's read token
+        return url
 
     def app_ids(self):
         jobs = self.tony.home / "jobs"

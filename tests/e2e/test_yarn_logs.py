@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TONY, wait_for
+from conftest import TONY, OwnerReads, wait_for
 from test_yarn_jobs import Yarn, yarn  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.hadoop
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.hadoop
 # Everything (the AM too) on the node with a web UI: the label's node.
 ON_WEB_NODE = ["--conf", "tony.worker.node-label=gpu", "--conf", "tony.application.node-label=gpu",
                "--conf", "tony.worker.instances=1"]
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), OwnerReads())
 
 
 def get(url, timeout=30):

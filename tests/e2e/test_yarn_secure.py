@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TONY, wait_for
+from conftest import REPO, TONY, OwnerReads, wait_for
 from test_portal import Portal
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.secure]
@@ -276,7 +276,7 @@ def test_bad_logins_fail_clearly_and_leave_nothing(secure, tmp_path, case):
 
 def get(url, timeout=30):
     try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=timeout) as r:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({}), OwnerReads()).open(url, timeout=timeout) as r:
             return r.status, r.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")

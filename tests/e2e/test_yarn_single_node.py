@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import make_venv_zip, wait_for
+from conftest import make_venv_zip, read_token, wait_for
 from test_yarn_jobs import Yarn, yarn  # noqa: F401 - the fixture
 from test_yarn_logs import get, let_go, new_app_id, run_out, web_nodes
 
@@ -145,7 +145,9 @@ def test_single_node_output_while_it_runs(yarn, tmp_path):
         assert d["data"] == "live-1\n" and d["role"] == "am" and d["exists"] is True, d
         code, body = get(f"{url}/v1/tasks/am/0/log?stream=stderr")
         assert code == 200 and json.loads(body)["data"] == "live-2\n", body
-        code, body = get(f"{yarn.cluster.rm}/proxy/{app_id}/v1/tasks/am/0/log")
+        # YARN's proxy passes only the query on: the read token goes there
+        token = read_token(yarn.tony.home / "jobs" / app_id)
+        code, body = get(f"{yarn.cluster.rm}/proxy/{app_id}/v1/tasks/am/0/log?token={token}")
         assert code == 200 and json.loads(body)["data"] == "live-1\n", body
         # the job lists the command as its task am:0, with its log link
         code, body = get(f"{url}/v1/job")

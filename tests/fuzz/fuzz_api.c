@@ -8,8 +8,9 @@
  * behind it, evhttp frees it when it is answered. Input format: the method
  * (GET, POST, ...) on the first line, the URI on the second, "Name: value"
  * header lines up to an empty line, then the body; a Host header the
- * coordinator answers and a valid signature (X-Tony-Auth, as executors
- * sign) are added unless the input sets them. Properties: no crash, leak or UB;
+ * coordinator answers, the read token and a valid signature (X-Tony-Auth,
+ * as executors sign) are added unless the input sets them. Properties: no
+ * crash, leak or UB;
  * every request is answered exactly once (one left unanswered is a leak
  * LeakSanitizer reports; one answered twice, a use after free). A stand-in
  * backend (launch, stop and log reads refused) keeps the job in this
@@ -32,6 +33,7 @@
 #include "runtime/runtime.h"
 
 #define SECRET "fuzz-secret-0123456789"
+#define READ_TOKEN "fuzz-read-token" /* the gate's (common/readtoken.h); not derived here */
 
 static tony_conf *conf;
 static tony_plan plan;
@@ -105,6 +107,7 @@ static void am_init(tony_am *am, bool recover) {
     am->host = "127.0.0.1";
     am->port = 4242;
     am->url = "http://127.0.0.1:4242";
+    am->reads = (tony_read_gate){READ_TOKEN, "tony_token_4242", NULL};
     am->started_ms = am_now_ms();
     am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
     /* The state machine started: every task asked for, as the
@@ -185,7 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(m);
         return 0;
     }
-    bool auth_given = false, host_given = false;
+    bool auth_given = false, host_given = false, token_given = false;
     char *line;
     while ((line = next_line(&p, end)) && *line) {
         char *colon = strchr(line, ':');
@@ -195,11 +198,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             evhttp_add_header(req->input_headers, line, v);
             if (strcasecmp(line, TONY_APIAUTH_HEADER) == 0) auth_given = true;
             if (strcasecmp(line, "Host") == 0) host_given = true;
+            if (strcasecmp(line, AM_API_TOKEN_HEADER) == 0) token_given = true;
         }
         free(line);
     }
     free(line);
     if (!host_given) evhttp_add_header(req->input_headers, "Host", "127.0.0.1:4242");
+    if (!token_given) evhttp_add_header(req->input_headers, AM_API_TOKEN_HEADER, READ_TOKEN);
     evbuffer_add(req->input_buffer, p, (size_t)(end - p));
     /* signed as an executor signs (common/apiauth.h), over what the handler
      * will see; an input with its own X-Tony-Auth tries its luck */

@@ -92,6 +92,9 @@ static void api_seeds(void) {
     seed_str("api", "kill", "POST\n/v1/job/kill\n\n");
     seed_str("api", "tensorboard", "GET\n/tensorboard/data/plugins?x=1\n\n");
     seed_str("api", "ui", "GET\n/ui/app.js\n\n");
+    seed_str("api", "read-bad-token", "GET\n/v1/job\nX-Tony-Token: nope\n\n");
+    seed_str("api", "read-link", "GET\n/ui/app.js?a=1&token=fuzz-read-token\nX-Tony-Token: \n\n");
+    seed_str("api", "read-cookie", "GET\n/v1/events\nX-Tony-Token: \nCookie: a=1; tony_token_4242=fuzz-read-token\n\n");
 }
 
 static void frame_seed(const char *name, uint32_t call_id, ProtobufCMessage *payload) {

@@ -173,8 +173,11 @@ static int local_check_plan(const tony_conf *conf, const tony_plan *plan, char *
     return rc;
 }
 
-static void say_web_ui(const tony_client_out *out, const char *url) {
-    tony_client_say(out, stdout, "tony: watch it at %s/ (the coordinator's web page)\n", url);
+/* The link carries the job's read token (common/readtoken.h) once. */
+static void say_web_ui(const tony_client_out *out, const char *job_dir, const char *url) {
+    char *page = tony_jobdir_page_url(job_dir, url);
+    tony_client_say(out, stdout, "tony: watch it at %s (the coordinator's web page)\n", page);
+    free(page);
 }
 
 static int local_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err) {
@@ -218,7 +221,7 @@ static int local_wait_started(tony_client_job *cj, tony_error *err) {
         tony_err(err, "the coordinator did not start; see %s/%s", cj->job_dir, TONY_JOBDIR_AM_LOG);
         return TONY_EXIT_UNAVAILABLE;
     }
-    say_web_ui(NULL, j->url);
+    say_web_ui(NULL, cj->job_dir, j->url);
     return TONY_EXIT_OK;
 }
 
@@ -250,7 +253,7 @@ static void local_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
     local_job *j = (local_job *)cj;
     int status;
     bool am_alive = waitpid(j->am_pid, &status, WNOHANG) == 0;
-    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0) say_web_ui(out, j->url);
+    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0) say_web_ui(out, cj->job_dir, j->url);
     p->next_ms = POLL_MS;
     bool live;
     json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
@@ -314,7 +317,11 @@ static int local_state(const char *job_dir, const tony_conf *conf, tony_client_s
                     live || finished ? "" : " (coordinator not running)",
                     (long long)json_integer_value(json_object_get(job, JOB_ATTEMPT)));
     const char *url = json_string_value(json_object_get(job, JOB_URL));
-    if (live && url) tony_buf_printf(&b, "web page: %s/\n", url);
+    if (live && url) {
+        char *page = tony_jobdir_page_url(job_dir, url);
+        tony_buf_printf(&b, "web page: %s\n", page);
+        free(page);
+    }
     st->job = job;
     st->live = live;
     st->headline = b.data;

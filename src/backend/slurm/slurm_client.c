@@ -224,8 +224,11 @@ static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
     (void)err;
     slurm_job *j = (slurm_job *)cj;
     p->next_ms = POLL_MS;
-    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0)
-        tony_client_say(out, stdout, "tony: watch it at %s/ (the coordinator's web page)\n", j->url);
+    if (!j->url && tony_jobdir_am_url(cj->job_dir, &j->url, NULL, NULL) == 0) {
+        char *page = tony_jobdir_page_url(cj->job_dir, j->url); /* with the read token, once */
+        tony_client_say(out, stdout, "tony: watch it at %s (the coordinator's web page)\n", page);
+        free(page);
+    }
     bool live;
     json_t *job = tony_jobdir_load_state(cj->job_dir, &live);
     if (tony_job_is_finished(job)) {

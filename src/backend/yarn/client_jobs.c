@@ -94,16 +94,19 @@ static char *usable_tracking_url(const json_t *app) {
     return n && u[n - 1] == '/' ? tony_strdup(u) : tony_sprintf("%s/", u);
 }
 
-json_t *tony_yarn_am_job(const json_t *app) {
-    char *base = tony_yarn_am_url(app);
-    json_t *j = base ? tony_jobdir_fetch_job(base) : NULL;
+json_t *tony_yarn_am_job(const json_t *app, const char *job_dir) {
+    char *base = tony_yarn_am_url(app), *token = NULL;
+    tony_jobdir_read_token(job_dir, &token, NULL);
+    json_t *j = base ? tony_jobdir_fetch_job(base, token) : NULL;
     free(base);
     /* TensorBoard's own address is a node's, often unreachable from where
      * the user is; the coordinator redirects <tracking URL>tensorboard/ to
-     * it, and the RM's proxy follows. */
+     * it, and the RM's proxy follows (that redirect needs no read token:
+     * am/api.c). */
     char *tracking = j && json_is_string(json_object_get(j, JOB_TENSORBOARD_URL)) ? usable_tracking_url(app) : NULL;
     if (tracking) json_object_set_new(j, JOB_TENSORBOARD_PROXY_URL, json_sprintf("%stensorboard/", tracking));
     free(tracking);
+    free(token);
     return j;
 }
 
@@ -232,7 +235,7 @@ static int yarn_state(const char *job_dir, const tony_conf *conf, tony_client_st
         tony_yarn_record_update(job_dir, app);
     }
     const char *state = json_string_value(json_object_get(app, "state"));
-    if (code == TONY_EXIT_OK && state && strcmp(state, "RUNNING") == 0) job = tony_yarn_am_job(app);
+    if (code == TONY_EXIT_OK && state && strcmp(state, "RUNNING") == 0) job = tony_yarn_am_job(app, job_dir);
     st->live = job != NULL;
     if (job) {
         tony_jobdir_write_json(job_dir, TONY_JOBDIR_STATUS, job, NULL);
@@ -245,6 +248,13 @@ static int yarn_state(const char *job_dir, const tony_conf *conf, tony_client_st
     tony_buf b = {0};
     tony_buf_printf(&b, "job %s (yarn): %s, final status %s\n", app_id, state ? state : "unknown", fs ? fs : "unknown");
     if (url && *url) tony_buf_printf(&b, "tracking URL: %s\n", url);
+    char *am = job ? tony_yarn_am_url(app) : NULL;
+    if (am && st->live) {
+        char *page = tony_jobdir_page_url(job_dir, am);
+        tony_buf_printf(&b, "web page: %s\n", page);
+        free(page);
+    }
+    free(am);
     if (diag && *diag) tony_buf_printf(&b, "diagnostics: %s\n", diag);
     st->headline = b.data;
     st->job = job;

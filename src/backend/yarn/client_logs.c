@@ -29,6 +29,7 @@ typedef struct ylogs {
     json_t *app;     /* the RM's report, or what was recorded */
     json_t *job;     /* the coordinator's /v1/job, live or last saved */
     char *am;        /* the live coordinator's URL, or NULL */
+    char *token;     /* the job's read token, for am's GETs (NULL: none here) */
     bool aggregated; /* yarn.log-aggregation-enable (HADOOP_CONF_DIR, --conf) */
     bool kerberos;   /* a secure cluster: NodeManagers' web pages want SPNEGO */
     int attempt;
@@ -120,7 +121,7 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
         char *url = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
                                  stream, *offset, y->attempt);
         tony_http_response r;
-        int rc = tony_http_call("GET", url, NULL, NULL, AM_TIMEOUT_MS, &r, err);
+        int rc = tony_http_read(url, y->token, AM_TIMEOUT_MS, &r, err);
         free(url);
         if (rc) {
             *gone = true;
@@ -236,7 +237,7 @@ static void follow_task(ylogs *y, const json_t *t) {
             y->failed = true;
             return;
         }
-        json_t *job = gone ? NULL : tony_jobdir_fetch_job(y->am);
+        json_t *job = gone ? NULL : tony_jobdir_fetch_job(y->am, y->token);
         bool over = !job || tony_job_is_finished(job);
         if (job && over) {
             /* its last words, then done */
@@ -315,7 +316,7 @@ static int show_stacks(ylogs *y, const json_t *t) {
         where = tony_sprintf("%s" AM_API_TASKS "%s/%d/" AM_API_STACKS "?" AM_API_ATTEMPT "=%d", y->am, role, index,
                              y->attempt);
         tony_http_response r;
-        rc = tony_http_call("GET", where, NULL, NULL, AM_TIMEOUT_MS, &r, &err);
+        rc = tony_http_read(where, y->token, AM_TIMEOUT_MS, &r, &err);
         if (rc == 0 && r.status == 200) tony_buf_append(&b, r.body, r.len);
         else if (rc == 0 && r.status == 404) rc = 1;
         else if (rc == 0) rc = tony_err(&err, "the coordinator answered HTTP %ld", r.status);
@@ -373,7 +374,8 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
     const char *state = json_string_value(json_object_get(y.app, "state"));
     if (state && strcmp(state, "RUNNING") == 0) {
         y.am = tony_yarn_am_url(y.app);
-        y.job = y.am ? tony_jobdir_fetch_job(y.am) : NULL;
+        tony_jobdir_read_token(job_dir, &y.token, NULL);
+        y.job = y.am ? tony_jobdir_fetch_job(y.am, y.token) : NULL;
         if (!y.job) {
             free(y.am);
             y.am = NULL;
@@ -448,6 +450,7 @@ int tony_yarn_client_logs(const char *job_dir, const tony_client_logs_opts *o, c
     }
     if (code == 0 && y.failed) code = TONY_EXIT_UNAVAILABLE;
     free(y.am);
+    free(y.token);
     json_decref(y.job);
     json_decref(y.app);
     json_decref(rec);

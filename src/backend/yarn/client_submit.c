@@ -320,14 +320,21 @@ void tony_yarn_client_poll(tony_client_job *cj, const tony_client_out *out, tony
         tony_client_say(out, stdout, "tony: YARN application %s: %s%s%s\n", app_id, state,
                         diag && *diag && strcmp(state, "ACCEPTED") == 0 ? " - " : "",
                         diag && *diag && strcmp(state, "ACCEPTED") == 0 ? diag : "");
-        if (strcmp(state, "RUNNING") == 0)
+        if (strcmp(state, "RUNNING") == 0) {
             tony_client_say(out, stdout, "tony: tracking URL %s\n",
                             json_string_value(json_object_get(app, "trackingUrl")));
+            /* the RM's proxy passes no read token on: the page's own link */
+            char *am = tony_yarn_am_url(app);
+            char *page = am ? tony_jobdir_page_url(cj->job_dir, am) : NULL;
+            if (page) tony_client_say(out, stdout, "tony: watch it at %s (the coordinator's web page)\n", page);
+            free(page);
+            free(am);
+        }
         free(j->last_state);
         j->last_state = tony_strdup(state);
     }
     if (strcmp(state, "RUNNING") == 0 && !j->am_done) {
-        json_t *job = tony_yarn_am_job(app);
+        json_t *job = tony_yarn_am_job(app, cj->job_dir);
         if (job) {
             tony_jobdir_write_json(cj->job_dir, TONY_JOBDIR_STATUS, job, NULL);
             if (tony_job_is_finished(job)) j->am_done = true;

@@ -52,8 +52,9 @@ json_t *tony_yarn_record_load(const char *job_dir);
  * on stderr that it is unreadable. */
 json_t *tony_yarn_record_open(const char *job_dir, const char **app_id);
 void tony_yarn_record_update(const char *job_dir, const json_t *app);
-/* The coordinator's job JSON from the app report's amRPCAddress, or NULL. */
-json_t *tony_yarn_am_job(const json_t *app);
+/* The coordinator's job JSON from the app report's amRPCAddress (read with
+ * the token of the job in job_dir), or NULL. */
+json_t *tony_yarn_am_job(const json_t *app, const char *job_dir);
 /* POSTs /v1/job/finish to the AM (errors ignored). */
 void tony_yarn_am_finish(const json_t *app, const char *job_dir);
 /* Once the RM says the app is final: a status.json the coordinator did not
