@@ -14,6 +14,7 @@
 #ifndef TONY_FUZZ_HTTP_H
 #define TONY_FUZZ_HTTP_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -53,6 +54,7 @@ static void fuzz_http_drain(int fd) {
     const char *end = NULL;
     while (!end) {
         ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         tony_buf_append(&b, chunk, (size_t)n);
         end = memmem(b.data, b.len, "\r\n\r\n", 4);
@@ -64,6 +66,7 @@ static void fuzz_http_drain(int fd) {
         if (cl && cl < end) want = atoll(cl + 17);
         while ((long long)have < want) {
             ssize_t n = read(fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             have += (size_t)n;
         }
@@ -92,6 +95,7 @@ static void fuzz_http_answer(int fd) {
     pthread_mutex_unlock(&fuzz_http.mu);
     for (size_t off = 0; off < out.len;) {
         ssize_t n = write(fd, out.data + off, out.len - off);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         off += (size_t)n;
     }

@@ -116,13 +116,18 @@ static int free_port(void) {
     return ntohs(a.sin_port);
 }
 
+/* A connection to the portal; a signal (libFuzzer's timers) that cuts a
+ * connect short means a new try. */
 static int connect_portal(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                             .sin_port = htons((uint16_t)port)};
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return fd;
-    if (fd >= 0) close(fd);
-    return -1;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return fd;
+        int e = errno;
+        if (fd >= 0) close(fd);
+        if (e != EINTR) return -1;
+    }
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -203,6 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(fd >= 0, "cannot connect to the portal: %s", strerror(errno));
     for (size_t off = 0; off < req.len;) {
         ssize_t n = send(fd, req.data + off, req.len - off, 0);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         off += (size_t)n;
     }
@@ -211,8 +217,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool closed = false;
     for (;;) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
-        if (poll(&pf, 1, 5000) <= 0) break;
+        int ready = poll(&pf, 1, 5000);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) break;
         ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             closed = true;
             break;

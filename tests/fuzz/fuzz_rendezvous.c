@@ -54,14 +54,21 @@ static bool pump(int fd, int rounds) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     am_rendezvous_reset(rdv);
     am_rendezvous_set_scopes(rdv, scopes);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                             .sin_port = htons((uint16_t)am_rendezvous_port(rdv))};
-    FUZZ_CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "cannot connect: %s", strerror(errno));
+    int fd;
+    /* a signal (libFuzzer's timers) that cuts a connect short: again */
+    for (;;) {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        FUZZ_CHECK(fd >= 0, "no socket: %s", strerror(errno));
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
+        FUZZ_CHECK(errno == EINTR, "cannot connect: %s", strerror(errno));
+        close(fd);
+    }
     for (size_t off = 0; off < size;) {
         ssize_t n = send(fd, data + off, size - off, MSG_DONTWAIT);
         if (n > 0) off += (size_t)n;
-        else if (errno == EAGAIN) pump(fd, 1);
+        else if (errno == EAGAIN || errno == EINTR) pump(fd, 1);
         else break;
     }
     tony_buf got = {0};

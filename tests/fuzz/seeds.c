@@ -341,6 +341,9 @@ static void rmrest_seeds(void) {
     /* found by this harness: a report without "id" made status.json NULL (client_jobs.c) */
     http_seed("rmrest", "app-without-id", (const char *[]){"200", "{\"clusterInfo\":{}}", "500", "", "500", "",
                                                            "500", "", "200", "{\"app\":{\"state\":\"KILLED\"}}", NULL});
+    /* found by this harness: this refusal did not say which RM gave it (rest.c) */
+    http_seed("rmrest", "report-without-app", (const char *[]){"200", info, "500", "", "500", "", "500", "",
+                                                               "200", "{\"apps\":null}", NULL});
     free(newapp);
     free(max), free(sched), free(sched33), free(labels), free(labels33);
 }
@@ -360,6 +363,8 @@ static void webhdfs_seeds(void) {
                                                  "{\"long\":1700086400000}", "200", yes, "200", yes, "200",
                                                  "{\"Location\":\"http://@@/webhdfs/v1/user/fuzz/b?op=OPEN&"
                                                  "namenoderpcaddress=nn:8020&offset=0\"}", "200", "the file's bytes", NULL});
+    /* found by this harness: this refusal did not say which NameNode gave it */
+    http_seed("webhdfs", "stat-without-filestatus", (const char *[]){"200", dir, "200", "{}", NULL});
     http_seed("webhdfs", "standby", (const char *[]){"403", "{\"RemoteException\":{\"exception\":\"StandbyException\","
                                                      "\"javaClassName\":\"org.apache.hadoop.ipc.StandbyException\",\"message\":"
                                                      "\"Operation category READ is not supported in state standby\"}}", NULL});
@@ -393,7 +398,17 @@ static void slurm_seeds(void) {
 
 static void jobstate_seeds(void) {
     /* am.json as the coordinator writes it (common/jobdir.c) */
-    json_t *am = tony_jobdir_am_info_self("http://127.0.0.1:4242");
+    const char *url = "http://127.0.0.1:4242";
+    json_t *am = tony_jobdir_am_info_self(url);
+    /* this process's pid, start and boot id, made the same on every run
+     * (the corpus stays as it is when nothing else changed) */
+    const char *k;
+    json_t *v;
+    json_object_foreach(am, k, v) {
+        if (json_is_integer(v)) json_integer_set(v, 4242);
+        else if (json_is_string(v) && strcmp(json_string_value(v), url) != 0)
+            json_string_set(v, "0b6f2c1e-8d1a-4c55-9f2e-3f1d2a4b5c6d");
+    }
     char *s = json_dumps(am, JSON_INDENT(2));
     seed_str("jobstate", "am.json", s);
     free(s);
