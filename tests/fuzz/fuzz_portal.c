@@ -162,25 +162,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-/* The next line of [*p, end), without its "\r\n" or "\n"; NULL at the end. */
-static char *next_line(const char **p, const char *end) {
-    if (*p >= end) return NULL;
-    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-    const char *stop = nl ? nl : end;
-    size_t n = (size_t)(stop - *p);
-    if (n && (*p)[n - 1] == '\r') n--;
-    char *s = tony_sprintf("%.*s", (int)n, *p);
-    *p = nl ? nl + 1 : end;
-    return s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the request line and headers travel as text: no NUL, no bare CR */
     const char *p = (const char *)data, *end = p + size;
     const char *body_at = memmem(data, size, "\n\n", 2);
     size_t head_len = body_at ? (size_t)(body_at - p) : size;
     if (memchr(data, 0, head_len) || memchr(data, '\r', head_len)) return 0;
-    char *method = next_line(&p, end), *uri = next_line(&p, end);
+    char *method = fuzz_next_line(&p, end), *uri = fuzz_next_line(&p, end);
     if (!method || !uri || !*method || !*uri || strpbrk(method, " \t") || strpbrk(uri, " \t")) {
         free(method);
         free(uri);
@@ -190,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tony_buf_printf(&req, "%s %s HTTP/1.1\r\n", method, uri);
     bool host = false, len = false;
     char *line;
-    while ((line = next_line(&p, end)) && *line) {
+    while ((line = fuzz_next_line(&p, end)) && *line) {
         if (strncasecmp(line, "Host:", 5) == 0) host = true;
         if (strncasecmp(line, "Content-Length:", 15) == 0) len = true;
         tony_buf_printf(&req, "%s\r\n", line);

@@ -22,15 +22,9 @@ static tony_slurm_layout layout;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_quiet();
-    conf = tony_conf_new();
-    tony_conf_load_defaults(conf);
-    tony_conf_set(conf, "tony.ps.instances", "1", "fuzz");
-    tony_conf_set(conf, "tony.worker.instances", "2", "fuzz");
+    conf = fuzz_tf_conf();
     tony_conf_set(conf, "tony.worker.gpus", "1", "fuzz");
     tony_conf_set(conf, "tony.worker.node-label", "a100", "fuzz");
-    tony_conf_set(conf, "tony.worker.command", "python train.py", "fuzz");
-    tony_conf_set(conf, "tony.ps.command", "python train.py", "fuzz");
-    tony_conf_set(conf, "tony.application.framework", "tensorflow", "fuzz");
     tony_error err;
     FUZZ_CHECK(tony_runtime_plan(conf, &plan, &err) == 0, "the fuzzer's plan: %s", err.msg);
     FUZZ_CHECK(tony_slurm_layout_plan(&plan, conf, &layout, &err) == 0, "the fuzzer's layout: %s", err.msg);
