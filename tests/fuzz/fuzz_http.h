@@ -9,18 +9,23 @@
  * HTTP status on the first line, then the body. Past the last reply every
  * request gets the last one again. "@@" in a body becomes this server's
  * 127.0.0.1:port, so that a link a reply gives (a NodeManager's, a
- * coordinator's address) leads back here rather than off the machine.
- * Header-only, like fuzz_util.h. */
+ * coordinator's address) leads back here rather than off the machine;
+ * and a harness that includes this connects to nothing but 127.0.0.1
+ * (connect and getaddrinfo below), whatever address a reply names.
+ * Header-only, like fuzz_util.h: one harness, one program. */
 #ifndef TONY_FUZZ_HTTP_H
 #define TONY_FUZZ_HTTP_H
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/strv.h"
@@ -111,6 +116,30 @@ static void *fuzz_http_main(void *arg) {
         close(fd);
     }
     return NULL;
+}
+
+/* The harnesses follow links that replies give (a NodeManager's, a
+ * coordinator's, a DataNode's): an input that names another host must not
+ * have the fuzzer wait on the network, nor reach it. This process connects
+ * to 127.0.0.1 only, and resolves no name but 127.0.0.1 and localhost:
+ * these definitions take the place of libc's for libcurl, libevent and
+ * tony alike (an executable's own symbols come first). */
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
+    if (addr && addr->sa_family == AF_INET && len >= sizeof *in && in->sin_addr.s_addr == htonl(INADDR_LOOPBACK))
+        return (int)syscall(SYS_connect, fd, addr, len);
+    errno = ECONNREFUSED;
+    return -1;
+}
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
+    static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    if (node && strcmp(node, "127.0.0.1") != 0 && strcmp(node, "localhost") != 0) return EAI_NONAME;
+    if (!real) real = (int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))dlsym(
+                   RTLD_NEXT, "getaddrinfo");
+    struct addrinfo h = hints ? *hints : (struct addrinfo){0};
+    h.ai_family = AF_INET; /* 127.0.0.1, never ::1 */
+    return real(node, service, &h, res);
 }
 
 /* Starts the server (once); its "127.0.0.1:port". */

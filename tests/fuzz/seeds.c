@@ -443,6 +443,49 @@ static void jobstate_seeds(void) {
     seed_str("jobstate", "damaged.json", "{\"state\":\"FINISHED\",\"tasks\":[{\"index\":0},{\"role\":3,\"state\":[]}]}");
 }
 
+/* The YARN client's verbs on a job: the RM's report, then the running
+ * coordinator's /v1/job and log answers, or an ended job's NodeManager
+ * files (its status the coordinator left in its container's log dir). */
+static void nm_file(tony_buf *b, const char *name, const char *content) {
+    tony_buf_printf(b, "LogType:%s\nLogLastModifiedTime:Sat Nov 21 15:03:40 +0000 2026\nLogLength:%zu\nLogContents:\n%s"
+                       "End of LogType:%s.\n", name, strlen(content), content, name);
+}
+
+static void yarnclient_seeds(void) {
+    const char *info = "{\"clusterInfo\":{\"state\":\"STARTED\",\"haState\":\"ACTIVE\",\"hadoopVersion\":\"3.4.1\"}}";
+#define YAPP "{\"app\":{\"id\":\"" APP_ID "\",\"user\":\"fuzz\",\"trackingUrl\":\"http://rm:8088/proxy/" APP_ID "/\"," \
+             "\"amRPCAddress\":\"@@\",\"amContainerLogs\":\"http://@@/node/containerlogs/" AM_CONTAINER "/fuzz\","
+    const char *running = YAPP "\"state\":\"RUNNING\",\"finalStatus\":\"UNDEFINED\",\"diagnostics\":\"\"}}";
+    const char *finished = YAPP "\"state\":\"FINISHED\",\"finalStatus\":\"FAILED\",\"diagnostics\":\"worker:1 failed\"}}";
+#undef YAPP
+#define TASKS "\"tasks\":[{\"role\":\"worker\",\"index\":0,\"state\":\"RUNNING\",\"host\":\"nm1\",\"container\":" \
+              "\"container_1700000000000_0001_01_000002\",\"log_url\":\"http://@@/node/containerlogs/" \
+              "container_1700000000000_0001_01_000002/fuzz\",\"stacks\":\"/v1/tasks/worker/0/stacks\"},{\"role\":\"ps\"," \
+              "\"index\":0,\"state\":\"FAILED\",\"exit_status\":1,\"log_url\":\"http://@@/node/containerlogs/" \
+              "container_1700000000000_0001_01_000003/fuzz\"}]"
+    const char *job = "{\"app_id\":\"" APP_ID "\",\"state\":\"RUNNING\",\"attempt\":0,\"backend\":\"yarn\"," TASKS "}";
+    const char *ended = "{\"app_id\":\"" APP_ID "\",\"state\":\"FINISHED\",\"final_status\":\"FAILED\",\"attempt\":0,"
+                        "\"backend\":\"yarn\"," TASKS "}";
+#undef TASKS
+    http_seed("yarnclient", "running", (const char *[]){"200", info, "200", running, "200", job, "200",
+                                                        "{\"data\":\"epoch 1\\n\",\"next\":8,\"size\":16}", "200",
+                                                        "{\"data\":\"epoch 2\\n\",\"next\":16,\"size\":16}", NULL});
+    tony_buf status = {0}, out = {0}, err = {0};
+    nm_file(&status, "tony-status.json", ended);
+    nm_file(&out, "stdout", "epoch 1\n");
+    nm_file(&err, "stderr", "Traceback (most recent call last):\n");
+    http_seed("yarnclient", "finished", (const char *[]){"200", info, "200", finished, "200", status.data, "200",
+                                                         out.data, "404", "Cannot find this log on the local disk.",
+                                                         "200", err.data, NULL});
+    tony_buf_free(&status), tony_buf_free(&out), tony_buf_free(&err);
+    /* links off this machine: the harness reaches none of them */
+    http_seed("yarnclient", "elsewhere", (const char *[]){"200", info, "200", "{\"app\":{\"id\":\"" APP_ID "\",\"state\":"
+                                                          "\"RUNNING\",\"amRPCAddress\":\"10.1.2.3:80\",\"amContainerLogs\":"
+                                                          "\"http://nm-gone.example:8042/node/containerlogs/c_1/u\"}}", NULL});
+    http_seed("yarnclient", "rm-down", (const char *[]){"503", "{\"RemoteException\":{\"exception\":\"ConnectException\","
+                                                        "\"message\":\"Connection refused\"}}", NULL});
+}
+
 /* Requests as Horovod's gloo workers send them (its HTTP store: PUT a
  * rank's address, GET the others', DELETE at the end), raw and pipelined. */
 static void rendezvous_seeds(void) {
@@ -497,6 +540,7 @@ int main(int argc, char **argv) {
     nm_seeds();
     slurm_seeds();
     jobstate_seeds();
+    yarnclient_seeds();
     rendezvous_seeds();
     portal_seeds();
     tony_error err;
