@@ -482,6 +482,10 @@ static void yarnclient_seeds(void) {
     http_seed("yarnclient", "elsewhere", (const char *[]){"200", info, "200", "{\"app\":{\"id\":\"" APP_ID "\",\"state\":"
                                                           "\"RUNNING\",\"amRPCAddress\":\"10.1.2.3:80\",\"amContainerLogs\":"
                                                           "\"http://nm-gone.example:8042/node/containerlogs/c_1/u\"}}", NULL});
+    /* a task without a role: the verbs printed and asked for "(null)" (printf of NULL, client_logs.c) */
+    http_seed("yarnclient", "task-without-role",
+              (const char *[]){"200", info, "200", running, "200",
+                               "{\"state\":\"RUNNING\",\"tasks\":[{\"index\":0,\"state\":\"RUNNING\"}]}", NULL});
     http_seed("yarnclient", "rm-down", (const char *[]){"503", "{\"RemoteException\":{\"exception\":\"ConnectException\","
                                                         "\"message\":\"Connection refused\"}}", NULL});
 }
