@@ -11,6 +11,14 @@ const char *const tony_report_state_order[TONY_REPORT_NSTATES] = {
     JOB_TASK_STATE_FAILED,  JOB_TASK_STATE_SUCCEEDED, JOB_TASK_STATE_FINISHED,
     JOB_TASK_STATE_RUNNING, JOB_TASK_STATE_NEW,       JOB_TASK_STATE_READY};
 
+/* A string field of the job JSON, "?" where it is missing or not a string:
+ * what is printed comes from status.json or a coordinator's answer, which
+ * may be damaged (the fuzz harness jobstate feeds it anything). */
+static const char *field(const json_t *o, const char *key) {
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "?";
+}
+
 char *tony_report_grouped(const json_t *job) {
     tony_buf b = {0};
     tony_buf_puts(&b, "");
@@ -21,9 +29,9 @@ char *tony_report_grouped(const json_t *job) {
         size_t i;
         json_t *t;
         json_array_foreach(tasks, i, t) {
-            const char *state = json_string_value(json_object_get(t, JOB_TASK_STATE));
+            const char *state = field(t, JOB_TASK_STATE);
             if (strcmp(state, tony_report_state_order[s]) != 0) continue;
-            const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+            const char *role = field(t, JOB_TASK_ROLE);
             int index = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
             if (!cur_role || strcmp(cur_role, role) != 0) {
                 if (cur_role) tony_buf_puts(&line, "] ");
@@ -46,9 +54,9 @@ static void report_nodes(FILE *out, const json_t *job) {
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(job, JOB_EXCLUDED_NODES), i, e) {
-        const char *node = json_string_value(json_object_get(e, JOB_EXCL_NODE));
-        const char *task = json_string_value(json_object_get(e, JOB_EXCL_TASK));
-        const char *reason = json_string_value(json_object_get(e, JOB_EXCL_REASON));
+        const char *node = field(e, JOB_EXCL_NODE);
+        const char *task = field(e, JOB_EXCL_TASK);
+        const char *reason = field(e, JOB_EXCL_REASON);
         const char *refused = json_string_value(json_object_get(e, JOB_EXCL_REFUSED));
         int attempt = (int)json_integer_value(json_object_get(e, JOB_EXCL_ATTEMPT));
         if (refused)
@@ -76,20 +84,20 @@ void tony_report_tasks(FILE *out, const json_t *job) {
     json_array_foreach(json_object_get(job, JOB_TASKS), i, t) {
         const char *meaning = json_string_value(json_object_get(t, JOB_TASK_EXIT_MEANING));
         const char *diag = json_string_value(json_object_get(t, JOB_TASK_DIAGNOSTICS));
-        fprintf(out, "  %s:%lld %-9s %s\n", json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+        fprintf(out, "  %s:%lld %-9s %s\n", field(t, JOB_TASK_ROLE),
                 (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
-                json_string_value(json_object_get(t, JOB_TASK_STATE)), meaning ? meaning : "");
-        if (diag && strcmp(json_string_value(json_object_get(t, JOB_TASK_STATE)), JOB_TASK_STATE_FAILED) == 0)
+                field(t, JOB_TASK_STATE), meaning ? meaning : "");
+        if (diag && strcmp(field(t, JOB_TASK_STATE), JOB_TASK_STATE_FAILED) == 0)
             fprintf(out, "      %s\n", diag);
         const char *so = json_string_value(json_object_get(t, JOB_TASK_STDOUT));
         const char *se = json_string_value(json_object_get(t, JOB_TASK_STDERR));
         if (so) fprintf(out, "      logs: %s %s\n", so, se ? se : "");
-        char *id = tony_sprintf("%s:%lld", json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+        char *id = tony_sprintf("%s:%lld", field(t, JOB_TASK_ROLE),
                                 (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
         const char *tb_task = json_string_value(json_object_get(job, JOB_TENSORBOARD_TASK));
         if (tb_task && strcmp(tb_task, id) == 0) {
             const char *proxied = json_string_value(json_object_get(job, JOB_TENSORBOARD_PROXY_URL));
-            fprintf(out, "      TensorBoard: %s%s%s\n", json_string_value(json_object_get(job, JOB_TENSORBOARD_URL)),
+            fprintf(out, "      TensorBoard: %s%s%s\n", field(job, JOB_TENSORBOARD_URL),
                     proxied ? "; through YARN's proxy: " : "", proxied ? proxied : "");
         }
         free(id);
@@ -106,8 +114,8 @@ void tony_report_tasks(FILE *out, const json_t *job) {
 
 void tony_report_final(FILE *out, const json_t *job) {
     const char *diag = json_string_value(json_object_get(job, JOB_DIAGNOSTICS));
-    fprintf(out, "tony: job %s %s%s%s\n", json_string_value(json_object_get(job, JOB_APP_ID)),
-            json_string_value(json_object_get(job, JOB_FINAL_STATUS)), diag && *diag ? ": " : "", diag ? diag : "");
+    fprintf(out, "tony: job %s %s%s%s\n", field(job, JOB_APP_ID),
+            field(job, JOB_FINAL_STATUS), diag && *diag ? ": " : "", diag ? diag : "");
     /* The coordinator's last write of status.json failed (a full disk):
      * what is on disk is older than what was just said. */
     const char *serr = json_string_value(json_object_get(job, JOB_STATUS_ERROR));
@@ -125,5 +133,5 @@ void tony_report_advice(FILE *out, const json_t *job) {
     size_t i;
     json_t *a;
     json_array_foreach(advice, i, a)
-        fprintf(out, "tony:   %s\n", json_string_value(json_object_get(a, JOB_ADVICE_TEXT)));
+        fprintf(out, "tony:   %s\n", field(a, JOB_ADVICE_TEXT));
 }

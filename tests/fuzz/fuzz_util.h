@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "conf/conf.h"
 
 /* A property the code under test must keep; failing it is a finding. */
 #define FUZZ_CHECK(cond, ...)                                                  \
@@ -65,6 +66,33 @@ static inline char *fuzz_write_input(const char *name, const uint8_t *data, size
 static inline void fuzz_quiet(void) {
     setenv("TONY_LOG_LEVEL", "error", 1);
     tony_log_init("fuzz", fopen("/dev/null", "w"));
+}
+
+/* A TensorFlow job of 1 ps and 2 workers running `python train.py`, with
+ * the defaults under it: the job the harnesses that need a plan fuzz
+ * against; more keys are the caller's to add. */
+static inline tony_conf *fuzz_tf_conf(void) {
+    tony_conf *conf = tony_conf_new();
+    tony_conf_load_defaults(conf);
+    tony_conf_set(conf, "tony.ps.instances", "1", "fuzz");
+    tony_conf_set(conf, "tony.worker.instances", "2", "fuzz");
+    tony_conf_set(conf, "tony.worker.command", "python train.py", "fuzz");
+    tony_conf_set(conf, "tony.ps.command", "python train.py", "fuzz");
+    tony_conf_set(conf, "tony.application.framework", "tensorflow", "fuzz");
+    return conf;
+}
+
+/* The next line of [*p, end), without its "\r\n" or "\n" (malloc'ed);
+ * NULL at the end. For the harnesses whose input is lines of a request. */
+static inline char *fuzz_next_line(const char **p, const char *end) {
+    if (*p >= end) return NULL;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *stop = nl ? nl : end;
+    size_t n = (size_t)(stop - *p);
+    if (n && (*p)[n - 1] == '\r') n--;
+    char *s = tony_sprintf("%.*s", (int)n, *p);
+    *p = nl ? nl + 1 : end;
+    return s;
 }
 
 #endif

@@ -1,10 +1,13 @@
 /* Writes the fuzzers' seed corpora (tests/fuzz/corpus/<harness>/) with
  * tony's own writers where it has them (tony-final.xml, token storage, IPC
  * frames, .jhist, zip and tar.gz), so the seeds are what tony meets in a
- * real job, generated here rather than taken from anywhere. Run by
+ * real job, generated here rather than taken from anywhere; the replies of
+ * Hadoop's web services come from tests/unit/data where that holds real
+ * ones, else are written here as Hadoop 3.3/3.4 sends them. Run by
  * `make fuzz-seeds`: build/fuzz/fuzz/fuzz_seeds tests/fuzz/corpus. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "common/archive.h"
 #include "common/fs.h"
 #include "common/jhist.h"
+#include "common/jobdir.h"
 #include "conf/conf.h"
 #include "hadoop_rpc.pb-c.h"
 
@@ -289,6 +293,241 @@ static void archive_seeds(const char *scratch) {
     free(dir);
 }
 
+/* A file of tests/unit/data (real replies captured from Hadoop 3.3 and
+ * 3.4), read from the repository root `make fuzz-seeds` runs in. */
+static char *unit_data(const char *name) {
+    char *p = tony_path_join("tests/unit/data", name);
+    char *data;
+    tony_error err;
+    if (tony_read_file(p, &data, NULL, &err)) die(&err);
+    free(p);
+    return data;
+}
+
+/* fuzz_http.h's input: replies (status, body) joined by its separator. */
+static void http_seed(const char *harness, const char *name, const char *const *replies) {
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    for (size_t i = 0; replies[i]; i += 2)
+        tony_buf_printf(&b, "%s%s\n%s", i ? "\n===\n" : "", replies[i], replies[i + 1]);
+    seed(harness, name, b.data, b.len);
+    tony_buf_free(&b);
+}
+
+#define APP_ID "application_1700000000000_0001"
+#define AM_CONTAINER "container_1700000000000_0001_01_000001"
+
+static void rmrest_seeds(void) {
+    char *max = unit_data("yarn/max-capability.json"), *sched = unit_data("yarn/scheduler.json"),
+         *sched33 = unit_data("yarn/scheduler-3.3.json"), *labels = unit_data("yarn/node-labels.json"),
+         *labels33 = unit_data("yarn/node-labels-3.3.json");
+    char *newapp = tony_sprintf("{\"application-id\":\"" APP_ID "\",\"maximum-resource-capability\":%s}", max);
+    const char *info = "{\"clusterInfo\":{\"id\":1700000000000,\"startedOn\":1700000000000,\"state\":\"STARTED\","
+                       "\"haState\":\"ACTIVE\",\"rmStateStoreName\":\"org.apache.hadoop.yarn.server.resourcemanager."
+                       "recovery.NullRMStateStore\",\"resourceManagerVersion\":\"3.4.1\",\"hadoopVersion\":\"3.4.1\"}}";
+    /* "@@": the stand-in's address (fuzz_http.h), so that the coordinator's /v1/job is asked of it */
+    const char *app = "{\"app\":{\"id\":\"" APP_ID "\",\"user\":\"fuzz\",\"name\":\"tony\",\"queue\":\"default\","
+                      "\"state\":\"RUNNING\",\"finalStatus\":\"UNDEFINED\",\"progress\":0.0,\"trackingUI\":\"ApplicationMaster\","
+                      "\"trackingUrl\":\"http://rm:8088/proxy/" APP_ID "/\",\"diagnostics\":\"\",\"applicationType\":\"TONY\","
+                      "\"amContainerLogs\":\"http://nm1:8042/node/containerlogs/" AM_CONTAINER "/fuzz\","
+                      "\"amHostHttpAddress\":\"nm1:8042\",\"amRPCAddress\":\"@@\"}}";
+    const char *job = "{\"app_id\":\"" APP_ID "\",\"state\":\"RUNNING\",\"tensorboard_url\":\"http://nm1:6006\","
+                      "\"tasks\":[{\"role\":\"worker\",\"index\":0,\"state\":\"RUNNING\"}]}";
+    http_seed("rmrest", "submit-3.4", (const char *[]){"200", info, "200", newapp, "200", sched, "200", labels,
+                                                       "200", app, "202", "{\"state\":\"KILLED\"}", "200", job, NULL});
+    http_seed("rmrest", "submit-3.3", (const char *[]){"200", info, "200", newapp, "200", sched33, "200", labels33,
+                                                       "200", app, "200", "", NULL});
+    http_seed("rmrest", "standby", (const char *[]){"200", "{\"clusterInfo\":{\"state\":\"STARTED\",\"haState\":\"STANDBY\"}}", NULL});
+    http_seed("rmrest", "remote-exception",
+              (const char *[]){"200", info, "403", "{\"RemoteException\":{\"exception\":\"AuthorizationException\","
+                               "\"message\":\"User fuzz cannot submit applications\",\"javaClassName\":"
+                               "\"org.apache.hadoop.security.authorize.AuthorizationException\"}}", NULL});
+    /* found by this harness: a report without "id" made status.json NULL (client_jobs.c) */
+    http_seed("rmrest", "app-without-id", (const char *[]){"200", "{\"clusterInfo\":{}}", "500", "", "500", "",
+                                                           "500", "", "200", "{\"app\":{\"state\":\"KILLED\"}}", NULL});
+    /* found by this harness: this refusal did not say which RM gave it (rest.c) */
+    http_seed("rmrest", "report-without-app", (const char *[]){"200", info, "500", "", "500", "", "500", "",
+                                                               "200", "{\"apps\":null}", NULL});
+    free(newapp);
+    free(max), free(sched), free(sched33), free(labels), free(labels33);
+}
+
+static void webhdfs_seeds(void) {
+    const char *dir = "{\"FileStatus\":{\"accessTime\":0,\"blockSize\":0,\"childrenNum\":3,\"fileId\":16386,\"group\":"
+                      "\"supergroup\",\"length\":0,\"modificationTime\":1700000000000,\"owner\":\"hdfs\",\"pathSuffix\":\"\","
+                      "\"permission\":\"755\",\"replication\":0,\"storagePolicy\":0,\"type\":\"DIRECTORY\"}}";
+    const char *list = "{\"FileStatuses\":{\"FileStatus\":[{\"accessTime\":1700000000000,\"blockSize\":134217728,"
+                       "\"childrenNum\":0,\"fileId\":16390,\"group\":\"supergroup\",\"length\":24930,\"modificationTime\":"
+                       "1700000000001,\"owner\":\"fuzz\",\"pathSuffix\":\"tony-final.xml\",\"permission\":\"644\","
+                       "\"replication\":1,\"storagePolicy\":0,\"type\":\"FILE\"},{\"pathSuffix\":\"logs\",\"type\":"
+                       "\"DIRECTORY\",\"length\":0,\"modificationTime\":1}]}}";
+    const char *yes = "{\"boolean\":true}";
+    http_seed("webhdfs", "all", (const char *[]){"200", dir, "200", dir, "200", list, "200", yes, "200",
+                                                 "{\"Token\":{\"urlString\":\"JQAIaGRmcy11c2VyAA\"}}", "200",
+                                                 "{\"long\":1700086400000}", "200", yes, "200", yes, "200",
+                                                 "{\"Location\":\"http://@@/webhdfs/v1/user/fuzz/b?op=OPEN&"
+                                                 "namenoderpcaddress=nn:8020&offset=0\"}", "200", "the file's bytes", NULL});
+    /* found by this harness: this refusal did not say which NameNode gave it */
+    http_seed("webhdfs", "stat-without-filestatus", (const char *[]){"200", dir, "200", "{}", NULL});
+    http_seed("webhdfs", "standby", (const char *[]){"403", "{\"RemoteException\":{\"exception\":\"StandbyException\","
+                                                     "\"javaClassName\":\"org.apache.hadoop.ipc.StandbyException\",\"message\":"
+                                                     "\"Operation category READ is not supported in state standby\"}}", NULL});
+    http_seed("webhdfs", "missing", (const char *[]){"200", dir, "404", "{\"RemoteException\":{\"exception\":"
+                                                     "\"FileNotFoundException\",\"javaClassName\":\"java.io.FileNotFoundException\","
+                                                     "\"message\":\"File does not exist: /user/fuzz/a b\"}}", NULL});
+}
+
+static void nm_seeds(void) {
+    const char *head = "LogType:stdout\nLogLastModifiedTime:Sat Nov 21 15:03:40 +0000 2026\nLogLength:200\nLogContents:\n";
+    char *log = tony_sprintf("%s%0100d\nEnd of LogType:stdout.\n", head, 0);
+    char *v33 = tony_sprintf("Container: " AM_CONTAINER " on localhost:41473\nLogAggregationType: LOCAL\n"
+                             "====================================================================\n%s"
+                             "******************************************************************************\n\n", log);
+    /* the first line is also read as a link */
+    http_seed("nm", "hadoop-3.2", (const char *[]){"200", log, "200", log, NULL});
+    http_seed("nm", "hadoop-3.3", (const char *[]){"200", v33, NULL});
+    http_seed("nm", "not-yet", (const char *[]){"404", "Cannot find this log on the local disk.", NULL});
+    seed_str("nm", "link", "http://nm1:8042/node/containerlogs/" AM_CONTAINER "/fuzz\n===\n200\n");
+    free(log);
+    free(v33);
+}
+
+static void slurm_seeds(void) {
+    seed_str("slurm", "sinfo", "n1|cpu*|4|4096|(null)|fast\nn2|cpu*|4|4096|gpu:4|(null)\nn2|gpu|4|4096|gpu:4|(null)\n"
+                               "n3|cpu*|4|4096|gpu:tesla:4(S:0-1)|a100,nvlink\nn3|gpu|4|4096|gpu:tesla:4(S:0-1)|a100,nvlink\n");
+    seed_str("slurm", "sbatch", "4242;cluster1\n");
+    seed_str("slurm", "squeue", "  RUNNING\n");
+    seed_str("slurm", "sacct", "CANCELLED by 1000\nCANCELLED\n");
+}
+
+static void jobstate_seeds(void) {
+    /* am.json as the coordinator writes it (common/jobdir.c) */
+    const char *url = "http://127.0.0.1:4242";
+    json_t *am = tony_jobdir_am_info_self(url);
+    /* this process's pid, start and boot id, made the same on every run
+     * (the corpus stays as it is when nothing else changed) */
+    const char *k;
+    json_t *v;
+    json_object_foreach(am, k, v) {
+        if (json_is_integer(v)) json_integer_set(v, 4242);
+        else if (json_is_string(v) && strcmp(json_string_value(v), url) != 0)
+            json_string_set(v, "0b6f2c1e-8d1a-4c55-9f2e-3f1d2a4b5c6d");
+    }
+    char *s = json_dumps(am, JSON_INDENT(2));
+    seed_str("jobstate", "am.json", s);
+    free(s);
+    json_decref(am);
+    seed_str("jobstate", "running.json",
+        "{\"app_id\": \"application_1700000000000_0001\", \"state\": \"RUNNING\", \"final_status\": \"UNDEFIN"
+        "ED\", \"attempt\": 1, \"backend\": \"local\", \"framework\": \"tensorflow\", \"job_dir\": \"/tmp/j\""
+        ", \"started_ms\": 1699999990000, \"retries_left\": 1, \"single_node\": false, \"root_cause\": {\"tas"
+        "k\": \"worker:1\", \"attempt\": 0, \"exit_status\": 137, \"exit_meaning\": \"killed (SIGKILL): out o"
+        "f memory?\", \"host\": \"h1\", \"stderr_tail\": \"Traceback\\n  MemoryError\", \"text\": \"worker:1 "
+        "failed\"}, \"coordinator_restarted\": {\"waiting\": 1, \"adopted\": 2}, \"tensorboard_url\": \"http:"
+        "//h1:6006\", \"tensorboard_task\": \"worker:0\", \"excluded_nodes\": [{\"node\": \"h2\", \"task\": \""
+        "worker:1\", \"reason\": \"exit 137\", \"attempt\": 0, \"time_ms\": 1699999995000, \"excluded\": true"
+        "}, {\"node\": \"h3\", \"excluded\": false, \"refused\": \"cap\"}], \"advice\": [{\"role\": \"worker\""
+        ", \"kind\": \"memory\", \"text\": \"worker used 10% of its memory\", \"key\": \"tony.worker.memory\""
+        ", \"value\": \"1g\"}], \"tasks\": [{\"role\": \"ps\", \"index\": 0, \"state\": \"RUNNING\", \"attemp"
+        "t\": 1, \"host\": \"h1\", \"port\": 2222, \"pid\": 100, \"kind\": \"tracked\", \"starts\": 1, \"star"
+        "ted_ms\": 1699999991000, \"runs\": [{\"attempt\": 0, \"state\": \"FAILED\", \"started\": true, \"exi"
+        "t_status\": 1, \"exit_meaning\": \"error\"}], \"stdout\": \"/tmp/j/attempts/1/ps-0/stdout\", \"stder"
+        "r\": \"/tmp/j/attempts/1/ps-0/stderr\", \"metrics\": {\"MAX_MEMORY_BYTES\": 100000000.0}, \"last_sam"
+        "ple\": {\"t_ms\": 1699999999000, \"rss_bytes\": 1000000, \"cpu_percent\": 50.5}}, {\"role\": \"worke"
+        "r\", \"index\": 0, \"state\": \"SUCCEEDED\", \"attempt\": 1, \"exit_status\": 0, \"chief\": true, \""
+        "finished_ms\": 1699999999000, \"requested\": {\"memory_bytes\": 2147483648, \"vcores\": 1, \"gpus\":"
+        " 0}, \"stacks\": \"/v1/tasks/worker/0/stacks\"}, {\"role\": \"worker\", \"index\": 1, \"state\": \"F"
+        "AILED\", \"exit_status\": 137, \"exit_meaning\": \"SIGKILL\", \"diagnostics\": \"Container killed\\u"
+        "001b[2J\", \"log_url\": \"http://nm:8042/node/containerlogs/c/u\"}, {\"role\": \"\\u00e9valuator\", "
+        "\"index\": 0, \"state\": \"NEW\", \"kind\": \"untracked\"}]}");
+    seed_str("jobstate", "single-node.json",
+             "{\"app_id\":\"local_1\",\"state\":\"FINISHED\",\"final_status\":\"SUCCEEDED\",\"single_node\":true,"
+             "\"tasks\":[{\"role\":\"am\",\"index\":0,\"state\":\"SUCCEEDED\"}]}");
+    /* found by this harness: tasks without role or state (report.c, local_client.c) */
+    seed_str("jobstate", "damaged.json", "{\"state\":\"FINISHED\",\"tasks\":[{\"index\":0},{\"role\":3,\"state\":[]}]}");
+}
+
+/* The YARN client's verbs on a job: the RM's report, then the running
+ * coordinator's /v1/job and log answers, or an ended job's NodeManager
+ * files (its status the coordinator left in its container's log dir). */
+static void nm_file(tony_buf *b, const char *name, const char *content) {
+    tony_buf_printf(b, "LogType:%s\nLogLastModifiedTime:Sat Nov 21 15:03:40 +0000 2026\nLogLength:%zu\nLogContents:\n%s"
+                       "End of LogType:%s.\n", name, strlen(content), content, name);
+}
+
+static void yarnclient_seeds(void) {
+    const char *info = "{\"clusterInfo\":{\"state\":\"STARTED\",\"haState\":\"ACTIVE\",\"hadoopVersion\":\"3.4.1\"}}";
+#define YAPP "{\"app\":{\"id\":\"" APP_ID "\",\"user\":\"fuzz\",\"trackingUrl\":\"http://rm:8088/proxy/" APP_ID "/\"," \
+             "\"amRPCAddress\":\"@@\",\"amContainerLogs\":\"http://@@/node/containerlogs/" AM_CONTAINER "/fuzz\","
+    const char *running = YAPP "\"state\":\"RUNNING\",\"finalStatus\":\"UNDEFINED\",\"diagnostics\":\"\"}}";
+    const char *finished = YAPP "\"state\":\"FINISHED\",\"finalStatus\":\"FAILED\",\"diagnostics\":\"worker:1 failed\"}}";
+#undef YAPP
+#define TASKS "\"tasks\":[{\"role\":\"worker\",\"index\":0,\"state\":\"RUNNING\",\"host\":\"nm1\",\"container\":" \
+              "\"container_1700000000000_0001_01_000002\",\"log_url\":\"http://@@/node/containerlogs/" \
+              "container_1700000000000_0001_01_000002/fuzz\",\"stacks\":\"/v1/tasks/worker/0/stacks\"},{\"role\":\"ps\"," \
+              "\"index\":0,\"state\":\"FAILED\",\"exit_status\":1,\"log_url\":\"http://@@/node/containerlogs/" \
+              "container_1700000000000_0001_01_000003/fuzz\"}]"
+    const char *job = "{\"app_id\":\"" APP_ID "\",\"state\":\"RUNNING\",\"attempt\":0,\"backend\":\"yarn\"," TASKS "}";
+    const char *ended = "{\"app_id\":\"" APP_ID "\",\"state\":\"FINISHED\",\"final_status\":\"FAILED\",\"attempt\":0,"
+                        "\"backend\":\"yarn\"," TASKS "}";
+#undef TASKS
+    http_seed("yarnclient", "running", (const char *[]){"200", info, "200", running, "200", job, "200",
+                                                        "{\"data\":\"epoch 1\\n\",\"next\":8,\"size\":16}", "200",
+                                                        "{\"data\":\"epoch 2\\n\",\"next\":16,\"size\":16}", NULL});
+    tony_buf status = {0}, out = {0}, err = {0};
+    nm_file(&status, "tony-status.json", ended);
+    nm_file(&out, "stdout", "epoch 1\n");
+    nm_file(&err, "stderr", "Traceback (most recent call last):\n");
+    http_seed("yarnclient", "finished", (const char *[]){"200", info, "200", finished, "200", status.data, "200",
+                                                         out.data, "404", "Cannot find this log on the local disk.",
+                                                         "200", err.data, NULL});
+    tony_buf_free(&status), tony_buf_free(&out), tony_buf_free(&err);
+    /* links off this machine: the harness reaches none of them */
+    http_seed("yarnclient", "elsewhere", (const char *[]){"200", info, "200", "{\"app\":{\"id\":\"" APP_ID "\",\"state\":"
+                                                          "\"RUNNING\",\"amRPCAddress\":\"10.1.2.3:80\",\"amContainerLogs\":"
+                                                          "\"http://nm-gone.example:8042/node/containerlogs/c_1/u\"}}", NULL});
+    /* a task without a role: the verbs printed and asked for "(null)" (printf of NULL, client_logs.c) */
+    http_seed("yarnclient", "task-without-role",
+              (const char *[]){"200", info, "200", running, "200",
+                               "{\"state\":\"RUNNING\",\"tasks\":[{\"index\":0,\"state\":\"RUNNING\"}]}", NULL});
+    http_seed("yarnclient", "rm-down", (const char *[]){"503", "{\"RemoteException\":{\"exception\":\"ConnectException\","
+                                                        "\"message\":\"Connection refused\"}}", NULL});
+}
+
+/* Requests as Horovod's gloo workers send them (its HTTP store: PUT a
+ * rank's address, GET the others', DELETE at the end), raw and pipelined. */
+static void rendezvous_seeds(void) {
+    seed_str("rendezvous", "put", "PUT /global/rank_0 HTTP/1.1\r\nHost: 127.0.0.1:4242\r\nContent-Length: 11\r\n\r\n"
+                                  "host1:12345");
+    seed_str("rendezvous", "get", "GET /global/rank_0 HTTP/1.1\r\nHost: 127.0.0.1:4242\r\n\r\n");
+    seed_str("rendezvous", "pipelined", "PUT /local_127.0.0.1/rank_1 HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+                                        "GET /local_127.0.0.1/rank_1 HTTP/1.1\r\n\r\n"
+                                        "DELETE /local_127.0.0.1/rank_1 HTTP/1.1\r\n\r\n"
+                                        "DELETE /local_127.0.0.1/rank_0 HTTP/1.1\r\n\r\n");
+    seed_str("rendezvous", "chunked", "PUT /cross_0/k HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+}
+
+/* What the portal's page and a user's browser ask (fuzz_portal.c's jobs). */
+static void portal_seeds(void) {
+#define PAPP "application_1700000000000_0001"
+    seed_str("portal", "jobs", "GET\n/v1/jobs\n\n");
+    seed_str("portal", "job", "GET\n/v1/jobs/" PAPP "\n\n");
+    seed_str("portal", "in-progress", "GET\n/v1/jobs/application_1700000000000_0002\n\n");
+    seed_str("portal", "log", "GET\n/v1/jobs/" PAPP "/tasks/worker/0/log?stream=stdout&offset=2&attempt=0\n\n");
+    seed_str("portal", "log-tail", "GET\n/v1/jobs/" PAPP "/tasks/worker/0/log?stream=stderr&tail=1\n\n");
+    seed_str("portal", "metrics", "GET\n/v1/jobs/" PAPP "/tasks/worker/0/metrics?attempt=0\n\n");
+    seed_str("portal", "am-log", "GET\n/v1/jobs/" PAPP "/am/log?offset=0\n\n");
+    seed_str("portal", "page", "GET\n/\n\n");
+    seed_str("portal", "ui", "HEAD\n/ui/portal.js\n\n");
+    seed_str("portal", "tony-path", "GET\n/jobs/" PAPP "\n\n");
+    seed_str("portal", "config", "GET\n/config/" PAPP "\n\n");
+    seed_str("portal", "post", "POST\n/v1/jobs\nContent-Type: application/json\n\n{}");
+    seed_str("portal", "traversal", "GET\n/v1/jobs/..%2F..%2Fprivate.txt\n\n");
+    seed_str("portal", "other-host", "GET\n/v1/jobs\nHost: rebind.example:19886\n\n");
+    seed_str("portal", "token", "GET\n/v1/jobs?token=0123456789abcdef0123456789abcdef\nCookie: tony_portal_token=x\n\n");
+#undef PAPP
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds CORPUS_DIR\n");
@@ -304,6 +543,14 @@ int main(int argc, char **argv) {
     token_seeds();
     jhist_seeds(tmpl);
     archive_seeds(tmpl);
+    rmrest_seeds();
+    webhdfs_seeds();
+    nm_seeds();
+    slurm_seeds();
+    jobstate_seeds();
+    yarnclient_seeds();
+    rendezvous_seeds();
+    portal_seeds();
     tony_error err;
     tony_rm_rf(tmpl, &err);
     return 0;

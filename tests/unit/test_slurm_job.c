@@ -192,6 +192,33 @@ static void test_check_against_nodes(void **state) {
     assert_contains(m, "needs 4 Slurm nodes");
 }
 
+/* sbatch --parsable's job id, squeue's and sacct's state word. */
+static void test_command_outputs(void **state) {
+    (void)state;
+    tony_error err = {{0}};
+    char *id = NULL;
+    assert_int_equal(tony_slurm_sbatch_parse("4242;cluster1\n", &id, &err), 0);
+    assert_string_equal(id, "4242");
+    free(id);
+    assert_int_equal(tony_slurm_sbatch_parse(" 17\n", &id, &err), 0);
+    assert_string_equal(id, "17");
+    free(id);
+    assert_int_equal(tony_slurm_sbatch_parse("sbatch: error: Batch job submission failed\n", &id, &err), -1);
+    assert_contains(err.msg, "sbatch printed no job id");
+    assert_int_equal(tony_slurm_sbatch_parse(NULL, &id, &err), -1);
+    char *st = tony_slurm_state_parse("  RUNNING\n");
+    assert_string_equal(st, "RUNNING");
+    free(st);
+    st = tony_slurm_state_parse("CANCELLED by 1000\nCANCELLED\n");
+    assert_string_equal(st, "CANCELLED");
+    free(st);
+    st = tony_slurm_state_parse("COMPLETED+\n");
+    assert_string_equal(st, "COMPLETED");
+    free(st);
+    assert_null(tony_slurm_state_parse(" \n"));
+    assert_null(tony_slurm_state_parse(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_shape_shares_a_component),
@@ -201,6 +228,7 @@ int main(void) {
         cmocka_unit_test(test_time_limit),
         cmocka_unit_test(test_sinfo_parse),
         cmocka_unit_test(test_check_against_nodes),
+        cmocka_unit_test(test_command_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -459,6 +459,7 @@ static int local_logs(const char *job_dir, const tony_client_logs_opts *o, const
     json_array_foreach(job ? json_object_get(job, JOB_TASKS) : NULL, i, t) {
         const char *r = json_string_value(json_object_get(t, JOB_TASK_ROLE));
         int idx = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
+        if (!r) continue; /* a damaged status.json's task: no dir to read */
         if (o->task && (strcmp(r, role) != 0 || idx != index)) continue;
         found = true;
         char *dir = strcmp(r, JOB_SINGLE_NODE_ROLE) == 0 ? tony_jobdir_am_dir(job_dir)

@@ -209,29 +209,34 @@ int tony_slurm_check_layout(const tony_slurm_cluster *c, const tony_plan *plan, 
     return rc;
 }
 
+int tony_slurm_sbatch_parse(const char *out, char **job_id, tony_error *err) {
+    /* "123" or "123;cluster" */
+    char *copy = tony_strdup(out ? out : "");
+    char *id = tony_trim(copy);
+    id[strcspn(id, ";\n")] = '\0';
+    int rc = 0;
+    if (!*id || strspn(id, "0123456789") != strlen(id)) rc = tony_err(err, "sbatch printed no job id: '%s'", id);
+    else *job_id = tony_strdup(id);
+    free(copy);
+    return rc;
+}
+
 int tony_slurm_sbatch(const char *script_path, const char *dir, char **job_id, tony_error *err) {
     char *chdir_opt = tony_sprintf("--chdir=%s", dir);
     char *argv[] = {"sbatch", "--parsable", chdir_opt, (char *)script_path, NULL};
     tony_buf out = {0};
     int rc = run(argv, &out, err);
     free(chdir_opt);
-    if (rc == 0) {
-        /* "123" or "123;cluster" */
-        char *id = tony_trim(out.data ? out.data : "");
-        id[strcspn(id, ";\n")] = '\0';
-        if (!*id || strspn(id, "0123456789") != strlen(id)) rc = tony_err(err, "sbatch printed no job id: '%s'", id);
-        else *job_id = tony_strdup(id);
-    }
+    if (rc == 0) rc = tony_slurm_sbatch_parse(out.data, job_id, err);
     tony_buf_free(&out);
     return rc;
 }
 
-/* The first line's first word, or NULL. */
-static char *first_word(const char *s) {
-    if (!s) return NULL;
-    s += strspn(s, " \t\n");
-    size_t n = strcspn(s, " \t\n|+");
-    return n ? tony_sprintf("%.*s", (int)n, s) : NULL;
+char *tony_slurm_state_parse(const char *out) {
+    if (!out) return NULL;
+    out += strspn(out, " \t\n");
+    size_t n = strcspn(out, " \t\n|+");
+    return n ? tony_sprintf("%.*s", (int)n, out) : NULL;
 }
 
 int tony_slurm_job_state(const char *job_id, char **state, tony_error *err) {
@@ -240,7 +245,7 @@ int tony_slurm_job_state(const char *job_id, char **state, tony_error *err) {
     tony_buf out = {0};
     tony_error qerr;
     /* squeue fails ("Invalid job id") once the controller forgot the job. */
-    if (run(sq, &out, &qerr) == 0) *state = first_word(out.data);
+    if (run(sq, &out, &qerr) == 0) *state = tony_slurm_state_parse(out.data);
     tony_buf_free(&out);
     if (*state) return 0;
     char *sa[] = {"sacct", "-n", "-X", "-P", "-j", (char *)job_id, "-o", "State", NULL};
@@ -248,7 +253,7 @@ int tony_slurm_job_state(const char *job_id, char **state, tony_error *err) {
         tony_buf_free(&out);
         return -1;
     }
-    *state = first_word(out.data);
+    *state = tony_slurm_state_parse(out.data);
     tony_buf_free(&out);
     return 0;
 }

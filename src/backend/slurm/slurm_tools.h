@@ -49,11 +49,18 @@ int tony_slurm_check_layout(const tony_slurm_cluster *c, const tony_plan *plan, 
 
 /* sbatch script_path from dir; *job_id is Slurm's job id (malloc'ed). */
 int tony_slurm_sbatch(const char *script_path, const char *dir, char **job_id, tony_error *err);
+/* What sbatch --parsable printed ("123" or "123;cluster") as the job id;
+ * I/O-free (the fuzz harness and unit tests use it). */
+int tony_slurm_sbatch_parse(const char *out, char **job_id, tony_error *err);
 
 /* The job's state as Slurm says it (PENDING, RUNNING, COMPLETED, FAILED,
  * CANCELLED, TIMEOUT, ...; malloc'ed) from squeue while it is known
  * there, else from sacct; *state NULL when neither knows the job. */
 int tony_slurm_job_state(const char *job_id, char **state, tony_error *err);
+/* The state word of what squeue -o %T or sacct -P -o State printed (its
+ * first line's first word: sacct adds "by UID" or "+"; malloc'ed), NULL
+ * when it printed none; I/O-free (the fuzz harness and unit tests use it). */
+char *tony_slurm_state_parse(const char *out);
 /* Whether a state is one a job never leaves. */
 bool tony_slurm_state_final(const char *state);
 

@@ -123,7 +123,7 @@ void tony_yarn_status_finalize(const char *job_dir, const json_t *app) {
         json_decref(job);
         return;
     }
-    if (!job) job = json_pack("{s:O, s:s, s:[]}", JOB_APP_ID, json_object_get(app, "id"), JOB_BACKEND, "yarn", JOB_TASKS);
+    if (!job) job = json_pack("{s:O?, s:s, s:[]}", JOB_APP_ID, json_object_get(app, "id"), JOB_BACKEND, "yarn", JOB_TASKS);
     const char *fs = json_string_value(json_object_get(app, "finalStatus"));
     const char *state = json_string_value(json_object_get(app, "state"));
     /* A FAILED or KILLED app state wins over an UNDEFINED final status. */

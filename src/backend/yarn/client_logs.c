@@ -41,7 +41,9 @@ static bool is_final(const json_t *app) {
 }
 
 static void task_name(const json_t *t, char *out, size_t n) {
-    snprintf(out, n, "%s:%lld", json_string_value(json_object_get(t, JOB_TASK_ROLE)),
+    const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+    /* a damaged status or answer may have a task without one */
+    snprintf(out, n, "%s:%lld", role ? role : "?",
              (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
 }
 
@@ -203,6 +205,8 @@ static void show_done_task(ylogs *y, const json_t *t, const char *stream, bool h
 }
 
 static void show_live_task(ylogs *y, const json_t *t, const char *stream) {
+    const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+    if (!role) return; /* a damaged answer's task: nothing to ask for */
     char name[96];
     task_name(t, name, sizeof name);
     const char *link = json_string_value(json_object_get(t, JOB_TASK_LOG_URL));
@@ -211,9 +215,8 @@ static void show_live_task(ylogs *y, const json_t *t, const char *stream) {
     bool gone;
     char last = '\n';
     tony_error err;
-    if (am_read(y, json_string_value(json_object_get(t, JOB_TASK_ROLE)),
-                json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
-                stream, &offset, &last, &gone, &err)) {
+    if (am_read(y, role, json_integer_value(json_object_get(t, JOB_TASK_INDEX)), stream, &offset, &last, &gone,
+                &err)) {
         fprintf(stderr, "tony: error: %s\n", err.msg);
         y->failed = true;
     }
@@ -226,7 +229,8 @@ static void follow_task(ylogs *y, const json_t *t) {
     /* t belongs to y->job, which each poll replaces: keep copies. */
     char name[96], role[64];
     task_name(t, name, sizeof name);
-    snprintf(role, sizeof role, "%s", json_string_value(json_object_get(t, JOB_TASK_ROLE)));
+    const char *r = json_string_value(json_object_get(t, JOB_TASK_ROLE));
+    snprintf(role, sizeof role, "%s", r ? r : "");
     long long index = json_integer_value(json_object_get(t, JOB_TASK_INDEX)), offset = 0;
     tony_error err;
     bool gone = false;
@@ -308,6 +312,7 @@ static int show_stacks(ylogs *y, const json_t *t) {
     task_name(t, name, sizeof name);
     const char *role = json_string_value(json_object_get(t, JOB_TASK_ROLE));
     int index = (int)json_integer_value(json_object_get(t, JOB_TASK_INDEX));
+    if (!role) return 0; /* no task to ask for */
     tony_buf b = {0};
     tony_error err;
     int rc;

@@ -232,7 +232,7 @@ int tony_yarn_rest_app(tony_yarn_rest *r, const char *app_id, json_t **app, tony
     if (rc) return -1;
     *app = json_incref(json_object_get(j, "app"));
     json_decref(j);
-    if (!*app) return tony_err(err, "the ResourceManager's report of %s has no \"app\"", app_id);
+    if (!*app) return tony_err(err, "the ResourceManager at %s gave a report of %s with no \"app\"", tony_yarn_rest_url(r), app_id);
     return 0;
 }
 

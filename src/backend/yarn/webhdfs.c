@@ -236,7 +236,7 @@ int tony_webhdfs_stat(tony_webhdfs *w, const char *path, tony_hdfs_status *st, b
     if (missing) return 0;
     int rc = parse_status(json_object_get(j, "FileStatus"), st);
     json_decref(j);
-    if (rc) return tony_err(err, "HDFS GETFILESTATUS %s: no FileStatus in the NameNode's answer", path);
+    if (rc) return tony_err(err, "HDFS GETFILESTATUS %s: no FileStatus in the answer of the NameNode at %s", path, nn_url(w));
     return 0;
 }
 
