@@ -312,3 +312,15 @@ int tony_make_private(const char *path, tony_error *err) {
     closedir(d);
     return rc;
 }
+
+FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode) {
+    int fd = open(path, flags | O_CLOEXEC, (mode_t)perm);
+    if (fd < 0) return NULL;
+    FILE *f = fchmod(fd, (mode_t)perm) == 0 ? fdopen(fd, fmode) : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}

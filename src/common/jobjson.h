@@ -155,6 +155,7 @@
 #define JOB_STATE_FINISHING "FINISHING"
 #define JOB_STATE_BACKOFF "BACKOFF"     /* waiting to restart */
 #define JOB_STATE_FINISHED "FINISHED"   /* over: final_status says how */
+#define JOB_STATE_LOST "LOST"           /* said by clients only: its coordinator is gone and never finished it */
 
 /* Words of "final_status" (YARN's FinalApplicationStatus). */
 #define JOB_FINAL_STATUS_SUCCEEDED "SUCCEEDED"

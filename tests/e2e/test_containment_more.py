@@ -7,6 +7,7 @@ another user is told "permission denied"; a umask of 000 leaves nothing
 world-writable."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import alive, wait_for
+from conftest import TONY as TONY_BIN, alive, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.worker.instances=1"]
 
@@ -128,3 +129,150 @@ def test_log_cap_refuses_a_bad_value(tony):
     r = tony.submit("--executes", "true", "--conf", "tony.task.log-max-size=lots", *SMALL)
     assert r.rc == 2, r
     assert "tony.task.log-max-size" in r.err, r
+
+
+def test_kill_after_a_sigkilled_coordinator_stops_what_it_left(tony, tmp_path):
+    """The coordinator is SIGKILLed while its task runs: `tony list` and
+    `tony status` say LOST (not RUNNING forever), and `tony kill` stops the
+    executor and the task's processes, the detached daemon too, and exits 0
+    only once nothing of the job runs."""
+    from conftest import job_processes
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    r = tony.submit("--detach", "--executes", f"{sys.executable} {script} {tmp_path}/daemon.pid 0 && sleep 300",
+                    *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    pid = wait_for(lambda: (tmp_path / "daemon.pid").exists() and json.loads((job / "am.json").read_text())["pid"],
+                   60, what="the task's daemon")
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    try:
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not alive(pid), 10, what="the coordinator gone")
+        row = [line for line in tony.run("list").out.splitlines() if job.name in line]
+        assert row and row[0].split()[2] == "LOST", row
+        st = tony.run("status", job.name)
+        assert f"job {job.name}: LOST" in st.out and "coordinator not running" in st.out, st
+        assert json.loads(tony.run("status", job.name, "--json").out)["state"] == "LOST"
+        assert alive(daemon) and job_processes(tony.home), "nothing of the job ran on to be killed"
+        k = tony.run("kill", job.name, timeout=60)
+        assert k.rc == 0, k
+        assert "is not running" in k.err and "stopped the" in k.err, k
+        assert not alive(daemon), "the task's daemon outlived `tony kill`"
+        assert not job_processes(tony.home), job_processes(tony.home)
+        # killing it again: nothing runs, and it says so
+        again = tony.run("kill", job.name, timeout=60)
+        assert again.rc == 0 and "nothing of the job runs" in again.err, again
+    finally:
+        if alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_kill_of_a_lost_job_fails_while_something_of_it_survives(open_home):
+    """A process of the job that `tony kill` cannot stop makes it fail, not
+    say all is well: here the job is an unprivileged user's, and something
+    outside it (root's) keeps starting that user's processes with the job's
+    environment faster than they are killed."""
+    attacker_user()
+    home = os.path.join(open_home, "home")
+    os.mkdir(home, 0o700)
+    shutil.chown(home, ATTACKER, ATTACKER)
+    env = dict(os.environ, TONY_HOME=home, HOME=home)
+    env.pop("HADOOP_CONF_DIR", None)
+    as_user = ["runuser", "-u", ATTACKER, "--", TONY_BIN]
+    r = subprocess.run([*as_user, "submit", "--detach", "--conf", "tony.local.vcores=16", "--conf",
+                        "tony.local.memory=16g", "--executes", "sleep 300", *SMALL],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r
+    job = next(iter(os.scandir(os.path.join(home, "jobs")))).path
+    wait_for(lambda: os.path.exists(os.path.join(job, "am.json")) and
+             json.load(open(os.path.join(job, "status.json")))["tasks"][0]["state"] == "RUNNING", 60,
+             what="the task running")
+    import threading
+    stop = threading.Event()
+    spawned = []
+
+    def respawn():
+        while not stop.is_set():
+            spawned.append(subprocess.Popen(["sleep", "120"], user=ATTACKER, group=ATTACKER, extra_groups=[],
+                                            env=dict(env, TONY_LOG_DIR=f"{job}/attempts/0/worker-0")))
+            time.sleep(0.05)
+
+    spawner = threading.Thread(target=respawn)
+    spawner.start()
+    try:
+        os.kill(json.load(open(os.path.join(job, "am.json")))["pid"], signal.SIGKILL)
+        k = subprocess.run([*as_user, "kill", os.path.basename(job)], env=env, capture_output=True, text=True,
+                           timeout=90)
+        assert k.returncode != 0 and "of the job still run after SIGKILL" in k.stderr, k
+    finally:
+        stop.set()
+        spawner.join()
+        for p in spawned:
+            p.kill()
+            p.wait()
+        subprocess.run(["pkill", "-KILL", "-u", ATTACKER])  # whatever of that user's job is left
+
+
+def _environ(pid):
+    try:
+        return open(f"/proc/{pid}/environ", "rb").read()
+    except OSError:
+        return b""
+
+
+ATTACKER = "tony-attacker"
+
+
+def attacker_user():
+    if subprocess.run(["id", ATTACKER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
+
+
+@pytest.fixture
+def open_home(tmp_path_factory):
+    """A TONY_HOME another user can walk to (pytest's tmp dirs are 0700),
+    as a home under /home would be."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tony-victim-", dir="/tmp")
+    os.chmod(d, 0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_another_user_is_told_permission_denied(open_home, tmp_path):
+    from conftest import Tony
+    attacker_user()
+    from pathlib import Path
+    victim = Tony(Path(open_home) / "home")
+    r = victim.submit("--executes", "echo private", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    assert (job.parent.stat().st_mode & 0o777) == 0o700, oct(job.parent.stat().st_mode)
+    for verb in (["status", job.name], ["logs", job.name], ["kill", job.name], ["status", str(job)]):
+        p = subprocess.run(["runuser", "-u", ATTACKER, "--", TONY_BIN, *verb],
+                           env=dict(victim.env, HOME="/nonexistent"), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (verb, p)
+        assert f"permission denied: job {job.name} in " in p.stderr and "belongs to root" in p.stderr, (verb, p)
+        assert "no job" not in p.stderr and "private" not in p.stdout, (verb, p)
+    p = subprocess.run(["runuser", "-u", ATTACKER, "--", TONY_BIN, "list"],
+                       env=dict(victim.env, HOME="/nonexistent"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "permission denied" in p.stderr, p
+
+
+def test_umask_000_leaves_nothing_world_writable(tony):
+    old = os.umask(0)
+    try:
+        r = tony.submit("--executes", "echo hi", *SMALL)
+    finally:
+        os.umask(old)
+    assert r.rc == 0, r
+    loose = [f"{oct(p.stat().st_mode & 0o777)} {p}" for p in tony.home.rglob("*")
+             if not p.is_symlink() and p.stat().st_mode & 0o002]
+    assert not loose, loose
+    assert ((tony.home / "jobs").stat().st_mode & 0o777) == 0o700
+    hist = [p for p in (tony.home / "history").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".jhist" for p in hist), hist
+    assert all(p.stat().st_mode & 0o077 in (0, 0o040) for p in hist), [(oct(p.stat().st_mode), p) for p in hist]
