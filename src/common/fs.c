@@ -324,3 +324,30 @@ FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode) 
     }
     return f;
 }
+
+int tony_write_in_place(const char *path, const char *data, size_t len, tony_error *err) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return tony_err(err, "cannot rewrite %s in place: %s", path, strerror(e));
+    }
+    if ((off_t)len > st.st_size) {
+        close(fd);
+        return tony_err(err, "cannot rewrite %s in place: %zu bytes do not fit in its %lld", path, len,
+                        (long long)st.st_size);
+    }
+    size_t off = 0;
+    int rc = 0;
+    while (rc == 0 && off < len) {
+        ssize_t w = pwrite(fd, data + off, len - off, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rc = -1;
+        else off += (size_t)w;
+    }
+    if (rc == 0) rc = ftruncate(fd, (off_t)len);
+    if (rc) tony_err(err, "cannot rewrite %s in place: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}

@@ -31,6 +31,7 @@
 #define JOB_URL "url"                   /* the coordinator's API and web page */
 #define JOB_DIAGNOSTICS "diagnostics"
 #define JOB_STATUS_ERROR "status_error" /* why status.json could not be written */
+#define JOB_HISTORY_ERROR "history_error" /* why the job's history stopped being written (a full disk) */
 #define JOB_ROOT_CAUSE "root_cause"     /* {JOB_CAUSE_*}: the last failed attempt's first failure */
 #define JOB_RESTART_AT_MS "restart_at_ms" /* in BACKOFF: when the next attempt starts */
 #define JOB_TASKS "tasks"               /* [{JOB_TASK_*}] */

@@ -276,3 +276,41 @@ def test_umask_000_leaves_nothing_world_writable(tony):
     hist = [p for p in (tony.home / "history").rglob("*") if p.is_file()]
     assert any(p.suffix == ".jhist" for p in hist), hist
     assert all(p.stat().st_mode & 0o077 in (0, 0o040) for p in hist), [(oct(p.stat().st_mode), p) for p in hist]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 48 MiB tmpfs as the jobs' root, unmounted after."""
+    root = tmp_path / "small-disk"
+    root.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(root)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-l", str(root)])
+
+
+def test_full_disk_final_state_reaches_status_json(small_disk):
+    """The task fills the disk and succeeds: status.json, which the
+    coordinator can no longer rewrite the usual way, still ends FINISHED
+    (not stale at RUNNING/REGISTERING) and says why it is short; the
+    client says the state could not be saved and the history is short."""
+    from conftest import Tony
+    home = small_disk / "home"
+    t = Tony(home)
+    r = t.submit("--executes", "head -c 200000000 /dev/zero > fill; true", *SMALL, timeout=180)
+    job = r.job_dir()
+    try:
+        st = json.loads((job / "status.json").read_text())
+        assert st["state"] == "FINISHED" and st["final_status"] == "SUCCEEDED", st
+        assert "No space left on device" in st["status_error"], st
+        assert "No space left on device" in st.get("history_error", ""), st
+        assert "could not save the job's state" in r.out and "history is incomplete" in r.out, r
+        s = t.run("status", job.name)
+        assert f"job {job.name}: FINISHED" in s.out and "LOST" not in s.out, s
+    finally:
+        for fill in job.glob("attempts/*/*/work/fill"):
+            fill.unlink()
