@@ -614,6 +614,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     int failed_hb = 0, wait_status = 0, code = -1;
     bool timed_out = false;
     for (;;) {
+        tony_reap_orphans(pid);
         pid_t w = waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) break;
         long long now = now_ms();

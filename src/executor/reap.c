@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,6 +93,16 @@ static int descendants(pid_t me, int sig) {
  * but a pid each). */
 static void reap_zombies(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) {}
+}
+
+void tony_reap_orphans(pid_t keep) {
+    for (int i = 0; i < 1024; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        /* a look at which child ended, without reaping it: keep's status is its wait's */
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 || si.si_pid == keep) return;
+        waitpid(si.si_pid, NULL, WNOHANG);
+    }
 }
 
 int tony_reap_descendants(long long grace_ms) {

@@ -7,9 +7,17 @@
 #ifndef TONY_EXECUTOR_REAP_H
 #define TONY_EXECUTOR_REAP_H
 
+#include <sys/types.h>
+
 /* Makes the calling process the subreaper of its descendants; 0, or -1
  * (the kernel refuses: older than 3.4), which the caller says. */
 int tony_reap_become_subreaper(void);
+
+/* Reaps the orphans that ended while the task runs (each holds a pid as a
+ * zombie until then), leaving keep (the user's main process, which its
+ * own wait reaps) alone; once keep ended, what is left waits for
+ * tony_reap_descendants. Never blocks. */
+void tony_reap_orphans(pid_t keep);
 
 /* Ends every live descendant of the calling process: SIGTERM, up to
  * grace_ms for them to go, then SIGKILL, until none is left (one that
