@@ -338,15 +338,19 @@ int tony_write_in_place(const char *path, const char *data, size_t len, tony_err
         return tony_err(err, "cannot rewrite %s in place: %zu bytes do not fit in its %lld", path, len,
                         (long long)st.st_size);
     }
-    size_t off = 0;
+    size_t size = (size_t)st.st_size, off = 0;
+    char *all = tony_xmalloc(size);
+    memcpy(all, data, len);
+    memset(all + len, ' ', size - len);
+    if (size > len) all[size - 1] = '\n';
     int rc = 0;
-    while (rc == 0 && off < len) {
-        ssize_t w = pwrite(fd, data + off, len - off, (off_t)off);
+    while (rc == 0 && off < size) {
+        ssize_t w = pwrite(fd, all + off, size - off, (off_t)off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) rc = -1;
         else off += (size_t)w;
     }
-    if (rc == 0) rc = ftruncate(fd, (off_t)len);
+    free(all);
     if (rc) tony_err(err, "cannot rewrite %s in place: %s", path, strerror(errno));
     close(fd);
     return rc;

@@ -301,7 +301,7 @@ def test_full_disk_final_state_reaches_status_json(small_disk):
     from conftest import Tony
     home = small_disk / "home"
     t = Tony(home)
-    r = t.submit("--executes", "head -c 200000000 /dev/zero > fill; true", *SMALL, timeout=180)
+    r = t.submit("--executes", "head -c 200000000 /dev/zero > fill; sleep 3; true", *SMALL, timeout=180)
     job = r.job_dir()
     try:
         st = json.loads((job / "status.json").read_text())
