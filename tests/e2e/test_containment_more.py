@@ -314,3 +314,20 @@ def test_full_disk_final_state_reaches_status_json(small_disk):
     finally:
         for fill in job.glob("attempts/*/*/work/fill"):
             fill.unlink()
+
+
+def test_logs_follow_goes_on_past_a_cut(tony, tmp_path):
+    """`tony logs -f` of a capped log that is cut under it goes on from the
+    new end (it used to wait past the file's end and miss the rest)."""
+    writer = tmp_path / "slow.py"
+    writer.write_text("import sys, time\nfor i in range(30):\n"
+                      "    sys.stdout.write(f'chunk {i:03d} ' + 'y' * 99989 + '\\n'); sys.stdout.flush()\n"
+                      "    time.sleep(0.1)\n"
+                      "print('the very last line', flush=True)\n")
+    r = tony.submit("--detach", "--executes", f"{sys.executable} {writer}", "--conf", "tony.task.log-max-size=1m",
+                    *SMALL)
+    assert r.rc == 0, r
+    f = tony.run("logs", r.job_dir().name, "--task", "worker:0", "-f", timeout=120)
+    assert f.rc == 0, f
+    assert f.out.rstrip().endswith("the very last line"), f.out[-300:]
+    assert "the log was cut here" in f.out

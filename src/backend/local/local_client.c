@@ -489,6 +489,12 @@ static void follow_file(const char *job_dir, const char *path) {
     for (;;) {
         if (!f) f = fopen(path, "r");
         size_t n = 0;
+        struct stat st;
+        if (f && fstat(fileno(f), &st) == 0 && st.st_size < ftell(f)) {
+            /* the log cap (tony.task.log-max-size) cut it under us: on from its new end */
+            printf("\n==== tony: the log was cut here (tony.task.log-max-size); following its new end ====\n");
+            fseek(f, 0, SEEK_END);
+        }
         if (f) {
             while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
             clearerr(f);
