@@ -718,7 +718,9 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         tony_sleep_ms(50);
     }
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
-    int left = tony_reap_descendants(STOP_GRACE_MS); /* and what escaped it (reap.h) */
+    /* and what escaped it (reap.h); briefly when the backend stops the
+     * container, whose own grace (3 s locally) is running out */
+    int left = tony_reap_descendants(stop_signal ? STOP_GRACE_MS / 4 : STOP_GRACE_MS);
     if (left) tony_info("ended %d process(es) the task left behind", left);
     tony_activity_free(&activity);
     free(out), free(errp), free(progress);

@@ -188,30 +188,36 @@ def test_kill_of_a_lost_job_fails_while_something_of_it_survives(open_home):
     wait_for(lambda: os.path.exists(os.path.join(job, "am.json")) and
              json.load(open(os.path.join(job, "status.json")))["tasks"][0]["state"] == "RUNNING", 60,
              what="the task running")
-    import threading
-    stop = threading.Event()
-    spawned = []
-
-    def respawn():
-        while not stop.is_set():
-            spawned.append(subprocess.Popen(["sleep", "120"], user=ATTACKER, group=ATTACKER, extra_groups=[],
-                                            env=dict(env, TONY_LOG_DIR=f"{job}/attempts/0/worker-0")))
-            time.sleep(0.05)
-
-    spawner = threading.Thread(target=respawn)
-    spawner.start()
+    # a root loop (without the job's env: not the job's) starting that user's sleepers with it
+    loop = (f"while :; do setpriv --reuid={ATTACKER} --regid={ATTACKER} --clear-groups "
+            f"env TONY_LOG_DIR={job}/attempts/0/worker-0/ sleep 120 & sleep 0.05; done")
+    spawner = subprocess.Popen(["bash", "-c", loop], env={"PATH": os.environ["PATH"]}, start_new_session=True)
     try:
+        wait_for(lambda: any(b"TONY_LOG_DIR=" + str(job).encode() in _environ(p) and _owner(p) == ATTACKER
+                             for p in os.listdir("/proc") if p.isdigit()), 10, what="the respawned sleepers")
         os.kill(json.load(open(os.path.join(job, "am.json")))["pid"], signal.SIGKILL)
         k = subprocess.run([*as_user, "kill", os.path.basename(job)], env=env, capture_output=True, text=True,
                            timeout=90)
-        assert k.returncode != 0 and "of the job still run after SIGKILL" in k.stderr, k
+        assert k.returncode == 3 and "of the job still run after SIGKILL" in k.stderr, k
     finally:
-        stop.set()
-        spawner.join()
-        for p in spawned:
-            p.kill()
-            p.wait()
-        subprocess.run(["pkill", "-KILL", "-u", ATTACKER])  # whatever of that user's job is left
+        os.killpg(spawner.pid, signal.SIGKILL)
+        spawner.wait()
+        # whatever of that user's job is left (by its home in their env: only this test's processes)
+        from conftest import job_processes
+        from pathlib import Path
+        for pid in job_processes(Path(home)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _owner(pid):
+    import pwd
+    try:
+        return pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+    except (OSError, KeyError):
+        return None
 
 
 def _environ(pid):
