@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -98,7 +99,7 @@ int tony_logcap_check(tony_logcap *c, tony_error *err) {
     }
     /* the last cut's line goes with what is cut now: not output, not counted */
     long long cut = from + skip - c->head - c->line_len;
-    char *line = tony_sprintf("\n==== tony: at least %lld bytes of this log were cut here (tony.task.log-max-size: %lld "
+    char *line = tony_sprintf(TONY_LOG_CUT_MARK "%lld bytes of this log were cut here (tony.task.log-max-size: %lld "
                               "bytes); its most recent output follows ====\n", c->cut_total + cut, c->max);
     long long llen = (long long)strlen(line), keep = quarter - skip;
     if (rc == 0) rc = write_at(fd, line, llen, c->head);

@@ -329,8 +329,8 @@ def test_logs_follow_goes_on_past_a_cut(tony, tmp_path):
     new end (it used to wait past the file's end and miss the rest)."""
     writer = tmp_path / "slow.py"
     writer.write_text("import sys, time\nfor i in range(30):\n"
-                      "    sys.stdout.write(f'chunk {i:03d} ' + 'y' * 99989 + '\\n'); sys.stdout.flush()\n"
-                      "    time.sleep(0.1)\n"
+                      "    sys.stdout.write(''.join(f'chunk {i:03d} line {j:05d} ' + 'y' * 80 + '\\n' for j in range(1000)))\n"
+                      "    sys.stdout.flush(); time.sleep(0.1)\n"
                       "print('the very last line', flush=True)\n")
     r = tony.submit("--detach", "--executes", f"{sys.executable} {writer}", "--conf", "tony.task.log-max-size=1m",
                     *SMALL)
@@ -339,3 +339,7 @@ def test_logs_follow_goes_on_past_a_cut(tony, tmp_path):
     assert f.rc == 0, f
     assert f.out.rstrip().endswith("the very last line"), f.out[-300:]
     assert "the log was cut here" in f.out
+    # nothing printed twice: it goes on where it was in the kept tail
+    lines = [(int(line.split()[1]), int(line.split()[3])) for line in f.out.splitlines()
+             if line.startswith("chunk ") and len(line) == 101]
+    assert lines == sorted(set(lines)) and lines[0] == (0, 0) and lines[-1] == (29, 999), lines[:3]

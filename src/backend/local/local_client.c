@@ -481,35 +481,96 @@ static bool job_finished(const char *job_dir) {
     return done;
 }
 
+/* What a follower printed last, to find its place again after a cut. */
+#define FOLLOW_SEEN 4096
+#define FOLLOW_CHUNK (1 << 20)
+typedef struct follow_seen {
+    char data[FOLLOW_SEEN];
+    size_t len;
+} follow_seen;
+
+static void seen_add(follow_seen *s, const char *p, size_t n) {
+    if (n >= FOLLOW_SEEN) {
+        memcpy(s->data, p + n - FOLLOW_SEEN, FOLLOW_SEEN);
+        s->len = FOLLOW_SEEN;
+        return;
+    }
+    size_t drop = s->len + n > FOLLOW_SEEN ? s->len + n - FOLLOW_SEEN : 0;
+    memmove(s->data, s->data + drop, s->len - drop);
+    memcpy(s->data + s->len - drop, p, n);
+    s->len = s->len - drop + n;
+}
+
+/* Where to go on in a log the cap cut under its follower (it shrank):
+ * just after what was printed last, when that is in the kept tail (its
+ * first place there: where output repeats itself byte for byte over 4 KiB,
+ * some of it shows twice rather than not at all); else
+ * (the follower was further behind than the tail) the tail's start, after
+ * the cut's line; else (no cut's line: truncated by someone else) 0. Reads
+ * the file once, in chunks. */
+static long resume_after_cut(FILE *f, const follow_seen *seen) {
+    const char *mark = TONY_LOG_CUT_MARK;
+    size_t mlen = strlen(mark), keep = FOLLOW_SEEN + 256, have = 0;
+    char *buf = tony_xmalloc(FOLLOW_CHUNK + keep);
+    long base = 0, tail = -1, found = -1;
+    fseek(f, 0, SEEK_SET);
+    size_t n;
+    while (found < 0 && (n = fread(buf + have, 1, FOLLOW_CHUNK, f)) > 0) {
+        have += n;
+        if (tail < 0) {
+            char *m = memmem(buf, have, mark, mlen);
+            char *nl = m ? memchr(m + 1, '\n', have - (size_t)(m + 1 - buf)) : NULL;
+            if (nl) tail = base + (nl + 1 - buf);
+        }
+        if (tail >= 0 && seen->len) {
+            size_t from = tail > base ? (size_t)(tail - base) : 0;
+            char *q = from < have ? memmem(buf + from, have - from, seen->data, seen->len) : NULL;
+            if (q) found = base + (q - buf) + (long)seen->len;
+        }
+        size_t carry = have < keep ? have : keep;
+        memmove(buf, buf + have - carry, carry);
+        base += (long)(have - carry);
+        have = carry;
+    }
+    free(buf);
+    clearerr(f);
+    return found >= 0 ? found : tail >= 0 ? tail : 0;
+}
+
+/* Prints what the file gained since the last look. */
+static void follow_read(FILE *f, follow_seen *seen) {
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size < ftell(f)) {
+        long at = resume_after_cut(f, seen);
+        printf("\n==== tony: the log was cut here (tony.task.log-max-size) ====\n");
+        fseek(f, at, SEEK_SET);
+    }
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        fwrite(buf, 1, n, stdout);
+        seen_add(seen, buf, n);
+    }
+    clearerr(f);
+    fflush(stdout);
+}
+
 /* Prints what the task writes as it writes it, until the job is over and
  * the file has no more to give. */
 static void follow_file(const char *job_dir, const char *path) {
     FILE *f = NULL;
-    char buf[8192];
+    follow_seen *seen = tony_xcalloc(1, sizeof *seen);
     for (;;) {
+        /* looked at first: once the job is over, one more read gets all
+         * (the executor's last cut came before the job's end) */
+        bool done = job_finished(job_dir);
         if (!f) f = fopen(path, "r");
-        size_t n = 0;
-        struct stat st;
-        if (f && fstat(fileno(f), &st) == 0 && st.st_size < ftell(f)) {
-            /* the log cap (tony.task.log-max-size) cut it under us: on from its new end */
-            printf("\n==== tony: the log was cut here (tony.task.log-max-size); following its new end ====\n");
-            fseek(f, 0, SEEK_END);
-        }
-        if (f) {
-            while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
-            clearerr(f);
-            fflush(stdout);
-        }
-        if (job_finished(job_dir)) {
-            if (f) {
-                while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
-                fclose(f);
-            }
-            fflush(stdout);
-            return;
-        }
+        if (f) follow_read(f, seen);
+        if (done) break;
         tony_sleep_ms(250);
     }
+    if (f) fclose(f);
+    free(seen);
 }
 
 static void cat_file(const char *title, const char *path) {
