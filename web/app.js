@@ -516,6 +516,14 @@ async function pollLog() {
       const q = `stream=${L.stream}&offset=${L.next}&attempt=${L.attempt}`;
       const r = await fetch(`v1/tasks/${encodeURIComponent(L.role)}/${L.index}/log?${q}`, { cache: "no-store" });
       if (ui.log !== L) return;
+      if (r.status === 400 && L.next > 0) {
+        // Past the log's end: the log cap (tony.task.log-max-size) cut it
+        // under us. On from near its new end, as for a long log.
+        L.next = 0;
+        L.first = true;
+        appendLog(`\n… the log was cut here (tony.task.log-max-size) …\n`);
+        continue;
+      }
       if (!r.ok) {
         let msg = `HTTP ${r.status}`;
         try { msg = (await r.json()).error || msg; } catch (e) { /* keep the status */ }

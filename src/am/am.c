@@ -54,6 +54,7 @@ static void write_status(tony_am *am) {
         if (!am->status_error) tony_warn("%s; clients read the job's state from the API only", err.msg);
         free(am->status_error);
         am->status_error = tony_strdup(err.msg);
+        am_record_status_in_place(am, path);
     } else if (am->status_error) {
         tony_info("%s written again", path);
         free(am->status_error);

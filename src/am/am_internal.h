@@ -94,6 +94,7 @@ typedef struct tony_am {
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
     char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
+    char *history_error;  /* why the job's history stopped being written (record.c); NULL: it did not */
     /* What the job did, for people (record.c): the event log, the history
      * files, and each task's metrics in this attempt (indexed like
      * job.tasks). */

@@ -2,6 +2,7 @@
 #include "am/events.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ void am_events_free(am_events *e) {
 }
 
 int am_events_open_log(am_events *e, const char *path, tony_error *err) {
-    FILE *f = fopen(path, "ae");
+    FILE *f = tony_fopen_perm(path, O_WRONLY | O_CREAT | O_APPEND, 0640, "a"); /* as the history's other files */
     if (!f) return tony_err(err, "cannot write the event log %s: %m", path);
     if (e->log) fclose(e->log);
     free(e->log_path);

@@ -2,6 +2,7 @@
  * moments (an attempt starts, a task registers, a container ends, ...) into
  * an event log line, TonY's history events and per-task metrics, so that the
  * loop (am.c) and the API (api.c) only call a hook. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ static char *task_id(const am_task *t) { return tony_sprintf("%s:%d", t->role->n
  * no more events; what it has is still named and moved as the job ends. */
 static void history_failed(tony_am *am, const tony_error *err) {
     tony_warn("job history stops here: %s", err->msg);
+    /* the job's state says so too (view.c), so its owner hears of it */
+    if (!am->history_error) am->history_error = tony_strdup(err->msg);
     am_history_stop_writing(am->history);
 }
 
@@ -254,7 +257,10 @@ static void write_metrics(tony_am *am) {
                                     (json_int_t)am->plan.metrics_interval_ms, JOB_HIST_TASKS, tasks));
     char *text = json_dumps(root, JSON_COMPACT);
     tony_error err;
-    if (tony_write_file(path, text, strlen(text), 0640, &err)) tony_warn("history: no metric series: %s", err.msg);
+    if (tony_write_file(path, text, strlen(text), 0640, &err)) {
+        tony_warn("history: no metric series: %s", err.msg);
+        if (!am->history_error) am->history_error = tony_strdup(err.msg);
+    }
     free(text);
     json_decref(root);
     free(path);
@@ -341,7 +347,29 @@ void am_record_finish(tony_am *am) {
     }
 }
 
+void am_record_status_in_place(tony_am *am, const char *path) {
+    static const char *const keep[] = {JOB_APP_ID, JOB_STATE, JOB_FINAL_STATUS, JOB_DIAGNOSTICS, JOB_ATTEMPT,
+                                       JOB_BACKEND, JOB_FRAMEWORK, JOB_STARTED_MS, JOB_FINISHED_MS,
+                                       JOB_STATUS_ERROR, JOB_HISTORY_ERROR};
+    json_t *full = am_job_json(am), *small = json_object();
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+        json_t *v = json_object_get(full, keep[i]);
+        if (v) json_object_set(small, keep[i], v);
+    }
+    char *text = json_dumps(small, JSON_COMPACT);
+    tony_error err;
+    if (tony_write_in_place(path, text, strlen(text), &err))
+        tony_error_log("%s: `tony status` shows an older state of this job than its own", err.msg);
+    else
+        tony_warn("%s: wrote the job's state (%s) over the old file in place, without its tasks", path,
+                  json_string_value(json_object_get(small, JOB_STATE)));
+    free(text);
+    json_decref(small);
+    json_decref(full);
+}
+
 void am_record_free(tony_am *am) {
+    free(am->history_error);
     am_history_free(am->history);
     tony_jhist_dirs_free(&am->history_remote);
     am_events_free(am->events);

@@ -27,5 +27,11 @@ void am_record_adopted(tony_am *am);
 void am_record_kill(tony_am *am);
 void am_record_finish(tony_am *am);
 void am_record_free(tony_am *am);
+/* status.json could not be written (its atomic write failed: a full disk):
+ * the job's state, app id, final status, diagnostics and the write's error,
+ * written over the old file in place (its blocks need no new ones), so
+ * that the file never stays at a state the job left. Said in the log
+ * when even that fails. */
+void am_record_status_in_place(tony_am *am, const char *path);
 
 #endif

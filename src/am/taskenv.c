@@ -46,6 +46,7 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
      * the backend can start one) this long, its process running */
     tony_env_setf(env, TASKENV_AM_RECOVERY_MS, "%lld", p->am_recovery_ms);
     metrics_env(am, t, env);
+    tony_env_setf(env, TASKENV_LOG_MAX_SIZE, "%lld", p->log_max_mb * 1024 * 1024);
     /* hang diagnosis: the executor dumps stacks with this py-spy when asked */
     const char *spy = tony_conf_get(am->conf, "tony.task.py-spy-path");
     if (p->progress_timeout_ms > 0) tony_env_set(env, TASKENV_PY_SPY, spy && *spy ? spy : "py-spy");

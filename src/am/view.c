@@ -165,6 +165,7 @@ json_t *am_job_json(const tony_am *am) {
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, JOB_DIAGNOSTICS, json_string(diag));
     if (am->status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(am->status_error));
+    if (am->history_error) json_object_set_new(o, JOB_HISTORY_ERROR, json_string(am->history_error));
     json_t *cause = am_cause_json(&am->fsm.root_cause);
     if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     if (am->fsm.state == AM_JOB_BACKOFF)

@@ -2,6 +2,7 @@
  * job's record says whose it is (backend/client.h), that backend looks, the
  * verb shows what it found the same way everywhere. */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,15 @@ int tony_cmd_list(int argc, char **argv) {
     char *jobs = tony_path_join(root, "jobs");
     tony_strv ids = {0};
     DIR *d = opendir(jobs);
+    if (!d && (errno == EACCES || errno == EPERM)) {
+        /* another user's root: theirs to list, not an empty one */
+        fprintf(stderr, "tony: error: permission denied: cannot list %s (another user's jobs)\n", jobs);
+        tony_strv_free(&pos);
+        free(root);
+        free(jobs);
+        tony_args_free(opts);
+        return TONY_EXIT_USAGE;
+    }
     struct dirent *de;
     while (d && (de = readdir(d)))
         if (de->d_name[0] != '.') tony_strv_push(&ids, de->d_name);

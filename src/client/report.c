@@ -112,6 +112,13 @@ void tony_report_tasks(FILE *out, const json_t *job) {
     free(coordinator);
 }
 
+/* The history's writes failed (a full disk): the portal and `tony history`
+ * show less of this job, or nothing. */
+static void report_history_error(FILE *out, const json_t *job) {
+    const char *herr = json_string_value(json_object_get(job, JOB_HISTORY_ERROR));
+    if (herr) fprintf(out, "tony: warning: the job's history is incomplete: %s\n", herr);
+}
+
 void tony_report_final(FILE *out, const json_t *job) {
     const char *diag = json_string_value(json_object_get(job, JOB_DIAGNOSTICS));
     fprintf(out, "tony: job %s %s%s%s\n", field(job, JOB_APP_ID),
@@ -124,6 +131,7 @@ void tony_report_final(FILE *out, const json_t *job) {
                 "tony: error: the coordinator could not save the job's state: %s. `tony status` will show an older "
                 "state of this job; free space there (the job's tasks may have failed for the same reason)\n",
                 serr);
+    report_history_error(out, job);
 }
 
 void tony_report_advice(FILE *out, const json_t *job) {

@@ -352,3 +352,46 @@ int tony_make_private(const char *path, tony_error *err) {
     closedir(d);
     return rc;
 }
+
+FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode) {
+    int fd = open(path, flags | O_CLOEXEC, (mode_t)perm);
+    if (fd < 0) return NULL;
+    FILE *f = fchmod(fd, (mode_t)perm) == 0 ? fdopen(fd, fmode) : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+int tony_write_in_place(const char *path, const char *data, size_t len, tony_error *err) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return tony_err(err, "cannot rewrite %s in place: %s", path, strerror(e));
+    }
+    if ((off_t)len > st.st_size) {
+        close(fd);
+        return tony_err(err, "cannot rewrite %s in place: %zu bytes do not fit in its %lld", path, len,
+                        (long long)st.st_size);
+    }
+    size_t size = (size_t)st.st_size, off = 0;
+    char *all = tony_xmalloc(size);
+    memcpy(all, data, len);
+    memset(all + len, ' ', size - len);
+    if (size > len) all[size - 1] = '\n';
+    int rc = 0;
+    while (rc == 0 && off < size) {
+        ssize_t w = pwrite(fd, all + off, size - off, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rc = -1;
+        else off += (size_t)w;
+    }
+    free(all);
+    if (rc) tony_err(err, "cannot rewrite %s in place: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}

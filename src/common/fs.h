@@ -51,6 +51,19 @@ int tony_copy_file(const char *src, const char *dst, tony_error *err);
  * record, and points its descriptor at /dev/null, so that what stdio still
  * holds goes nowhere when f is closed; the file stays readable. */
 void tony_file_cut_back(FILE *f, long good);
+/* fopen with the file's permissions said, not left to the umask: open(2)
+ * with flags (O_CLOEXEC added), then fchmod to perm (a umask of 000 must
+ * not make history world-writable); fmode is fdopen's ("wb", "a"). NULL
+ * with errno set when it fails. */
+FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode);
+/* Overwrites the existing file at path with data in place, in the blocks it
+ * already has (no temporary file, no new blocks: it works on a full disk),
+ * and blanks the rest with spaces: the file keeps its size, so that a
+ * later, longer rewrite still fits (for text that may end in whitespace,
+ * such as JSON). Only for data no longer than the file: else an error, as
+ * when path is missing. Not atomic: for a last word where the atomic write
+ * (tony_write_file) failed. */
+int tony_write_in_place(const char *path, const char *data, size_t len, tony_error *err);
 /* Copies a directory tree (files and dirs; symlinks kept as links). */
 int tony_copy_tree(const char *src, const char *dst, tony_error *err);
 /* Clears the group and other bits of path and everything under it

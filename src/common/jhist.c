@@ -6,6 +6,7 @@
 
 #include <avro.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +166,7 @@ tony_jhist_writer *tony_jhist_writer_new(const char *path, tony_error *err) {
     }
     w->iface = avro_generic_class_from_schema(w->schema);
     avro_generic_value_new(w->iface, &w->rec);
-    w->fp = fopen(path, "wbxe");
+    w->fp = tony_fopen_perm(path, O_WRONLY | O_CREAT | O_EXCL, 0640, "wb"); /* as the history's other files */
     if (!w->fp) {
         tony_err(err, "cannot create the history file %s: %s", path, strerror(errno));
         tony_jhist_writer_free(w);

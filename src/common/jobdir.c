@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/amapi.h"
@@ -105,17 +106,64 @@ char *tony_jobdir_stacks_log_name(int attempt, const char *role, int index) {
     return tony_sprintf("tony-stacks-%d-%s-%d.txt", attempt, role, index);
 }
 
+/* The user name of uid, or its number. */
+static void user_name(uid_t uid, char *out, size_t n) {
+    struct passwd *pw = getpwuid(uid);
+    if (pw) snprintf(out, n, "%s", pw->pw_name);
+    else snprintf(out, n, "uid %u", (unsigned)uid);
+}
+
+/* A job dir this user may not enter (another user's: 0700), or one in a
+ * jobs dir it may not enter: said as such, with whose it is, rather than
+ * as a job that does not exist. 0 when dir is open to us or absent. */
+static int check_access(const char *id, const char *dir, tony_error *err) {
+    struct stat st;
+    if (access(dir, R_OK | X_OK) == 0) return 0;
+    int e = errno;
+    if (e != EACCES && e != EPERM) return 0; /* absent: said by the caller */
+    /* the job dir's owner where it can be seen, else the owner of the
+     * nearest dir above it that can */
+    char *at = tony_strdup(dir);
+    int rc = stat(at, &st);
+    while (rc != 0 && strrchr(at, '/') && strrchr(at, '/') != at) {
+        *strrchr(at, '/') = '\0';
+        rc = stat(at, &st);
+    }
+    char owner[64] = "another user";
+    if (rc == 0) user_name(st.st_uid, owner, sizeof owner);
+    char *parent = tony_strdup(dir);
+    if (strrchr(parent, '/') && strrchr(parent, '/') != parent) *strrchr(parent, '/') = '\0';
+    tony_err(err, "permission denied: job %s in %s belongs to %s (only its owner may look at it or kill it)", id,
+             parent, owner);
+    free(parent);
+    free(at);
+    return -1;
+}
+
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err) {
     if (strchr(id_or_path, '/')) {
+        char *abs = tony_abspath(id_or_path);
+        if (check_access(tony_basename(abs), abs, err)) {
+            free(abs);
+            return -1;
+        }
         char *conf = tony_path_join(id_or_path, TONY_JOBDIR_CONF);
         bool ok = tony_file_exists(conf);
         free(conf);
-        if (!ok) return tony_err(err, "%s is not a tony job directory (no %s in it)", id_or_path, TONY_JOBDIR_CONF);
-        *job_dir = tony_abspath(id_or_path);
+        if (!ok) {
+            free(abs);
+            return tony_err(err, "%s is not a tony job directory (no %s in it)", id_or_path, TONY_JOBDIR_CONF);
+        }
+        *job_dir = abs;
         return 0;
     }
     char *root = tony_jobs_root(root_conf);
     char *dir = tony_sprintf("%s/jobs/%s", root, id_or_path);
+    if (check_access(id_or_path, dir, err)) {
+        free(root);
+        free(dir);
+        return -1;
+    }
     if (!tony_is_dir(dir)) {
         tony_err(err, "no job '%s' under %s/jobs (see `tony list`; set TONY_HOME or tony.local.root if the job used another root)",
                  id_or_path, root);

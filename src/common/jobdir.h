@@ -16,6 +16,10 @@
 #define TONY_JOBDIR_AM_LOG "am.log"
 #define TONY_JOBDIR_STAGING "staging"
 #define TONY_JOBDIR_SHARED "shared"   /* survives attempts: checkpoints go here */
+/* How the line starts that the log cap (executor/logcap.h) writes where it
+ * cut a task's stdout or stderr; what follows the line is the kept tail
+ * (a follower of the log, local_client.c, finds its place by it). */
+#define TONY_LOG_CUT_MARK "\n==== tony: at least "
 
 /* The root of local jobs: root_conf (tony.local.root) if set, else
  * $TONY_HOME, else ~/.tony. malloc'ed. */

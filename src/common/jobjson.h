@@ -31,6 +31,7 @@
 #define JOB_URL "url"                   /* the coordinator's API and web page */
 #define JOB_DIAGNOSTICS "diagnostics"
 #define JOB_STATUS_ERROR "status_error" /* why status.json could not be written */
+#define JOB_HISTORY_ERROR "history_error" /* why the job's history stopped being written (a full disk) */
 #define JOB_ROOT_CAUSE "root_cause"     /* {JOB_CAUSE_*}: the last failed attempt's first failure */
 #define JOB_RESTART_AT_MS "restart_at_ms" /* in BACKOFF: when the next attempt starts */
 #define JOB_TASKS "tasks"               /* [{JOB_TASK_*}] */
@@ -155,6 +156,7 @@
 #define JOB_STATE_FINISHING "FINISHING"
 #define JOB_STATE_BACKOFF "BACKOFF"     /* waiting to restart */
 #define JOB_STATE_FINISHED "FINISHED"   /* over: final_status says how */
+#define JOB_STATE_LOST "LOST"           /* said by clients only: its coordinator is gone and never finished it */
 
 /* Words of "final_status" (YARN's FinalApplicationStatus). */
 #define JOB_FINAL_STATUS_SUCCEEDED "SUCCEEDED"

@@ -199,6 +199,31 @@ int tony_proc_kill_group_but_me(pid_t pgrp, int sig) {
     return v.count;
 }
 
+#define ENVIRON_MAX (1 << 20)
+
+bool tony_proc_env_has(pid_t pid, const char *prefix) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    tony_buf env = {0};
+    char chunk[8192];
+    ssize_t r;
+    while (env.len < ENVIRON_MAX && ((r = read(fd, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR)))
+        if (r > 0) tony_buf_append(&env, chunk, (size_t)r);
+    close(fd);
+    size_t n = strlen(prefix);
+    bool found = false;
+    for (size_t at = 0; !found && at < env.len;) {
+        const char *entry = env.data + at;
+        size_t len = strnlen(entry, env.len - at);
+        found = len >= n && memcmp(entry, prefix, n) == 0;
+        at += len + 1;
+    }
+    tony_buf_free(&env);
+    return found;
+}
+
 bool tony_proc_alive(pid_t pid) {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
     /* A zombie still takes signals but runs nothing: a coordinator killed

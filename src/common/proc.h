@@ -66,6 +66,10 @@ void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
  * got it. */
 int tony_proc_kill_session(pid_t sid, int sig);
 int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
+/* Whether pid's environment (/proc/<pid>/environ, read up to 1 MiB) has
+ * an entry that starts with prefix ("NAME=value-start"); false when it
+ * cannot be read (gone, or another user's). */
+bool tony_proc_env_has(pid_t pid, const char *prefix);
 /* pid runs (or is someone else's): neither gone nor a zombie. */
 bool tony_proc_alive(pid_t pid);
 /* When pid started, in clock ticks since boot (/proc/<pid>/stat), or -1.

@@ -50,6 +50,7 @@
 #define TASKENV_GPU_METRICS_SMI "TONY_GPU_METRICS_SMI" /* nvidia-smi's path, for tasks with GPUs */
 #define TASKENV_RESERVE_TB_PORT "TONY_RESERVE_TB_PORT" /* "1": reserve TB_PORT */
 #define TASKENV_PY_SPY "TONY_PY_SPY"                /* tony.task.py-spy-path, with tony.task.progress-timeout */
+#define TASKENV_LOG_MAX_SIZE "TONY_LOG_MAX_SIZE"    /* tony.task.log-max-size in bytes; 0: no cap */
 
 /* Where the container runs. Writer: the backend (backend/local, backend/yarn;
  * YARN's NodeManager writes CONTAINER_ID and NM_HOST itself). */

@@ -97,6 +97,9 @@ static const tony_conf_default defaults[] = {
     {"tony.task.gpu-metrics.enabled", "true", "Collect GPU metrics for tasks that requested GPUs."},
     {"tony.task.executor.execution-timeout-ms", "0",
      "Time limit of every user process in ms; 0 falls back to tony.worker.timeout."},
+    {"tony.task.log-max-size", "1g",
+     "Cap on each task's stdout and stderr file (512m, 2g; plain numbers are MB); past it the file keeps its head and "
+     "most recent output with a line saying how much was cut between them. 0: no cap."},
     {"tony.task.progress-timeout", "0",
      "Hang diagnosis (ours): a task that writes no output and does not touch $TONY_PROGRESS_FILE for this long "
      "is hung: the coordinator collects every task's Python stacks (py-spy) and fails the attempt. Milliseconds, "

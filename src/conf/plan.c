@@ -411,6 +411,9 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",
                         tony_conf_get(c, "tony.task.metrics-interval-ms"));
 
+    /* the cap on each task's stdout and stderr (executor/logcap.h) */
+    if (tony_conf_get_memory_mb(c, "tony.task.log-max-size", "1g", &p->log_max_mb, err)) return -1;
+
     /* hang diagnosis (am/hang.h) */
     if (tony_conf_get_duration_ms(c, "tony.task.progress-timeout", 0, &p->progress_timeout_ms, err)) return -1;
     /* executors look at the output once per heartbeat: a shorter timeout would find healthy tasks hung */

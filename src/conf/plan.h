@@ -83,6 +83,7 @@ typedef struct tony_plan {
     long long registration_timeout_ms;  /* tony.container.registration.timeout or tony.container.allocation.timeout, <=0 = none */
     long long metrics_interval_ms;      /* tony.task.metrics-interval-ms */
     long long progress_timeout_ms;      /* tony.task.progress-timeout (am/hang.h), 0 = off */
+    long long log_max_mb;               /* tony.task.log-max-size: a task's stdout/stderr cap, 0 = none */
     char *am_command;                   /* single-node / preprocess command: tony.am.command or tony.containers.command */
     long long am_memory_mb;
     int am_vcores;

@@ -35,7 +35,9 @@
 #include "executor/activity.h"
 #include "executor/metrics.h"
 #include "executor/stacks.h"
+#include "executor/logcap.h"
 #include "executor/outscan.h"
+#include "executor/reap.h"
 #include "common/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -601,6 +603,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         return -1;
     }
     tony_info("started `%s` as pid %d", command, (int)pid);
+    tony_logcaps caps;
+    tony_logcaps_start(&caps, out, errp, getenv(TASKENV_LOG_MAX_SIZE));
 
     long status;
     tony_error herr;
@@ -623,6 +627,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
     int failed_hb = 0, wait_status = 0, code = -1;
     bool timed_out = false;
     for (;;) {
+        tony_reap_orphans(pid);
         pid_t w = waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) break;
         long long now = now_ms();
@@ -718,6 +723,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
             rewatch = false;
         }
         if (scan) tony_outscan_poll(scan, 0);
+        tony_logcaps_poll(&caps);
         if (now >= next_metrics && !stop_at) {
             send_metrics(x);
             next_metrics = now_ms() + x->metrics_ms;
@@ -725,12 +731,18 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         tony_sleep_ms(50);
     }
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
+    /* and what escaped it (reap.h); briefly when the backend stops the
+     * container, whose own grace (3 s locally) is running out */
+    int left = tony_reap_descendants(stop_signal ? STOP_GRACE_MS / 4 : STOP_GRACE_MS);
+    if (left) tony_info("ended %d process(es) the task left behind", left);
     tony_activity_free(&activity);
     free(out), free(errp), free(progress);
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);
     /* what the process wrote last (the traceback) is read before the report */
     if (scan) tony_outscan_poll(scan, 1);
+    tony_logcaps_poll(&caps);
+    tony_logcaps_free(&caps);
     json_t *fin = json_pack("{s:i,s:b,s:o}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out, AM_API_LOG_MATCHES,
                             outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
@@ -766,6 +778,7 @@ int tony_executor_main(void) {
      * the step outright on SIGTERM): the same request. */
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (tony_reap_become_subreaper()) tony_warn("not a subreaper: processes the task detaches may outlive it");
 
     int code = -1;
     const char *attempt, *log_dir;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/strv.h"
@@ -95,6 +96,11 @@ void tony_outscan_poll(tony_outscan *s, int drain) {
         scanned_file *f = &s->files[k];
         if (f->fd < 0) f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (f->fd < 0) continue; /* not written yet */
+        /* The log cap (logcap.h) cut the file back under our offset: go on
+         * from its new end (what it kept was read before the cut). */
+        struct stat st;
+        off_t at = lseek(f->fd, 0, SEEK_CUR);
+        if (at > 0 && fstat(f->fd, &st) == 0 && st.st_size < at) lseek(f->fd, 0, SEEK_END);
         size_t got = 0;
         while (s->unmatched && (drain || got < TONY_OUTSCAN_POLL_MAX)) {
             ssize_t r = read(f->fd, buf, sizeof buf);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/local/local.h"
 #include "common/amapi.h"
@@ -22,6 +23,7 @@
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 
 /* How long `tony kill` waits for the coordinator to take the request before
  * it signals it instead. */
@@ -37,10 +39,14 @@ typedef struct local_job {
 
 static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_error *err) {
     char *jobs = tony_path_join(root, "jobs");
-    if (tony_mkdir_p(jobs, 0755, err)) {
+    /* Which jobs a user has is theirs too: 0700, tightened where an older
+     * tony made it 0755. */
+    struct stat st;
+    if (tony_mkdir_p(jobs, 0700, err)) {
         free(jobs);
         return -1;
     }
+    if (stat(jobs, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077)) chmod(jobs, 0700);
     struct timeval tv;
     gettimeofday(&tv, NULL);
     long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
@@ -301,10 +307,25 @@ static void local_release(tony_client_job *cj) {
     free(j);
 }
 
+/* A job whose coordinator is gone (am.json names a process that no longer
+ * runs) and that never finished: nothing will ever finish it. */
+static bool job_lost(const char *job_dir, const json_t *job, bool live) {
+    int pid = 0;
+    return !live && !tony_job_is_finished(job) && !tony_jobdir_am_running(job_dir, &pid) && pid > 0;
+}
+
+/* The job's state, LOST for a lost job (its JSON says so too). */
+static json_t *load_state(const char *job_dir, bool *live, bool *lost) {
+    json_t *job = tony_jobdir_load_state(job_dir, live);
+    *lost = job_lost(job_dir, job, *live);
+    if (*lost && job) json_object_set_new(job, JOB_STATE, json_string(JOB_STATE_LOST));
+    return job;
+}
+
 static int local_state(const char *job_dir, const tony_conf *conf, tony_client_state *st) {
     (void)conf; /* a local job's coordinator has its own */
-    bool live;
-    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    bool live, lost;
+    json_t *job = load_state(job_dir, &live, &lost);
     if (!job) {
         fprintf(stderr, "tony: error: no state for %s yet (see %s/%s)\n", job_dir, job_dir, TONY_JOBDIR_AM_LOG);
         return TONY_EXIT_UNAVAILABLE;
@@ -314,7 +335,9 @@ static int local_state(const char *job_dir, const tony_conf *conf, tony_client_s
     bool finished = tony_job_is_finished(job);
     tony_buf b = {0};
     tony_buf_printf(&b, "job %s: %s%s (attempt %lld)\n", json_string_value(json_object_get(job, JOB_APP_ID)), state,
-                    live || finished ? "" : " (coordinator not running)",
+                    lost ? " (coordinator not running: killed or crashed before the job ended; `tony kill` stops "
+                           "what it left)"
+                    : live || finished ? "" : " (coordinator not running)",
                     (long long)json_integer_value(json_object_get(job, JOB_ATTEMPT)));
     const char *url = json_string_value(json_object_get(job, JOB_URL));
     if (live && url) {
@@ -329,6 +352,69 @@ static int local_state(const char *job_dir, const tony_conf *conf, tony_client_s
     return TONY_EXIT_OK;
 }
 
+/* ---- What a lost coordinator left: its executors and their processes,
+ * found by the TONY_LOG_DIR the local backend gives each executor
+ * (local.c), which their processes inherit; an executor stopped stops
+ * its task's processes and reaps what they detached (executor/reap.h). */
+
+#define LEFTOVER_GRACE_MS 8000 /* an executor's stop: its process's grace, then the reaping's */
+#define LEFTOVER_MAX 4096
+
+typedef struct leftovers {
+    char *prefix[2]; /* TONY_LOG_DIR=<job dir>/ as given and as resolved */
+    pid_t pids[LEFTOVER_MAX];
+    int n;
+} leftovers;
+
+static void leftover_visit(void *ctx, const tony_proc_info *p) {
+    leftovers *l = ctx;
+    if (l->n == LEFTOVER_MAX || p->pid == getpid()) return;
+    for (int i = 0; i < 2; i++)
+        if (l->prefix[i] && tony_proc_env_has(p->pid, l->prefix[i])) {
+            l->pids[l->n++] = p->pid;
+            return;
+        }
+}
+
+/* Signals (sig > 0) the job's live processes; how many there are. */
+static int job_processes(const char *job_dir, int sig) {
+    leftovers *l = tony_xcalloc(1, sizeof *l);
+    char *real = realpath(job_dir, NULL);
+    l->prefix[0] = tony_sprintf("%s=%s/", TASKENV_LOG_DIR, job_dir);
+    if (real && strcmp(real, job_dir) != 0) l->prefix[1] = tony_sprintf("%s=%s/", TASKENV_LOG_DIR, real);
+    tony_proc_scan(leftover_visit, l);
+    for (int i = 0; sig > 0 && i < l->n; i++) kill(l->pids[i], sig);
+    int n = l->n;
+    free(real);
+    free(l->prefix[0]);
+    free(l->prefix[1]);
+    free(l);
+    return n;
+}
+
+/* Stops what of a lost job still runs: SIGTERM (its executors stop their
+ * processes), then SIGKILL. TONY_EXIT_OK only when nothing is left. */
+static int stop_leftovers(const char *job_dir) {
+    int found = job_processes(job_dir, SIGTERM), left = found;
+    for (int waited = 0; left > 0 && waited < LEFTOVER_GRACE_MS; waited += POLL_MS) {
+        tony_sleep_ms(POLL_MS);
+        left = job_processes(job_dir, 0);
+    }
+    for (int round = 0; left > 0 && round < 10; round++) {
+        job_processes(job_dir, SIGKILL);
+        tony_sleep_ms(POLL_MS);
+        left = job_processes(job_dir, 0);
+    }
+    if (left > 0) {
+        fprintf(stderr, "tony: error: %d process(es) of the job still run after SIGKILL (another user's, or "
+                        "unkillable); find them by %s in their environment\n", left, TASKENV_LOG_DIR);
+        return TONY_EXIT_UNAVAILABLE;
+    }
+    if (found) fprintf(stderr, "tony: stopped the %d process(es) it left running (its executors and tasks)\n", found);
+    else fprintf(stderr, "tony: nothing of the job runs\n");
+    return TONY_EXIT_OK;
+}
+
 static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final_job) {
     (void)conf; /* a local job's coordinator has its own */
     tony_error err;
@@ -339,10 +425,12 @@ static int local_kill(const char *job_dir, const tony_conf *conf, json_t **final
     if (tony_jobdir_am_url(job_dir, &url, &pid, &err) || !tony_jobdir_am_running(job_dir, NULL)) {
         bool live;
         json_t *job = tony_jobdir_load_state(job_dir, &live);
-        if (job && json_string_value(json_object_get(job, JOB_STATE)) && !tony_job_is_finished(job))
+        if (job && json_string_value(json_object_get(job, JOB_STATE)) && !tony_job_is_finished(job)) {
             fprintf(stderr, "tony: the job's coordinator%s is not running (killed or crashed before the job ended; "
-                            "see %s/%s): nothing to kill\n",
+                            "see %s/%s)\n",
                     pid > 0 ? " (the process am.json names)" : "", job_dir, TONY_JOBDIR_AM_LOG);
+            code = stop_leftovers(job_dir);
+        }
         if (job) {
             *final_job = job;
         } else {
@@ -400,29 +488,96 @@ static bool job_finished(const char *job_dir) {
     return done;
 }
 
+/* What a follower printed last, to find its place again after a cut. */
+#define FOLLOW_SEEN 4096
+#define FOLLOW_CHUNK (1 << 20)
+typedef struct follow_seen {
+    char data[FOLLOW_SEEN];
+    size_t len;
+} follow_seen;
+
+static void seen_add(follow_seen *s, const char *p, size_t n) {
+    if (n >= FOLLOW_SEEN) {
+        memcpy(s->data, p + n - FOLLOW_SEEN, FOLLOW_SEEN);
+        s->len = FOLLOW_SEEN;
+        return;
+    }
+    size_t drop = s->len + n > FOLLOW_SEEN ? s->len + n - FOLLOW_SEEN : 0;
+    memmove(s->data, s->data + drop, s->len - drop);
+    memcpy(s->data + s->len - drop, p, n);
+    s->len = s->len - drop + n;
+}
+
+/* Where to go on in a log the cap cut under its follower (it shrank):
+ * just after what was printed last, when that is in the kept tail (its
+ * first place there: where output repeats itself byte for byte over 4 KiB,
+ * some of it shows twice rather than not at all); else
+ * (the follower was further behind than the tail) the tail's start, after
+ * the cut's line; else (no cut's line: truncated by someone else) 0. Reads
+ * the file once, in chunks. */
+static long resume_after_cut(FILE *f, const follow_seen *seen) {
+    const char *mark = TONY_LOG_CUT_MARK;
+    size_t mlen = strlen(mark), keep = FOLLOW_SEEN + 256, have = 0;
+    char *buf = tony_xmalloc(FOLLOW_CHUNK + keep);
+    long base = 0, tail = -1, found = -1;
+    fseek(f, 0, SEEK_SET);
+    size_t n;
+    while (found < 0 && (n = fread(buf + have, 1, FOLLOW_CHUNK, f)) > 0) {
+        have += n;
+        if (tail < 0) {
+            char *m = memmem(buf, have, mark, mlen);
+            char *nl = m ? memchr(m + 1, '\n', have - (size_t)(m + 1 - buf)) : NULL;
+            if (nl) tail = base + (nl + 1 - buf);
+        }
+        if (tail >= 0 && seen->len) {
+            size_t from = tail > base ? (size_t)(tail - base) : 0;
+            char *q = from < have ? memmem(buf + from, have - from, seen->data, seen->len) : NULL;
+            if (q) found = base + (q - buf) + (long)seen->len;
+        }
+        size_t carry = have < keep ? have : keep;
+        memmove(buf, buf + have - carry, carry);
+        base += (long)(have - carry);
+        have = carry;
+    }
+    free(buf);
+    clearerr(f);
+    return found >= 0 ? found : tail >= 0 ? tail : 0;
+}
+
+/* Prints what the file gained since the last look. */
+static void follow_read(FILE *f, follow_seen *seen) {
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size < ftell(f)) {
+        long at = resume_after_cut(f, seen);
+        printf("\n==== tony: the log was cut here (tony.task.log-max-size) ====\n");
+        fseek(f, at, SEEK_SET);
+    }
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        fwrite(buf, 1, n, stdout);
+        seen_add(seen, buf, n);
+    }
+    clearerr(f);
+    fflush(stdout);
+}
+
 /* Prints what the task writes as it writes it, until the job is over and
  * the file has no more to give. */
 static void follow_file(const char *job_dir, const char *path) {
     FILE *f = NULL;
-    char buf[8192];
+    follow_seen *seen = tony_xcalloc(1, sizeof *seen);
     for (;;) {
+        /* looked at first: once the job is over, one more read gets all
+         * (the executor's last cut came before the job's end) */
+        bool done = job_finished(job_dir);
         if (!f) f = fopen(path, "r");
-        size_t n = 0;
-        if (f) {
-            while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
-            clearerr(f);
-            fflush(stdout);
-        }
-        if (job_finished(job_dir)) {
-            if (f) {
-                while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
-                fclose(f);
-            }
-            fflush(stdout);
-            return;
-        }
+        if (f) follow_read(f, seen);
+        if (done) break;
         tony_sleep_ms(250);
     }
+    if (f) fclose(f);
+    free(seen);
 }
 
 static void cat_file(const char *title, const char *path) {
@@ -495,8 +650,8 @@ static int local_logs(const char *job_dir, const tony_client_logs_opts *o, const
 }
 
 static void local_list_row(const char *job_dir, tony_client_row *row) {
-    bool live;
-    json_t *job = tony_jobdir_load_state(job_dir, &live);
+    bool live, lost;
+    json_t *job = load_state(job_dir, &live, &lost);
     const char *state = job ? json_string_value(json_object_get(job, JOB_STATE)) : "STAGED";
     const char *fs = job ? json_string_value(json_object_get(job, JOB_FINAL_STATUS)) : "";
     const char *fw = job ? json_string_value(json_object_get(job, JOB_FRAMEWORK)) : "";
