@@ -140,8 +140,38 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
     return 0;
 }
 
+/* Whether files other than the src_dir reach the tasks' work dirs
+ * (tony.containers.resources, tony.<type>.resources). */
+static bool ships_resources(const tony_conf *c) {
+    for (size_t i = 0; i < tony_conf_size(c); i++) {
+        const char *k = tony_conf_key_at(c, i), *v = tony_conf_value_at(c, i);
+        size_t n = strlen(k);
+        if (n > 10 && strcmp(k + n - 10, ".resources") == 0 && v && !is_blank(v)) return true;
+    }
+    return false;
+}
+
+/* --executes naming a script (one word, run by an interpreter or a .py or
+ * .sh) that a local --src_dir directory does not hold, when nothing else is
+ * shipped: every task would fail at once, seconds or a queue's wait later,
+ * so say it now. */
+static int check_entry_point(tony_opt *o, const tony_conf *c, tony_error *err) {
+    const char *exe = tony_args_value(o, "executes"), *src = tony_args_value(o, "src_dir");
+    if (!exe || !src || !tony_is_dir(src) || exe[0] == '/' || strpbrk(exe, " \t") || ships_resources(c)) return 0;
+    size_t n = strlen(exe);
+    bool script = tony_args_value(o, "python_binary_path") || (n > 3 && strcmp(exe + n - 3, ".py") == 0) ||
+                  (n > 3 && strcmp(exe + n - 3, ".sh") == 0);
+    if (!script) return 0;
+    char *shipped = tony_path_join(src, exe);
+    bool there = tony_file_exists(shipped);
+    free(shipped);
+    if (there) return 0;
+    return tony_err(err, "--executes %s: no such file in --src_dir %s (each task runs it from its work dir, where "
+                         "the src_dir is unpacked); give its path relative to %s", exe, src, src);
+}
+
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
-    if (tony_confargs_load(o, c, err)) return -1;
+    if (tony_confargs_load(o, c, err) || check_entry_point(o, c, err)) return -1;
     const char *py = tony_args_value(o, "python_binary_path");
     char *here = py ? interpreter_from_here(py, tony_args_value(o, "python_venv"), tony_args_value(o, "src_dir")) : NULL;
     if (here) py = here;

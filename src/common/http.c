@@ -63,6 +63,22 @@ static CURL *new_handle(void) {
     return h;
 }
 
+/* libcurl's words for a failed call, and for a certificate it could not
+ * verify what to do: a cluster whose HTTPS certificates come from a
+ * private CA needs that CA's PEM bundle in SSL_CERT_FILE. */
+static int call_failed(tony_error *err, const char *method, const char *url, CURLcode rc) {
+    bool certificate = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+                       rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ISSUER_ERROR;
+    const char *ca = getenv("SSL_CERT_FILE");
+    if (!certificate) return tony_err(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    if (ca && *ca)
+        return tony_err(err, "%s %s: %s (with the CA bundle SSL_CERT_FILE=%s: does it hold the CA that signed "
+                             "this server's certificate?)", method, url, curl_easy_strerror(rc), ca);
+    return tony_err(err, "%s %s: %s (a server whose certificate comes from a private CA needs that CA's PEM "
+                         "bundle in SSL_CERT_FILE, e.g. export SSL_CERT_FILE=/etc/hadoop/ca.pem)",
+                    method, url, curl_easy_strerror(rc));
+}
+
 /* Runs a prepared request whose body collects into out; on success the
  * response takes out's bytes, else out is freed and err names the call. */
 static int perform(CURL *h, const char *method, const char *url, tony_buf *out, tony_http_response *resp,
@@ -70,7 +86,7 @@ static int perform(CURL *h, const char *method, const char *url, tony_buf *out, 
     CURLcode rc = curl_easy_perform(h);
     if (rc != CURLE_OK) {
         tony_buf_free(out);
-        return tony_err(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+        return call_failed(err, method, url, rc);
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     resp->body = out->data;
@@ -360,7 +376,7 @@ int tony_http_get_file(const char *url, const char *path, long stall_s, long *st
     if (rc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
     bool closed = fclose(f) == 0;
-    if (rc != CURLE_OK) return tony_err(err, "GET %s: %s", url, curl_easy_strerror(rc));
+    if (rc != CURLE_OK) return call_failed(err, "GET", url, rc);
     if (!closed) return tony_err(err, "cannot write %s: %s", path, strerror(errno));
     if (*status != 200) {
         /* The body is the server's complaint, not the file. */

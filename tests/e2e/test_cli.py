@@ -433,3 +433,18 @@ def test_misspelled_keys_are_refused_with_the_key_meant(tony, tmp_path, dry_run)
                     "--conf", "tony.worker.instances=1", *SMALL)
     assert r.rc == 0, r
     assert "tony.worker.fpga (from --conf) is no key tony reads" in r.err and "my.own.key" not in r.err, r
+
+
+def test_entry_point_missing_from_src_dir_is_refused_at_submit(tony, scripts):
+    """Every task would fail at once with "No such file" (after a queue's
+    wait, on a cluster): the submit says so, naming the flag and the dir."""
+    (scripts / "train.py").write_text("print('trained')\n")
+    r = tony.submit("--src_dir", str(scripts), "--executes", "tarin.py", "--python_binary_path", "/usr/bin/python3",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 2, r
+    assert f"--executes tarin.py: no such file in --src_dir {scripts}" in r.err, r
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir())
+    # a shell command, or a script shipped otherwise, is the user's business
+    r = tony.submit("--src_dir", str(scripts), "--executes", "python3 train.py", "--conf", "tony.worker.instances=1",
+                    *SMALL)
+    assert r.rc == 0 and r.log("worker", 0).strip() == "trained", r
