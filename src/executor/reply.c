@@ -12,7 +12,10 @@
 #include "common/amapi.h"
 #include "common/jobdir.h"
 
+/* Refuses the answer: nothing of it read so far is kept. */
 static tony_exec_kind invalid(tony_exec_answer *a, char *why) {
+    tony_env_free(&a->env);
+    memset(&a->env, 0, sizeof a->env);
     a->why = why;
     return a->kind = EXEC_ANS_INVALID;
 }

@@ -80,6 +80,13 @@ static void test_go_refused(void **state) {
     expect_invalid(AM_API_REGISTER, 200, "{\"status\":\"go\",\"command\":\"x\",\"env\":[]}", "not an object");
     expect_invalid(AM_API_REGISTER, 200, "{\"status\":\"go\",\"command\":\"x\",\"execution_timeout_ms\":\"9\"}",
                    "not a number");
+    /* nothing of a refused go is kept (the fuzzer found variables read before the bad one) */
+    assert_int_equal(read_text(AM_API_REGISTER, 200,
+                               "{\"status\":\"go\",\"command\":\"x\",\"env\":{\"A\":\"1\",\"B=\":\"2\"}}", &a),
+                     EXEC_ANS_INVALID);
+    assert_int_equal(a.env.kv.len, 0);
+    assert_null(a.command);
+    tony_exec_answer_free(&a);
 }
 
 static void test_wait_adopted_unknown_refused(void **state) {
