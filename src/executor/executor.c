@@ -38,6 +38,7 @@
 #include "executor/logcap.h"
 #include "executor/outscan.h"
 #include "executor/reap.h"
+#include "executor/reply.h"
 #include "common/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -75,6 +76,7 @@ typedef struct executor {
     int max_missed;
     tony_metrics_sampler *sampler;
     char *log_dir;         /* where the user's stdout/stderr go in this attempt */
+    char *job_dir;         /* the job dir the first log dir lies in (local backend); NULL in a cluster's container */
     const char *host;
     int port_fd, tb_fd;
     int port, tb_port;
@@ -83,24 +85,19 @@ typedef struct executor {
 
 static long long now_ms(void) { return tony_now_ms(); }
 
-/* Credentials the coordinator refreshed (a heartbeat's answer), installed
- * where the task's processes read them; a failure is said and tried again
- * with the next heartbeat. */
-static void install_credentials(executor *x, const json_t *c) {
-    long long g = json_integer_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_GENERATION));
-    const char *data = json_string_value(json_object_get(c, TONY_HEARTBEAT_CREDENTIALS_DATA));
-    if (!c || g <= x->credentials || !data) return;
-    tony_buf bytes = {0};
+/* Credentials the coordinator refreshed (a heartbeat's answer, read by
+ * reply.c), installed where the task's processes read them; a failure is
+ * said and tried again with the next heartbeat. */
+static void install_credentials(executor *x, const tony_exec_answer *a) {
     tony_error err;
-    if (tony_base64_decode(data, strlen(data), &bytes) < 0)
-        tony_warn("the coordinator's refreshed credentials are not base64; keeping the old ones");
-    else if (tony_backend_task_update_credentials(bytes.data, bytes.len, &err))
+    if (a->why) tony_warn("%s", a->why);
+    if (!a->credentials) return;
+    if (tony_backend_task_update_credentials(a->credentials_data.data, a->credentials_data.len, &err))
         tony_warn("cannot install the refreshed credentials: %s", err.msg);
     else {
-        x->credentials = g;
-        tony_info("installed the job's refreshed credentials (generation %lld)", g);
+        x->credentials = a->credentials;
+        tony_info("installed the job's refreshed credentials (generation %lld)", a->credentials);
     }
-    tony_buf_free(&bytes);
 }
 
 static const char *need_env(const char *name, tony_error *err) {
@@ -193,15 +190,29 @@ static json_t *call(const executor *x, const char *verb, json_t *body, long time
     return j;
 }
 
-/* Reads a "next" answer: the attempt to register for, and its log dir. */
-static int take_next(executor *x, const json_t *ans) {
-    json_t *a = json_object_get(ans, AM_API_NEXT_ATTEMPT);
-    if (!json_is_integer(a) || json_integer_value(a) <= x->attempt) return -1;
-    x->next_attempt = (int)json_integer_value(a);
+/* Calls verb (at am, or the coordinator of the moment when NULL) and
+ * reads its answer into *a (reply.h; freed by the caller in every case).
+ * Returns the answer's kind, or -1 (err says why) when none came or it
+ * broke the contract: such an answer is said and taken for none. */
+static int ask(const executor *x, const char *am, const char *verb, json_t *body, long timeout_ms,
+               tony_exec_answer *a, long *status, tony_error *err) {
+    json_t *j = am ? call_at(x, am, verb, body, timeout_ms, status, err) : call(x, verb, body, timeout_ms, status, err);
+    tony_exec_held held = {.attempt = x->attempt, .credentials = x->credentials, .job_dir = x->job_dir};
+    tony_exec_reply_read(verb, *status, j, &held, a);
+    json_decref(j);
+    if (!j) return -1;
+    if (a->kind != EXEC_ANS_INVALID) return (int)a->kind;
+    tony_err(err, "the coordinator's answer to %s is not one to act on: %s", verb, a->why);
+    tony_warn("%s", err->msg);
+    return -1;
+}
+
+/* Takes a "next" answer: the attempt to register for, and its log dir. */
+static void take_next(executor *x, tony_exec_answer *a) {
+    x->next_attempt = a->next_attempt;
     free(x->next_log_dir);
-    const char *dir = json_string_value(json_object_get(ans, AM_API_NEXT_LOG_DIR));
-    x->next_log_dir = dir && *dir ? tony_strdup(dir) : NULL;
-    return 0;
+    x->next_log_dir = a->next_log_dir;
+    a->next_log_dir = NULL;
 }
 
 /* Appends a line to the task's log file `name` in its log dir. */
@@ -284,15 +295,17 @@ static bool follow_named_coordinator(executor *x) {
  * looks for its successor and registers there as "returning" (the same
  * port, so the cluster spec is the one the lost coordinator would have
  * handed out). */
-static json_t *register_task(executor *x, tony_error *err) {
+static int register_task(executor *x, tony_exec_answer *go, tony_error *err) {
     int failures = 0;
     long long lost_since = 0, next_search = 0;
     while (!stop_signal) {
         long status;
         json_t *body = registration(x);
         if (x->returning) json_object_set_new(body, AM_API_RETURNING, json_true());
-        json_t *ans = call(x, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &status, err);
-        if (!ans) {
+        tony_exec_answer a;
+        int kind = ask(x, NULL, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &a, &status, err);
+        if (kind < 0) {
+            tony_exec_answer_free(&a);
             long long now = now_ms();
             if (++failures >= SEARCH_AFTER_FAILURES && may_come_back(x)) {
                 if (!lost_since) {
@@ -303,7 +316,7 @@ static json_t *register_task(executor *x, tony_error *err) {
                 if (now - lost_since > x->recovery_ms) {
                     tony_err(err, "no coordinator took this task back within %lld s (tony.am.recovery-timeout-ms)",
                              x->recovery_ms / 1000);
-                    return NULL;
+                    return -1;
                 }
                 if (now >= next_search) {
                     next_search = now + SEARCH_EVERY_MS;
@@ -314,31 +327,30 @@ static json_t *register_task(executor *x, tony_error *err) {
                 }
             } else if (failures > x->max_missed) {
                 tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
-                return NULL;
+                return -1;
             }
             tony_sleep_ms(x->heartbeat_ms);
             continue;
         }
         failures = 0;
         lost_since = 0;
-        const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
-        if (status == 200 && st && strcmp(st, AM_API_GO) == 0) return ans;
-        if (status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0) {
+        if (kind == EXEC_ANS_GO) {
+            *go = a;
+            return 0;
+        }
+        if (kind == EXEC_ANS_NEXT) {
             /* the attempt ended at the barrier; the container is kept */
-            json_decref(ans);
+            take_next(x, &a);
             move_to_next(x);
-            continue;
+        } else if (kind != EXEC_ANS_WAIT) {
+            tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, a.error ? a.error : "?");
+            tony_exec_answer_free(&a);
+            return -1;
         }
-        if (status != 200 || !st || strcmp(st, AM_API_WAIT) != 0) {
-            const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
-            tony_err(err, "the coordinator refused registration (HTTP %ld): %s", status, e ? e : "?");
-            json_decref(ans);
-            return NULL;
-        }
-        json_decref(ans);
+        tony_exec_answer_free(&a);
     }
     tony_err(err, "stopped by signal %d while waiting for the gang", (int)stop_signal);
-    return NULL;
+    return -1;
 }
 
 /* Measures the task and tells the coordinator; a lost sample is not worth
@@ -410,10 +422,10 @@ static void send_stacks(const executor *x, pid_t pid) {
 /* The log policies the coordinator sent with "go", compiled; a value it
  * accepted at submit compiles here too (the same code), so a failure is
  * only said. */
-static tony_outscan *start_outscan(const json_t *go, tony_logpolicies *lp, const char *out, const char *errp) {
+static tony_outscan *start_outscan(const tony_exec_answer *go, tony_logpolicies *lp, const char *out,
+                                   const char *errp) {
     tony_error err;
-    const char *v = json_string_value(json_object_get(go, AM_API_LOG_POLICIES));
-    if (tony_logpolicies_parse(v ? v : "", lp, &err)) {
+    if (tony_logpolicies_parse(go->log_policies, lp, &err)) {
         tony_warn("log policies off: %s", err.msg);
         return NULL;
     }
@@ -455,10 +467,14 @@ static void *watch_main(void *arg) {
         long status;
         tony_error err;
         json_t *ans = call(w->x, AM_API_WATCH, json_object(), WATCH_TIMEOUT_MS, &status, &err);
-        const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
-        bool stop = ans && (status == 409 || (st && strcmp(st, AM_API_STOP) == 0));
-        bool wait = ans && status == 200 && st && strcmp(st, AM_API_WAIT) == 0;
+        /* not ask(): the credentials it would read change in the main thread */
+        tony_exec_held held = {.attempt = w->x->attempt};
+        tony_exec_answer a;
+        tony_exec_kind kind = tony_exec_reply_read(AM_API_WATCH, status, ans, &held, &a);
+        if (ans && kind == EXEC_ANS_INVALID) tony_warn("ignoring the coordinator's answer to %s: %s", AM_API_WATCH, a.why);
+        tony_exec_answer_free(&a);
         json_decref(ans);
+        bool stop = kind == EXEC_ANS_STOP || kind == EXEC_ANS_STALE, wait = kind == EXEC_ANS_WAIT;
         if (stop) {
             atomic_store(&w->stop, true);
             break;
@@ -488,11 +504,11 @@ static back_result come_back(executor *x, pid_t pid) {
         json_t *body = registration(x);
         json_object_set_new(body, AM_API_ADOPT, json_integer(pid));
         long status;
-        json_t *ans = call_at(x, url, AM_API_REGISTER, body, CALL_TIMEOUT_MS, &status, &err);
-        const char *st = ans ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
-        bool adopted = ans && status == 200 && st && strcmp(st, AM_API_ADOPTED) == 0;
+        tony_exec_answer a;
+        int kind = ask(x, url, AM_API_REGISTER, body, CALL_TIMEOUT_MS, &a, &status, &err);
         /* the lost coordinator was restarting the attempt: on to the next one */
-        bool next = ans && status == 200 && st && strcmp(st, AM_API_NEXT) == 0 && take_next(x, ans) == 0;
+        bool adopted = kind == EXEC_ANS_ADOPTED, next = kind == EXEC_ANS_NEXT;
+        if (next) take_next(x, &a);
         if (adopted || next) {
             if (adopted) tony_warn("the coordinator at %s took this task back (its process runs on); it replaces %s", url, old);
             else tony_warn("the coordinator at %s (it replaces %s) goes on with attempt %d: stopping this one's process",
@@ -504,14 +520,13 @@ static back_result come_back(executor *x, pid_t pid) {
             pthread_mutex_unlock(&x->url_lock);
             x->returning = true;
             res = adopted ? BACK_ADOPTED : BACK_NEXT;
-        } else if (ans && status == 409) {
-            const char *e = json_string_value(json_object_get(ans, AM_API_ERROR));
-            tony_error_log("the coordinator at %s does not take this task back: %s", url, e ? e : "?");
+        } else if (kind == EXEC_ANS_REFUSED && status == 409) {
+            tony_error_log("the coordinator at %s does not take this task back: %s", url, a.error ? a.error : "?");
             res = BACK_REFUSED;
         } else {
-            tony_info("the coordinator at %s does not answer yet: %s", url, ans ? "an unknown answer" : err.msg);
+            tony_info("the coordinator at %s does not answer yet: %s", url, kind >= 0 ? "an unknown answer" : err.msg);
         }
-        json_decref(ans);
+        tony_exec_answer_free(&a);
     }
     free(url);
     free(old);
@@ -557,16 +572,52 @@ static void start_watch(watch *w, bool *watching) {
     if (!*watching) tony_warn("cannot start the watch thread; the coordinator's stop comes with heartbeats only");
 }
 
+/* One heartbeat: how the task is, and the answer acted on (refreshed
+ * credentials, a hang's stacks, a stop). Returns whether the coordinator
+ * answered (herr says why not). */
+static bool heartbeat(executor *x, pid_t pid, tony_activity *activity, long long now, bool *stacks_sent,
+                      long long *stop_at, tony_error *herr) {
+    json_t *hb = json_object();
+    if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
+    json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
+    json_object_set_new(hb, AM_API_IDLE_MS, json_integer(tony_activity_idle_ms(activity, now)));
+    long status;
+    tony_exec_answer a;
+    int kind = ask(x, NULL, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &a, &status, herr);
+    if (kind == EXEC_ANS_OK) install_credentials(x, &a);
+    if (kind == EXEC_ANS_OK && a.dump_stacks && !*stacks_sent) {
+        send_stacks(x, pid);
+        *stacks_sent = true;
+    }
+    if (kind == EXEC_ANS_STOP || kind == EXEC_ANS_STALE) {
+        /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
+        tony_warn("the coordinator says this attempt is %s; stopping", kind == EXEC_ANS_STOP ? "ending" : "over");
+        if (!*stop_at) {
+            kill_group(pid, SIGTERM);
+            *stop_at = now + STOP_GRACE_MS;
+        }
+    }
+    tony_exec_answer_free(&a);
+    return kind >= 0;
+}
+
+/* The answer to "finished": "next" keeps the container for an in-place
+ * restart (x->next_attempt); anything else, exit. */
+static void after_finished(executor *x, const json_t *ans, long status) {
+    tony_exec_held held = {.attempt = x->attempt, .credentials = x->credentials, .job_dir = x->job_dir};
+    tony_exec_answer a;
+    tony_exec_kind kind = tony_exec_reply_read(AM_API_FINISHED, status, ans, &held, &a);
+    if (kind == EXEC_ANS_NEXT) take_next(x, &a);
+    else if (kind == EXEC_ANS_INVALID) tony_warn("ignoring the coordinator's answer to %s: %s; exiting", AM_API_FINISHED, a.why);
+    tony_exec_answer_free(&a);
+}
+
 /* Runs the user's command and watches it; returns its exit code. */
-static int run_user_process(executor *x, json_t *go, tony_error *err) {
-    const char *command = json_string_value(json_object_get(go, AM_API_COMMAND));
-    long long timeout_ms = json_integer_value(json_object_get(go, AM_API_EXECUTION_TIMEOUT_MS));
-    if (!command || !*command)
-        return tony_err(err, "Task command is empty. Please set tony.%s.command or pass --executes", x->role);
+static int run_user_process(executor *x, const tony_exec_answer *go, tony_error *err) {
+    const char *command = go->command; /* never empty (reply.c) */
+    long long timeout_ms = go->timeout_ms;
     tony_env env = {0};
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(go, AM_API_ENV), k, v) tony_env_set(&env, k, json_string_value(v));
+    tony_env_merge(&env, &go->env);
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
     set_error_file(x, &env);
     /* hang diagnosis: a file the task may touch to show progress without output */
@@ -608,8 +659,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
 
     long status;
     tony_error herr;
-    json_t *ans = call(x, AM_API_STARTED, json_pack("{s:i}", AM_API_PID, (int)pid), CALL_TIMEOUT_MS, &status, &herr);
-    json_decref(ans);
+    json_decref(call(x, AM_API_STARTED, json_pack("{s:i}", AM_API_PID, (int)pid), CALL_TIMEOUT_MS, &status, &herr));
     /* A first sample at once, so that even a short task has one. */
     tony_metrics_sampler_set_group(x->sampler, pid);
     send_metrics(x);
@@ -649,27 +699,8 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
         if (stop_at && now > stop_at) kill_group(pid, SIGKILL);
         if (now >= next_hb) {
             next_hb = now + x->heartbeat_ms;
-            json_t *hb = json_object();
-            if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
-            json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
-            json_object_set_new(hb, AM_API_IDLE_MS, json_integer(tony_activity_idle_ms(&activity, now)));
-            ans = call(x, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &status, &herr);
-            if (ans && status == 200) install_credentials(x, json_object_get(ans, TONY_HEARTBEAT_CREDENTIALS));
-            if (ans && status == 200 && json_is_true(json_object_get(ans, AM_API_DUMP_STACKS)) && !stacks_sent) {
-                send_stacks(x, pid);
-                stacks_sent = true;
-            }
-            if (ans && status == 409) {
-                /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
-                const char *st = json_string_value(json_object_get(ans, AM_API_STATUS));
-                tony_warn("the coordinator says this attempt is %s; stopping",
-                          st && strcmp(st, AM_API_STOP) == 0 ? "ending" : "over");
-                if (!stop_at) {
-                    kill_group(pid, SIGTERM);
-                    stop_at = now + STOP_GRACE_MS;
-                }
-            }
-            if (!ans && ++failed_hb >= SEARCH_AFTER_FAILURES && !stop_at && may_come_back(x)) {
+            bool answered = heartbeat(x, pid, &activity, now, &stacks_sent, &stop_at, &herr);
+            if (!answered && ++failed_hb >= SEARCH_AFTER_FAILURES && !stop_at && may_come_back(x)) {
                 /* Coordinator loss: the process runs on, for a bounded
                  * time, while the next coordinator is looked for. */
                 if (!lost_since) {
@@ -701,7 +732,7 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                     kill_group(pid, SIGTERM);
                     stop_at = now + STOP_GRACE_MS;
                 }
-            } else if (!ans) {
+            } else if (!answered) {
                 /* A coordinator that is gone must not leave the user's
                  * process running unwatched. */
                 if (failed_hb >= x->max_missed && !stop_at) {
@@ -713,7 +744,6 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                 failed_hb = 0;
                 lost_since = 0;
             }
-            json_decref(ans);
         }
         /* the watch on the lost coordinator ends (its call fails or times
          * out): a new one on the coordinator that took the task back */
@@ -747,17 +777,14 @@ static int run_user_process(executor *x, json_t *go, tony_error *err) {
                             outscan_matches(scan, &policies));
     if (code != 0) add_last_words(x, fin);
     json_incref(fin);
-    ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
+    json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);
     if (!ans && !stop_signal && may_come_back(x)) ans = report_end_elsewhere(x, pid, fin, &status);
     json_decref(fin);
     /* The coordinator answers the watch once it has the result (one that
      * is gone refuses it at once; one that hangs lets it time out). */
     atomic_store(&wt.quit, true);
     if (watching) pthread_join(wt.thread, NULL);
-    /* "next": the container is kept for an in-place restart; else exit */
-    const char *st = ans && status == 200 ? json_string_value(json_object_get(ans, AM_API_STATUS)) : NULL;
-    if (st && strcmp(st, AM_API_NEXT) == 0 && !stop_signal && take_next(x, ans))
-        tony_warn("the coordinator's \"next\" answer names no later attempt; exiting");
+    if (ans && !stop_signal) after_finished(x, ans, status);
     json_decref(ans);
     tony_outscan_free(scan);
     tony_logpolicies_free(&policies);
@@ -797,6 +824,8 @@ int tony_executor_main(void) {
         goto fail;
     }
     x.attempt = x.container_attempt = atoi(attempt);
+    /* where the coordinator may name later attempts' log dirs (reply.h) */
+    x.job_dir = tony_exec_job_dir_of(log_dir, x.attempt, x.role, x.index);
     long long v;
     x.heartbeat_ms = tony_parse_ll(getenv(TASKENV_HEARTBEAT_INTERVAL_MS), &v) && v > 0 ? v : 1000;
     x.max_missed = tony_parse_ll(getenv(TASKENV_MAX_MISSED_HEARTBEATS), &v) && v > 0 ? (int)v : 25;
@@ -819,8 +848,8 @@ int tony_executor_main(void) {
         if (getenv(TASKENV_RESERVE_TB_PORT) && reserve_port(&x.tb_fd, &x.tb_port, &err)) goto fail;
         tony_info("reserved port %d%s; registering with %s for attempt %d", x.port,
                   x.tb_port ? " and a TensorBoard port" : "", x.am_url, x.attempt);
-        json_t *go = register_task(&x, &err);
-        if (!go) {
+        tony_exec_answer go;
+        if (register_task(&x, &go, &err)) {
             /* a kept container whose next attempt never came: the job is over */
             if (code >= 0 && !stop_signal) {
                 tony_info("no next attempt for this container (%s); exiting with the last exit code", err.msg);
@@ -828,8 +857,8 @@ int tony_executor_main(void) {
             }
             goto fail;
         }
-        code = run_user_process(&x, go, &err);
-        json_decref(go);
+        code = run_user_process(&x, &go, &err);
+        tony_exec_answer_free(&go);
         if (code < 0) goto fail;
         if (x.next_attempt < 0) break;
         move_to_next(&x);
@@ -840,6 +869,7 @@ int tony_executor_main(void) {
     free(secret);
     free(x.log_dir);
     free(x.next_log_dir);
+    free(x.job_dir);
     free(x.am_url);
     return code;
 fail:
@@ -847,6 +877,7 @@ fail:
     free(secret);
     free(x.log_dir);
     free(x.next_log_dir);
+    free(x.job_dir);
     free(x.am_url);
     tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);

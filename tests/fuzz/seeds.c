@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/yarn/amrm_pb.h"
 #include "backend/yarn/ids_pb.h"
 #include "backend/yarn/ipc.h"
 #include "backend/yarn/tokens.h"
+#include "common/amapi.h"
 #include "common/archive.h"
 #include "common/fs.h"
 #include "common/jhist.h"
@@ -528,6 +530,57 @@ static void portal_seeds(void) {
 #undef PAPP
 }
 
+/* The coordinator's answers to an executor, as am/api.c and am/watch.c
+ * write them (their writers are static there: built here with the same
+ * names), for fuzz_executor: the verb, the HTTP status, the body. */
+static void executor_seed(const char *name, const char *verb, int http, json_t *body) {
+    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = tony_sprintf("%s\n%d\n%s", verb, http, text);
+    seed_str("executor", name, s);
+    free(s);
+    free(text);
+    json_decref(body);
+}
+
+static void executor_seeds(void) {
+    const char *job = "/tmp/tony/jobs/application_1_0001";
+    executor_seed("go", AM_API_REGISTER, 200,
+                  json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:[s],s:[s,s]},s:I,s:s}", AM_API_STATUS, AM_API_GO,
+                            AM_API_COMMAND, "python train.py --steps 100", AM_API_ENV, "TF_CONFIG",
+                            "{\"cluster\":{\"ps\":[\"h1:2222\"]},\"task\":{\"type\":\"worker\",\"index\":0}}",
+                            "JOB_NAME", "worker", "TASK_INDEX", "0", AM_API_CLUSTER_SPEC, "ps", "h1:2222", "worker",
+                            "h1:2223", "h2:2224", AM_API_EXECUTION_TIMEOUT_MS, (json_int_t)600000, AM_API_LOG_POLICIES,
+                            "CUDA out of memory:fail"));
+    executor_seed("wait", AM_API_REGISTER, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+    char *dir = tony_jobdir_task_dir(job, 2, "worker", 0);
+    executor_seed("next", AM_API_REGISTER, 200,
+                  json_pack("{s:s,s:i,s:s}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, 2, AM_API_NEXT_LOG_DIR, dir));
+    free(dir);
+    executor_seed("next-cluster", AM_API_FINISHED, 200,
+                  json_pack("{s:s,s:i}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, 2));
+    executor_seed("next-forged", AM_API_FINISHED, 200,
+                  json_pack("{s:s,s:i,s:s}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, 2, AM_API_NEXT_LOG_DIR,
+                            "/tmp/tony/jobs/application_1_0001/../../../etc/cron.d"));
+    executor_seed("adopted", AM_API_REGISTER, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_ADOPTED));
+    executor_seed("adopt-refused", AM_API_REGISTER, 409,
+                  json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR, "the job is finishing"));
+    executor_seed("heartbeat", AM_API_HEARTBEAT, 200, json_object());
+    executor_seed("heartbeat-stacks", AM_API_HEARTBEAT, 200, json_pack("{s:b}", AM_API_DUMP_STACKS, 1));
+    char *b64 = tony_base64_encode("HDTS\0\1token", 11, false);
+    executor_seed("heartbeat-credentials", AM_API_HEARTBEAT, 200,
+                  json_pack("{s:{s:I,s:s}}", TONY_HEARTBEAT_CREDENTIALS, TONY_HEARTBEAT_CREDENTIALS_GENERATION,
+                            (json_int_t)3, TONY_HEARTBEAT_CREDENTIALS_DATA, b64));
+    free(b64);
+    executor_seed("heartbeat-stop", AM_API_HEARTBEAT, 409,
+                  json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR, "the job is finishing"));
+    executor_seed("heartbeat-stale", AM_API_HEARTBEAT, 409,
+                  json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STALE, AM_API_ERROR, "this attempt is over"));
+    executor_seed("watch-wait", AM_API_WATCH, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+    executor_seed("watch-stop", AM_API_WATCH, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_STOP));
+    executor_seed("finished", AM_API_FINISHED, 200, json_object());
+    executor_seed("bad-request", AM_API_REGISTER, 400, json_pack("{s:s}", AM_API_ERROR, "port must be a number"));
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_seeds CORPUS_DIR\n");
@@ -551,6 +604,7 @@ int main(int argc, char **argv) {
     yarnclient_seeds();
     rendezvous_seeds();
     portal_seeds();
+    executor_seeds();
     tony_error err;
     tony_rm_rf(tmpl, &err);
     return 0;
