@@ -452,7 +452,7 @@ static void tasks_from_metrics(taskset *ts, const json_t *metrics) {
     static const char *const keys[] = {JOB_TASK_HOST,        JOB_TASK_PORT,        JOB_TASK_CONTAINER,
                                        JOB_TASK_LOG_DIR,     JOB_TASK_KIND,        JOB_TASK_CHIEF,
                                        JOB_TASK_STARTED_MS,  JOB_TASK_FINISHED_MS, JOB_TASK_EXIT_STATUS,
-                                       JOB_TASK_EXIT_MEANING, JOB_TASK_DIAGNOSTICS, NULL};
+                                       JOB_TASK_EXIT_MEANING, JOB_TASK_DIAGNOSTICS, JOB_TASK_STOPPED_BY, NULL};
     size_t i, k;
     json_t *a, *mt;
     json_array_foreach(json_object_get(metrics, JOB_HIST_ATTEMPTS), i, a) {
@@ -473,6 +473,7 @@ static void tasks_from_metrics(taskset *ts, const json_t *metrics) {
             json_t *seen = json_object_get(t, JOB_TASK_ATTEMPT);
             if (json_is_integer(seen) && json_integer_value(seen) > json_integer_value(attempt)) continue;
             json_object_set(t, JOB_TASK_ATTEMPT, attempt);
+            json_object_del(t, JOB_TASK_STOPPED_BY); /* an earlier attempt's reason is not this one's */
             copy_keys(t, mt, keys);
             const char *state = json_string_value(json_object_get(mt, JOB_TASK_STATE));
             if (state && !json_object_get(t, "status")) json_object_set_new(t, "status", json_string(state));
