@@ -161,7 +161,7 @@ function renderJob(job) {
   cause.hidden = !showCause;
   // the diagnostics without the root cause the box above shows already
   let d = job.diagnostics || "";
-  if (showCause && d.includes(job.root_cause.text)) d = d.replace(job.root_cause.text, "").trim();
+  if (showCause && d.includes(job.root_cause.text)) d = d.replace(job.root_cause.text, "").replace(/\s+$/, "");
   const diag = $("diagnostics");
   setText(diag, d);
   diag.hidden = !d;
