@@ -79,12 +79,16 @@ def test_failed_job_explains_itself(tony, scripts, browser_tools):  # noqa: F811
     r = tony.submit("--detach", "--src_dir", str(scripts), "--executes", "bash fail.sh", "--conf",
                     "tony.worker.instances=2", "--conf", f"tony.application.name={NAME}", check_rc=0)
     job = r.job_dir()
-    url = json.loads((job / "am.json").read_text())["url"].rstrip("/")
-    code, _, body = http_get(url + "/v1/job")
-    assert code == 200 and json.loads(body)["name"] == NAME, body
+    release = job / "shared" / "release"
     cause = "worker:0 failed first"
-    run_browser(browser_tools, mode="live", url=f"{url}/?token={read_token(job)}", name=NAME, cause=cause,
-                stopped="stopped: worker:0 failed first", release=str(job / "shared" / "release"))
+    try:
+        url = json.loads((job / "am.json").read_text())["url"].rstrip("/")
+        code, _, body = http_get(url + "/v1/job")
+        assert code == 200 and json.loads(body)["name"] == NAME, body
+        run_browser(browser_tools, mode="live", url=f"{url}/?token={read_token(job)}", name=NAME, cause=cause,
+                    stopped="stopped: worker:0 failed first", release=str(release))
+    finally:
+        release.touch()  # whatever failed above, the job ends
     wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 60, what="the end")
 
     out = tony.run("status", job.name).out
