@@ -28,7 +28,9 @@ static const tony_conf_default defaults[] = {
      "keep running and look for the next coordinator, which adopts them without a restart; a task whose "
      "coordinator has not come back by then is stopped. 0: off, the containers go with the coordinator and "
      "the next attempt reruns the job."},
-    {"tony.application.name", "TensorFlowApplication", "Name of the job as the scheduler shows it."},
+    {"tony.application.name", "TensorFlowApplication",
+     "Name of the job as the scheduler, tony list and the pages show it. Unset: the framework's name and "
+     "Application (TonY's TensorFlowApplication for tensorflow, PyTorchApplication for pytorch)."},
     {"tony.application.type", "TONY", "Application type reported to YARN."},
     {"tony.application.tags", "", "Comma list of tags attached to the application (e.g. Azkaban flow tags)."},
     {"tony.application.node-label", NULL, "Node label expression for the coordinator (AM) container."},
