@@ -153,8 +153,9 @@ static void print_list(const tony_hist_list *l, const char *location, const char
         printf("no jobs in history under %s\n", location);
         return;
     }
-    printf("%-32s %-12s %-19s  %-19s  %-9s %-9s %s\n", "APP ID", "USER", "STARTED", "COMPLETED", "DURATION", "STATUS",
-           "NAME");
+    /* STATUS stays last: scripts read it as the line's last word */
+    printf("%-32s %-12s %-19s  %-19s  %-9s %-22s %s\n", "APP ID", "USER", "STARTED", "COMPLETED", "DURATION", "NAME",
+           "STATUS");
     for (size_t i = 0; i < l->len; i++) {
         const tony_jhist_meta *m = &l->items[i].meta;
         char b1[64], b2[64], b3[64];
@@ -163,10 +164,10 @@ static void print_list(const tony_hist_list *l, const char *location, const char
         tony_error ignored; /* a job without its configuration: no name to show */
         const char *name = tony_hist_conf_facts(&l->items[i], &facts, &ignored) == 0
                                ? json_string_value(json_object_get(facts, JOB_NAME)) : NULL;
-        printf("%-32s %-12s %-19s  %-19s  %-9s %-9s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
+        printf("%-32s %-12s %-19s  %-19s  %-9s %-22s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
                m->end_ms <= 0 ? "-" : when(m->end_ms, b2, sizeof b2),
-               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), lost ? "LOST" : m->status,
-               name ? name : "-");
+               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), name ? name : "-",
+               lost ? "LOST" : m->status);
         json_decref(facts);
         if (lost) printf("  %s\n", lost);
         free(lost);

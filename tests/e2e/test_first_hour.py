@@ -41,7 +41,7 @@ def test_name_in_every_verb(tony):
     st = json.loads(tony.run("status", app, "--json", check_rc=0).out)
     assert st["name"] == NAME and st["framework"] == "tensorflow" and st["framework_default"] is True, st
     hist = tony.run("history", check_rc=0).out
-    assert re.search(rf"{app}\s.*\sSUCCEEDED\s+{NAME}$", hist, re.M), hist
+    assert re.search(rf"{app}\s.*\s{NAME}\s+SUCCEEDED$", hist, re.M), hist
     hj = json.loads(tony.run("history", "--json", check_rc=0).out)
     assert [j["name"] for j in hj["jobs"] if j["app_id"] == app] == [NAME], hj
     one = tony.run("history", app, check_rc=0).out
