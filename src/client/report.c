@@ -156,8 +156,9 @@ void tony_report_name(FILE *out, const json_t *job) {
     const char *name = json_string_value(json_object_get(job, JOB_NAME));
     char *fw = tony_report_framework(json_string_value(json_object_get(job, JOB_FRAMEWORK)),
                                      json_is_true(json_object_get(job, JOB_FRAMEWORK_DEFAULT)));
-    if (name && *name) fprintf(out, "name: %s, framework: %s\n", name, fw);
-    else fprintf(out, "framework: %s\n", fw);
+    bool has_fw = json_string_value(json_object_get(job, JOB_FRAMEWORK)) != NULL;
+    if (name && *name) fprintf(out, "name: %s%s%s\n", name, has_fw ? ", framework: " : "", has_fw ? fw : "");
+    else if (has_fw) fprintf(out, "framework: %s\n", fw);
     free(fw);
 }
 
