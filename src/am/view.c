@@ -71,9 +71,12 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
                             json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
     }
     if (t->diagnostics) json_object_set_new(o, JOB_TASK_DIAGNOSTICS, json_string(t->diagnostics));
-    /* stopped, not failed: because another task of this attempt failed first */
-    const am_task *first = am->fsm.job.first_failed;
-    if (t->state == AM_TASK_FINISHED && first && first != t)
+    /* stopped, not failed: because another task's failure ended this attempt
+     * (not a ps stopped at the end of an attempt that succeeded after a
+     * worker's failure it tolerated) */
+    const am_job *j = &am->fsm.job;
+    const am_task *first = j->first_failed;
+    if (t->state == AM_TASK_FINISHED && first && first != t && j->attempt_over && j->attempt_status == AM_FINAL_FAILED)
         json_object_set_new(o, JOB_TASK_STOPPED_BY, json_sprintf("%s:%d", first->role->name, first->index));
     json_object_set_new(o, JOB_TASK_KIND, json_string(tony_role_kind_name(t->role->kind)));
     task_runs_json(am, t, o);

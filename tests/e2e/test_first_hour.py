@@ -108,3 +108,18 @@ def test_failed_job_explains_itself(tony, scripts, browser_tools):  # noqa: F811
                     stopped="stopped: worker:0 failed first")
     finally:
         assert portal.stop()[0] == 0
+
+
+def test_stopped_only_by_a_failure_that_ended_the_attempt(tony, scripts):
+    """A worker's failure the job tolerates (not lock-step, not the chief)
+    stops nothing: the ps stopped at the end of the successful attempt does
+    not blame it."""
+    (scripts / "tolerate.sh").write_text('case "$JOB_NAME:$TASK_INDEX" in\n'
+                                         '  worker:1) exit 4 ;;\n  ps:*) exec sleep 300 ;;\n  *) sleep 2 ;;\nesac\n')
+    r = tony.submit("--src_dir", str(scripts), "--executes", "bash tolerate.sh", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.ps.instances=1", "--conf", "tony.application.fail-fast-lockstep=false")
+    st = json.loads(tony.run("status", r.job_dir().name, "--json", check_rc=0).out)
+    tasks = {f'{t["role"]}:{t["index"]}': t for t in st["tasks"]}
+    assert tasks["worker:1"]["state"] == "FAILED" and tasks["ps:0"]["state"] == "FINISHED", st
+    assert st["final_status"] == "SUCCEEDED", st
+    assert not any("stopped_by" in t for t in st["tasks"]), st
