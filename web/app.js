@@ -134,7 +134,8 @@ function renderJob(job) {
   const prev = ui.job;
   ui.job = job;
   setText($("app-id"), job.app_id || "?");
-  document.title = `${job.app_id} – ${job.state} – tony`;
+  setText($("job-name"), job.name || "");
+  document.title = `${job.name ? job.name + " " : ""}${job.app_id} – ${job.state} – tony`;
   const st = $("job-state");
   setText(st, job.state);
   st.className = "badge " + stateClass(job.state);
@@ -147,16 +148,23 @@ function renderJob(job) {
   setText($("attempt"), `${job.attempt}${restarts}` + (job.retries_left != null ? `, ${job.retries_left} left` : ""));
   setText($("started"), fmtTime(job.started_ms));
   setText($("backend"), job.backend || "–");
-  setText($("framework"), job.framework || "–");
-  const diag = $("diagnostics");
-  setText(diag, job.diagnostics || "");
-  diag.hidden = !job.diagnostics;
-  // While the job goes on after a failed attempt, why that one failed: the
-  // first task to fail and its last words (once over, the diagnostics say it).
+  // the framework as the user set it: a default says so
+  setText($("framework"), (job.framework || "–") + (job.framework_default ? " (default)" : ""));
+  // The root cause first: the first task to fail and its last words, for a
+  // failed job, or while it goes on after a failed attempt. Not for one
+  // that succeeded on a later attempt: its diagnostics say that.
   const cause = $("root-cause");
-  const showCause = job.root_cause && job.root_cause.text && job.state !== "FINISHED";
-  setText(cause, showCause ? `Last failed attempt. ${job.root_cause.text}` : "");
+  const over = job.state === "FINISHED";
+  const failed = over && job.final_status !== "SUCCEEDED";
+  const showCause = !!(job.root_cause && job.root_cause.text && (!over || failed));
+  setText(cause, showCause ? (over ? job.root_cause.text : `Last failed attempt. ${job.root_cause.text}`) : "");
   cause.hidden = !showCause;
+  // the diagnostics without the root cause the box above shows already
+  let d = job.diagnostics || "";
+  if (showCause && d.includes(job.root_cause.text)) d = d.replace(job.root_cause.text, "").replace(/\s+$/, "");
+  const diag = $("diagnostics");
+  setText(diag, d);
+  diag.hidden = !d;
   renderCoordinatorRestart(job.coordinator_restarted, (job.tasks || []).length);
   const tb = $("tb-link");
   if (job.tensorboard_url) {
@@ -237,7 +245,9 @@ function taskCells(t, job) {
   let mem = s && s.rss_bytes != null ? fmtBytes(s.rss_bytes) : fmtBytes(m.MAX_MEMORY_BYTES);
   if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
   const cpu = s && s.cpu_percent != null ? fmtPercent(s.cpu_percent) : fmtPercent(m.AVG_CPU_PERCENT);
-  const exit = t.exit_status != null ? t.exit_meaning || `exit status ${t.exit_status}` : "";
+  // stopped because another task failed first: that, not its SIGTERM
+  const exit = t.stopped_by ? `stopped: ${t.stopped_by} failed first`
+    : t.exit_status != null ? t.exit_meaning || `exit status ${t.exit_status}` : "";
   const attempt = String(t.attempt != null ? t.attempt : job.attempt);
   const starts = t.starts || 0;
   return {

@@ -201,13 +201,19 @@ function renderSummary(job) {
     fact("Completed", job.in_progress ? "still running, or its coordinator died" : fmtWhen(job.finished_ms)),
     fact("Duration", fmtDuration(job.duration_ms)),
     fact("Name", job.name || "–"),
-    fact("Framework", job.framework || "–"),
+    fact("Framework", (job.framework || "–") + (job.framework_default ? " (default)" : "")),
     fact("Tasks", rolesText(job)),
   ];
   if (job.queue) facts.push(fact("Queue", job.queue));
   if (job.am_log) facts.push(fact("Coordinator", "am.log", job.am_log));
   facts.push(fact("History", job.file || job.dir || "–"));
   $("job-facts").replaceChildren(...facts);
+  $("job-name").textContent = job.name || "";
+  // a failed job's root cause first, above the advice
+  const cause = $("root-cause");
+  const text = job.root_cause && job.root_cause.text;
+  cause.textContent = text || "";
+  cause.hidden = !text;
   fillProblems($("job-problems"), job.problems || []);
   const advice = Array.isArray(job.advice) ? job.advice : [];
   $("advice").replaceChildren(...advice.map((a) => el("li", { text: a.text || "" })));
@@ -243,8 +249,9 @@ function renderTasks(job) {
     const req = t.requested || {};
     let mem = fmtBytes(m.MAX_MEMORY_BYTES);
     if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
-    const exit = el("td", { cls: "c-exit" }, el("span", { text: t.exit_meaning ||
-      (t.exit_status != null ? `exit status ${t.exit_status}` : "–") }));
+    // stopped because another task failed first: that, not its SIGTERM
+    const exit = el("td", { cls: "c-exit" }, el("span", { text: t.stopped_by ? `stopped: ${t.stopped_by} failed first`
+      : t.exit_meaning || (t.exit_status != null ? `exit status ${t.exit_status}` : "–") }));
     if (t.diagnostics) exit.append(el("div", { cls: "diag-line", title: t.diagnostics, text: t.diagnostics }));
     const tr = el("tr", { cls: "task " + stateClass(t.status), tabindex: "0", data: { task: t.task } },
       el("td", { cls: "c-task", text: t.task + (t.chief ? " (chief)" : "") }),

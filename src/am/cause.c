@@ -45,7 +45,7 @@ char *am_cause_text(const am_root_cause *c) {
     if (!c->task) return NULL;
     char meaning[160];
     tony_buf b = {0};
-    tony_buf_printf(&b, "Root cause: %s failed first in attempt %d%s%s: %s.", c->task, c->attempt,
+    tony_buf_printf(&b, JOB_CAUSE_TEXT_PREFIX "%s failed first in attempt %d%s%s: %s.", c->task, c->attempt,
                     c->host ? " on " : "", c->host ? c->host : "",
                     c->exit_status == TONY_EXIT_INVALID ? "its container was lost (no exit status)"
                                                         : tony_exit_status_explain(c->exit_status, meaning, sizeof meaning));

@@ -689,8 +689,9 @@ static void task_failed(am_job *j, am_task *t, int exit_status, const char *diag
         end_attempt(j, AM_FINAL_FAILED, "Untracked task [%s:%d] failed on its own (%s). %s", r->name, t->index, what,
                     diag);
     } else if (tony_plan_is_chief(p, r->name, t->index)) {
-        end_attempt(j, AM_FINAL_FAILED, "Chief task [%s:%d] failed (%s). Exit status: %d. Error msg: %s", r->name,
-                    t->index, what, exit_status, diag);
+        /* TonY's words, without an empty "Error msg:" when there is none */
+        end_attempt(j, AM_FINAL_FAILED, "Chief task [%s:%d] failed (%s). Exit status: %d.%s%s", r->name, t->index,
+                    what, exit_status, *diag ? " Error msg: " : "", diag);
     } else if (r->stop_on_failure) {
         end_attempt(j, AM_FINAL_FAILED,
                     "Task [%s:%d] failed (%s) and %s is in tony.application.stop-on-failure-jobtypes. %s", r->name,

@@ -71,6 +71,13 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
                             json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
     }
     if (t->diagnostics) json_object_set_new(o, JOB_TASK_DIAGNOSTICS, json_string(t->diagnostics));
+    /* stopped, not failed: because another task's failure ended this attempt
+     * (not a ps stopped at the end of an attempt that succeeded after a
+     * worker's failure it tolerated) */
+    const am_job *j = &am->fsm.job;
+    const am_task *first = j->first_failed;
+    if (t->state == AM_TASK_FINISHED && first && first != t && j->attempt_over && j->attempt_status == AM_FINAL_FAILED)
+        json_object_set_new(o, JOB_TASK_STOPPED_BY, json_sprintf("%s:%d", first->role->name, first->index));
     json_object_set_new(o, JOB_TASK_KIND, json_string(tony_role_kind_name(t->role->kind)));
     task_runs_json(am, t, o);
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, JOB_TASK_CHIEF, json_true());
@@ -158,6 +165,10 @@ json_t *am_job_json(const tony_am *am) {
                           am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
                           am->backend ? am->backend->ops->name : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
                           am->job_dir, JOB_STARTED_MS, am_wall_ms(am, am->started_ms));
+    const char *name = tony_conf_get(am->conf, "tony.application.name");
+    if (name) json_object_set_new(o, JOB_NAME, json_string(name));
+    const char *fw_source = tony_conf_get_source(am->conf, "tony.application.framework");
+    json_object_set_new(o, JOB_FRAMEWORK_DEFAULT, json_boolean(!fw_source || strcmp(fw_source, "default") == 0));
     json_object_set_new(o, JOB_RETRIES_LEFT, json_integer(am->fsm.retries_left));
     json_object_set_new(o, JOB_SINGLE_NODE, json_boolean(am->plan.single_node));
     if (am->url) json_object_set_new(o, JOB_URL, json_string(am->url));

@@ -242,8 +242,10 @@ static json_t *facts_of(const tony_conf *c) {
         free(key);
     }
     tony_strv_free(&types);
-    return json_pack("{s:s?,s:s?,s:s?,s:o,s:I}", "name", tony_conf_get(c, "tony.application.name"), "framework",
-                     tony_conf_get(c, "tony.application.framework"), "queue", tony_conf_get(c, "tony.yarn.queue"),
+    const char *fw_source = tony_conf_get_source(c, "tony.application.framework");
+    return json_pack("{s:s?,s:s?,s:b,s:s?,s:o,s:I}", JOB_NAME, tony_conf_get(c, "tony.application.name"),
+                     JOB_FRAMEWORK, tony_conf_get(c, "tony.application.framework"), JOB_FRAMEWORK_DEFAULT,
+                     !fw_source || strcmp(fw_source, "default") == 0, "queue", tony_conf_get(c, "tony.yarn.queue"),
                      "roles", roles, "task_count", (json_int_t)total);
 }
 
@@ -450,7 +452,7 @@ static void tasks_from_metrics(taskset *ts, const json_t *metrics) {
     static const char *const keys[] = {JOB_TASK_HOST,        JOB_TASK_PORT,        JOB_TASK_CONTAINER,
                                        JOB_TASK_LOG_DIR,     JOB_TASK_KIND,        JOB_TASK_CHIEF,
                                        JOB_TASK_STARTED_MS,  JOB_TASK_FINISHED_MS, JOB_TASK_EXIT_STATUS,
-                                       JOB_TASK_EXIT_MEANING, JOB_TASK_DIAGNOSTICS, NULL};
+                                       JOB_TASK_EXIT_MEANING, JOB_TASK_DIAGNOSTICS, JOB_TASK_STOPPED_BY, NULL};
     size_t i, k;
     json_t *a, *mt;
     json_array_foreach(json_object_get(metrics, JOB_HIST_ATTEMPTS), i, a) {
@@ -471,6 +473,7 @@ static void tasks_from_metrics(taskset *ts, const json_t *metrics) {
             json_t *seen = json_object_get(t, JOB_TASK_ATTEMPT);
             if (json_is_integer(seen) && json_integer_value(seen) > json_integer_value(attempt)) continue;
             json_object_set(t, JOB_TASK_ATTEMPT, attempt);
+            json_object_del(t, JOB_TASK_STOPPED_BY); /* an earlier attempt's reason is not this one's */
             copy_keys(t, mt, keys);
             const char *state = json_string_value(json_object_get(mt, JOB_TASK_STATE));
             if (state && !json_object_get(t, "status")) json_object_set_new(t, "status", json_string(state));
@@ -524,6 +527,20 @@ static int read_jhist(const tony_hist_job *j, json_t **events, tony_error *err) 
     return rc;
 }
 
+/* The root cause of a failed job, as its last words (the log's last
+ * APPLICATION_FINISHED) tell it: {JOB_CAUSE_TEXT}, or NULL. */
+static json_t *root_cause_of(const json_t *log) {
+    for (size_t i = json_array_size(log); i-- > 0;) {
+        const json_t *ev = json_array_get(log, i);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!type || strcmp(type, "APPLICATION_FINISHED") != 0) continue;
+        const char *text = json_string_value(json_object_get(ev, "text"));
+        const char *at = text ? strstr(text, JOB_CAUSE_TEXT_PREFIX) : NULL;
+        return at ? json_pack("{s:s}", JOB_CAUSE_TEXT, at) : NULL;
+    }
+    return NULL;
+}
+
 json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
     json_t *o = tony_hist_job_json(j), *problems = json_array(), *events = NULL;
     tony_error err;
@@ -546,6 +563,8 @@ json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
     json_t *metrics = read_metrics(j, problems);
     json_t *tasks = build_tasks(events, log, metrics, req);
     json_object_set_new(o, "events", events);
+    json_t *cause = root_cause_of(log);
+    if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     json_object_set_new(o, "log", log ? log : json_array());
     /* the job's own threshold (its tony-final.xml), else the default's */
     long long min_run_ms = 60000;

@@ -14,6 +14,7 @@
 #include "client/confargs.h"
 #include "client/histcache.h"
 #include "client/histdir.h"
+#include "client/report.h"
 #include "common/fs.h"
 #include "common/jhist.h"
 #include "common/jobdir.h"
@@ -79,6 +80,15 @@ static void print_job(const json_t *o, const tony_hist_source *src) {
            when(json_integer_value(json_object_get(o, "finished_ms")), b2, sizeof b2),
            duration(json_is_integer(json_object_get(o, "duration_ms")) ? json_integer_value(json_object_get(o, "duration_ms")) : -1,
                     b3, sizeof b3));
+    const char *name = json_string_value(json_object_get(o, JOB_NAME));
+    if (name) {
+        char *fw = tony_report_framework(json_string_value(json_object_get(o, JOB_FRAMEWORK)),
+                                         json_is_true(json_object_get(o, JOB_FRAMEWORK_DEFAULT)));
+        printf("name: %s, framework: %s\n", name, fw);
+        free(fw);
+    }
+    const char *cause = json_string_value(json_object_get(json_object_get(o, JOB_ROOT_CAUSE), JOB_CAUSE_TEXT));
+    if (cause) printf("%s\n", cause);
     const char *file = json_string_value(json_object_get(o, "file"));
     char *shown = tony_hist_source_shown_path(src, file ? file : json_string_value(json_object_get(o, "dir")));
     printf("history: %s\n\nevents:\n", shown);
@@ -143,14 +153,22 @@ static void print_list(const tony_hist_list *l, const char *location, const char
         printf("no jobs in history under %s\n", location);
         return;
     }
-    printf("%-32s %-12s %-19s  %-19s  %-9s %s\n", "APP ID", "USER", "STARTED", "COMPLETED", "DURATION", "STATUS");
+    /* STATUS stays last: scripts read it as the line's last word */
+    printf("%-32s %-12s %-19s  %-19s  %-9s %-22s %s\n", "APP ID", "USER", "STARTED", "COMPLETED", "DURATION", "NAME",
+           "STATUS");
     for (size_t i = 0; i < l->len; i++) {
         const tony_jhist_meta *m = &l->items[i].meta;
         char b1[64], b2[64], b3[64];
         char *lost = tony_hist_lost_reason(&l->items[i], root);
-        printf("%-32s %-12s %-19s  %-19s  %-9s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
+        json_t *facts = NULL;
+        tony_error ignored; /* a job without its configuration: no name to show */
+        const char *name = tony_hist_conf_facts(&l->items[i], &facts, &ignored) == 0
+                               ? json_string_value(json_object_get(facts, JOB_NAME)) : NULL;
+        printf("%-32s %-12s %-19s  %-19s  %-9s %-22s %s\n", m->app_id, m->user, when(m->start_ms, b1, sizeof b1),
                m->end_ms <= 0 ? "-" : when(m->end_ms, b2, sizeof b2),
-               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), lost ? "LOST" : m->status);
+               m->end_ms <= 0 ? "-" : duration(m->end_ms - m->start_ms, b3, sizeof b3), name ? name : "-",
+               lost ? "LOST" : m->status);
+        json_decref(facts);
         if (lost) printf("  %s\n", lost);
         free(lost);
     }
@@ -222,7 +240,16 @@ int tony_cmd_history(int argc, char **argv) {
     } else if (as_json) {
         json_t *jobs = json_array();
         for (size_t i = 0; i < l.len; i++) {
-            json_t *o = tony_hist_job_json(&l.items[i]);
+            json_t *o = tony_hist_job_json(&l.items[i]), *facts = NULL;
+            tony_error ignored; /* no configuration: no name */
+            if (tony_hist_conf_facts(&l.items[i], &facts, &ignored) == 0) {
+                json_t *keep = json_pack("{s:O?,s:O?,s:O?}", JOB_NAME, json_object_get(facts, JOB_NAME), JOB_FRAMEWORK,
+                                         json_object_get(facts, JOB_FRAMEWORK), JOB_FRAMEWORK_DEFAULT,
+                                         json_object_get(facts, JOB_FRAMEWORK_DEFAULT));
+                json_object_update(o, keep);
+                json_decref(keep);
+                json_decref(facts);
+            }
             tony_hist_note_lost(o, &l.items[i], root);
             json_array_append_new(jobs, o);
         }

@@ -77,6 +77,8 @@ int tony_cmd_status(int argc, char **argv) {
     } else {
         if (st.headline) fputs(st.headline, stdout);
         if (st.job) {
+            tony_report_name(stdout, st.job);
+            tony_report_cause(stdout, st.job);
             char *g = tony_report_grouped(st.job);
             if (*g) printf("%s\n", g);
             free(g);
@@ -178,9 +180,30 @@ int tony_cmd_logs(int argc, char **argv) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* A job's name and framework as its configuration says (the job dir's
+ * TONY_JOBDIR_CONF, written at submit on every backend); NULLs when it
+ * cannot be read. */
+static void conf_facts(const char *dir, char **name, char **framework, bool *fw_default) {
+    *name = *framework = NULL;
+    *fw_default = false;
+    char *path = tony_path_join(dir, TONY_JOBDIR_CONF);
+    tony_conf *c = tony_conf_new();
+    tony_error err;
+    if (tony_file_exists(path) && tony_conf_load_file(c, path, &err) == 0) {
+        const char *n = tony_conf_get(c, "tony.application.name"), *f = tony_conf_get(c, "tony.application.framework");
+        const char *src = tony_conf_get_source(c, "tony.application.framework");
+        *name = n ? tony_strdup(n) : NULL;
+        *framework = f ? tony_strdup(f) : NULL;
+        *fw_default = !src || strcmp(src, "default") == 0;
+    }
+    tony_conf_free(c);
+    free(path);
+}
+
 int tony_cmd_list(int argc, char **argv) {
-    tony_opt opts[] = {COMMON_OPTS, {NULL, NULL, false, false, NULL, false, {0}}};
-    const char *usage = "usage: tony list [--root DIR] [--conf K=V] [--conf_file FILE]";
+    tony_opt opts[] = {{"json", NULL, false, false, "print the jobs as JSON", false, {0}}, COMMON_OPTS,
+                       {NULL, NULL, false, false, NULL, false, {0}}};
+    const char *usage = "usage: tony list [--json] [--root DIR] [--conf K=V] [--conf_file FILE]";
     tony_strv pos = {0};
     tony_error err;
     tony_conf *conf = tony_conf_new();
@@ -218,15 +241,43 @@ int tony_cmd_list(int argc, char **argv) {
         if (de->d_name[0] != '.') tony_strv_push(&ids, de->d_name);
     if (d) closedir(d);
     if (ids.len) qsort(ids.items, ids.len, sizeof *ids.items, cmp_str);
-    printf("%-32s %-7s %-10s %-10s %s\n", "JOB", "BACKEND", "STATE", "STATUS", "FRAMEWORK");
+    bool as_json = tony_args_get(opts, "json")->seen;
+    json_t *rows = json_array();
+    if (!as_json)
+        printf("%-32s %-7s %-10s %-10s %-22s %s\n", "JOB", "BACKEND", "STATE", "STATUS", "FRAMEWORK", "NAME");
     for (size_t i = 0; i < ids.len; i++) {
         char *dir = tony_path_join(jobs, ids.items[i]);
         const tony_client_backend_ops *ops = tony_client_backend_of_job(dir);
         tony_client_row row;
         memset(&row, 0, sizeof row);
         ops->list_row(dir, &row);
-        printf("%-32s %-7s %-10s %-10s %s\n", ids.items[i], ops->name, row.state, row.final_status, row.framework);
+        char *name, *framework;
+        bool fw_default;
+        conf_facts(dir, &name, &framework, &fw_default);
+        /* the backend's word (the coordinator's) where it has one */
+        const char *fw = row.framework[0] ? row.framework : framework;
+        if (as_json) {
+            json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:s,s:s?,s:b,s:s?,s:s}", JOB_APP_ID, ids.items[i],
+                                                  JOB_BACKEND, ops->name, JOB_STATE, row.state, JOB_FINAL_STATUS,
+                                                  row.final_status, JOB_FRAMEWORK, fw, JOB_FRAMEWORK_DEFAULT,
+                                                  fw_default, JOB_NAME, name, JOB_DIR, dir));
+        } else {
+            char *shown = tony_report_framework(fw, fw_default);
+            printf("%-32s %-7s %-10s %-10s %-22s %s\n", ids.items[i], ops->name, row.state, row.final_status, shown,
+                   name ? name : "-");
+            free(shown);
+        }
+        free(name);
+        free(framework);
         free(dir);
+    }
+    if (as_json) {
+        json_t *o = json_pack("{s:s,s:o}", "root", root, "jobs", rows);
+        json_dumpf(o, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(o);
+    } else {
+        json_decref(rows);
     }
     tony_strv_free(&ids);
     tony_strv_free(&pos);

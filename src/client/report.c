@@ -84,9 +84,13 @@ void tony_report_tasks(FILE *out, const json_t *job) {
     json_array_foreach(json_object_get(job, JOB_TASKS), i, t) {
         const char *meaning = json_string_value(json_object_get(t, JOB_TASK_EXIT_MEANING));
         const char *diag = json_string_value(json_object_get(t, JOB_TASK_DIAGNOSTICS));
+        /* a task stopped because another failed first says so, not its SIGTERM */
+        const char *by = json_string_value(json_object_get(t, JOB_TASK_STOPPED_BY));
+        char *stopped = by ? tony_sprintf("stopped: %s failed first", by) : NULL;
         fprintf(out, "  %s:%lld %-9s %s\n", field(t, JOB_TASK_ROLE),
                 (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)),
-                field(t, JOB_TASK_STATE), meaning ? meaning : "");
+                field(t, JOB_TASK_STATE), stopped ? stopped : meaning ? meaning : "");
+        free(stopped);
         if (diag && strcmp(field(t, JOB_TASK_STATE), JOB_TASK_STATE_FAILED) == 0)
             fprintf(out, "      %s\n", diag);
         const char *so = json_string_value(json_object_get(t, JOB_TASK_STDOUT));
@@ -142,4 +146,24 @@ void tony_report_advice(FILE *out, const json_t *job) {
     json_t *a;
     json_array_foreach(advice, i, a)
         fprintf(out, "tony:   %s\n", field(a, JOB_ADVICE_TEXT));
+}
+
+char *tony_report_framework(const char *framework, bool is_default) {
+    return tony_sprintf("%s%s", framework && *framework ? framework : "?", is_default ? " (default)" : "");
+}
+
+void tony_report_name(FILE *out, const json_t *job) {
+    const char *name = json_string_value(json_object_get(job, JOB_NAME));
+    char *fw = tony_report_framework(json_string_value(json_object_get(job, JOB_FRAMEWORK)),
+                                     json_is_true(json_object_get(job, JOB_FRAMEWORK_DEFAULT)));
+    bool has_fw = json_string_value(json_object_get(job, JOB_FRAMEWORK)) != NULL;
+    if (name && *name) fprintf(out, "name: %s%s%s\n", name, has_fw ? ", framework: " : "", has_fw ? fw : "");
+    else if (has_fw) fprintf(out, "framework: %s\n", fw);
+    free(fw);
+}
+
+void tony_report_cause(FILE *out, const json_t *job) {
+    const char *text = json_string_value(json_object_get(json_object_get(job, JOB_ROOT_CAUSE), JOB_CAUSE_TEXT));
+    if (!text || !tony_job_is_finished(job) || tony_job_succeeded(job)) return;
+    fprintf(out, "%s\n", text);
 }

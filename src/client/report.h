@@ -5,6 +5,7 @@
 #define TONY_REPORT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Grouped lines, one per task state, in TonY's attention order (FAILED,
@@ -23,6 +24,14 @@ void tony_report_tasks(FILE *out, const json_t *job);
  * back; NULL for a job whose coordinator was never lost. Malloc'ed. */
 char *tony_report_coordinator(const json_t *job);
 void tony_report_final(FILE *out, const json_t *job);
+/* The framework as the user set it: "pytorch", or "tensorflow (default)"
+ * when tony.application.framework was not set. Malloc'ed. */
+char *tony_report_framework(const char *framework, bool is_default);
+/* "name: NAME, framework: ..." of a job JSON (JOB_NAME, JOB_FRAMEWORK*). */
+void tony_report_name(FILE *out, const json_t *job);
+/* A failed job's root cause, first thing (its text, indented), when the job
+ * JSON has one and the job is over and failed; nothing otherwise. */
+void tony_report_cause(FILE *out, const json_t *job);
 /* The job's right-sizing advice ("advice" of the job JSON), when it has any. */
 void tony_report_advice(FILE *out, const json_t *job);
 

@@ -20,6 +20,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
+#include "conf/defaults.h"
 #include "conf/keycheck.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -364,6 +365,17 @@ static int follow(tony_client_job *j, tony_error *err) {
     return code;
 }
 
+/* A job the user did not name is named after its framework (defaults.h),
+ * before any backend reads the name: YARN's application, Slurm's job, the
+ * coordinator and history then all say the same. Still marked a default. */
+static void name_after_framework(tony_conf *c, const tony_plan *plan) {
+    const char *src = tony_conf_get_source(c, "tony.application.name");
+    if (src && strcmp(src, "default") != 0) return;
+    char *name = tony_conf_default_app_name(plan->framework);
+    tony_conf_set(c, "tony.application.name", name, "default");
+    free(name);
+}
+
 int tony_cmd_submit(int argc, char **argv) {
     tony_strv positional = {0};
     tony_error err = {{0}};
@@ -393,6 +405,7 @@ int tony_cmd_submit(int argc, char **argv) {
     fprintf(stderr, "tony: using the %s backend (%s)\n", backend, why);
     if (tony_runtime_plan(conf, &plan, &err)) goto fail;
     have_plan = true;
+    name_after_framework(conf, &plan);
     bool dry = tony_args_get(submit_opts, "dry-run")->seen;
     char *about = NULL;
     /* A job that cannot fit is bad input for this place: exit 2, for a real

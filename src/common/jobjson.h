@@ -22,7 +22,9 @@
 #define JOB_FINAL_STATUS "final_status" /* JOB_FINAL_STATUS_*; UNDEFINED until the job is over */
 #define JOB_ATTEMPT "attempt"           /* the attempt running now, from 0 */
 #define JOB_BACKEND "backend"           /* local | yarn | slurm */
-#define JOB_FRAMEWORK "framework"
+#define JOB_FRAMEWORK "framework"       /* lower-case runtime name, as it always was */
+#define JOB_FRAMEWORK_DEFAULT "framework_default" /* true: tony.application.framework was not set; framework is its default */
+#define JOB_NAME "name"                 /* tony.application.name: what YARN and Slurm show too */
 #define JOB_DIR "job_dir"
 #define JOB_STARTED_MS "started_ms"     /* wall-clock ms since the epoch, as every *_ms time here */
 #define JOB_FINISHED_MS "finished_ms"
@@ -70,6 +72,7 @@
 #define JOB_TASK_STARTED_MS "started_ms"
 #define JOB_TASK_FINISHED_MS "finished_ms"
 #define JOB_TASK_REQUESTED "requested"  /* {JOB_REQ_*} */
+#define JOB_TASK_STOPPED_BY "stopped_by" /* FINISHED: stopped because this "role:index" failed first in the attempt */
 #define JOB_TASK_STACKS "stacks"        /* the API path of its stacks, once a hang diagnosis collected them */
 #define JOB_TASK_METRICS "metrics"      /* {JOB_METRIC_*: number} */
 #define JOB_TASK_LAST_SAMPLE "last_sample" /* {JOB_SAMPLE_*: value} or null */
@@ -100,6 +103,9 @@
 #define JOB_CAUSE_STDERR_TAIL "stderr_tail"
 #define JOB_CAUSE_DIAGNOSTICS "diagnostics"
 #define JOB_CAUSE_TEXT "text"           /* all of it, for people */
+/* How that text starts: history keeps it only inside the job's last words
+ * (the APPLICATION_FINISHED event), where readers find it by this. */
+#define JOB_CAUSE_TEXT_PREFIX "Root cause: "
 
 /* An excluded node (am/exclusion.h). */
 #define JOB_EXCL_NODE "node"

@@ -3,7 +3,11 @@
  * behaves the same here; tony's own keys follow with their defaults. */
 #include "conf/defaults.h"
 
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
+
+#include "common/strv.h"
 
 #include "conf/logpolicy.h"
 
@@ -24,7 +28,9 @@ static const tony_conf_default defaults[] = {
      "keep running and look for the next coordinator, which adopts them without a restart; a task whose "
      "coordinator has not come back by then is stopped. 0: off, the containers go with the coordinator and "
      "the next attempt reruns the job."},
-    {"tony.application.name", "TensorFlowApplication", "Name of the job as the scheduler shows it."},
+    {"tony.application.name", "TensorFlowApplication",
+     "Name of the job as the scheduler, tony list and the pages show it. Unset: the framework's name and "
+     "Application (TonY's TensorFlowApplication for tensorflow, PyTorchApplication for pytorch)."},
     {"tony.application.type", "TONY", "Application type reported to YARN."},
     {"tony.application.tags", "", "Comma list of tags attached to the application (e.g. Azkaban flow tags)."},
     {"tony.application.node-label", NULL, "Node label expression for the coordinator (AM) container."},
@@ -194,4 +200,14 @@ const tony_conf_default *tony_conf_default_find(const char *key) {
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
         if (strcmp(defaults[i].key, key) == 0) return &defaults[i];
     return NULL;
+}
+
+char *tony_conf_default_app_name(const char *framework) {
+    /* the frameworks' own spelling; others get a capital first letter */
+    static const char *const spelled[] = {"TensorFlow", "PyTorch", "MXNet", "XGBoost", "JAX", "Horovod"};
+    for (size_t i = 0; i < sizeof spelled / sizeof *spelled; i++)
+        if (strcasecmp(framework, spelled[i]) == 0) return tony_sprintf("%sApplication", spelled[i]);
+    char *s = tony_sprintf("%sApplication", framework);
+    s[0] = (char)toupper((unsigned char)s[0]);
+    return s;
 }

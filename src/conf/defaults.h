@@ -18,5 +18,10 @@ typedef struct tony_conf_default {
 const tony_conf_default *tony_conf_defaults(size_t *n);
 /* The entry for key, or NULL if the key has no built-in entry. */
 const tony_conf_default *tony_conf_default_find(const char *key);
+/* tony.application.name when the user set none: the framework's name and
+ * "Application" (TonY's TensorFlowApplication for tensorflow, PyTorchApplication
+ * for pytorch), so that a job is not named after a framework it does not use.
+ * framework: a runtime's name, any case. Freed by the caller. */
+char *tony_conf_default_app_name(const char *framework);
 
 #endif

@@ -65,6 +65,8 @@ static void show(const json_t *job) {
     free(tony_report_coordinator(job));
     tony_report_final(devnull, job);
     tony_report_advice(devnull, job);
+    tony_report_name(devnull, job);
+    tony_report_cause(devnull, job);
     tony_job_is_finished(job);
     tony_job_succeeded(job);
     for (int cols = 20; cols <= 120; cols += 100) {

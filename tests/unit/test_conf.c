@@ -93,6 +93,22 @@ static void test_defaults(void **state) {
     tony_conf_free(c);
 }
 
+/* A job the user did not name is named after its framework (submit.c),
+ * TonY's own name kept for tensorflow. */
+static void test_default_app_name(void **state) {
+    (void)state;
+    static const char *const cases[][2] = {{"tensorflow", "TensorFlowApplication"},
+                                           {"PyTorch", "PyTorchApplication"},
+                                           {"xgboost", "XGBoostApplication"},
+                                           {"standalone", "StandaloneApplication"},
+                                           {"generic", "GenericApplication"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *name = tony_conf_default_app_name(cases[i][0]);
+        assert_string_equal(name, cases[i][1]);
+        free(name);
+    }
+}
+
 static void test_load_file(void **state) {
     (void)state;
     tony_conf *c = tony_conf_new();
@@ -581,6 +597,7 @@ static void test_file_checks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_load_file),    cmocka_unit_test(test_final),
+        cmocka_unit_test(test_default_app_name),
         cmocka_unit_test(test_precedence),    cmocka_unit_test(test_multi_value),  cmocka_unit_test(test_write_reload),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_memory_strings), cmocka_unit_test(test_typed_getters),
         cmocka_unit_test(test_job_types),     cmocka_unit_test(test_resources),    cmocka_unit_test(test_many_properties),
