@@ -139,7 +139,7 @@ static int build_roles(const tony_conf *c, tony_plan *p, tony_error *err) {
     int rc = tony_conf_get_bool(c, "tony.docker.enabled", false, &docker, err);
     p->roles = tony_xcalloc(types.len ? types.len : 1, sizeof(tony_role));
     for (size_t i = 0; i < types.len && rc == 0; i++) {
-        int instances;
+        int instances = 0;
         rc = get_role_int(c, types.items[i], "instances", 0, &instances, err);
         if (rc || instances == 0) continue;
         total += instances;
