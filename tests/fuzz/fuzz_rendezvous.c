@@ -25,6 +25,9 @@
 
 static struct event_base *base;
 static am_rendezvous *rdv;
+/* The local backend's store: it answers processes of this user, as the
+ * harness is (an empty task table: peers are judged by their uid). */
+static am_job job;
 static json_t *scopes;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -33,7 +36,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     signal(SIGPIPE, SIG_IGN);
     base = event_base_new();
     tony_error err;
-    rdv = am_rendezvous_start(base, "127.0.0.1", &err);
+    rdv = am_rendezvous_start(base, "127.0.0.1", &job, true, &err);
     FUZZ_CHECK(rdv != NULL, "the rendezvous did not start: %s", err.msg);
     scopes = json_pack("{s:i,s:i,s:i}", "global", 2, "local_127.0.0.1", 2, "cross_0", 1);
     return 0;
