@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import json
 import os
+import pwd
 import re
 import signal
 import socket
@@ -198,6 +199,19 @@ def job_processes(home):
         if needle in environ or cwd.startswith(needle):
             found.append(int(pid))
     return found
+
+
+# Issue 20's attacks are tried as a real second local user of this machine.
+ATTACKER = "tony-attacker"
+
+
+def second_user():
+    """That user, created when missing (the tests run as root), by name."""
+    try:
+        pwd.getpwnam(ATTACKER)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
+    return ATTACKER
 
 
 def alive(pid):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import TONY as TONY_BIN, alive, wait_for
+from conftest import ATTACKER, TONY as TONY_BIN, alive, second_user, wait_for
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.worker.instances=1"]
 
@@ -227,14 +227,12 @@ def _environ(pid):
         return b""
 
 
-ATTACKER = "tony-attacker"
 
 
 def attacker_user():
     if os.geteuid() != 0:
         pytest.skip("needs root to act as a second local user")
-    if subprocess.run(["id", ATTACKER], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
+    second_user()
 
 
 @pytest.fixture

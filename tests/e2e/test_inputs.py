@@ -14,7 +14,6 @@ given a memory limit (RLIMIT_AS), so that a regression fails the test
 instead of taking the machine's memory."""
 import json
 import os
-import pwd
 import resource
 import subprocess
 import time
@@ -23,11 +22,10 @@ import urllib.request
 
 import pytest
 
-from conftest import TONY, call, wait_for
+from conftest import ATTACKER, TONY, call, second_user, wait_for
 from test_hardening import SANITIZED, final_status, rss_kib, start_job
 from test_portal import Portal
 
-ATTACKER = "tony-attacker"
 MB = 1024 * 1024
 SECRET_WORD = "PRIVATE-e7c1"
 
@@ -35,11 +33,7 @@ SECRET_WORD = "PRIVATE-e7c1"
 @pytest.fixture(scope="session")
 def attacker():
     """A second local user, created if missing (the tests run as root)."""
-    try:
-        pwd.getpwnam(ATTACKER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
-    return ATTACKER
+    return second_user()
 
 
 def as_attacker(code, timeout=30):

@@ -7,18 +7,16 @@ loopback as anyone on the machine can."""
 import http.client
 import json
 import os
-import pwd
 import subprocess
 import sys
 import urllib.parse
 
 import pytest
 
-from conftest import read_token, wait_for
+from conftest import ATTACKER, read_token, second_user, wait_for
 from test_portal import Portal, hist  # noqa: F401 - the fixture
 from test_web_ui import browser_tools, run_browser  # noqa: F401 - the fixture
 
-ATTACKER = "tony-attacker"
 SECRET_OUTPUT = "the-job-private-output-4711"
 
 # Runs as the attacker: GETs each URL (argv[1]: JSON [url, headers]) and
@@ -40,10 +38,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="session")
 def attacker():
     """The second local user (made when missing), as whom get() reads."""
-    try:
-        pwd.getpwnam(ATTACKER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
+    second_user()
 
     def get(*requests):
         p = subprocess.run(["runuser", "-u", ATTACKER, "--", "/usr/bin/python3", "-c", ATTACKER_GET,

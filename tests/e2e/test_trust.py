@@ -6,7 +6,6 @@ cannot be replayed; a caller whose clock is off is told the coordinator's
 time in a signed answer."""
 import json
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -18,20 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APIAUTH, call, job_processes, reply_signed, sign_request, wait_for
+from conftest import APIAUTH, ATTACKER, call, job_processes, reply_signed, second_user, sign_request, wait_for
 
-ATTACKER = "tony-attacker"
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
 
 @pytest.fixture(scope="session")
 def attacker():
     """A second local user, as the attack of the issue was tried."""
-    try:
-        pwd.getpwnam(ATTACKER)
-    except KeyError:
-        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", ATTACKER], check=True)
-    return ATTACKER
+    return second_user()
 
 
 # The squatter: binds the dead coordinator's port (retrying until it can),
