@@ -16,10 +16,13 @@
 
 #define MAC_BYTES 32
 
-void tony_apiauth_key_from_secret(const char *secret, tony_apiauth_key *key) {
+static void derive(const char *secret, const char *label, unsigned char out[MAC_BYTES]) {
     unsigned int n = 0;
-    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)TONY_APIAUTH_KEY_LABEL,
-         strlen(TONY_APIAUTH_KEY_LABEL), key->k, &n);
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)label, strlen(label), out, &n);
+}
+
+void tony_apiauth_key_from_secret(const char *secret, tony_apiauth_key *key) {
+    derive(secret, TONY_APIAUTH_KEY_LABEL, key->k);
 }
 
 long long tony_apiauth_wall_ms(void) {
@@ -35,6 +38,13 @@ static void hex(const unsigned char *in, size_t n, char *out) {
         out[2 * i + 1] = digits[in[i] & 15];
     }
     out[2 * n] = '\0';
+}
+
+void tony_apiauth_derive_hex(const char *secret, const char *label, char out[2 * MAC_BYTES + 1]) {
+    unsigned char mac[MAC_BYTES];
+    derive(secret, label, mac);
+    hex(mac, sizeof mac, out);
+    OPENSSL_cleanse(mac, sizeof mac);
 }
 
 /* n bytes from exactly 2n lowercase hex digits at s; false otherwise. */

@@ -135,6 +135,27 @@ static bool read_stat(pid_t pid, tony_proc_info *out) {
     return true;
 }
 
+typedef struct snapshot {
+    tony_proc_info *p;
+    size_t n, cap;
+} snapshot;
+
+static void snapshot_add(void *ctx, const tony_proc_info *info) {
+    snapshot *s = ctx;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->p = tony_xrealloc(s->p, s->cap * sizeof *s->p);
+    }
+    s->p[s->n++] = *info;
+}
+
+tony_proc_info *tony_proc_snapshot(size_t *n) {
+    snapshot s = {0};
+    tony_proc_scan(snapshot_add, &s);
+    *n = s.n;
+    return s.p ? s.p : tony_xcalloc(1, sizeof *s.p);
+}
+
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx) {
     DIR *d = opendir("/proc");
     if (!d) return;

@@ -60,6 +60,9 @@ typedef struct tony_proc_info {
  * group or parentage. */
 typedef void (*tony_proc_visit_fn)(void *ctx, const tony_proc_info *p);
 void tony_proc_scan(tony_proc_visit_fn fn, void *ctx);
+/* Every live process at once, as tony_proc_scan sees them (a snapshot to
+ * walk parentage or compare with a sample); *n gets the count. Free it. */
+tony_proc_info *tony_proc_snapshot(size_t *n);
 /* Sends sig to every process of session sid (or of process group pgrp),
  * the caller excepted (for a group, the caller's ancestors too: the shell
  * that started it may share its group and wait for it); returns how many

@@ -6,8 +6,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +13,7 @@
 #include <sys/queue.h>
 
 #include "common/amapi.h"
+#include "common/apiauth.h"
 #include "common/httpreply.h"
 #include "common/strv.h"
 
@@ -23,13 +22,8 @@
 #define READ_TOKEN_LABEL "tony read token v1"
 
 char *tony_read_token(const char *secret) {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)READ_TOKEN_LABEL,
-         strlen(READ_TOKEN_LABEL), mac, &n);
-    char *hex = tony_xmalloc(2 * (size_t)n + 1);
-    for (unsigned int i = 0; i < n; i++) sprintf(hex + 2 * i, "%02x", mac[i]);
-    hex[2 * n] = '\0';
+    char *hex = tony_xmalloc(2 * 32 + 1);
+    tony_apiauth_derive_hex(secret, READ_TOKEN_LABEL, hex);
     return hex;
 }
 

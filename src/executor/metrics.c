@@ -153,19 +153,11 @@ void tony_metrics_sampler_set_group(tony_metrics_sampler *m, pid_t pgid) { m->pg
 
 bool tony_metrics_sampler_has_gpus(const tony_metrics_sampler *m) { return m->gpu_ids != NULL; }
 
+/* The process table (tony_proc_snapshot). */
 typedef struct proc_list {
     tony_proc_info *items;
-    size_t len, cap;
+    size_t len;
 } proc_list;
-
-static void collect(void *ctx, const tony_proc_info *p) {
-    proc_list *l = ctx;
-    if (l->len == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 256;
-        l->items = tony_xrealloc(l->items, l->cap * sizeof *l->items);
-    }
-    l->items[l->len++] = *p;
-}
 
 static int cmp_seen(const void *a, const void *b) {
     pid_t x = ((const cpu_seen *)a)->pid, y = ((const cpu_seen *)b)->pid;
@@ -216,8 +208,8 @@ static void sample_gpus(tony_metrics_sampler *m, tony_sample *s) {
 void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
     *out = tony_sample_empty();
     out->t_ms = wall_ms();
-    proc_list l = {0};
-    tony_proc_scan(collect, &l);
+    proc_list l;
+    l.items = tony_proc_snapshot(&l.len);
     bool *in = select_members(m, &l);
     cpu_seen *now = tony_xcalloc(l.len ? l.len : 1, sizeof *now);
     size_t nnow = 0;

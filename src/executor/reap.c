@@ -23,20 +23,11 @@
 
 int tony_reap_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : -1; }
 
-/* The process table as pid -> ppid pairs, to walk parentage. */
+/* The process table (tony_proc_snapshot), sorted by pid, to walk parentage. */
 typedef struct table {
     tony_proc_info *p;
-    size_t n, cap;
+    size_t n;
 } table;
-
-static void table_add(void *ctx, const tony_proc_info *info) {
-    table *t = ctx;
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 256;
-        t->p = tony_xrealloc(t->p, t->cap * sizeof *t->p);
-    }
-    t->p[t->n++] = *info;
-}
 
 static int by_pid(const void *a, const void *b) {
     pid_t x = ((const tony_proc_info *)a)->pid, y = ((const tony_proc_info *)b)->pid;
@@ -74,8 +65,8 @@ static bool descends(const table *t, size_t i, pid_t me, char *memo) {
 
 /* Signals (sig > 0) the live descendants of me; returns how many there are. */
 static int descendants(pid_t me, int sig) {
-    table t = {0};
-    tony_proc_scan(table_add, &t);
+    table t;
+    t.p = tony_proc_snapshot(&t.n);
     if (t.n) qsort(t.p, t.n, sizeof *t.p, by_pid);
     char *memo = tony_xcalloc(t.n ? t.n : 1, 1);
     int count = 0;

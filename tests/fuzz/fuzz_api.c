@@ -70,13 +70,7 @@ static tony_backend backend = {.ops = &be_ops};
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_quiet();
-    conf = tony_conf_new();
-    tony_conf_load_defaults(conf);
-    tony_conf_set(conf, "tony.ps.instances", "1", "fuzz");
-    tony_conf_set(conf, "tony.worker.instances", "2", "fuzz");
-    tony_conf_set(conf, "tony.worker.command", "python train.py", "fuzz");
-    tony_conf_set(conf, "tony.ps.command", "python train.py", "fuzz");
-    tony_conf_set(conf, "tony.application.framework", "tensorflow", "fuzz");
+    conf = fuzz_tf_conf();
     tony_error err;
     FUZZ_CHECK(tony_runtime_plan(conf, &plan, &err) == 0, "the fuzzer's plan: %s", err.msg);
     /* worker:0 of attempt 0 has some output for GET .../log to read. */
@@ -153,24 +147,10 @@ static enum evhttp_cmd_type method(const char *s) {
     return EVHTTP_REQ_GET;
 }
 
-/* The next line of [*p, end), without its "\r\n" or "\n"; NULL at the end. */
-static char *next_line(const char **p, const char *end) {
-    if (*p >= end) return NULL;
-    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-    const char *stop = nl ? nl : end;
-    size_t n = (size_t)(stop - *p);
-    if (n && (*p)[n - 1] == '\r') n--;
-    char *s = tony_xmalloc(n + 1);
-    memcpy(s, *p, n);
-    s[n] = '\0';
-    *p = nl ? nl + 1 : end;
-    return s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *p = (const char *)data, *end = p + size;
-    char *m = next_line(&p, end);
-    char *uri = next_line(&p, end);
+    char *m = fuzz_next_line(&p, end);
+    char *uri = fuzz_next_line(&p, end);
     /* evhttp refuses request lines with a NUL or without a URI. */
     if (!m || !uri || !*uri || strlen(uri) != strcspn(uri, "\r") || memchr(data, 0, (size_t)(p - (const char *)data))) {
         free(m);
@@ -190,7 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     bool auth_given = false, host_given = false, token_given = false;
     char *line;
-    while ((line = next_line(&p, end)) && *line) {
+    while ((line = fuzz_next_line(&p, end)) && *line) {
         char *colon = strchr(line, ':');
         if (colon) {
             *colon = '\0';
