@@ -111,10 +111,13 @@ def test_task_log_is_capped_keeping_head_and_tail(tony, tmp_path):
     assert "==== tony: at least " in text and "bytes of this log were cut here (tony.task.log-max-size" in text
     cut = int(text.split(" bytes of this log were cut here")[0].rsplit(" ", 1)[1])
     # what was cut plus what is left is what was written (the marker aside),
-    # but for the few lines a cut may lose uncounted (logcap.h)
+    # but for what a cut may lose uncounted (logcap.h): what the task writes
+    # between the cut's last look at the size and its truncate. Idle, that
+    # is a line or two (< 0.1 %); on a loaded 2-core machine it was 1.3 %
+    # once, so 5 % here (the known limit, not a goal)
     marker = [line for line in text.splitlines(True) if "were cut here" in line][0]
     written = 500000 * 100 + len("the very last line\n")
-    assert written * 0.999 <= cut + len(text) - len(marker) - 1 <= written, cut
+    assert written * 0.95 <= cut + len(text) - len(marker) - 1 <= written, cut
     assert "stderr passed tony.task.log-max-size" in r.log("worker", 0, "executor.log")
 
 
