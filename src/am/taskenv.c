@@ -52,10 +52,6 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     if (p->progress_timeout_ms > 0) tony_env_set(env, TASKENV_PY_SPY, spy && *spy ? spy : "py-spy");
     if (am_job_reserves_tb_port(&am->fsm.job, t)) tony_env_set(env, TASKENV_RESERVE_TB_PORT, "1");
     if (p->tensorboard_log_dir) tony_env_set(env, TASKENV_TB_LOG_DIR, p->tensorboard_log_dir);
-    if (t->role->docker_image) {
-        tony_env_set(env, TASKENV_DOCKER_RUNTIME, "docker");
-        tony_env_set(env, TASKENV_DOCKER_IMAGE, t->role->docker_image);
-    }
 }
 
 void am_single_node_env(const tony_am *am, const char *work_dir, tony_env *env) {

@@ -27,8 +27,6 @@
 #define TASKENV_AM_PORT "AM_PORT"
 #define TASKENV_JOB_DIR "TONY_JOB_DIR"              /* a dir every task sees, when there is one */
 #define TASKENV_TB_LOG_DIR "TB_LOG_DIR"             /* --sidecar_tensorboard_log_dir */
-#define TASKENV_DOCKER_RUNTIME "YARN_CONTAINER_RUNTIME_TYPE"          /* "docker" for tony.<role>.docker.image */
-#define TASKENV_DOCKER_IMAGE "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
 #define TASKENV_PREPROCESSING_JOB "PREPROCESSING_JOB" /* single-node command: "true" */
 
 /* For the executor only (it removes the secret from its user's process).
@@ -63,6 +61,13 @@
 #define TASKENV_CONTAINER_ID "CONTAINER_ID"
 #define TASKENV_CUDA_VISIBLE_DEVICES "CUDA_VISIBLE_DEVICES"
 #define TASKENV_NVIDIA_VISIBLE_DEVICES "NVIDIA_VISIBLE_DEVICES"
+/* YARN's Docker runtime, on the launch context of the coordinator's and each
+ * task's container with tony.docker.enabled (backend/yarn/docker.h; the
+ * client writes the coordinator's). Read by YARN's NodeManager, not tony. */
+#define TASKENV_DOCKER_RUNTIME "YARN_CONTAINER_RUNTIME_TYPE"          /* "docker" */
+#define TASKENV_DOCKER_IMAGE "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+#define TASKENV_DOCKER_MOUNTS "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"  /* SRC:DST:ro|rw,... */
+#define TASKENV_DOCKER_NETWORK "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"
 
 /* In the user's process. Writer: the executor. */
 #define TASKENV_TB_PORT "TB_PORT"                   /* the TensorBoard port it reserved */

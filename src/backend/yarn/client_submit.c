@@ -14,6 +14,7 @@
 #include "backend/yarn/cluster_check.h"
 #include "backend/yarn/coordfile.h"
 #include "backend/yarn/dist_cache.h"
+#include "backend/yarn/docker.h"
 #include "backend/yarn/hadoop_conf.h"
 #include "backend/yarn/kerberos.h"
 #include "backend/yarn/history_hdfs.h"
@@ -25,6 +26,7 @@
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
+#include "common/log.h"
 #include "common/strv.h"
 
 /* The staging dir holds the job's source, venv, config and resources: the
@@ -179,6 +181,11 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     /* TonY's AM container gets tony.containers.envs too; here they also
      * win over ours, which lets a test point the coordinator elsewhere. */
     tony_env_merge(&env, container_env);
+    /* The coordinator in its image (docker.h), the command below unchanged:
+     * the localized self-contained tony runs in any image. Checked at
+     * submit, so it cannot fail here. */
+    tony_error derr;
+    if (yarn_docker_env(conf, yarn_docker_am_image(conf), &env, &derr)) tony_warn("%s", derr.msg);
     char *b64 = tony_base64_encode(secret, strlen(secret), true);
     const char *secrets[] = {TONY_YARN_SECRET_ALIAS, b64};
     json_t *creds = json_pack("{s:o}", "secrets", kv_entries(secrets, 2));
@@ -510,6 +517,8 @@ int tony_yarn_client_submit(const tony_client_submission *sub, tony_client_job *
     json_t *coord_secrets = NULL;
     char *app_id = NULL, *job_dir = NULL, *secret = NULL;
     staged st = {0};
+    /* Before the cluster is asked anything: a bad docker key is the user's to fix. */
+    if (yarn_docker_check(conf, plan, err)) goto out;
     const char *hc = getenv("HADOOP_CONF_DIR");
     if (!hc || !*hc) {
         tony_err(err, "the yarn backend needs HADOOP_CONF_DIR: the cluster's client configuration directory "

@@ -19,6 +19,7 @@
 
 #include "backend/yarn/amrm.h"
 #include "backend/yarn/coordfile.h"
+#include "backend/yarn/docker.h"
 #include "backend/yarn/job_credentials.h"
 #include "backend/yarn/nm.h"
 #include "backend/yarn/nm_spnego.h"
@@ -80,7 +81,9 @@ typedef struct yarn_backend {
     manifest_file *files;
     size_t nfiles;
     char **roles; /* priority = position + 1 */
+    tony_env *role_env; /* by role, as roles: what YARN's Docker runtime reads (docker.h), or nothing */
     size_t nroles;
+    const tony_conf *conf;
     yarn_req **reqs;
     size_t nreqs, capreqs;
     int failures;
@@ -467,9 +470,11 @@ static int yarn_check_plan(tony_backend *base, const tony_plan *plan, tony_error
     yarn_backend *b = (yarn_backend *)base;
     const yarn_resource *max = &b->info.max_capability;
     b->roles = tony_xcalloc(plan->nroles + 1, sizeof *b->roles);
+    b->role_env = tony_xcalloc(plan->nroles + 1, sizeof *b->role_env);
     for (size_t i = 0; i < plan->nroles; i++) {
         const tony_role *r = &plan->roles[i];
         b->roles[b->nroles++] = tony_strdup(r->name);
+        if (yarn_docker_env(b->conf, r->docker_image, &b->role_env[i], err)) return -1;
         if (r->memory_mb > max->memory_mb)
             return tony_err(err, "tony.%s.memory asks %lld MB, more than the cluster's largest container (%lld MB)",
                             r->name, r->memory_mb, max->memory_mb);
@@ -504,6 +509,7 @@ static int yarn_launch(tony_backend *base, const tony_launch *l, tony_error *err
     r->label = l->node_label && *l->node_label ? tony_strdup(l->node_label) : NULL;
     r->resources = tony_strdup(l->resources ? l->resources : "");
     tony_env_merge(&r->env, l->env);
+    tony_env_merge(&r->env, &b->role_env[priority - 1]);
     /* The NodeManager kills a container by signalling its process group. */
     tony_env_set(&r->env, TASKENV_SHARE_PROCESS_GROUP, "1");
     /* where its executor looks for the next coordinator should this one be lost */
@@ -755,8 +761,12 @@ static void yarn_free(tony_backend *base) {
     free(b->job_dir);
     free(b->adopted);
     if (b->creds) yarn_job_credentials_stop_refresh(b->creds);
-    for (size_t i = 0; i < b->nroles; i++) free(b->roles[i]);
+    for (size_t i = 0; i < b->nroles; i++) {
+        free(b->roles[i]);
+        if (b->role_env) tony_env_free(&b->role_env[i]);
+    }
     free(b->roles);
+    free(b->role_env);
     if (b->heartbeat) event_free(b->heartbeat);
     if (b->notify) event_free(b->notify);
     yarn_register_info_free(&b->info);
@@ -855,6 +865,7 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     b->notify = evtimer_new(base, on_notify, b);
     b->logs = yarn_nmlog_new(base);
     b->job_dir = tony_strdup(o->job_dir);
+    b->conf = o->conf;
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
