@@ -59,10 +59,18 @@ def test_peak_of_a_short_task_is_the_kernels(tony, scripts):
     assert peak >= m["MAX_MEMORY_BYTES"], m  # never below the samples
     # a 4 s run is under tony.application.sizing-min-run-ms (a minute by default): no advice
     assert r.status()["advice"] == [] and "right-sizing" not in r.text, r
-    # and history keeps the peak (metrics.json)
-    h = tony.run("history", r.status()["app_id"], "--json", check_rc=0)
+    # and history keeps the peak (metrics.json), shows it, and the event log says it
+    app_id = r.status()["app_id"]
+    h = tony.run("history", app_id, "--json", check_rc=0)
     (t,) = json.loads(h.out)["tasks"]
     assert t["metrics"]["PEAK_MEMORY_BYTES"] == peak, t
+    h = tony.run("history", app_id, check_rc=0)
+    row = re.search(r"worker:0\s+SUCCEEDED\s+(\d+) MiB", h.out)
+    assert row and abs(int(row.group(1)) * MB - peak) <= MB, h.out
+    (events,) = (tony.home / "history").glob(f"finished/*/*/*/{app_id}/events.jsonl")
+    fin = next(e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "TASK_FINISHED")
+    said = re.search(r"peak memory (\d+) MiB", fin["text"])
+    assert said and abs(int(said.group(1)) * MB - peak) <= MB, fin
 
 
 def test_no_advice_for_a_task_that_never_started(tony):
