@@ -4,6 +4,7 @@
  * sampler measuring a real child process through /proc, and the kernel's
  * peak of one that lived between two samples; the task's own cgroup found
  * in /proc/self/cgroup; the sample's wire form. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,7 +20,9 @@
 #include <cmocka.h>
 
 #include "am/metrics.h"
+#include "common/fs.h"
 #include "common/sample.h"
+#include "common/strv.h"
 #include "executor/metrics.h"
 
 static tony_sample cpu_mem(long long t, long long rss, double cpu) {
@@ -434,6 +437,100 @@ static void test_cgroup_peak_file(void **state) {
     assert_null(tony_metrics_cgroup_peak_file("0::/x/container_1\n", NULL, "/r"));
 }
 
+/* Each line of /proc/self/cgroup with "/own" added to its path: where a
+ * cgroup of that name under ours would be. */
+static char *below_ours(const char *own) {
+    char *text = NULL;
+    size_t len;
+    tony_error err;
+    if (tony_read_file("/proc/self/cgroup", &text, &len, &err)) return NULL;
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        tony_buf_printf(&b, "%s%s%s\n", line, line[strlen(line) - 1] == '/' ? "" : "/", own);
+    free(text);
+    return b.data;
+}
+
+/* A process of the test that allocates n bytes, says so on ready, and
+ * holds them until hold closes. */
+static void hold_memory(size_t n, int ready, int hold) {
+    volatile char *p = malloc(n);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+    char c = 'x';
+    if (write(ready, &c, 1) != 1 || read(hold, &c, 1) < 0) _exit(1);
+    _exit(0);
+}
+
+/* The task's own cgroup, where this test can make one (root, and cgroup
+ * v1's memory hierarchy or v2 with memory.peak; skipped elsewhere): two
+ * processes holding 64 MiB at once peak at 128 MiB there, which the
+ * largest single process's rusage (64 MiB) does not show. */
+static void test_sampler_peak_from_the_cgroup(void **state) {
+    (void)state;
+    char own[64];
+    snprintf(own, sizeof own, "container_tonytest_%d", (int)getpid());
+    char *text = below_ours(own);
+    char *file = text ? tony_metrics_cgroup_peak_file(text, own, "/sys/fs/cgroup") : NULL;
+    free(text);
+    if (!file) skip();
+    char *dir = tony_sprintf("%.*s", (int)(strrchr(file, '/') - file), file);
+    if (mkdir(dir, 0755) != 0) {
+        free(dir), free(file);
+        skip();
+    }
+    bool usable = access(file, R_OK) == 0;
+    int go[2], ready[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = usable ? fork() : -1;
+    if (pid == 0) { /* the task: joins the cgroup, then runs two holders at once */
+        char me[32], c = 'n';
+        snprintf(me, sizeof me, "%d", (int)getpid());
+        int fd = open(tony_sprintf("%s/cgroup.procs", dir), O_WRONLY);
+        if (fd >= 0 && write(fd, me, strlen(me)) == (ssize_t)strlen(me)) c = 'y';
+        if (write(ready[1], &c, 1) != 1 || c != 'y' || read(go[0], &c, 1) != 1) _exit(2);
+        int up[2], hold[2];
+        if (pipe(up) || pipe(hold)) _exit(3);
+        for (int i = 0; i < 2; i++) {
+            if (fork() == 0) {
+                close(hold[1]);
+                hold_memory(64u << 20, up[1], hold[0]);
+            }
+        }
+        close(hold[0]);
+        for (int i = 0; i < 2; i++)
+            if (read(up[0], &c, 1) != 1) _exit(4);
+        close(hold[1]);
+        while (wait(NULL) > 0) {}
+        _exit(0);
+    }
+    char c = 'n';
+    const char *from = NULL;
+    long long peak = -1;
+    int status = -1;
+    if (pid > 0 && read(ready[0], &c, 1) == 1 && c == 'y') {
+        setenv("CONTAINER_ID", own, 1);
+        tony_metrics_sampler *m = tony_metrics_sampler_new(pid, NULL, NULL);
+        unsetenv("CONTAINER_ID");
+        tony_metrics_sampler_set_group(m, pid);
+        if (write(go[1], "g", 1) == 1) waitpid(pid, &status, 0);
+        peak = tony_metrics_sampler_peak(m, &from);
+        tony_metrics_sampler_free(m);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+    for (int i = 0; i < 2; i++) close(go[i]), close(ready[i]);
+    rmdir(dir); /* before any assertion: no cgroup left behind */
+    free(dir);
+    free(file);
+    if (c != 'y') skip(); /* the cgroup took no process: not ours to use */
+    assert_int_equal(status, 0);
+    assert_string_equal(from, "its cgroup");
+    assert_true(peak >= 128LL << 20);
+    assert_true(peak < 512LL << 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_aggregates_without_gpus), cmocka_unit_test(test_gpu_aggregates),
@@ -442,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_sampler_runs_nvidia_smi),
         cmocka_unit_test(test_sample_wire_form), cmocka_unit_test(test_kernel_peak),
         cmocka_unit_test(test_sampler_peak_from_the_kernel), cmocka_unit_test(test_cgroup_peak_file),
+        cmocka_unit_test(test_sampler_peak_from_the_cgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
