@@ -803,6 +803,9 @@ static void handle_task(tony_am *am, struct evhttp_request *req, const char *res
         am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
                            json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
         log_matched(am, t, json_object_get(body, AM_API_LOG_MATCHES));
+        json_t *peak = json_object_get(body, AM_API_PEAK_MEMORY_BYTES);
+        am_metrics *m = am_task_metrics(am, t);
+        if (m && json_is_integer(peak)) am_metrics_set_peak(m, json_integer_value(peak));
         am_fsm_result_reported(&am->fsm, t, json_is_integer(code) ? (int)json_integer_value(code) : 1,
                                json_is_true(json_object_get(body, AM_API_TIMED_OUT)), now, &am->pending);
         if (!was_done && am_task_done(t)) {

@@ -1,7 +1,8 @@
 /* Per-task metrics in the coordinator. A series point stands for one or
  * more raw samples: it keeps their peak memory and the sums behind their
  * mean CPU and GPU use, so that merging two points when the series halves
- * loses resolution but neither peaks nor averages. */
+ * loses resolution but neither peaks nor averages. The kernel's peak, which
+ * the executor reports at the task's end, is kept beside them. */
 #include "am/metrics.h"
 
 #include <stdlib.h>
@@ -43,6 +44,7 @@ struct am_metrics {
     size_t nsamples;
     tony_sample last;
     agg aggs[AM_METRIC_COUNT / 2]; /* MAX/AVG pairs, in the enum's order */
+    long long kernel_peak;         /* -1: not reported */
 };
 
 am_metrics *am_metrics_new(size_t max_points) {
@@ -51,6 +53,7 @@ am_metrics *am_metrics_new(size_t max_points) {
     m->pts = tony_xcalloc(m->cap, sizeof *m->pts);
     m->stride = 1;
     m->pending.gpu_mem_max = -1;
+    m->kernel_peak = -1;
     return m;
 }
 
@@ -120,6 +123,16 @@ double am_metrics_value(const am_metrics *m, int metric) {
     return metric % 2 == 0 ? a->max : a->mean;
 }
 
+void am_metrics_set_peak(am_metrics *m, long long bytes) {
+    if (bytes > m->kernel_peak) m->kernel_peak = bytes;
+}
+
+long long am_metrics_peak(const am_metrics *m) {
+    if (m->kernel_peak < 0) return -1;
+    double sampled = am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES);
+    return sampled > (double)m->kernel_peak ? (long long)sampled : m->kernel_peak;
+}
+
 json_t *am_metrics_aggregates_json(const am_metrics *m) {
     json_t *o = json_object();
     for (int i = 0; i < AM_METRIC_COUNT; i++) {
@@ -128,6 +141,7 @@ json_t *am_metrics_aggregates_json(const am_metrics *m) {
         bool bytes = i == AM_METRIC_MAX_MEMORY_BYTES || i == AM_METRIC_AVG_MEMORY_BYTES;
         json_object_set_new(o, names[i], bytes || v < 0 ? json_integer((json_int_t)v) : json_real(v));
     }
+    json_object_set_new(o, JOB_METRIC_PEAK_MEMORY_BYTES, json_integer(am_metrics_peak(m)));
     return o;
 }
 

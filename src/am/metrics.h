@@ -40,7 +40,15 @@ void am_metrics_add(am_metrics *m, const tony_sample *s);
 size_t am_metrics_samples(const am_metrics *m); /* how many were added */
 /* The aggregate's value, -1 when never measured. */
 double am_metrics_value(const am_metrics *m, int metric);
-/* {"MAX_MEMORY_BYTES": n, ...}: every name, -1 when never measured. */
+/* The task's peak memory its executor reported at its end (the kernel's:
+ * AM_API_PEAK_MEMORY_BYTES); the highest report counts. */
+void am_metrics_set_peak(am_metrics *m, long long bytes);
+/* That peak, never below the samples' MAX_MEMORY_BYTES; -1 when the
+ * executor reported none (the task has not ended, or its executor is one
+ * that does not report it). */
+long long am_metrics_peak(const am_metrics *m);
+/* {"MAX_MEMORY_BYTES": n, ..., "PEAK_MEMORY_BYTES": n}: every name, -1 when
+ * never measured. */
 json_t *am_metrics_aggregates_json(const am_metrics *m);
 /* {"t_ms","rss_bytes","cpu_percent","gpu_util_percent","gpu_mem_bytes"} or
  * null before the first sample. */

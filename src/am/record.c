@@ -171,9 +171,11 @@ void am_record_task_exit(tony_am *am, const am_task *t) {
     const char *what = tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning);
     am_metrics *m = am_task_metrics(am, t);
     char peak[160] = "";
-    if (m && am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) >= 0)
-        snprintf(peak, sizeof peak, "; peak memory %.0f MiB, CPU %.0f%% on average",
-                 am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES) / (1024.0 * 1024.0),
+    /* the kernel's peak where the executor reported one, else the samples' */
+    double peak_bytes = !m ? -1 : am_metrics_peak(m) >= 0 ? (double)am_metrics_peak(m)
+                                                          : am_metrics_value(m, AM_METRIC_MAX_MEMORY_BYTES);
+    if (peak_bytes >= 0)
+        snprintf(peak, sizeof peak, "; peak memory %.0f MiB, CPU %.0f%% on average", peak_bytes / (1024.0 * 1024.0),
                  am_metrics_value(m, AM_METRIC_AVG_CPU_PERCENT));
     const char *diag = t->diagnostics && *t->diagnostics ? t->diagnostics : NULL;
     json_t *data = json_pack("{s:s,s:i,s:s,s:s?,s:o}", "status", status, "exit_status", t->exit_status, "exit_meaning",

@@ -111,7 +111,10 @@ static void print_job(const json_t *o, const tony_hist_source *src) {
             json_t *m = json_object_get(ev, JOB_TASK_METRICS);
             printf("  %-16s %-10s %-10s %-10s %-8s %-8s %-8s\n", json_string_value(json_object_get(ev, "task")),
                    json_string_value(json_object_get(ev, "status")),
-                   metric_text(m, JOB_METRIC_MAX_MEMORY_BYTES, true, b1, sizeof b1),
+                   /* the kernel's peak where the executor reported one (never below the samples') */
+                   metric_text(m, json_integer_value(json_object_get(m, JOB_METRIC_PEAK_MEMORY_BYTES)) > 0
+                                      ? JOB_METRIC_PEAK_MEMORY_BYTES : JOB_METRIC_MAX_MEMORY_BYTES,
+                               true, b1, sizeof b1),
                    metric_text(m, JOB_METRIC_AVG_MEMORY_BYTES, true, b2, sizeof b2),
                    metric_text(m, JOB_METRIC_AVG_CPU_PERCENT, false, b3, sizeof b3),
                    metric_text(m, JOB_METRIC_AVG_GPU_UTILIZATION, false, b4, sizeof b4),

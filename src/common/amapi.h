@@ -55,6 +55,8 @@
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
 #define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
+#define AM_API_PEAK_MEMORY_BYTES "peak_memory_bytes" /* finished: the run's peak memory as the kernel counted it
+                                                   (its cgroup's, or its largest process's), or its largest sample */
 #define AM_API_STDERR_TAIL "stderr_tail" /* finished, on failure: the last lines of its stderr */
 #define AM_API_ERROR_REPORT "error_report" /* finished, on failure: torch's error file (TORCHELASTIC_ERROR_FILE) */
 #define AM_API_IDLE_MS "idle_ms"       /* heartbeat: ms since the user process last wrote output or touched

@@ -145,6 +145,11 @@
 #define JOB_METRIC_AVG_GPU_MAIN_MEMORY_USAGE "AVG_GPU_MAIN_MEMORY_USAGE"
 #define JOB_METRIC_MAX_CPU_PERCENT "MAX_CPU_PERCENT"
 #define JOB_METRIC_AVG_CPU_PERCENT "AVG_CPU_PERCENT"
+/* Ours, not in .jhist: the task's peak memory as the kernel counted it at its
+ * end (its cgroup's, or its largest process's), never below
+ * MAX_MEMORY_BYTES (which samples seconds apart under-measure); -1 before
+ * that. What right-sizing sizes memory from. */
+#define JOB_METRIC_PEAK_MEMORY_BYTES "PEAK_MEMORY_BYTES"
 
 /* History's metrics.json (common/jhist.h's TONY_JHIST_METRICS): each
  * attempt's tasks as above, with their series. */

@@ -1,5 +1,6 @@
 /* Right-sizing rules, per role over its tasks' aggregates: the role's peak
- * memory is its hungriest task's, its CPU use its busiest task's. */
+ * memory is its hungriest task's (the kernel's peak where its executor
+ * reported one), its CPU use its busiest task's. */
 #include "common/sizing.h"
 
 #include <math.h>
@@ -11,6 +12,11 @@
 
 #include "common/jobjson.h"
 #include "common/strv.h"
+
+/* bash's exits for a command it could not run (the command line runs under
+ * bash -c): such a task never ran its code, whatever its samples say. */
+#define EXIT_CANNOT_EXECUTE 126
+#define EXIT_NOT_FOUND 127
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -53,17 +59,26 @@ static double metric(const json_t *m, const char *name) {
     return json_is_number(v) ? json_number_value(v) : -1;
 }
 
-/* Whether the task's process started and ran long enough to be sized. */
+/* Whether the task's process started, ran the user's command and ran long
+ * enough to be sized. */
 static bool ran_long_enough(const json_t *t, long long min_run_ms) {
     const json_t *started = json_object_get(t, JOB_TASK_STARTED_MS), *finished = json_object_get(t, JOB_TASK_FINISHED_MS);
     if (!json_is_integer(started) || !json_is_integer(finished)) return false;
+    const json_t *starts = json_object_get(t, JOB_TASK_STARTS), *exit = json_object_get(t, JOB_TASK_EXIT_STATUS);
+    if (json_is_integer(starts) && json_integer_value(starts) == 0) return false;
+    if (json_is_integer(exit) &&
+        (json_integer_value(exit) == EXIT_CANNOT_EXECUTE || json_integer_value(exit) == EXIT_NOT_FOUND))
+        return false;
     return json_integer_value(finished) - json_integer_value(started) >= min_run_ms;
 }
 
 static void fold(role_use *r, const json_t *t, long long min_run_ms) {
     if (!ran_long_enough(t, min_run_ms)) return;
     const json_t *m = json_object_get(t, JOB_TASK_METRICS);
-    double mem = metric(m, JOB_METRIC_MAX_MEMORY_BYTES);
+    /* the kernel's peak where there is one: the samples' max misses what
+     * happened between them */
+    double mem = metric(m, JOB_METRIC_MAX_MEMORY_BYTES), kernel = metric(m, JOB_METRIC_PEAK_MEMORY_BYTES);
+    if (kernel > mem) mem = kernel;
     if (mem < 0) return;
     r->measured++;
     if (mem > r->peak_mem) r->peak_mem = mem;

@@ -15,13 +15,16 @@
 #define TONY_SIZING_HEADROOM 1.5
 
 /* tasks: [{"role":..,"requested":{"memory_bytes","vcores","gpus"},
- * "started_ms","finished_ms","metrics":{"MAX_MEMORY_BYTES",...}}] (the job
- * JSON's tasks). Returns [{"role","kind":"memory|cpu|gpu|ok","text",
- * ("key","value")}], roles in the order they first appear. Only tasks whose
- * process started and ran at least min_run_ms count (samples of a task that
- * never started, or of a few seconds, under-measure what it needs, and
- * advice to shrink would get a real run killed): a role without one gets
- * nothing. */
+ * "started_ms","finished_ms","starts","exit_status","metrics":
+ * {"MAX_MEMORY_BYTES","PEAK_MEMORY_BYTES",...}}] (the job JSON's tasks).
+ * Returns [{"role","kind":"memory|cpu|gpu|ok","text",("key","value")}],
+ * roles in the order they first appear. Only tasks whose process started,
+ * ran the command (not bash's 126/127) and ran at least min_run_ms count
+ * (samples of a task that never started, or of a few seconds, under-measure
+ * what it needs, and advice to shrink would get a real run killed): a role
+ * without one gets nothing. Memory is sized from the larger of the kernel's
+ * peak and the samples', and a suggested value is never below that peak
+ * plus TONY_SIZING_HEADROOM. */
 json_t *tony_sizing_advice(const json_t *tasks, long long min_run_ms);
 
 /* "104 MiB", "8 GiB", "1.5 GiB" into buf. */

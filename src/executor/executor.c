@@ -775,6 +775,11 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_logcaps_free(&caps);
     json_t *fin = json_pack("{s:i,s:b,s:o}", AM_API_EXIT_CODE, code, AM_API_TIMED_OUT, timed_out, AM_API_LOG_MATCHES,
                             outscan_matches(scan, &policies));
+    /* its peak memory, now that all of it is reaped (the samples were seconds apart) */
+    const char *peak_from;
+    long long peak = tony_metrics_sampler_peak(x->sampler, &peak_from);
+    if (peak >= 0) json_object_set_new(fin, AM_API_PEAK_MEMORY_BYTES, json_integer(peak));
+    tony_info("peak memory %lld MiB, from %s", peak < 0 ? 0 : peak >> 20, peak_from);
     if (code != 0) add_last_words(x, fin);
     json_incref(fin);
     json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, &status, &herr);

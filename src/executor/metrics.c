@@ -1,7 +1,8 @@
 /* The executor's sampler: one pass over /proc per sample picks the task's
  * processes and sums their RSS and CPU time; nvidia-smi, when the task has
  * GPUs, is run with a deadline so that a wedged driver cannot stall the
- * executor's loop. */
+ * executor's loop. The run's peak memory comes from the kernel, which
+ * counts every page as it is touched. */
 #include "executor/metrics.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -20,10 +22,21 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strv.h"
+#include "common/taskenv.h"
 
 #define SMI_TIMEOUT_MS 5000
 #define SMI_MAX_FAILURES 10 /* TonY's MAX_REPEATED_GPU_ERROR_ALLOWED */
 #define SMI_QUERY "--query-gpu=utilization.gpu,memory.used,memory.total"
+
+/* The kernel's peak memory of a cgroup, and where cgroups are mounted. */
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP_V1_MEMORY "memory" /* the v1 controller, and its hierarchy's directory under CGROUP_ROOT */
+#define CGROUP_V1_PEAK "memory.max_usage_in_bytes"
+#define CGROUP_V2_PEAK "memory.peak"
+/* Slurm's step, which srun names in the step's environment and Slurm's
+ * cgroup plugin names job_<job>/step_<step> in the cgroup's path. */
+#define SLURM_JOB_ID_ENV "SLURM_JOB_ID"
+#define SLURM_STEP_ID_ENV "SLURM_STEP_ID"
 
 typedef struct cpu_seen {
     pid_t pid;
@@ -40,6 +53,10 @@ struct tony_metrics_sampler {
     bool primed;    /* a first sample was taken */
     size_t nprev;
     long long prev_mono_ms;
+    char *cgroup_peak;   /* the task's own cgroup's peak file, NULL: none */
+    long long cg_base;   /* its value when the run started, -1: unread */
+    long long ru_base;   /* the largest reaped process's RSS then */
+    long long sample_max; /* the run's largest sample, -1: none yet */
 };
 
 static long long wall_ms(void) {
@@ -128,11 +145,77 @@ static bool valid_gpu_ids(const char *ids) {
     return true;
 }
 
+/* The components of the task's own cgroup's path: a YARN container's id, or
+ * a Slurm step's job_J/step_S; NULL when the backend makes none. */
+static char *own_cgroup(void) {
+    const char *container = getenv(TASKENV_CONTAINER_ID), *job = getenv(SLURM_JOB_ID_ENV),
+               *step = getenv(SLURM_STEP_ID_ENV);
+    if (container && *container) return tony_strdup(container);
+    if (job && *job && step && *step) return tony_sprintf("job_%s/step_%s", job, step);
+    return NULL;
+}
+
+/* path cut after the components own ("/a/own/b" -> "/a/own"), or NULL. */
+static char *cut_after(const char *path, const char *own) {
+    size_t n = strlen(own);
+    for (const char *p = strstr(path, own); p; p = strstr(p + 1, own))
+        if (p > path && p[-1] == '/' && (p[n] == '/' || p[n] == 0)) return tony_sprintf("%.*s", (int)(p - path + (long)n), path);
+    return NULL;
+}
+
+/* Whether a comma-separated list of controllers holds name. */
+static bool has_controller(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
+}
+
+char *tony_metrics_cgroup_peak_file(const char *proc_cgroup, const char *own, const char *root) {
+    if (!proc_cgroup || !own || !*own) return NULL;
+    char *copy = tony_strdup(proc_cgroup), *save = NULL, *v1 = NULL, *v2 = NULL;
+    /* lines "hierarchy-id:controllers:path"; v2's is "0::path" */
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *ctrls = strchr(line, ':'), *path = ctrls ? strchr(ctrls + 1, ':') : NULL;
+        if (!path) continue;
+        *ctrls++ = 0;
+        *path++ = 0;
+        if (!v2 && strcmp(line, "0") == 0 && !*ctrls) v2 = cut_after(path, own);
+        else if (!v1 && has_controller(ctrls, CGROUP_V1_MEMORY)) v1 = cut_after(path, own);
+    }
+    char *file = v1   ? tony_sprintf("%s/%s%s/%s", root, CGROUP_V1_MEMORY, v1, CGROUP_V1_PEAK)
+                 : v2 ? tony_sprintf("%s%s/%s", root, v2, CGROUP_V2_PEAK)
+                      : NULL;
+    free(v1);
+    free(v2);
+    free(copy);
+    return file;
+}
+
+/* The task's own cgroup's peak memory file for process root, or NULL. */
+static char *find_cgroup_peak(pid_t root) {
+    char *own = own_cgroup();
+    if (!own) return NULL;
+    char proc[64], *text = NULL;
+    size_t len;
+    tony_error err;
+    snprintf(proc, sizeof proc, "/proc/%d/cgroup", (int)root);
+    char *file = NULL;
+    if (tony_read_file(proc, &text, &len, &err) == 0) file = tony_metrics_cgroup_peak_file(text, own, CGROUP_ROOT);
+    else tony_debug("no cgroup peak memory: %s", err.msg);
+    if (file) tony_debug("peak memory from %s", file);
+    free(text);
+    free(own);
+    return file;
+}
+
 tony_metrics_sampler *tony_metrics_sampler_new(pid_t root, const char *gpu_ids, const char *smi) {
     tony_metrics_sampler *m = tony_xcalloc(1, sizeof *m);
     m->root = root;
     m->root_leads_session = getsid(root) == root;
     m->prev_mono_ms = tony_now_ms();
+    m->cgroup_peak = find_cgroup_peak(root);
+    m->cg_base = m->sample_max = -1;
     if (smi && valid_gpu_ids(gpu_ids)) {
         m->smi = find_smi(smi);
         if (m->smi) m->gpu_ids = tony_strdup(gpu_ids);
@@ -146,10 +229,53 @@ void tony_metrics_sampler_free(tony_metrics_sampler *m) {
     free(m->gpu_ids);
     free(m->smi);
     free(m->prev);
+    free(m->cgroup_peak);
     free(m);
 }
 
-void tony_metrics_sampler_set_group(tony_metrics_sampler *m, pid_t pgid) { m->pgid = pgid; }
+/* The cgroup's peak in bytes, -1 when it has none or it cannot be read. */
+static long long cgroup_peak(const tony_metrics_sampler *m) {
+    if (!m->cgroup_peak) return -1;
+    char *text = NULL;
+    size_t len;
+    tony_error err;
+    long long v = -1;
+    if (tony_read_file(m->cgroup_peak, &text, &len, &err) == 0) {
+        if (!tony_parse_ll(tony_trim(text), &v)) v = -1;
+    } else {
+        tony_debug("cgroup peak memory: %s", err.msg);
+    }
+    free(text);
+    return v;
+}
+
+/* The largest RSS any reaped descendant had, in bytes (Linux: KiB). */
+static long long rusage_peak(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_CHILDREN, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+}
+
+void tony_metrics_sampler_set_group(tony_metrics_sampler *m, pid_t pgid) {
+    m->pgid = pgid;
+    m->cg_base = cgroup_peak(m);
+    m->ru_base = rusage_peak();
+    m->sample_max = -1;
+}
+
+long long tony_metrics_sampler_peak(tony_metrics_sampler *m, const char **from) {
+    long long best = m->sample_max, ru = rusage_peak(), cg = cgroup_peak(m);
+    const char *src = "samples";
+    if (ru > m->ru_base && ru > best) {
+        best = ru;
+        src = "its largest process (getrusage)";
+    }
+    if (cg > m->cg_base && cg > best) {
+        best = cg;
+        src = "its cgroup";
+    }
+    if (from) *from = best < 0 ? "nothing" : src;
+    return best;
+}
 
 bool tony_metrics_sampler_has_gpus(const tony_metrics_sampler *m) { return m->gpu_ids != NULL; }
 
@@ -238,6 +364,7 @@ void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
      * clock ticks over a few milliseconds would read as several cores. */
     out->cpu_percent = wall > 0 && m->primed ? cpu_delta * 1000.0 / (double)wall * 100.0 : 0;
     m->primed = true;
+    if (m->pgid > 0 && out->rss_bytes > m->sample_max) m->sample_max = out->rss_bytes;
     free(in);
     free(l.items);
     sample_gpus(m, out);

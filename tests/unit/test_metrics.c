@@ -1,8 +1,10 @@
 /* Task metrics: the coordinator's aggregates (TonY's names, -1 when never
  * measured) and the bounded series that halves its resolution; nvidia-smi
  * output as captured from real GPUs (with [N/A] fields); the executor's
- * sampler measuring a real child process through /proc; the sample's wire
- * form. */
+ * sampler measuring a real child process through /proc, and the kernel's
+ * peak of one that lived between two samples; the task's own cgroup found
+ * in /proc/self/cgroup; the sample's wire form. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,7 +20,9 @@
 #include <cmocka.h>
 
 #include "am/metrics.h"
+#include "common/fs.h"
 #include "common/sample.h"
+#include "common/strv.h"
 #include "executor/metrics.h"
 
 static tony_sample cpu_mem(long long t, long long rss, double cpu) {
@@ -33,7 +37,7 @@ static void test_aggregates_without_gpus(void **state) {
     (void)state;
     am_metrics *m = am_metrics_new(720);
     json_t *empty = am_metrics_aggregates_json(m);
-    assert_int_equal(json_object_size(empty), AM_METRIC_COUNT);
+    assert_int_equal(json_object_size(empty), AM_METRIC_COUNT + 1); /* and PEAK_MEMORY_BYTES */
     assert_int_equal(json_integer_value(json_object_get(empty, "MAX_MEMORY_BYTES")), -1);
     assert_true(json_is_null(am_metrics_last_json(m)));
     json_decref(empty);
@@ -339,13 +343,203 @@ static void test_sample_wire_form(void **state) {
     }
 }
 
+/* The kernel's peak reported at the end: kept beside the samples, never
+ * below their max, the highest report winning; -1 until reported. */
+static void test_kernel_peak(void **state) {
+    (void)state;
+    am_metrics *m = am_metrics_new(8);
+    assert_int_equal(am_metrics_peak(m), -1);
+    tony_sample s = cpu_mem(1000, 30LL << 20, 10);
+    am_metrics_add(m, &s);
+    json_t *o = am_metrics_aggregates_json(m);
+    assert_int_equal(json_integer_value(json_object_get(o, "PEAK_MEMORY_BYTES")), -1);
+    json_decref(o);
+    am_metrics_set_peak(m, 257LL << 20);
+    am_metrics_set_peak(m, 100LL << 20); /* a lower report does not lower it */
+    assert_int_equal(am_metrics_peak(m), 257LL << 20);
+    o = am_metrics_aggregates_json(m);
+    assert_int_equal(json_integer_value(json_object_get(o, "PEAK_MEMORY_BYTES")), 257LL << 20);
+    assert_int_equal(json_integer_value(json_object_get(o, "MAX_MEMORY_BYTES")), 30LL << 20); /* TonY's: samples */
+    json_decref(o);
+    am_metrics *low = am_metrics_new(8);
+    s = cpu_mem(1000, 40LL << 20, 10);
+    am_metrics_add(low, &s);
+    am_metrics_set_peak(low, 10LL << 20); /* a report below the samples: theirs */
+    assert_int_equal(am_metrics_peak(low), 40LL << 20);
+    am_metrics_free(low);
+    am_metrics_free(m);
+}
+
+/* A child that allocates 96 MiB and exits between two samples: the samples
+ * miss it, the kernel (getrusage of the reaped child) does not. */
+static void test_sampler_peak_from_the_kernel(void **state) {
+    (void)state;
+    tony_metrics_sampler *m = tony_metrics_sampler_new(getpid(), NULL, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        size_t n = 96u << 20;
+        volatile char *p = malloc(n);
+        for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+        _exit(0);
+    }
+    tony_metrics_sampler_set_group(m, pid);
+    waitpid(pid, NULL, 0);
+    tony_sample s;
+    tony_metrics_sampler_take(m, &s);
+    assert_true(s.rss_bytes < 64LL << 20); /* what the samples saw */
+    const char *from = NULL;
+    long long peak = tony_metrics_sampler_peak(m, &from);
+    assert_true(peak >= 96LL << 20);
+    assert_true(peak < 160LL << 20);
+    assert_string_equal(from, "its largest process (getrusage)");
+    /* a second run that stays small: the first run's kernel peak is not its */
+    pid = fork();
+    if (pid == 0) _exit(0);
+    tony_metrics_sampler_set_group(m, pid);
+    waitpid(pid, NULL, 0);
+    tony_metrics_sampler_take(m, &s);
+    peak = tony_metrics_sampler_peak(m, &from);
+    assert_int_equal(peak, s.rss_bytes);
+    assert_string_equal(from, "samples");
+    tony_metrics_sampler_free(m);
+}
+
+/* The task's own cgroup: a YARN container's (v1 memory on a hybrid host,
+ * v2 on a unified one), a Slurm step's (cut at the step, above Slurm's
+ * per-task cgroups); none for a cgroup that is not the task's. */
+static void test_cgroup_peak_file(void **state) {
+    (void)state;
+    const char *hybrid = "12:pids:/hadoop-yarn/container_e01_1700_0001_01_000002\n"
+                         "4:cpu,cpuacct:/hadoop-yarn/container_e01_1700_0001_01_000002\n"
+                         "3:memory:/hadoop-yarn/container_e01_1700_0001_01_000002\n"
+                         "0::/hadoop-yarn/container_e01_1700_0001_01_000002\n";
+    char *f = tony_metrics_cgroup_peak_file(hybrid, "container_e01_1700_0001_01_000002", "/sys/fs/cgroup");
+    assert_string_equal(f, "/sys/fs/cgroup/memory/hadoop-yarn/container_e01_1700_0001_01_000002/"
+                           "memory.max_usage_in_bytes");
+    free(f);
+    f = tony_metrics_cgroup_peak_file("0::/hadoop-yarn/container_e01_1700_0001_01_000002\n",
+                                      "container_e01_1700_0001_01_000002", "/sys/fs/cgroup");
+    assert_string_equal(f, "/sys/fs/cgroup/hadoop-yarn/container_e01_1700_0001_01_000002/memory.peak");
+    free(f);
+    f = tony_metrics_cgroup_peak_file("0::/system.slice/slurmstepd.scope/job_12/step_3/user/task_0\n", "job_12/step_3",
+                                      "/sys/fs/cgroup");
+    assert_string_equal(f, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_12/step_3/memory.peak");
+    free(f);
+    f = tony_metrics_cgroup_peak_file("7:cpuacct,memory:/slurm/uid_0/job_12/step_3/task_0\n", "job_12/step_3", "/r");
+    assert_string_equal(f, "/r/memory/slurm/uid_0/job_12/step_3/memory.max_usage_in_bytes");
+    free(f);
+    /* not the task's: a shared cgroup, a longer id that only starts with it, another step */
+    assert_null(tony_metrics_cgroup_peak_file("4:memory:/process_api/69ad\n0::/\n", "container_1", "/r"));
+    assert_null(tony_metrics_cgroup_peak_file("0::/hadoop-yarn/container_12\n", "container_1", "/r"));
+    assert_null(tony_metrics_cgroup_peak_file("0::/slurm/job_12/step_30\n", "job_12/step_3", "/r"));
+    assert_null(tony_metrics_cgroup_peak_file("garbage\n", "container_1", "/r"));
+    assert_null(tony_metrics_cgroup_peak_file("0::/x/container_1\n", NULL, "/r"));
+}
+
+/* Each line of /proc/self/cgroup with "/own" added to its path: where a
+ * cgroup of that name under ours would be. */
+static char *below_ours(const char *own) {
+    char *text = NULL;
+    size_t len;
+    tony_error err;
+    if (tony_read_file("/proc/self/cgroup", &text, &len, &err)) return NULL;
+    tony_buf b = {0};
+    tony_buf_puts(&b, "");
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        tony_buf_printf(&b, "%s%s%s\n", line, line[strlen(line) - 1] == '/' ? "" : "/", own);
+    free(text);
+    return b.data;
+}
+
+/* A process of the test that allocates n bytes, says so on ready, and
+ * holds them until hold closes. */
+static void hold_memory(size_t n, int ready, int hold) {
+    volatile char *p = malloc(n);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+    char c = 'x';
+    if (write(ready, &c, 1) != 1 || read(hold, &c, 1) < 0) _exit(1);
+    _exit(0);
+}
+
+/* The task's own cgroup, where this test can make one (root, and cgroup
+ * v1's memory hierarchy or v2 with memory.peak; skipped elsewhere): two
+ * processes holding 64 MiB at once peak at 128 MiB there, which the
+ * largest single process's rusage (64 MiB) does not show. */
+static void test_sampler_peak_from_the_cgroup(void **state) {
+    (void)state;
+    char own[64];
+    snprintf(own, sizeof own, "container_tonytest_%d", (int)getpid());
+    char *text = below_ours(own);
+    char *file = text ? tony_metrics_cgroup_peak_file(text, own, "/sys/fs/cgroup") : NULL;
+    free(text);
+    if (!file) skip();
+    char *dir = tony_sprintf("%.*s", (int)(strrchr(file, '/') - file), file);
+    if (mkdir(dir, 0755) != 0) {
+        free(dir), free(file);
+        skip();
+    }
+    bool usable = access(file, R_OK) == 0;
+    int go[2], ready[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = usable ? fork() : -1;
+    if (pid == 0) { /* the task: joins the cgroup, then runs two holders at once */
+        char me[32], c = 'n';
+        snprintf(me, sizeof me, "%d", (int)getpid());
+        int fd = open(tony_sprintf("%s/cgroup.procs", dir), O_WRONLY);
+        if (fd >= 0 && write(fd, me, strlen(me)) == (ssize_t)strlen(me)) c = 'y';
+        if (write(ready[1], &c, 1) != 1 || c != 'y' || read(go[0], &c, 1) != 1) _exit(2);
+        int up[2], hold[2];
+        if (pipe(up) || pipe(hold)) _exit(3);
+        for (int i = 0; i < 2; i++) {
+            if (fork() == 0) {
+                close(hold[1]);
+                hold_memory(64u << 20, up[1], hold[0]);
+            }
+        }
+        close(hold[0]);
+        for (int i = 0; i < 2; i++)
+            if (read(up[0], &c, 1) != 1) _exit(4);
+        close(hold[1]);
+        while (wait(NULL) > 0) {}
+        _exit(0);
+    }
+    char c = 'n';
+    const char *from = NULL;
+    long long peak = -1;
+    int status = -1;
+    if (pid > 0 && read(ready[0], &c, 1) == 1 && c == 'y') {
+        setenv("CONTAINER_ID", own, 1);
+        tony_metrics_sampler *m = tony_metrics_sampler_new(pid, NULL, NULL);
+        unsetenv("CONTAINER_ID");
+        tony_metrics_sampler_set_group(m, pid);
+        if (write(go[1], "g", 1) == 1) waitpid(pid, &status, 0);
+        peak = tony_metrics_sampler_peak(m, &from);
+        tony_metrics_sampler_free(m);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+    for (int i = 0; i < 2; i++) close(go[i]), close(ready[i]);
+    rmdir(dir); /* before any assertion: no cgroup left behind */
+    free(dir);
+    free(file);
+    if (c != 'y') skip(); /* the cgroup took no process: not ours to use */
+    assert_int_equal(status, 0);
+    assert_string_equal(from, "its cgroup");
+    assert_true(peak >= 128LL << 20);
+    assert_true(peak < 512LL << 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_aggregates_without_gpus), cmocka_unit_test(test_gpu_aggregates),
         cmocka_unit_test(test_series_halves_when_full), cmocka_unit_test(test_parse_nvidia_smi),
         cmocka_unit_test(test_sampler_measures_a_real_child), cmocka_unit_test(test_sampler_without_nvidia_smi),
         cmocka_unit_test(test_sampler_runs_nvidia_smi),
-        cmocka_unit_test(test_sample_wire_form),
+        cmocka_unit_test(test_sample_wire_form), cmocka_unit_test(test_kernel_peak),
+        cmocka_unit_test(test_sampler_peak_from_the_kernel), cmocka_unit_test(test_cgroup_peak_file),
+        cmocka_unit_test(test_sampler_peak_from_the_cgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

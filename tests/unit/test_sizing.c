@@ -155,12 +155,65 @@ static void test_sizes_for_people(void **state) {
     assert_string_equal(b, "5g");
 }
 
+/* The kernel's peak (PEAK_MEMORY_BYTES) over the samples' max: the advice
+ * comes from it, and its value is never below it plus the headroom. */
+static void test_kernel_peak_over_samples(void **state) {
+    (void)state;
+    json_t *tasks = json_array();
+    json_t *t = task("worker", 8 * GIB, 1, 0, 21.0 * MIB, 90, 50, -1);
+    json_object_set_new(json_object_get(t, "metrics"), "PEAK_MEMORY_BYTES", json_integer(2 * GIB));
+    json_array_append_new(tasks, t);
+    json_t *adv = tony_sizing_advice(tasks, MIN_RUN_MS);
+    json_t *a = only(adv, "worker", "memory");
+    assert_non_null(a);
+    assert_string_equal(json_string_value(json_object_get(a, "text")),
+                        "worker: peak memory 2 GiB of 8 GiB requested (25%); try tony.worker.memory=3g");
+    json_decref(adv);
+    /* every peak: the value holds it with the headroom */
+    for (double peak = 1.0 * MIB; peak < 64.0 * GIB; peak *= 1.7) {
+        char v[32];
+        tony_sizing_memory_value(peak, v, sizeof v);
+        double bytes = atof(v) * (strchr(v, 'g') ? GIB : MIB);
+        assert_true(bytes >= peak * TONY_SIZING_HEADROOM);
+    }
+    json_decref(tasks);
+}
+
+/* Bash's 126/127 (the command could not run) and a process that never
+ * started: no advice, even where every run counts (min_run_ms 0). */
+static void test_no_advice_for_a_failed_start(void **state) {
+    (void)state;
+    json_t *tasks = json_array();
+    json_t *t = task("chief", 2 * GIB, 1, 0, 15.0 * MIB, 1, 1, -1);
+    json_object_set_new(t, "exit_status", json_integer(127));
+    json_array_append_new(tasks, t);
+    t = task("worker", 2 * GIB, 1, 0, 15.0 * MIB, 1, 1, -1);
+    json_object_set_new(t, "exit_status", json_integer(126));
+    json_array_append_new(tasks, t);
+    t = task("ps", 2 * GIB, 1, 0, 15.0 * MIB, 1, 1, -1);
+    json_object_set_new(t, "starts", json_integer(0));
+    json_array_append_new(tasks, t);
+    json_t *adv = tony_sizing_advice(tasks, 0);
+    assert_int_equal(json_array_size(adv), 0);
+    json_decref(adv);
+    /* a script's own failure (exit 1) after a real run still sizes it */
+    t = task("evaluator", 2 * GIB, 1, 0, 15.0 * MIB, 1, 1, -1);
+    json_object_set_new(t, "exit_status", json_integer(1));
+    json_array_append_new(tasks, t);
+    adv = tony_sizing_advice(tasks, 0);
+    assert_int_equal(json_array_size(adv), 1);
+    assert_non_null(only(adv, "evaluator", "memory"));
+    json_decref(adv);
+    json_decref(tasks);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_far_more_memory_than_used), cmocka_unit_test(test_close_to_the_limit),
         cmocka_unit_test(test_cpu_and_gpu), cmocka_unit_test(test_right_sized_and_unmeasured),
         cmocka_unit_test(test_no_advice_from_tasks_that_never_ran_or_ran_briefly),
-        cmocka_unit_test(test_sizes_for_people),
+        cmocka_unit_test(test_sizes_for_people), cmocka_unit_test(test_kernel_peak_over_samples),
+        cmocka_unit_test(test_no_advice_for_a_failed_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
