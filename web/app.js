@@ -238,11 +238,16 @@ function renderAdvice(advice) {
 
 const COLS = ["task", "addr", "state", "exit", "attempt", "start", "end", "duration", "mem", "cpu"];
 
+// The kernel's peak (reported when the task ends) where there is one, else the samples' maximum.
+function peakBytes(m) {
+  return m.PEAK_MEMORY_BYTES != null && m.PEAK_MEMORY_BYTES >= 0 ? m.PEAK_MEMORY_BYTES : m.MAX_MEMORY_BYTES;
+}
+
 function taskCells(t, job) {
   const m = t.metrics || {};
   const s = t.last_sample || null;
   const req = t.requested || {};
-  let mem = s && s.rss_bytes != null ? fmtBytes(s.rss_bytes) : fmtBytes(m.MAX_MEMORY_BYTES);
+  let mem = s && s.rss_bytes != null ? fmtBytes(s.rss_bytes) : fmtBytes(peakBytes(m));
   if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
   const cpu = s && s.cpu_percent != null ? fmtPercent(s.cpu_percent) : fmtPercent(m.AVG_CPU_PERCENT);
   // stopped because another task failed first: that, not its SIGTERM

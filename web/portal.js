@@ -247,7 +247,8 @@ function renderTasks(job) {
   const rows = tasks.map((t) => {
     const m = t.metrics || {};
     const req = t.requested || {};
-    let mem = fmtBytes(m.MAX_MEMORY_BYTES);
+    // the kernel's peak where the task reported one, else the samples' maximum
+    let mem = fmtBytes(m.PEAK_MEMORY_BYTES != null && m.PEAK_MEMORY_BYTES >= 0 ? m.PEAK_MEMORY_BYTES : m.MAX_MEMORY_BYTES);
     if (mem !== "–" && req.memory_bytes > 0) mem += ` / ${fmtBytes(req.memory_bytes)}`;
     // stopped because another task failed first: that, not its SIGTERM
     const exit = el("td", { cls: "c-exit" }, el("span", { text: t.stopped_by ? `stopped: ${t.stopped_by} failed first`
