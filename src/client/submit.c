@@ -20,7 +20,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
-#include "conf/defaults.h"
+#include "conf/keys.h"
 #include "conf/keycheck.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -365,7 +365,7 @@ static int follow(tony_client_job *j, tony_error *err) {
     return code;
 }
 
-/* A job the user did not name is named after its framework (defaults.h),
+/* A job the user did not name is named after its framework (conf/keys.h),
  * before any backend reads the name: YARN's application, Slurm's job, the
  * coordinator and history then all say the same. Still marked a default. */
 static void name_after_framework(tony_conf *c, const tony_plan *plan) {
