@@ -95,7 +95,7 @@ static char *misspelled_type(const tony_conf *c, const char *key) {
     const char *attr;
     size_t tlen = type_of(key, &attr);
     if (!tlen) return NULL;
-    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf("tony.%s.instances", type);
+    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, type);
     char *meant = NULL;
     if (!tony_conf_get(c, instances)) {
         tony_strv words = {0};
