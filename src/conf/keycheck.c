@@ -67,9 +67,15 @@ char *tony_conf_suggest_key(const char *key) {
     }
     if (n.key && n.distance <= 2) return n.key;
     free(n.key);
+    /* one known key starts with the key typed: a word left off the end */
+    const char *longer = NULL;
+    int found = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!tony_key_is_pattern(&k[i]) && tony_str_starts_with(k[i].name, key)) longer = k[i].name, found++;
+    if (found == 1) return tony_strdup(longer);
     /* one known key ends in the same segment */
     const char *seg = last_segment(key), *only = NULL;
-    int found = 0;
+    found = 0;
     for (size_t i = 0; i < count; i++)
         if (!tony_key_is_pattern(&k[i]) && strcmp(last_segment(k[i].name), seg) == 0) only = k[i].name, found++;
     return found == 1 ? tony_strdup(only) : NULL;
@@ -121,6 +127,20 @@ static char *misspelled_type(const tony_conf *c, const char *key) {
     return meant;
 }
 
+/* tony.<role>.<resource> of a job type the job has (tony.worker.fpga with a
+ * tony.worker.instances): TonY asks YARN for any resource so named, so it
+ * is let through; any other unknown tony.* key is a mistake. */
+static bool resource_of_a_job_type(const tony_conf *c, const char *key) {
+    const char *attr;
+    size_t tlen = type_of(key, &attr);
+    if (!tlen) return false;
+    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, type);
+    bool yes = tony_conf_get(c, instances) != NULL;
+    free(instances);
+    free(type);
+    return yes;
+}
+
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err) {
     for (size_t i = 0; i < tony_conf_size(c); i++) {
         const char *key = tony_conf_key_at(c, i), *source = tony_conf_get_source(c, key);
@@ -139,6 +159,9 @@ int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err
             free(near);
             return rc;
         }
+        if (!resource_of_a_job_type(c, key))
+            return tony_err(err, "unknown key %s (from %s): tony reads no such key; `tony conf keys` lists those it "
+                                 "reads (keys for your own code: name them outside tony.*)", key, from);
         if (unknown) tony_strv_push(unknown, key);
     }
     return 0;
