@@ -3,6 +3,7 @@ role and application keys and values of the wrong type refused at submit and
 --dry-run (exit 2, nothing started), in tony.xml and --conf alike; `tony conf
 keys` listing it; docs/keys.md generated from it."""
 import json
+import re
 
 import pytest
 
@@ -118,3 +119,28 @@ def test_docs_keys_md_is_generated_from_the_registry(tony):
     assert "| `tony.<role>.instances` | int |" in r.out
     committed = (REPO / "docs" / "keys.md").read_text()
     assert committed == r.out, "docs/keys.md is stale: run `build/bin/tony conf keys --markdown > docs/keys.md`"
+
+
+def test_code_names_keys_through_the_registry(tony):
+    """A key's spelling exists once, in src/conf/keys.h: a string literal that
+    is a whole registered key (or a tony.%s.X role format) elsewhere in src/
+    is a second spelling that can drift. src/common/ sits below conf/ in the
+    layer order (scripts/check-layers), so it cannot include keys.h."""
+    registry = json.loads(tony.run("conf", "keys", "--json", check_rc=0).out)
+
+    def pattern(name):
+        r = re.escape(name).replace(re.escape("<role>"), "([a-z]+|%s)")
+        r = re.sub(re.escape("<") + "[a-z]+" + re.escape(">") + "$", ".+", r)
+        return re.compile("^" + re.sub(re.escape("<") + "[a-z]+" + re.escape(">"), "[^.]+", r) + "$")
+
+    patterns = [pattern(k["name"]) for k in registry]
+    found = []
+    for path in sorted((REPO / "src").rglob("*.[ch]")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel in ("src/conf/keys.h", "src/conf/keys.c") or rel.startswith("src/common/"):
+            continue
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)
+        for lit in re.findall(r'"(tony\.[^"\s]*)"', code):
+            if any(p.match(lit) for p in patterns):
+                found.append(f"{rel}: \"{lit}\"")
+    assert not found, "use the TONY_KEY_* names of src/conf/keys.h:\n" + "\n".join(found)
