@@ -172,7 +172,8 @@ static const tony_key keys[] = {
     {TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, SEC, "15", ALL,
      "Seconds the coordinator waits at the end for the client to fetch the final task states.", NULL},
     {TONY_KEY_AM_COMMAND, STR, NULL, ALL,
-     "Command the coordinator runs in single-node or preprocess mode; defaults to tony.containers.command.", NULL},
+     "Command the coordinator runs in single-node mode (no tony.<role>.instances); defaults to "
+     "tony.containers.command.", NULL},
     {TONY_KEY_AM_RESOURCES, LIST, NULL, ALL, "Comma list of files for the coordinator, as tony.containers.resources.",
      NULL},
 
