@@ -390,7 +390,7 @@ static const struct {
     [TONY_KEY_BOOL] = {"bool", "true or false"},
     [TONY_KEY_SIZE] = {"size", "a memory size in MB, optionally with an m or g suffix (e.g. 2048, 512m, 2g)"},
     [TONY_KEY_MS] = {"ms", "a number of milliseconds (e.g. 60000)"},
-    [TONY_KEY_DURATION] = {"duration", "milliseconds, or a number with ms, s, m or h (e.g. 300000, 5m)"},
+    [TONY_KEY_DURATION] = {"duration", "a duration: milliseconds (300000) or a number with ms, s, m or h (5m)"},
     [TONY_KEY_SECONDS] = {"seconds", "a number of seconds (e.g. 15)"},
 };
 
@@ -429,9 +429,9 @@ int tony_key_check_value(const tony_key *k, const char *key, const char *value, 
     case TONY_KEY_DURATION: ok = tony_parse_duration_ms(value, &n); break;
     }
     if (ok) return 0;
-    return tony_err(err, "%s=%s%s%s%s: not a valid %s; the key takes %s (tony conf keys lists every key and its type)",
-                    key, value, source ? " (from " : "", source ? source : "", source ? ")" : "",
-                    tony_key_type_name(k->type), tony_key_type_form(k->type));
+    return tony_err(err, "%s must be %s, got '%s'%s%s (its type: %s; tony conf keys lists every key's)", key,
+                    tony_key_type_form(k->type), value, source ? " from " : "", source ? source : "",
+                    tony_key_type_name(k->type));
 }
 
 char *tony_conf_default_app_name(const char *framework) {

@@ -78,7 +78,7 @@ def test_a_value_of_the_wrong_type_is_refused(tony, tmp_path, dry_run, where, ke
     base = ["--executes", "echo hi"] + (["--conf", "tony.worker.instances=1"] if key != "tony.worker.instances" else [])
     r = tony.submit(*extra, *base, *(SMALL if key != "tony.worker.memory" else []), *args)
     assert r.rc == 2, r
-    assert f"{key}={value} (from {source}): not a valid {type_}" in r.err, r
+    assert f"{key} must be " in r.err and f"got '{value}' from {source} (its type: {type_};" in r.err, r
     nothing_started(tony)
 
 
