@@ -59,6 +59,7 @@ static const verb verbs[] = {
     {"logs", tony_cmd_logs, "print the tasks' stdout and stderr"},
     {"list", tony_cmd_list, "list jobs"},
     {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},
+    {"conf", tony_cmd_conf, "list every configuration key: type, default, backends (tony conf keys [--json])"},
     {"portal", tony_cmd_portal, "serve a web UI over the job history (TonY's history portal)"},
     {"pack", tony_cmd_pack, NULL},
     {"am", run_am, NULL},

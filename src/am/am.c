@@ -32,6 +32,7 @@
 #include "common/strv.h"
 #include "common/unpack.h"
 #include "runtime/runtime.h"
+#include "conf/keys.h"
 
 #define TICK_MS 250
 #define UI_LINGER_S 4       /* a watched job's coordinator stays this long after the end */
@@ -127,7 +128,7 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
      * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
     if (!client_done && am->backend && (!am->backend->ops->shares_job_dir || am->status_error) &&
-        tony_conf_get_ll(am->conf, "tony.am.wait-client-signal-stop-timeout-sec", 15, &wait_s, NULL))
+        tony_conf_get_ll(am->conf, TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
      * few seconds to show the final state rather than a vanished server. */
@@ -354,7 +355,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
     if (!am->backend->ops->prepare_am_command)
         return tony_err(err, "the %s backend runs no single-node job: set tony.<role>.instances for at least one role",
                         am->backend->ops->name);
-    char *resources = task_resources(am, tony_conf_get(am->conf, "tony.containers.resources"));
+    char *resources = task_resources(am, tony_conf_get(am->conf, TONY_KEY_CONTAINERS_RESOURCES));
     int rc = am->backend->ops->prepare_am_command(am->backend, resources, &am->single, err);
     free(resources);
     if (rc) return rc;
@@ -417,7 +418,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
     /* TONY_JOB_DIR: a directory every task sees. On this machine that is the
      * job dir's shared/; on a cluster only what the user names as shared. */
-    const char *shared = tony_conf_get(am->conf, "tony.application.shared-dir");
+    const char *shared = tony_conf_get(am->conf, TONY_KEY_APP_SHARED_DIR);
     if (shared && *shared) am->shared_dir = tony_strdup(shared);
     else if (!o->yarn) am->shared_dir = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
     /* The job dir's own shared/ is the job's; a dir the user names is theirs to set. */

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "common/jobjson.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 void am_actions_free(am_actions *a) {
     free(a->items);
@@ -898,7 +899,7 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
     if (p->app_timeout_ms > 0 && now_ms - f->started_ms > p->app_timeout_ms && !f->timed_out) {
         f->timed_out = true;
         if (p->single_node) {
-            if (f->single_running) emit(out, AM_ACT_STOP, NULL, 1, "tony.application.timeout");
+            if (f->single_running) emit(out, AM_ACT_STOP, NULL, 1, TONY_KEY_APP_TIMEOUT);
         } else {
             end_attempt(&f->job, AM_FINAL_FAILED, "Application timed out after %lld ms (tony.application.timeout)",
                         p->app_timeout_ms);

@@ -5,14 +5,15 @@
 
 #include "backend/backend.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 bool am_policy_exit_is_permanent(int exit_status) { return exit_status >= 1 && exit_status <= 127; }
 
 /* The key that set a role's policy, for the message: its own when it
  * differs from the job's (role keys override), else the job's. */
 static char *policy_key(const tony_plan *p, const tony_role *r) {
-    if (r && r->restart_policy != p->restart_policy) return tony_sprintf("tony.%s.restart-policy", r->name);
-    return tony_strdup("tony.application.restart-policy");
+    if (r && r->restart_policy != p->restart_policy) return tony_sprintf(TONY_KEY_ROLE_RESTART_POLICY_FMT, r->name);
+    return tony_strdup(TONY_KEY_APP_RESTART_POLICY);
 }
 
 bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries_left, char **why) {

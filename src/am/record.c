@@ -16,6 +16,7 @@
 #include "common/jobjson.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 static long long wall_now(const tony_am *am) { return am_wall_ms(am, am_now_ms()); }
 
@@ -57,9 +58,9 @@ static void app_inited(tony_am *am) {
  * through the backend's mirror with the files kept in our job dir. Fills
  * *local (and am->history_remote); false when history is not written. */
 static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) {
-    const char *loc = tony_conf_get(am->conf, "tony.history.location");
-    const char *inter = tony_conf_get(am->conf, "tony.history.intermediate");
-    const char *fin = tony_conf_get(am->conf, "tony.history.finished");
+    const char *loc = tony_conf_get(am->conf, TONY_KEY_HISTORY_LOCATION);
+    const char *inter = tony_conf_get(am->conf, TONY_KEY_HISTORY_INTERMEDIATE);
+    const char *fin = tony_conf_get(am->conf, TONY_KEY_HISTORY_FINISHED);
     if (am->on_cluster && !tony_histloc_configured(loc) && !tony_histloc_configured(inter) &&
         !tony_histloc_configured(fin)) {
         /* A node's local disk is no place for a cluster job's history. */
@@ -69,7 +70,7 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
     }
     tony_histloc hl;
     tony_error err;
-    if (tony_histloc_resolve(loc, inter, fin, "tony.history.location", am->on_cluster, root, &hl, &err)) {
+    if (tony_histloc_resolve(loc, inter, fin, TONY_KEY_HISTORY_LOCATION, am->on_cluster, root, &hl, &err)) {
         tony_warn("history: not written: %s", err.msg);
         return false;
     }
@@ -100,8 +101,8 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
 void am_record_start(tony_am *am) {
     am->events = am_events_new(AM_EVENTS_KEEP);
     metrics_reset(am);
-    char *root = tony_jobs_root(tony_conf_get(am->conf, "tony.local.root"));
-    const char *tz = tony_conf_get(am->conf, "tony.history.finished-dir-timezone");
+    char *root = tony_jobs_root(tony_conf_get(am->conf, TONY_KEY_LOCAL_ROOT));
+    const char *tz = tony_conf_get(am->conf, TONY_KEY_HISTORY_FINISHED_TZ);
     if (tz && *tz && strcmp(tz, "UTC") != 0 && strcmp(tz, "GMT") != 0)
         tony_warn("tony.history.finished-dir-timezone=%s: only UTC is supported; finished/yyyy/mm/dd uses UTC", tz);
     tony_jhist_dirs local = {0};

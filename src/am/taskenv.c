@@ -7,14 +7,15 @@
 
 #include "common/http.h"
 #include "common/taskenv.h"
+#include "conf/keys.h"
 
 /* The executor's metrics: the interval, and nvidia-smi for tasks with GPUs
  * when tony.task.gpu-metrics.enabled. */
 static void metrics_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, TASKENV_METRICS_INTERVAL_MS, "%lld", am->plan.metrics_interval_ms);
     bool gpu_metrics = true;
-    if (tony_conf_get_bool(am->conf, "tony.task.gpu-metrics.enabled", true, &gpu_metrics, NULL)) gpu_metrics = true;
-    const char *smi = tony_conf_get(am->conf, "tony.gpu-exec-path");
+    if (tony_conf_get_bool(am->conf, TONY_KEY_TASK_GPU_METRICS_ENABLED, true, &gpu_metrics, NULL)) gpu_metrics = true;
+    const char *smi = tony_conf_get(am->conf, TONY_KEY_GPU_EXEC_PATH);
     if (t->role->gpus > 0 && gpu_metrics) tony_env_set(env, TASKENV_GPU_METRICS_SMI, smi && *smi ? smi : "nvidia-smi");
 }
 
@@ -48,7 +49,7 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     metrics_env(am, t, env);
     tony_env_setf(env, TASKENV_LOG_MAX_SIZE, "%lld", p->log_max_mb * 1024 * 1024);
     /* hang diagnosis: the executor dumps stacks with this py-spy when asked */
-    const char *spy = tony_conf_get(am->conf, "tony.task.py-spy-path");
+    const char *spy = tony_conf_get(am->conf, TONY_KEY_TASK_PY_SPY_PATH);
     if (p->progress_timeout_ms > 0) tony_env_set(env, TASKENV_PY_SPY, spy && *spy ? spy : "py-spy");
     if (am_job_reserves_tb_port(&am->fsm.job, t)) tony_env_set(env, TASKENV_RESERVE_TB_PORT, "1");
     if (p->tensorboard_log_dir) tony_env_set(env, TASKENV_TB_LOG_DIR, p->tensorboard_log_dir);

@@ -12,6 +12,7 @@
 #include "common/jobjson.h"
 #include "common/sizing.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 static json_t *run_json(int attempt, am_task_state state, int exit_status, bool started) {
     json_t *o = json_pack("{s:i,s:s,s:b}", JOB_RUN_ATTEMPT, attempt, JOB_RUN_STATE, am_task_state_name(state),
@@ -165,9 +166,9 @@ json_t *am_job_json(const tony_am *am) {
                           am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
                           am->backend ? am->backend->ops->name : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
                           am->job_dir, JOB_STARTED_MS, am_wall_ms(am, am->started_ms));
-    const char *name = tony_conf_get(am->conf, "tony.application.name");
+    const char *name = tony_conf_get(am->conf, TONY_KEY_APP_NAME);
     if (name) json_object_set_new(o, JOB_NAME, json_string(name));
-    const char *fw_source = tony_conf_get_source(am->conf, "tony.application.framework");
+    const char *fw_source = tony_conf_get_source(am->conf, TONY_KEY_APP_FRAMEWORK);
     json_object_set_new(o, JOB_FRAMEWORK_DEFAULT, json_boolean(!fw_source || strcmp(fw_source, "default") == 0));
     json_object_set_new(o, JOB_RETRIES_LEFT, json_integer(am->fsm.retries_left));
     json_object_set_new(o, JOB_SINGLE_NODE, json_boolean(am->plan.single_node));

@@ -22,6 +22,7 @@
 #include "common/strv.h"
 #include "common/unpack.h"
 #include "conf/resource.h"
+#include "conf/keys.h"
 
 int tony_stage_write_secret(const char *job_dir, char **secret, tony_error *err) {
     unsigned char raw[24];
@@ -86,7 +87,7 @@ static int put_job_file(tony_conf *conf, const tony_stage_sink *sink, const char
                         tony_error *err) {
     char *where = NULL;
     if (sink->put(sink->ctx, local, name, name, true, false, &where, err)) return -1;
-    if (sink->list_job_files) tony_conf_set_cli(conf, "tony.containers.resources", where);
+    if (sink->list_job_files) tony_conf_set_cli(conf, TONY_KEY_CONTAINERS_RESOURCES, where);
     free(where);
     return 0;
 }
@@ -127,6 +128,6 @@ int tony_stage_files(tony_conf *conf, const tony_stage_input *in, const char *ap
             rc = tony_err(err, "--python_venv %s must be an existing zip of a virtualenv", in->python_venv);
         else rc = put_job_file(conf, sink, in->python_venv, TONY_VENV_ARCHIVE, err);
     }
-    if (rc == 0) tony_conf_set(conf, "tony.application.id", app_id, "client");
+    if (rc == 0) tony_conf_set(conf, TONY_KEY_APP_ID, app_id, "client");
     return rc;
 }

@@ -11,6 +11,8 @@ int tony_cmd_kill(int argc, char **argv);
 int tony_cmd_logs(int argc, char **argv);
 int tony_cmd_list(int argc, char **argv);
 int tony_cmd_history(int argc, char **argv);
+/* `tony conf keys`: the registry of configuration keys (conf/keys.h). */
+int tony_cmd_conf(int argc, char **argv);
 /* Serves the history portal (web UI and JSON API) until SIGINT or SIGTERM. */
 int tony_cmd_portal(int argc, char **argv);
 /* Writes this tony as one self-contained archive (common/self.h). */

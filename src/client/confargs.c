@@ -7,6 +7,7 @@
 
 #include "common/jobdir.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 int tony_confargs_load(tony_opt *opts, tony_conf *c, tony_error *err) {
     if (tony_conf_load_layers(c, tony_args_value(opts, "conf_file"), err)) return -1;
@@ -32,5 +33,5 @@ int tony_confargs_load(tony_opt *opts, tony_conf *c, tony_error *err) {
 
 char *tony_confargs_root(tony_opt *opts, const tony_conf *c) {
     const char *given = tony_args_value(opts, "root"); /* NULL too when the verb has no --root */
-    return tony_jobs_root(given ? given : tony_conf_get(c, "tony.local.root"));
+    return tony_jobs_root(given ? given : tony_conf_get(c, TONY_KEY_LOCAL_ROOT));
 }

@@ -18,6 +18,7 @@
 #include "backend/client.h"
 #include "common/fs.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 char *tony_hist_cache_path(const char *cache_root, const char *authority, const char *remote_path) {
     char *a = tony_strdup(authority && *authority ? authority : "default");
@@ -141,7 +142,7 @@ int tony_hist_cache_sync(const tony_client_remote_fs *remote, const tony_jhist_d
  * backend `tony submit` would pick (tony.application.backend, else the one
  * configured here) keeps its history there. */
 static bool history_on_cluster_fs(const tony_conf *conf) {
-    const char *b = tony_conf_get(conf, "tony.application.backend");
+    const char *b = tony_conf_get(conf, TONY_KEY_APP_BACKEND);
     char why[512];
     const tony_client_backend_ops *ops =
         b && *b ? tony_client_backend_find(b) : tony_client_backend_choose(why, sizeof why);
@@ -151,13 +152,13 @@ static bool history_on_cluster_fs(const tony_conf *conf) {
 int tony_hist_source_open(tony_hist_source *s, const tony_conf *conf, const char *location_flag, const char *root,
                           tony_error *err) {
     memset(s, 0, sizeof *s);
-    const char *key = location_flag ? "--location" : "tony.history.location";
+    const char *key = location_flag ? "--location" : TONY_KEY_HISTORY_LOCATION;
     s->key = key;
     int rc = location_flag
                  ? tony_histloc_resolve(location_flag, NULL, NULL, key, false, root, &s->where, err)
-                 : tony_histloc_resolve(tony_conf_get(conf, "tony.history.location"),
-                                        tony_conf_get(conf, "tony.history.intermediate"),
-                                        tony_conf_get(conf, "tony.history.finished"), key,
+                 : tony_histloc_resolve(tony_conf_get(conf, TONY_KEY_HISTORY_LOCATION),
+                                        tony_conf_get(conf, TONY_KEY_HISTORY_INTERMEDIATE),
+                                        tony_conf_get(conf, TONY_KEY_HISTORY_FINISHED), key,
                                         history_on_cluster_fs(conf), root, &s->where, err);
     if (rc) return -1;
     if (s->where.fs == TONY_HISTLOC_LOCAL) {

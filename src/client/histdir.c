@@ -21,6 +21,7 @@
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
+#include "conf/keys.h"
 
 static tony_hist_job job_at(const tony_jhist_meta *m, const char *dir, const char *name, const char *tree) {
     return (tony_hist_job){*m, tony_strdup(dir), name ? tony_path_join(dir, name) : NULL, tony_strdup(tree)};
@@ -108,9 +109,9 @@ static int newest_first(const void *a, const void *b) {
 
 void tony_hist_dirs_from(const tony_conf *conf, const char *location_flag, const char *root, tony_jhist_dirs *out) {
     const char *loc = location_flag;
-    tony_jhist_dirs_resolve(loc ? loc : tony_conf_get(conf, "tony.history.location"),
-                            loc ? NULL : tony_conf_get(conf, "tony.history.intermediate"),
-                            loc ? NULL : tony_conf_get(conf, "tony.history.finished"), root, out);
+    tony_jhist_dirs_resolve(loc ? loc : tony_conf_get(conf, TONY_KEY_HISTORY_LOCATION),
+                            loc ? NULL : tony_conf_get(conf, TONY_KEY_HISTORY_INTERMEDIATE),
+                            loc ? NULL : tony_conf_get(conf, TONY_KEY_HISTORY_FINISHED), root, out);
 }
 
 void tony_hist_scan(const tony_jhist_dirs *d, tony_hist_list *out) {
@@ -233,7 +234,7 @@ static json_t *facts_of(const tony_conf *c) {
     tony_conf_job_types(c, &types);
     long long total = 0;
     for (size_t i = 0; i < types.len; i++) {
-        char *key = tony_sprintf("tony.%s.instances", types.items[i]);
+        char *key = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, types.items[i]);
         long long n = 0;
         if (tony_conf_get_ll(c, key, 0, &n, NULL) == 0 && n > 0) {
             json_object_set_new(roles, types.items[i], json_integer(n));
@@ -242,10 +243,10 @@ static json_t *facts_of(const tony_conf *c) {
         free(key);
     }
     tony_strv_free(&types);
-    const char *fw_source = tony_conf_get_source(c, "tony.application.framework");
-    return json_pack("{s:s?,s:s?,s:b,s:s?,s:o,s:I}", JOB_NAME, tony_conf_get(c, "tony.application.name"),
-                     JOB_FRAMEWORK, tony_conf_get(c, "tony.application.framework"), JOB_FRAMEWORK_DEFAULT,
-                     !fw_source || strcmp(fw_source, "default") == 0, "queue", tony_conf_get(c, "tony.yarn.queue"),
+    const char *fw_source = tony_conf_get_source(c, TONY_KEY_APP_FRAMEWORK);
+    return json_pack("{s:s?,s:s?,s:b,s:s?,s:o,s:I}", JOB_NAME, tony_conf_get(c, TONY_KEY_APP_NAME),
+                     JOB_FRAMEWORK, tony_conf_get(c, TONY_KEY_APP_FRAMEWORK), JOB_FRAMEWORK_DEFAULT,
+                     !fw_source || strcmp(fw_source, "default") == 0, "queue", tony_conf_get(c, TONY_KEY_YARN_QUEUE),
                      "roles", roles, "task_count", (json_int_t)total);
 }
 
@@ -569,7 +570,7 @@ json_t *tony_hist_job_detail(const tony_hist_job *j, int flags) {
     /* the job's own threshold (its tony-final.xml), else the default's */
     long long min_run_ms = 60000;
     tony_error ignored;
-    if (conf) tony_conf_get_ll(conf, "tony.application.sizing-min-run-ms", min_run_ms, &min_run_ms, &ignored);
+    if (conf) tony_conf_get_ll(conf, TONY_KEY_APP_SIZING_MIN_RUN_MS, min_run_ms, &min_run_ms, &ignored);
     json_object_set_new(o, "advice", tony_sizing_advice(tasks, min_run_ms));
     json_object_set_new(o, "tasks", tasks);
     json_object_set_new(o, "has_metrics", json_boolean(metrics != NULL));

@@ -18,6 +18,7 @@
 #include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 /* Parses the verb's flags, builds its configuration as submit does and
  * finds the job dir under the tony root. 1: --help was shown. */
@@ -190,8 +191,8 @@ static void conf_facts(const char *dir, char **name, char **framework, bool *fw_
     tony_conf *c = tony_conf_new();
     tony_error err;
     if (tony_file_exists(path) && tony_conf_load_file(c, path, &err) == 0) {
-        const char *n = tony_conf_get(c, "tony.application.name"), *f = tony_conf_get(c, "tony.application.framework");
-        const char *src = tony_conf_get_source(c, "tony.application.framework");
+        const char *n = tony_conf_get(c, TONY_KEY_APP_NAME), *f = tony_conf_get(c, TONY_KEY_APP_FRAMEWORK);
+        const char *src = tony_conf_get_source(c, TONY_KEY_APP_FRAMEWORK);
         *name = n ? tony_strdup(n) : NULL;
         *framework = f ? tony_strdup(f) : NULL;
         *fw_default = !src || strcmp(src, "default") == 0;

@@ -20,7 +20,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/conf.h"
-#include "conf/defaults.h"
+#include "conf/keys.h"
 #include "conf/keycheck.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -98,7 +98,7 @@ static bool is_blank(const char *s) { return strspn(s, " \t\r\n") == strlen(s); 
  * or tony.python-exec-path, inside venv/ when relative and a venv ships),
  * which is where the user installed tensorboard; else python3. */
 static char *sidecar_python(const tony_conf *c, tony_opt *o) {
-    const char *py = tony_conf_get(c, "tony.python-exec-path");
+    const char *py = tony_conf_get(c, TONY_KEY_PYTHON_EXEC_PATH);
     if (!py || !*py) return tony_strdup("python3");
     if (py[0] != '/' && tony_args_value(o, "python_venv")) return tony_sprintf("venv/%s", py);
     return tony_strdup(py);
@@ -116,25 +116,25 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
         /* Tasks run in their own work dirs: a relative path means the
          * client's directory, which is where the user looked from. */
         char *dir = strstr(flag, "://") ? tony_strdup(flag) : tony_abspath(flag);
-        tony_conf_set(c, "tony.application.tensorboard-log-dir", dir, "--sidecar_tensorboard_log_dir");
+        tony_conf_set(c, TONY_KEY_APP_TENSORBOARD_LOG_DIR, dir, "--sidecar_tensorboard_log_dir");
         free(dir);
     }
-    const char *dir = tony_conf_get(c, "tony.application.tensorboard-log-dir");
+    const char *dir = tony_conf_get(c, TONY_KEY_APP_TENSORBOARD_LOG_DIR);
     if (!dir || is_blank(dir)) return 0; /* blank means not given, as for every key */
-    if (!tony_conf_get(c, "tony.tensorboard.instances")) tony_conf_set(c, "tony.tensorboard.instances", "1", "sidecar");
-    const char *cur = tony_conf_get(c, "tony.application.sidecar.jobtypes");
+    if (!tony_conf_get(c, TONY_KEY_TENSORBOARD_INSTANCES)) tony_conf_set(c, TONY_KEY_TENSORBOARD_INSTANCES, "1", "sidecar");
+    const char *cur = tony_conf_get(c, TONY_KEY_APP_SIDECAR_JOBTYPES);
     tony_strv types = {0};
     tony_split_csv(cur, &types);
     if (!tony_strv_contains(&types, "tensorboard")) {
         char *v = tony_sprintf("%s%stensorboard", cur && *cur ? cur : "", cur && *cur ? "," : "");
-        tony_conf_set(c, "tony.application.sidecar.jobtypes", v, "sidecar");
+        tony_conf_set(c, TONY_KEY_APP_SIDECAR_JOBTYPES, v, "sidecar");
         free(v);
     }
     tony_strv_free(&types);
-    if (!tony_conf_get(c, "tony.tensorboard.command")) {
+    if (!tony_conf_get(c, TONY_KEY_TENSORBOARD_COMMAND)) {
         char *py = sidecar_python(c, o);
         char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --bind_all", py);
-        tony_conf_set(c, "tony.tensorboard.command", v, "sidecar");
+        tony_conf_set(c, TONY_KEY_TENSORBOARD_COMMAND, v, "sidecar");
         free(v);
         free(py);
     }
@@ -177,12 +177,12 @@ static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     char *here = py ? interpreter_from_here(py, tony_args_value(o, "python_venv"), tony_args_value(o, "src_dir")) : NULL;
     if (here) py = here;
     char *cmd = build_command(o, py);
-    if (cmd) tony_conf_set(c, "tony.containers.command", cmd, "--executes");
+    if (cmd) tony_conf_set(c, TONY_KEY_CONTAINERS_COMMAND, cmd, "--executes");
     free(cmd);
-    if (py) tony_conf_set(c, "tony.python-exec-path", py, "--python_binary_path");
+    if (py) tony_conf_set(c, TONY_KEY_PYTHON_EXEC_PATH, py, "--python_binary_path");
     free(here);
-    if (apply_kv_list(c, o, "shell_env", "tony.execution.envs", err)) return -1;
-    if (apply_kv_list(c, o, "container_env", "tony.containers.envs", err)) return -1;
+    if (apply_kv_list(c, o, "shell_env", TONY_KEY_EXECUTION_ENVS, err)) return -1;
+    if (apply_kv_list(c, o, "container_env", TONY_KEY_CONTAINERS_ENVS, err)) return -1;
     if (add_tensorboard_sidecar(c, o, err)) return -1;
     return 0;
 }
@@ -206,8 +206,8 @@ static const tony_client_backend_ops *choose_backend(tony_opt *o, const tony_con
     const char *b = tony_args_value(o, "backend");
     if (b) {
         snprintf(why, n, "--backend %s", b);
-    } else if ((b = tony_conf_get(c, "tony.application.backend")) && *b) {
-        snprintf(why, n, "tony.application.backend=%s", b);
+    } else if ((b = tony_conf_get(c, TONY_KEY_APP_BACKEND)) && *b) {
+        snprintf(why, n, TONY_KEY_APP_BACKEND "=%s", b);
     } else {
         const tony_client_backend_ops *ops = tony_client_backend_choose(why, n);
         *name = ops->name;
@@ -365,14 +365,14 @@ static int follow(tony_client_job *j, tony_error *err) {
     return code;
 }
 
-/* A job the user did not name is named after its framework (defaults.h),
+/* A job the user did not name is named after its framework (conf/keys.h),
  * before any backend reads the name: YARN's application, Slurm's job, the
  * coordinator and history then all say the same. Still marked a default. */
 static void name_after_framework(tony_conf *c, const tony_plan *plan) {
-    const char *src = tony_conf_get_source(c, "tony.application.name");
+    const char *src = tony_conf_get_source(c, TONY_KEY_APP_NAME);
     if (src && strcmp(src, "default") != 0) return;
     char *name = tony_conf_default_app_name(plan->framework);
-    tony_conf_set(c, "tony.application.name", name, "default");
+    tony_conf_set(c, TONY_KEY_APP_NAME, name, "default");
     free(name);
 }
 

@@ -15,7 +15,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
-#include "conf/defaults.h"
+#include "conf/keys.h"
 
 typedef struct conf_entry {
     char *key;
@@ -125,8 +125,8 @@ void tony_conf_set(tony_conf *c, const char *key, const char *value, const char 
 }
 
 bool tony_conf_is_multi_value(const char *key) {
-    return strcmp(key, "tony.containers.envs") == 0 || strcmp(key, "tony.execution.envs") == 0 ||
-           strcmp(key, "tony.containers.resources") == 0;
+    return strcmp(key, TONY_KEY_CONTAINERS_ENVS) == 0 || strcmp(key, TONY_KEY_EXECUTION_ENVS) == 0 ||
+           strcmp(key, TONY_KEY_CONTAINERS_RESOURCES) == 0;
 }
 
 void tony_conf_set_cli(tony_conf *c, const char *key, const char *value) {
@@ -167,9 +167,9 @@ const char *tony_conf_value_at(const tony_conf *c, size_t i) { return i < c->len
 
 void tony_conf_load_defaults(tony_conf *c) {
     size_t n;
-    const tony_conf_default *d = tony_conf_defaults(&n);
+    const tony_key *k = tony_keys(&n);
     for (size_t i = 0; i < n; i++)
-        if (d[i].value) put(c, d[i].key, d[i].value, "default");
+        if (k[i].value && !tony_key_is_pattern(&k[i])) put(c, k[i].name, k[i].value, "default");
 }
 
 /* ---- typed getters ---- */

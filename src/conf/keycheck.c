@@ -1,41 +1,12 @@
-/* Which tony.* keys exist, beyond the defaults table (conf/defaults.c, the
- * keys with a default or a description): TonY's keys that tony accepts
- * without a default, the per-<type> keys, and keys read under a prefix. */
+/* The typo check against the registry (conf/keys.h): a key is known when
+ * the registry has it or a pattern of it (tony.<role>.memory); an unknown
+ * key close to a known one is refused with the known one. */
 #include "conf/keycheck.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/defaults.h"
-
-/* Keys tony reads or accepts that the defaults table does not list. */
-static const char *const other_keys[] = {
-    "tony.python-exec-path",   /* --python_binary_path */
-    "tony.application.id", "tony.job.secret", "tony.keytab", "tony.keytab.principal", "tony.token.sources",
-    "tony.slurm.account", "tony.slurm.partition", "tony.slurm.staging-dir", "tony.am.resources",
-    "tony.tensorboard.command", "tony.tensorboard.instances", "tony.docker.am.image",
-    /* TonY's, accepted and not acted on (YARN placement, Java, its portal) */
-    "tony.am.startup-timeout", "tony.application.hadoop.classpath", "tony.application.hadoop.location",
-    "tony.application.placement-spec", "tony.containers.allocation-tags", "tony.containers.placement-spec",
-    "tony.history.host", "tony.history.cache.max-entries", "tony.history.maxAppends", "tony.init.module",
-    "tony.application.single-node", "tony.application.docker.enabled", "tony.application.docker.image",
-    "tony.task.default.jvm.opts", "tony.task.executor.execution.error-message-max-depth",
-    "tony.task.executor.registry-timeout-sec", "tony.task.heartbeat-interval", "tony.chief.name",
-    "tony.chief.index", "tony.driver.command",
-};
-
-/* tony.<type>.<attribute>: what a job type may set (any other attribute is
- * a resource of TonY's tony.<type>.<resource>). */
-static const char *const type_attributes[] = {
-    "instances", "memory", "vcores", "gpus", "command", "resources", "node-label", "restart-policy",
-    "max-instances", "allocation-tags", "depends-on", "placement-spec", "timeout",
-};
-
-/* Families: a fixed prefix, then anything (a <type>, a resource...). */
-static const char *const prefixes[] = {
-    "tony.version-info.", "tony.application.dependency.", "tony.driver.", "tony.task.max-total-",
-    "tony.docker.", "tony.slurm.", "tony.horovod.",
-};
+#include "conf/keys.h"
 
 static bool is_type_name(const char *s, size_t n) {
     return n > 0 && strspn(s, "abcdefghijklmnopqrstuvwxyz") >= n;
@@ -50,25 +21,7 @@ static size_t type_of(const char *key, const char **attr) {
     return (size_t)(dot - t);
 }
 
-static bool listed(const char *const *list, size_t n, const char *s) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i], s) == 0) return true;
-    return false;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof *(a))
-
-static bool exact(const char *key) {
-    return tony_conf_default_find(key) != NULL || listed(other_keys, COUNT(other_keys), key);
-}
-
-bool tony_conf_key_is_known(const char *key) {
-    if (exact(key)) return true;
-    for (size_t i = 0; i < COUNT(prefixes); i++)
-        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0 && key[strlen(prefixes[i])]) return true;
-    const char *attr;
-    return type_of(key, &attr) && listed(type_attributes, COUNT(type_attributes), attr);
-}
+bool tony_conf_key_is_known(const char *key) { return tony_key_find(key) != NULL; }
 
 typedef struct nearest {
     char *key;
@@ -91,31 +44,40 @@ static const char *last_segment(const char *key) {
     return dot ? dot + 1 : key;
 }
 
+/* The <role> patterns' last segment: "tony.<role>.memory" -> "memory". */
+static const char *role_attribute(const tony_key *k) {
+    return strncmp(k->name, "tony.<role>.", 12) == 0 && !strchr(k->name + 12, '<') ? k->name + 12 : NULL;
+}
+
 char *tony_conf_suggest_key(const char *key) {
     nearest n = {NULL, (size_t)-1};
     const char *attr;
-    size_t tlen = type_of(key, &attr);
-    if (tlen) {
-        /* the same job type, another attribute: tony.worker.instance */
-        for (size_t i = 0; i < COUNT(type_attributes); i++) {
-            char *k = tony_sprintf("%.*s%s", (int)(5 + tlen + 1), key, type_attributes[i]);
-            consider(&n, key, k);
-            free(k);
+    size_t tlen = type_of(key, &attr), count;
+    const tony_key *k = tony_keys(&count);
+    for (size_t i = 0; i < count; i++) {
+        const char *ra = role_attribute(&k[i]);
+        if (ra && tlen) {
+            /* the same job type, another attribute: tony.worker.instance */
+            char *full = tony_sprintf("%.*s%s", (int)(5 + tlen + 1), key, ra);
+            consider(&n, key, full);
+            free(full);
+        } else if (!tony_key_is_pattern(&k[i])) {
+            consider(&n, key, k[i].name);
         }
     }
-    size_t count;
-    const tony_conf_default *d = tony_conf_defaults(&count);
-    for (size_t i = 0; i < count; i++) consider(&n, key, d[i].key);
-    for (size_t i = 0; i < COUNT(other_keys); i++) consider(&n, key, other_keys[i]);
     if (n.key && n.distance <= 2) return n.key;
     free(n.key);
-    /* one known key ends in the same segment */
-    const char *seg = last_segment(key), *only = NULL;
+    /* one known key starts with the key typed: a word left off the end */
+    const char *longer = NULL;
     int found = 0;
     for (size_t i = 0; i < count; i++)
-        if (strcmp(last_segment(d[i].key), seg) == 0) only = d[i].key, found++;
-    for (size_t i = 0; i < COUNT(other_keys); i++)
-        if (strcmp(last_segment(other_keys[i]), seg) == 0) only = other_keys[i], found++;
+        if (!tony_key_is_pattern(&k[i]) && tony_str_starts_with(k[i].name, key)) longer = k[i].name, found++;
+    if (found == 1) return tony_strdup(longer);
+    /* one known key ends in the same segment */
+    const char *seg = last_segment(key), *only = NULL;
+    found = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!tony_key_is_pattern(&k[i]) && strcmp(last_segment(k[i].name), seg) == 0) only = k[i].name, found++;
     return found == 1 ? tony_strdup(only) : NULL;
 }
 
@@ -139,15 +101,16 @@ static char *misspelled_type(const tony_conf *c, const char *key) {
     const char *attr;
     size_t tlen = type_of(key, &attr);
     if (!tlen) return NULL;
-    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf("tony.%s.instances", type);
+    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, type);
     char *meant = NULL;
     if (!tony_conf_get(c, instances)) {
         tony_strv words = {0};
         tony_conf_job_types(c, &words);
         size_t count;
-        const tony_conf_default *d = tony_conf_defaults(&count);
+        const tony_key *k = tony_keys(&count);
         for (size_t i = 0; i < count; i++) {
-            char *family = tony_sprintf("%.*s", (int)strcspn(d[i].key + 5, "."), d[i].key + 5);
+            if (tony_key_is_pattern(&k[i])) continue;
+            char *family = tony_sprintf("%.*s", (int)strcspn(k[i].name + 5, "."), k[i].name + 5);
             tony_strv_push(&words, family);
             free(family);
         }
@@ -164,20 +127,41 @@ static char *misspelled_type(const tony_conf *c, const char *key) {
     return meant;
 }
 
+/* tony.<role>.<resource> of a job type the job has (tony.worker.fpga with a
+ * tony.worker.instances): TonY asks YARN for any resource so named, so it
+ * is let through; any other unknown tony.* key is a mistake. */
+static bool resource_of_a_job_type(const tony_conf *c, const char *key) {
+    const char *attr;
+    size_t tlen = type_of(key, &attr);
+    if (!tlen) return false;
+    char *type = tony_sprintf("%.*s", (int)tlen, key + 5), *instances = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, type);
+    bool yes = tony_conf_get(c, instances) != NULL;
+    free(instances);
+    free(type);
+    return yes;
+}
+
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err) {
     for (size_t i = 0; i < tony_conf_size(c); i++) {
         const char *key = tony_conf_key_at(c, i), *source = tony_conf_get_source(c, key);
         if (strncmp(key, "tony.", 5) != 0 || (source && strcmp(source, "default") == 0)) continue;
-        char *near = NULL;
-        if (exact(key)) continue;
-        if (tony_conf_key_is_known(key) && !(near = misspelled_type(c, key))) continue;
+        const char *from = source && *source ? source : "--conf";
+        const tony_key *k = tony_key_find(key);
+        char *near = k && tony_key_is_pattern(k) ? misspelled_type(c, key) : NULL;
+        if (k && !near) {
+            if (tony_key_check_value(k, key, tony_conf_value_at(c, i), from, err)) return -1;
+            continue;
+        }
         if (!near) near = tony_conf_suggest_key(key);
         if (near) {
             int rc = tony_err(err, "unknown key %s (from %s): did you mean %s? (keys for your own code: name them "
-                                   "outside tony.*)", key, source && *source ? source : "--conf", near);
+                                   "outside tony.*)", key, from, near);
             free(near);
             return rc;
         }
+        if (!resource_of_a_job_type(c, key))
+            return tony_err(err, "unknown key %s (from %s): tony reads no such key; `tony conf keys` lists those it "
+                                 "reads (keys for your own code: name them outside tony.*)", key, from);
         if (unknown) tony_strv_push(unknown, key);
     }
     return 0;

@@ -13,8 +13,9 @@
 
 #include "common/error.h"
 #include "conf/conf.h"
+#include "conf/keys.h"
 
-#define TONY_LOGPOLICY_KEY "tony.application.log-policies"
+#define TONY_LOGPOLICY_KEY TONY_KEY_APP_LOG_POLICIES
 
 /* What is used when the key is unset; an empty value turns them all off.
  * Entries are ACTION:REGEX, comma-separated ("\," is a comma inside a

@@ -12,6 +12,7 @@
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 #include "conf/resource.h"
+#include "conf/keys.h"
 
 /* Unset and blank both mean "not given", as with the typed getters. */
 static const char *get_str(const tony_conf *c, const char *key) {
@@ -74,7 +75,7 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
                       tony_error *err) {
     r->name = tony_strdup(name);
     r->instances = instances;
-    char *key = tony_sprintf("tony.%s.memory", name);
+    char *key = tony_sprintf(TONY_KEY_ROLE_MEMORY_FMT, name);
     int rc = tony_conf_get_memory_mb(c, key, "2g", &r->memory_mb, err);
     free(key);
     if (rc) return -1;
@@ -82,17 +83,17 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
     if (get_role_int(c, name, "gpus", 0, &r->gpus, err)) return -1;
 
     const char *cmd = get_role_str(c, name, "command");
-    if (!cmd) cmd = get_str(c, "tony.containers.command");
+    if (!cmd) cmd = get_str(c, TONY_KEY_CONTAINERS_COMMAND);
     if (!cmd)
         return tony_err(err, "job type '%s' has %d instance(s) but no command: set tony.%s.command or "
                              "tony.containers.command, or pass --executes", name, instances, name);
     r->command = tony_strdup(cmd);
 
-    key = tony_sprintf("tony.%s.resources", name);
+    key = tony_sprintf(TONY_KEY_ROLE_RESOURCES_FMT, name);
     rc = check_resources(c, key, err);
     free(key);
     if (rc) return -1;
-    const char *own = get_role_str(c, name, "resources"), *all = get_str(c, "tony.containers.resources");
+    const char *own = get_role_str(c, name, "resources"), *all = get_str(c, TONY_KEY_CONTAINERS_RESOURCES);
     if (own && all)
         r->resources = tony_sprintf("%s,%s", own, all);
     else
@@ -101,28 +102,28 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
     r->node_label = tony_strdup(get_role_str(c, name, "node-label"));
 
     if (docker) {
-        char *ikey = tony_sprintf("tony.docker.%s.image", name);
+        char *ikey = tony_sprintf(TONY_KEY_DOCKER_ROLE_IMAGE_FMT, name);
         const char *img = get_str(c, ikey);
         free(ikey);
-        if (!img) img = get_str(c, "tony.docker.containers.image");
+        if (!img) img = get_str(c, TONY_KEY_DOCKER_CONTAINERS_IMAGE);
         r->docker_image = tony_strdup(img);
     }
 
     tony_strv list = {0};
-    tony_conf_get_list(c, "tony.application.sidecar.jobtypes", &list);
+    tony_conf_get_list(c, TONY_KEY_APP_SIDECAR_JOBTYPES, &list);
     bool sidecar = tony_strv_contains(&list, name);
     tony_strv_free(&list);
-    tony_conf_get_list(c, "tony.application.untracked.jobtypes", &list);
+    tony_conf_get_list(c, TONY_KEY_APP_UNTRACKED_JOBTYPES, &list);
     bool untracked = tony_strv_contains(&list, name);
     tony_strv_free(&list);
     r->kind = sidecar ? TONY_ROLE_SIDECAR : untracked ? TONY_ROLE_UNTRACKED : TONY_ROLE_TRACKED;
-    tony_conf_get_list(c, "tony.application.stop-on-failure-jobtypes", &list);
+    tony_conf_get_list(c, TONY_KEY_APP_STOP_ON_FAILURE_JOBTYPES, &list);
     r->stop_on_failure = tony_strv_contains(&list, name);
     tony_strv_free(&list);
     r->stage = TONY_STAGE_TRAINING;
 
     long long max;
-    key = tony_sprintf("tony.%s.max-instances", name);
+    key = tony_sprintf(TONY_KEY_ROLE_MAX_INSTANCES_FMT, name);
     rc = tony_conf_get_ll(c, key, -1, &max, err);
     if (rc == 0 && max >= 0 && instances > max)
         rc = tony_err(err, "tony.%s.instances (%d) exceeds the maximum allowed of %lld (%s)", name, instances, max,
@@ -136,7 +137,7 @@ static int build_roles(const tony_conf *c, tony_plan *p, tony_error *err) {
     tony_conf_job_types(c, &types); /* sorted, so roles come out sorted */
     long long total = 0;
     bool docker = false;
-    int rc = tony_conf_get_bool(c, "tony.docker.enabled", false, &docker, err);
+    int rc = tony_conf_get_bool(c, TONY_KEY_DOCKER_ENABLED, false, &docker, err);
     p->roles = tony_xcalloc(types.len ? types.len : 1, sizeof(tony_role));
     for (size_t i = 0; i < types.len && rc == 0; i++) {
         int instances = 0;
@@ -167,7 +168,7 @@ static int role_amount(const tony_conf *c, const tony_role *r, const char *res, 
 
 static int check_limits(const tony_conf *c, const tony_plan *p, tony_error *err) {
     long long max;
-    if (tony_conf_get_ll(c, "tony.task.max-total-instances", -1, &max, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_TASK_MAX_TOTAL_INSTANCES, -1, &max, err)) return -1;
     int total = tony_plan_total_instances(p);
     /* A plain sum: TonY also squares the instances here through a regex
      * accident, which nobody can have meant. */
@@ -175,7 +176,7 @@ static int check_limits(const tony_conf *c, const tony_plan *p, tony_error *err)
         return tony_err(err, "Total number of instances (%d) requested exceeds maximum allowed of %lld "
                              "(tony.task.max-total-instances)", total, max);
 
-    static const char prefix[] = "tony.task.max-total-";
+    static const char prefix[] = TONY_KEY_TASK_MAX_TOTAL_PREFIX;
     for (size_t i = 0; i < tony_conf_size(c); i++) {
         const char *key = tony_conf_key_at(c, i);
         if (strncmp(key, prefix, sizeof prefix - 1) != 0) continue;
@@ -217,8 +218,8 @@ static tony_role *find_role(tony_plan *p, const char *name) {
     return NULL;
 }
 
-#define PREPARE_KEY "tony.application.prepare-stage"
-#define TRAINING_KEY "tony.application.training-stage"
+#define PREPARE_KEY TONY_KEY_APP_PREPARE_STAGE
+#define TRAINING_KEY TONY_KEY_APP_TRAINING_STAGE
 
 /* Job types listed in a stage but without instances are tolerated (a user
  * may turn a type off with instances=0 and keep the stage lists); a name that
@@ -292,7 +293,7 @@ static int parse_env(const tony_conf *c, const char *key, tony_env *env, tony_er
 /* The framework as named (trimmed; TonY's default tensorflow): whether it
  * is one tony knows is the runtime layer's to say (tony_runtime_plan). */
 static char *framework_name(const tony_conf *c) {
-    const char *name = get_str(c, "tony.application.framework");
+    const char *name = get_str(c, TONY_KEY_APP_FRAMEWORK);
     char *t = tony_strdup(name ? name : "tensorflow");
     char *trimmed = tony_strdup(tony_trim(t));
     free(t);
@@ -328,18 +329,18 @@ static int read_policy_key(const tony_conf *c, const char *key, tony_restart_pol
  * backoff between attempts; tony.am.retry-count stays the budget. */
 static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
     p->restart_policy = TONY_RESTART_ON_FAILURE;
-    if (read_policy_key(c, "tony.application.restart-policy", &p->restart_policy, err)) return -1;
+    if (read_policy_key(c, TONY_KEY_APP_RESTART_POLICY, &p->restart_policy, err)) return -1;
     for (size_t i = 0; i < p->nroles; i++) {
         tony_role *r = &p->roles[i];
         r->restart_policy = p->restart_policy;
-        char *key = tony_sprintf("tony.%s.restart-policy", r->name);
+        char *key = tony_sprintf(TONY_KEY_ROLE_RESTART_POLICY_FMT, r->name);
         int rc = read_policy_key(c, key, &r->restart_policy, err);
         free(key);
         if (rc) return -1;
     }
-    if (get_nonneg_ll(c, "tony.application.restart-backoff-ms", 1000, &p->restart_backoff_ms, err)) return -1;
-    if (get_nonneg_ll(c, "tony.application.sizing-min-run-ms", 60000, &p->sizing_min_run_ms, err)) return -1;
-    if (get_nonneg_ll(c, "tony.application.restart-backoff-max-ms", 60000, &p->restart_backoff_max_ms, err))
+    if (get_nonneg_ll(c, TONY_KEY_APP_RESTART_BACKOFF_MS, 1000, &p->restart_backoff_ms, err)) return -1;
+    if (get_nonneg_ll(c, TONY_KEY_APP_SIZING_MIN_RUN_MS, 60000, &p->sizing_min_run_ms, err)) return -1;
+    if (get_nonneg_ll(c, TONY_KEY_APP_RESTART_BACKOFF_MAX_MS, 60000, &p->restart_backoff_max_ms, err))
         return -1;
     return 0;
 }
@@ -348,8 +349,8 @@ static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
  * regex that does not compile is refused here, at submit, not in a task. */
 static int read_node_policies(const tony_conf *c, tony_plan *p, tony_error *err) {
     p->max_excluded_nodes = -1;
-    const char *max = tony_conf_get(c, "tony.application.max-excluded-nodes");
-    if (max && *max && get_nonneg_int(c, "tony.application.max-excluded-nodes", 0, &p->max_excluded_nodes, err))
+    const char *max = tony_conf_get(c, TONY_KEY_APP_MAX_EXCLUDED_NODES);
+    if (max && *max && get_nonneg_int(c, TONY_KEY_APP_MAX_EXCLUDED_NODES, 0, &p->max_excluded_nodes, err))
         return -1;
     tony_logpolicies lp;
     if (tony_logpolicies_parse(tony_logpolicies_value(c), &lp, err)) return -1;
@@ -359,7 +360,7 @@ static int read_node_policies(const tony_conf *c, tony_plan *p, tony_error *err)
 }
 
 static int read_restart_mode(const tony_conf *c, tony_plan *p, tony_error *err) {
-    const char *key = "tony.application.restart-mode";
+    const char *key = TONY_KEY_APP_RESTART_MODE;
     const char *v = get_str(c, key);
     char *t = tony_strdup(v ? v : "in-place");
     char *s = tony_trim(t);
@@ -372,7 +373,7 @@ static int read_restart_mode(const tony_conf *c, tony_plan *p, tony_error *err) 
 }
 
 static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
-    const char *mode = get_str(c, "tony.application.distributed-mode");
+    const char *mode = get_str(c, TONY_KEY_APP_DISTRIBUTED_MODE);
     char *m = tony_strdup(mode ? mode : "GANG");
     char *ms = tony_trim(m);
     int bad_mode = 0;
@@ -386,36 +387,36 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
     if (bad_mode)
         return tony_err(err, "tony.application.distributed-mode must be GANG or FCFS, got '%s'", mode);
 
-    if (tony_conf_get_bool(c, "tony.application.fail-on-worker-failure-enabled", false, &p->fail_on_worker_failure,
+    if (tony_conf_get_bool(c, TONY_KEY_APP_FAIL_ON_WORKER_FAILURE, false, &p->fail_on_worker_failure,
                            err))
         return -1;
-    if (get_nonneg_int(c, "tony.am.retry-count", 0, &p->retry_count, err)) return -1;
+    if (get_nonneg_int(c, TONY_KEY_AM_RETRY_COUNT, 0, &p->retry_count, err)) return -1;
     if (read_restart_mode(c, p, err)) return -1;
 
-    if (tony_conf_get_ll(c, "tony.task.heartbeat-interval-ms", 1000, &p->heartbeat_interval_ms, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_TASK_HEARTBEAT_INTERVAL_MS, 1000, &p->heartbeat_interval_ms, err)) return -1;
     if (p->heartbeat_interval_ms <= 0)
         return tony_err(err, "tony.task.heartbeat-interval-ms must be a positive number of milliseconds, got '%s'",
-                        tony_conf_get(c, "tony.task.heartbeat-interval-ms"));
+                        tony_conf_get(c, TONY_KEY_TASK_HEARTBEAT_INTERVAL_MS));
     long long missed;
-    if (tony_conf_get_ll(c, "tony.task.max-missed-heartbeats", 25, &missed, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_TASK_MAX_MISSED_HEARTBEATS, 25, &missed, err)) return -1;
     if (missed < 1 || missed > INT_MAX)
         return tony_err(err, "tony.task.max-missed-heartbeats must be an integer of at least 1, got '%s'",
-                        tony_conf_get(c, "tony.task.max-missed-heartbeats"));
+                        tony_conf_get(c, TONY_KEY_TASK_MAX_MISSED_HEARTBEATS));
     p->max_missed_heartbeats = (int)missed;
-    if (tony_conf_get_ll(c, "tony.am.recovery-timeout-ms", 300000, &p->am_recovery_ms, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_AM_RECOVERY_TIMEOUT_MS, 300000, &p->am_recovery_ms, err)) return -1;
     if (p->am_recovery_ms < 0)
         return tony_err(err, "tony.am.recovery-timeout-ms must be 0 (off) or a number of milliseconds, got '%s'",
-                        tony_conf_get(c, "tony.am.recovery-timeout-ms"));
-    if (tony_conf_get_ll(c, "tony.task.metrics-interval-ms", 5000, &p->metrics_interval_ms, err)) return -1;
+                        tony_conf_get(c, TONY_KEY_AM_RECOVERY_TIMEOUT_MS));
+    if (tony_conf_get_ll(c, TONY_KEY_TASK_METRICS_INTERVAL_MS, 5000, &p->metrics_interval_ms, err)) return -1;
     if (p->metrics_interval_ms <= 0)
         return tony_err(err, "tony.task.metrics-interval-ms must be a positive number of milliseconds, got '%s'",
-                        tony_conf_get(c, "tony.task.metrics-interval-ms"));
+                        tony_conf_get(c, TONY_KEY_TASK_METRICS_INTERVAL_MS));
 
     /* the cap on each task's stdout and stderr (executor/logcap.h) */
-    if (tony_conf_get_memory_mb(c, "tony.task.log-max-size", "1g", &p->log_max_mb, err)) return -1;
+    if (tony_conf_get_memory_mb(c, TONY_KEY_TASK_LOG_MAX_SIZE, "1g", &p->log_max_mb, err)) return -1;
 
     /* hang diagnosis (am/hang.h) */
-    if (tony_conf_get_duration_ms(c, "tony.task.progress-timeout", 0, &p->progress_timeout_ms, err)) return -1;
+    if (tony_conf_get_duration_ms(c, TONY_KEY_TASK_PROGRESS_TIMEOUT, 0, &p->progress_timeout_ms, err)) return -1;
     /* executors look at the output once per heartbeat: a shorter timeout would find healthy tasks hung */
     if (p->progress_timeout_ms > 0 && p->progress_timeout_ms < 2 * p->heartbeat_interval_ms)
         return tony_err(err,
@@ -423,36 +424,36 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
                         "(%lld ms): executors look at the tasks' output once per heartbeat",
                         p->progress_timeout_ms, p->heartbeat_interval_ms);
 
-    if (get_nonneg_ll(c, "tony.application.timeout", 0, &p->app_timeout_ms, err)) return -1;
+    if (get_nonneg_ll(c, TONY_KEY_APP_TIMEOUT, 0, &p->app_timeout_ms, err)) return -1;
     if (read_node_policies(c, p, err)) return -1;
 
     long long exec;
-    if (tony_conf_get_ll(c, "tony.task.executor.execution-timeout-ms", 0, &exec, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_TASK_EXECUTION_TIMEOUT_MS, 0, &exec, err)) return -1;
     if (exec > 0)
         p->execution_timeout_ms = exec;
-    else if (get_nonneg_ll(c, "tony.worker.timeout", 0, &p->execution_timeout_ms, err))
+    else if (get_nonneg_ll(c, TONY_KEY_WORKER_TIMEOUT, 0, &p->execution_timeout_ms, err))
         return -1;
 
     long long reg;
-    if (tony_conf_get_ll(c, "tony.container.registration.timeout", -1, &reg, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_CONTAINER_REGISTRATION_TIMEOUT, -1, &reg, err)) return -1;
     if (reg > 0)
         p->registration_timeout_ms = reg;
-    else if (tony_conf_get_ll(c, "tony.container.allocation.timeout", -1, &p->registration_timeout_ms, err))
+    else if (tony_conf_get_ll(c, TONY_KEY_CONTAINER_ALLOCATION_TIMEOUT, -1, &p->registration_timeout_ms, err))
         return -1;
 
-    if (tony_conf_get_memory_mb(c, "tony.am.memory", "2g", &p->am_memory_mb, err)) return -1;
-    if (get_nonneg_int(c, "tony.am.vcores", 1, &p->am_vcores, err)) return -1;
-    if (get_nonneg_int(c, "tony.am.gpus", 0, &p->am_gpus, err)) return -1;
-    if (check_resources(c, "tony.am.resources", err) || check_resources(c, "tony.containers.resources", err))
+    if (tony_conf_get_memory_mb(c, TONY_KEY_AM_MEMORY, "2g", &p->am_memory_mb, err)) return -1;
+    if (get_nonneg_int(c, TONY_KEY_AM_VCORES, 1, &p->am_vcores, err)) return -1;
+    if (get_nonneg_int(c, TONY_KEY_AM_GPUS, 0, &p->am_gpus, err)) return -1;
+    if (check_resources(c, TONY_KEY_AM_RESOURCES, err) || check_resources(c, TONY_KEY_CONTAINERS_RESOURCES, err))
         return -1;
 
-    const char *am = get_str(c, "tony.am.command");
-    if (!am) am = get_str(c, "tony.containers.command");
+    const char *am = get_str(c, TONY_KEY_AM_COMMAND);
+    if (!am) am = get_str(c, TONY_KEY_CONTAINERS_COMMAND);
     p->am_command = tony_strdup(am);
 
-    if (parse_env(c, "tony.execution.envs", &p->shell_env, err)) return -1;
-    if (parse_env(c, "tony.containers.envs", &p->container_env, err)) return -1;
-    p->tensorboard_log_dir = dup_str(c, "tony.application.tensorboard-log-dir");
+    if (parse_env(c, TONY_KEY_EXECUTION_ENVS, &p->shell_env, err)) return -1;
+    if (parse_env(c, TONY_KEY_CONTAINERS_ENVS, &p->container_env, err)) return -1;
+    p->tensorboard_log_dir = dup_str(c, TONY_KEY_APP_TENSORBOARD_LOG_DIR);
     return 0;
 }
 

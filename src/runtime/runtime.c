@@ -10,6 +10,7 @@
 
 #include "common/strv.h"
 #include "common/taskenv.h"
+#include "conf/keys.h"
 
 extern const tony_runtime tony_runtime_tensorflow;
 extern const tony_runtime tony_runtime_pytorch;
@@ -67,7 +68,7 @@ static int find_framework(const char *name, const tony_runtime **rt, tony_error 
 }
 
 static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *p, tony_error *err) {
-    const char *key = "tony.application.fail-fast-lockstep";
+    const char *key = TONY_KEY_APP_FAIL_FAST_LOCKSTEP;
     const char *v = tony_conf_get(c, key);
     if (v && !v[strspn(v, " \t\r\n")]) v = NULL; /* blank means not given, as for every key */
     char *t = tony_strdup(v ? v : "auto");

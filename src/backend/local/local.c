@@ -24,6 +24,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/resource.h"
+#include "conf/keys.h"
 
 #define MEMORY_CHECK_MS 500
 #define STOP_GRACE_MS 3000
@@ -87,21 +88,21 @@ static int detect_gpus(void) {
 
 int tony_local_pool_from_conf(const tony_conf *c, tony_local_pool *pool, tony_error *err) {
     long long v;
-    const char *cap = tony_conf_get(c, "tony.local.vcores");
+    const char *cap = tony_conf_get(c, TONY_KEY_LOCAL_VCORES);
     /* Blank means not given, as for every key. */
     pool->vcores_capped = cap && strspn(cap, " \t\r\n") != strlen(cap);
-    if (tony_conf_get_ll(c, "tony.local.vcores", sysconf(_SC_NPROCESSORS_ONLN), &v, err)) return -1;
+    if (tony_conf_get_ll(c, TONY_KEY_LOCAL_VCORES, sysconf(_SC_NPROCESSORS_ONLN), &v, err)) return -1;
     if (v <= 0) return tony_err(err, "tony.local.vcores must be a positive number of cores, got %lld", v);
     pool->vcores = (int)v;
-    const char *mem = tony_conf_get(c, "tony.local.memory");
+    const char *mem = tony_conf_get(c, TONY_KEY_LOCAL_MEMORY);
     if (mem && *mem) {
-        if (tony_conf_get_memory_mb(c, "tony.local.memory", "0", &pool->memory_mb, err)) return -1;
+        if (tony_conf_get_memory_mb(c, TONY_KEY_LOCAL_MEMORY, "0", &pool->memory_mb, err)) return -1;
     } else {
         pool->memory_mb = detect_memory_mb();
     }
-    const char *g = tony_conf_get(c, "tony.local.gpus");
+    const char *g = tony_conf_get(c, TONY_KEY_LOCAL_GPUS);
     if (g && *g) {
-        if (tony_conf_get_ll(c, "tony.local.gpus", 0, &v, err)) return -1;
+        if (tony_conf_get_ll(c, TONY_KEY_LOCAL_GPUS, 0, &v, err)) return -1;
         if (v < 0) return tony_err(err, "tony.local.gpus must be >= 0, got %lld", v);
         pool->gpus = (int)v;
     } else {

@@ -24,6 +24,7 @@
 #include "common/self.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
+#include "conf/keys.h"
 
 /* How long `tony kill` waits for the coordinator to take the request before
  * it signals it instead. */
@@ -188,7 +189,7 @@ static void say_web_ui(const tony_client_out *out, const char *job_dir, const ch
 
 static int local_submit(const tony_client_submission *s, tony_client_job **out, tony_error *err) {
     char *job_dir = NULL, *app_id = NULL;
-    char *root = tony_jobs_root(tony_conf_get(s->conf, "tony.local.root"));
+    char *root = tony_jobs_root(tony_conf_get(s->conf, TONY_KEY_LOCAL_ROOT));
     int staged = tony_local_stage_job(s->conf, s->in, root, &job_dir, &app_id, err);
     free(root);
     if (staged) return TONY_EXIT_USAGE;

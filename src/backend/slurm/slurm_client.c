@@ -23,6 +23,7 @@
 #include "common/jobjson.h"
 #include "common/self.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 /* The record's own file: Slurm's job id. */
 #define SLURM_RECORD "slurm.json"
@@ -131,8 +132,8 @@ static int shared_tony(const char *root, char **command, tony_error *err) {
  * else the tony root, which must then be on a file system the nodes share
  * (a home directory usually is). */
 static char *slurm_root(const tony_conf *conf) {
-    const char *dir = tony_conf_get(conf, "tony.slurm.staging-dir");
-    return dir && *dir ? tony_strdup(dir) : tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    const char *dir = tony_conf_get(conf, TONY_KEY_SLURM_STAGING_DIR);
+    return dir && *dir ? tony_strdup(dir) : tony_jobs_root(tony_conf_get(conf, TONY_KEY_LOCAL_ROOT));
 }
 
 static int write_script(const tony_client_submission *s, const char *job_dir, const char *app_id,
@@ -144,10 +145,10 @@ static int write_script(const tony_client_submission *s, const char *job_dir, co
     tony_buf_puts(&cmd, " am --slurm ");
     sh_quote(&cmd, job_dir);
     char *output = tony_path_join(job_dir, SLURM_OUTPUT);
-    const char *name = tony_conf_get(s->conf, "tony.application.name");
+    const char *name = tony_conf_get(s->conf, TONY_KEY_APP_NAME);
     tony_slurm_script sc = {.job_name = name && *name ? name : app_id,
                             .output = output,
-                            .account = tony_conf_get(s->conf, "tony.slurm.account"),
+                            .account = tony_conf_get(s->conf, TONY_KEY_SLURM_ACCOUNT),
                             .time_limit_ms = s->plan->app_timeout_ms,
                             .am_command = cmd.data};
     char *script = tony_slurm_batch_script(&layout, &sc);

@@ -1,6 +1,7 @@
 /* The Slurm job of a tony job: components, batch script and srun words (see
  * slurm_job.h for why components group roles by shape). */
 #include "backend/slurm/slurm_job.h"
+#include "conf/keys.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -24,12 +25,12 @@ static bool slurm_word_ok(const char *v) {
 
 static const char *role_partition(const tony_conf *conf, const char *role, tony_error *err, bool *bad) {
     char key[TONY_ROLE_NAME_MAX + 32];
-    snprintf(key, sizeof key, "tony.slurm.%s.partition", role);
+    snprintf(key, sizeof key, TONY_KEY_SLURM_ROLE_PARTITION_FMT, role);
     const char *v = tony_conf_get(conf, key);
     const char *from = key;
     if (!v || !*v) {
-        v = tony_conf_get(conf, "tony.slurm.partition");
-        from = "tony.slurm.partition";
+        v = tony_conf_get(conf, TONY_KEY_SLURM_PARTITION);
+        from = TONY_KEY_SLURM_PARTITION;
     }
     if (!v || !*v) return NULL;
     if (!slurm_word_ok(v)) {
@@ -78,7 +79,7 @@ int tony_slurm_layout_plan(const tony_plan *plan, const tony_conf *conf, tony_sl
         set_shape(c, plan->am_memory_mb, plan->am_vcores, plan->am_gpus);
         c->ntasks = 1;
         c->partition = role_partition(conf, "am", err, &bad);
-        c->constraint = tony_conf_get(conf, "tony.application.node-label");
+        c->constraint = tony_conf_get(conf, TONY_KEY_APP_NODE_LABEL);
         if (c->constraint && !*c->constraint) c->constraint = NULL;
         if (!bad && c->constraint && !slurm_word_ok(c->constraint))
             bad = tony_err(err, "tony.application.node-label='%s' is not a Slurm constraint; use a node feature "

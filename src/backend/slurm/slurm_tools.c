@@ -9,6 +9,7 @@
 
 #include "common/fs.h"
 #include "common/proc.h"
+#include "conf/keys.h"
 
 /* How long a Slurm command may take: a controller that does not answer
  * makes the tools retry for about a minute. */
@@ -129,7 +130,7 @@ int tony_slurm_cluster_read(tony_slurm_cluster *out, tony_error *err) {
 /* Which key decides a component's partition, for messages. */
 static char *partition_key(const tony_slurm_component *c) {
     return c->roles.len ? tony_sprintf("tony.slurm.%s.partition (or tony.slurm.partition)", c->roles.items[0])
-                        : tony_strdup("tony.slurm.partition");
+                        : tony_strdup(TONY_KEY_SLURM_PARTITION);
 }
 
 static bool has_feature(const tony_slurm_node *n, const char *constraint) {

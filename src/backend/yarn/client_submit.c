@@ -28,6 +28,7 @@
 #include "common/jobjson.h"
 #include "common/log.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 /* The staging dir holds the job's source, venv, config and resources: the
  * submitting user's alone, like a local job dir (NodeManagers localize them
@@ -130,7 +131,7 @@ static char *staging_path_of(const char *user, const char *app_id) {
  * attempt and tony.am.recovery-timeout-ms above 0 (the plan checked it). */
 static bool keeps_containers(const tony_conf *conf, long long attempts) {
     long long recovery = 0;
-    if (tony_conf_get_ll(conf, "tony.am.recovery-timeout-ms", 300000, &recovery, NULL)) recovery = 0;
+    if (tony_conf_get_ll(conf, TONY_KEY_AM_RECOVERY_TIMEOUT_MS, 300000, &recovery, NULL)) recovery = 0;
     return attempts > 1 && recovery > 0;
 }
 
@@ -169,7 +170,7 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
      * lost; the next attempt adopts the running tasks (their executors
      * find it through this file), or, with recovery off, reruns the job. */
     long long attempts = 2;
-    if (tony_conf_get_ll(conf, "tony.yarn.max-app-attempts", 2, &attempts, NULL) || attempts < 1) attempts = 2;
+    if (tony_conf_get_ll(conf, TONY_KEY_YARN_MAX_APP_ATTEMPTS, 2, &attempts, NULL) || attempts < 1) attempts = 2;
     bool keep = keeps_containers(conf, attempts);
     if (keep) {
         char *staging = staging_path_of(user, app_id);
@@ -208,21 +209,21 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     free(b64);
     free(nn_list);
     tony_env_free(&env);
-    const char *name = tony_conf_get(conf, "tony.application.name");
+    const char *name = tony_conf_get(conf, TONY_KEY_APP_NAME);
     json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:{s:I, s:i}, s:o}", "application-id", app_id,
                             "application-name", name && *name ? name : "TonyApplication", "application-type",
                             TONY_YARN_APP_TYPE, "queue", tony_yarn_queue(conf), "max-app-attempts", (int)attempts,
                             "unmanaged-AM", 0, "keep-containers-across-application-attempts", keep, "resource", "memory",
                             (json_int_t)am_mb, "vCores", am_vcores, "am-container-spec", spec);
     tony_strv tags = {0};
-    tony_conf_get_list(conf, "tony.application.tags", &tags);
+    tony_conf_get_list(conf, TONY_KEY_APP_TAGS, &tags);
     if (tags.len) {
         json_t *t = json_array();
         for (size_t k = 0; k < tags.len; k++) json_array_append_new(t, json_string(tags.items[k]));
         json_object_set_new(ctx, "application-tags", json_pack("{s:o}", "tag", t));
     }
     tony_strv_free(&tags);
-    tony_yarn_context_set_label(ctx, tony_conf_get(conf, "tony.application.node-label"));
+    tony_yarn_context_set_label(ctx, tony_conf_get(conf, TONY_KEY_APP_NODE_LABEL));
     return ctx;
 }
 
@@ -485,10 +486,10 @@ static int job_tokens(tony_webhdfs *w, tony_yarn_rest *rest, const tony_hadoop_c
     int rc = tony_yarn_rm_principal(h, host, &renewer, err);
     if (rc == 0) rc = hdfs_token(w, h, renewer, *tokens, *sources, err);
     tony_strv others = {0};
-    tony_conf_get_list(conf, "tony.other.namenodes", &others);
+    tony_conf_get_list(conf, TONY_KEY_OTHER_NAMENODES, &others);
     for (size_t i = 0; rc == 0 && i < others.len; i++) {
         tony_hadoop_conf *o = NULL;
-        rc = tony_hadoop_conf_other_hdfs(h, others.items[i], "tony.other.namenodes", &o, err);
+        rc = tony_hadoop_conf_other_hdfs(h, others.items[i], TONY_KEY_OTHER_NAMENODES, &o, err);
         tony_webhdfs *ow = rc == 0 ? tony_webhdfs_new(o, user) : NULL;
         if (ow) tony_webhdfs_use_kerberos(ow);
         if (rc == 0) rc = tony_webhdfs_connect(ow, err);
@@ -559,7 +560,7 @@ int tony_yarn_client_submit(const tony_client_submission *sub, tony_client_job *
         fprintf(stderr, "tony: the AM gets %lld MB / %d vcores, the cluster's maximum (tony.am.memory / tony.am.vcores "
                         "asked %lld MB / %d)\n", am_mb, am_vcores, plan->am_memory_mb, plan->am_vcores);
 
-    char *root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    char *root = tony_jobs_root(tony_conf_get(conf, TONY_KEY_LOCAL_ROOT));
     job_dir = tony_sprintf("%s/jobs/%s", root, app_id);
     free(root);
     code = TONY_EXIT_USAGE;

@@ -9,9 +9,10 @@
 
 #include "backend/yarn/rest.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 const char *tony_yarn_queue(const tony_conf *conf) {
-    const char *q = tony_conf_get(conf, "tony.yarn.queue");
+    const char *q = tony_conf_get(conf, TONY_KEY_YARN_QUEUE);
     return q && *q ? q : "default";
 }
 
@@ -161,7 +162,7 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
     const json_t *si = json_object_get(json_object_get(info->scheduler, "scheduler"), "schedulerInfo");
     const char *type = json_string_value(json_object_get(si, "type"));
     const json_t *queue = NULL;
-    const char *src = tony_conf_get_source(conf, "tony.yarn.queue");
+    const char *src = tony_conf_get_source(conf, TONY_KEY_YARN_QUEUE);
     if (type && strcmp(type, "fifoScheduler") == 0) {
         if (strcmp(qname, "default") != 0)
             return tony_err(err, "tony.yarn.queue is '%s'%s%s but this cluster runs the FIFO scheduler, whose only "
@@ -211,7 +212,7 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
         const tony_role *role = &plan->roles[r];
         rc = check_fit(role->name, role->memory_mb, role->vcores, role->gpus, &m, err);
         if (rc == 0) {
-            char *key = tony_sprintf("tony.%s.node-label", role->name);
+            char *key = tony_sprintf(TONY_KEY_ROLE_NODE_LABEL_FMT, role->name);
             char *who = tony_sprintf("role %s", role->name);
             rc = check_label(key, who, role->node_label, info->node_labels, queue, qname, err);
             free(key);
@@ -219,7 +220,7 @@ int tony_yarn_check_plan(const tony_plan *plan, const tony_conf *conf, const ton
         }
     }
     if (rc == 0)
-        rc = check_label("tony.application.node-label", "the application", tony_conf_get(conf, "tony.application.node-label"),
+        rc = check_label(TONY_KEY_APP_NODE_LABEL, "the application", tony_conf_get(conf, TONY_KEY_APP_NODE_LABEL),
                          info->node_labels, queue, qname, err);
     if (rc == 0 && plan->am_gpus > 0 && !m.has_gpu_type)
         rc = tony_err(err, "tony.am.gpus is %d but this cluster has no %s resource type", plan->am_gpus, TONY_YARN_GPU);

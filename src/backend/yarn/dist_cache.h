@@ -13,8 +13,9 @@
 
 #include "backend/yarn/webhdfs.h"
 #include "conf/conf.h"
+#include "conf/keys.h"
 
-#define TONY_YARN_DIST_CACHE_KEY "tony.yarn.dist-cache"
+#define TONY_YARN_DIST_CACHE_KEY TONY_KEY_YARN_DIST_CACHE
 
 typedef struct tony_yarn_dist {
     char *uri;              /* hdfs://… of the archive */

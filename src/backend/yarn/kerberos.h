@@ -12,13 +12,14 @@
 #include "backend/yarn/hadoop_conf.h"
 #include "common/error.h"
 #include "conf/conf.h"
+#include "conf/keys.h"
 
 /* TonY's keys. */
-#define TONY_SECURITY_ENABLED_KEY "tony.application.security.enabled"
-#define TONY_KEYTAB_USER_KEY "tony.keytab.user"
-#define TONY_KEYTAB_LOCATION_KEY "tony.keytab.location"
+#define TONY_SECURITY_ENABLED_KEY TONY_KEY_APP_SECURITY_ENABLED
+#define TONY_KEYTAB_USER_KEY TONY_KEY_KEYTAB_USER
+#define TONY_KEYTAB_LOCATION_KEY TONY_KEY_KEYTAB_LOCATION
 /* Ours: whether a keytab login also refreshes the job's tokens on YARN. */
-#define TONY_KEYTAB_REFRESH_KEY "tony.keytab.refresh-tokens"
+#define TONY_KEYTAB_REFRESH_KEY TONY_KEY_KEYTAB_REFRESH_TOKENS
 
 /* True when the cluster's core-site.xml says kerberos and the job does not
  * turn security off (tony.application.security.enabled=false). */
