@@ -9,9 +9,10 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "conf/keys.h"
 
 /* The key whose value tony_docker_mounts_parse reads; errors name it. */
-#define TONY_DOCKER_MOUNT_KEY "tony.docker.containers.mount"
+#define TONY_DOCKER_MOUNT_KEY TONY_KEY_DOCKER_CONTAINERS_MOUNT
 
 typedef struct tony_docker_mount {
     char *src;     /* absolute path on the node */

@@ -11,13 +11,14 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/dockermount.h"
+#include "conf/keys.h"
 
-#define NETWORK_KEY "tony.docker.network"
+#define NETWORK_KEY TONY_KEY_DOCKER_NETWORK
 
 static bool docker_enabled(const tony_conf *conf) {
     bool on = false;
     /* The plan already refused a value that is not a boolean. */
-    if (tony_conf_get_bool(conf, "tony.docker.enabled", false, &on, NULL)) return false;
+    if (tony_conf_get_bool(conf, TONY_KEY_DOCKER_ENABLED, false, &on, NULL)) return false;
     return on;
 }
 
@@ -55,8 +56,8 @@ int yarn_docker_check(const tony_conf *conf, const tony_plan *plan, tony_error *
 
 const char *yarn_docker_am_image(const tony_conf *conf) {
     if (!docker_enabled(conf)) return NULL;
-    const char *img = nonblank(tony_conf_get(conf, "tony.docker.am.image"));
-    return img ? img : nonblank(tony_conf_get(conf, "tony.docker.containers.image"));
+    const char *img = nonblank(tony_conf_get(conf, TONY_KEY_DOCKER_AM_IMAGE));
+    return img ? img : nonblank(tony_conf_get(conf, TONY_KEY_DOCKER_CONTAINERS_IMAGE));
 }
 
 int yarn_docker_env(const tony_conf *conf, const char *image, tony_env *env, tony_error *err) {
