@@ -37,8 +37,8 @@ struct tony_follow {
     /* the chief's output, shown above the block */
     char *shown;         /* "role:index" of the task whose output is shown, once picked */
     char *token;         /* the job's read token; NULL until read */
-    long long shown_attempt;
-    long long offset;    /* how far its stdout was read in shown_attempt */
+    char *shown_file;    /* the file its stdout is in (the job JSON's; "" until known) */
+    long long offset;    /* how far that file was read */
     tony_buf partial;    /* the start of a line whose newline has not come yet */
 };
 
@@ -67,6 +67,7 @@ void tony_follow_free(tony_follow *f) {
     free(f->cause);
     free(f->coordinator);
     free(f->shown);
+    free(f->shown_file);
     free(f->token);
     tony_buf_free(&f->partial);
     tony_strv_free(&f->told);
@@ -446,7 +447,7 @@ static bool dir_is_here(const char *path) {
  * *size: how long the file is now. -1: nothing to be had now. */
 static int read_output(tony_follow *f, const char *job_dir, const json_t *job, const json_t *task, long long attempt,
                        tony_buf *out, long long *next, long long *size) {
-    const char *path = str(task, JOB_TASK_STDOUT);
+    const char *path = f->shown_file;
     tony_error err = {{0}};
     if (*path == '/' && dir_is_here(path)) {
         if (tony_read_range(path, f->offset, OUTPUT_CHUNK, out, size, &err)) return -1;
@@ -475,26 +476,14 @@ static int read_output(tony_follow *f, const char *job_dir, const json_t *job, c
     return 0;
 }
 
-void tony_follow_output(tony_follow *f, const char *job_dir, const json_t *job, bool final) {
-    if (!f->live) return;
-    if (!f->shown) {
-        const json_t *t = pick_shown(job);
-        if (!t) return;
-        f->shown = tony_sprintf("%s:%lld", str(t, JOB_TASK_ROLE), (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
-    }
-    const json_t *task = find_task(job, f->shown);
-    long long attempt = json_integer_value(json_object_get(job, JOB_ATTEMPT));
-    if (attempt != f->shown_attempt) {
-        show_output(f, "", 0, true); /* the last attempt's last words */
-        f->shown_attempt = attempt;
-        f->offset = 0;
-    }
-    for (int n = 0; task && n < OUTPUT_CHUNKS_PER_LOOK; n++) {
+/* Shows what f->shown_file has past f->offset, a few chunks at most. */
+static void show_new_output(tony_follow *f, const char *job_dir, const json_t *job, const json_t *task, long long attempt) {
+    for (int n = 0; n < OUTPUT_CHUNKS_PER_LOOK; n++) {
         tony_buf chunk = {0};
         long long next = f->offset, size = 0;
         if (read_output(f, job_dir, job, task, attempt, &chunk, &next, &size)) {
             tony_buf_free(&chunk);
-            break;
+            return;
         }
         if (chunk.len) {
             if (f->offset == 0 && f->partial.len == 0) {
@@ -504,10 +493,35 @@ void tony_follow_output(tony_follow *f, const char *job_dir, const json_t *job, 
             show_output(f, chunk.data, chunk.len, false);
         }
         tony_buf_free(&chunk);
-        if (next <= f->offset) break;
+        if (next <= f->offset) return;
         f->offset = next;
-        if (next >= size) break;
+        if (next >= size) return;
     }
+}
+
+void tony_follow_output(tony_follow *f, const char *job_dir, const json_t *job, bool final) {
+    if (!f->live) return;
+    if (!f->shown) {
+        const json_t *t = pick_shown(job);
+        if (!t) return;
+        f->shown = tony_sprintf("%s:%lld", str(t, JOB_TASK_ROLE), (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
+    }
+    const json_t *task = find_task(job, f->shown);
+    if (!task) return;
+    long long attempt = json_integer_value(json_object_get(job, JOB_ATTEMPT));
+    /* A restart in place gives a local task a new log dir per attempt (what
+     * the old file has left is shown first); a YARN container's file goes
+     * on, a line in it saying where the attempt starts. */
+    const char *file = str(task, JOB_TASK_STDOUT);
+    if (!f->shown_file || strcmp(file, f->shown_file) != 0) {
+        if (f->shown_file && *f->shown_file == '/' && dir_is_here(f->shown_file))
+            show_new_output(f, job_dir, job, task, attempt);
+        show_output(f, "", 0, true);
+        free(f->shown_file);
+        f->shown_file = tony_strdup(file);
+        f->offset = 0;
+    }
+    show_new_output(f, job_dir, job, task, attempt);
     if (final) show_output(f, "", 0, true);
 }
 

@@ -142,6 +142,12 @@ def test_live_block_on_a_terminal(tony, scripts):
     # a block line never wraps: each fits the terminal
     for line in re.findall(rb"\r?([^\r\n]*)\x1b\[K", raw):
         assert len(ESC.sub("", line.decode())) < COLS, line
+    # the chief's (worker:0's) output of each attempt, from its file of that
+    # attempt (a restart in place gives it a new one), above the block
+    out = [screen.index("tony: worker:0's output:"), screen.index("attempt 0 of worker:0"),
+           screen.index("tony: worker:0's output in attempt 1:"), screen.index("attempt 1 of worker:0")]
+    assert out == sorted(out) and out[-1] < h, text
+    assert not any(l.endswith("of worker:1") for l in screen), text
 
 
 def test_block_lines_fit_a_narrow_terminal(tony, scripts):
