@@ -23,6 +23,7 @@
 struct tony_follow {
     FILE *out;
     bool live;
+    bool tty; /* out is a terminal: a person reads the chief's output there */
     /* plain lines */
     char *grouped; /* the grouped lines last printed */
     char *tb_url;  /* the TensorBoard link last printed */
@@ -53,6 +54,7 @@ tony_follow *tony_follow_new(FILE *out) {
     tony_follow *f = tony_xcalloc(1, sizeof *f);
     f->out = out;
     f->live = wants_live(out);
+    f->tty = isatty(fileno(out));
     f->attempt = -1;
     return f;
 }
@@ -500,7 +502,7 @@ static void show_new_output(tony_follow *f, const char *job_dir, const json_t *j
 }
 
 void tony_follow_output(tony_follow *f, const char *job_dir, const json_t *job, bool final) {
-    if (!f->live) return;
+    if (!f->tty) return;
     if (!f->shown) {
         const json_t *t = pick_shown(job);
         if (!t) return;

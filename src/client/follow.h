@@ -6,8 +6,8 @@
  * TensorBoard links) redrawn in place as things change, with one-off
  * messages (task failures, restarts, whatever the caller says) printed above
  * it. Plain lines whenever stdout is not a terminal, NO_COLOR is set or
- * TERM is dumb or unset. On a terminal it also shows, above the block, what
- * the job's chief (or worker:0) writes to its stdout, as `make demo` does. */
+ * TERM is dumb or unset. On a terminal it also shows what the job's chief
+ * (or worker:0) writes to its stdout, above the block, as `make demo` does. */
 #ifndef TONY_FOLLOW_H
 #define TONY_FOLLOW_H
 
@@ -26,7 +26,7 @@ void tony_follow_free(tony_follow *f);
  * below it, and a later update draws a new block. */
 void tony_follow_leave(tony_follow *f);
 void tony_follow_update(tony_follow *f, const json_t *job);
-/* On a terminal: prints what the job's chief (the task marked so: chief:0,
+/* When out is a terminal (live block or not): prints what the job's chief (the task marked so: chief:0,
  * else worker:0), a single-node job's am:0, or else its first task wrote
  * to stdout since the last call, whole lines above the block. Read from
  * the task's file where its log dir is on this machine (it outlives the

@@ -211,3 +211,26 @@ def test_the_chiefs_output_on_a_terminal(tony, kind, args, shown):
     assert not others, text
     if kind == "pytorch, no chief":
         assert "rank 0" in screen and "rank 1" not in screen, text
+
+
+@pytest.mark.parametrize("how", ["NO_COLOR", "TERM=dumb", "pipe"])
+def test_the_chiefs_output_with_plain_lines(tony, how):
+    """A terminal that wants no live block still shows the chief's output,
+    between TonY's plain lines; a pipe (a script, CI) gets those lines only."""
+    args = ["--executes", WHO_SH, "--conf", "tony.worker.instances=2", *SMALL]
+    if how == "pipe":
+        rc, raw = submit_on(tony, args, tty=False)
+    elif how == "NO_COLOR":
+        rc, raw = submit_on(tony, args, NO_COLOR="1")
+    else:
+        rc, raw = submit_on(tony, args, TERM="dumb")
+    assert rc == 0, raw
+    assert b"\x1b" not in raw, raw
+    lines = raw.decode().replace("\r\n", "\n").split("\n")
+    assert "tony: SUCCEEDED: worker [0, 1]" in lines, lines
+    shown = [l for l in lines if re.match(r"(output|last words) of ", l) or l == "tony: worker:0's output:"]
+    if how == "pipe":
+        assert shown == [], lines
+    else:
+        assert shown == ["tony: worker:0's output:", "output of worker:0", "last words of worker:0"], lines
+        assert lines.index("last words of worker:0") < lines.index("tony: SUCCEEDED: worker [0, 1]"), lines
