@@ -367,13 +367,13 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
     const char *stream = "stdout", *bad = NULL;
     long long offset = 0, attempt = am->fsm.job.attempt;
     for (struct evkeyval *kv = q.tqh_first; kv && !bad; kv = kv->next.tqe_next) {
-        if (strcmp(kv->key, "stream") == 0) {
+        if (strcmp(kv->key, AM_API_LOG_STREAM) == 0) {
             if (strcmp(kv->value, "stdout") != 0 && strcmp(kv->value, "stderr") != 0)
                 bad = "stream must be stdout or stderr";
             else stream = kv->value[3] == 'o' ? "stdout" : "stderr";
-        } else if (strcmp(kv->key, "offset") == 0) {
+        } else if (strcmp(kv->key, AM_API_LOG_OFFSET) == 0) {
             if (!query_uint(kv->value, LLONG_MAX / 2, &offset)) bad = "offset must be a byte offset (0 or more)";
-        } else if (strcmp(kv->key, "attempt") == 0) {
+        } else if (strcmp(kv->key, AM_API_ATTEMPT) == 0) {
             if (!query_uint(kv->value, am->fsm.job.attempt, &attempt))
                 bad = "attempt must be a number from 0 to the job's current attempt";
         } else if (strcmp(kv->key, AM_API_TOKEN_PARAM) != 0) { /* the read token was checked already */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/amapi.h"
 #include "common/httpreply.h"
 #include "common/strv.h"
 
@@ -30,7 +31,8 @@ json_t *am_log_chunk_json(const char *role, int index, int attempt, const char *
     size_t used;
     char *text = tony_utf8_sanitize(data, n, &used);
     json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:s}", "role", role, "index", index, "attempt", attempt,
-                          "stream", stream, "offset", offset, "next", offset + (long long)used, "size", size, "data",
+                          AM_API_LOG_STREAM, stream, AM_API_LOG_OFFSET, offset, AM_API_LOG_NEXT, offset + (long long)used,
+                          AM_API_LOG_SIZE, size, AM_API_LOG_DATA,
                           text);
     json_object_set_new(o, "exists", json_boolean(exists));
     free(text);

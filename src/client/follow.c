@@ -11,6 +11,10 @@
 #include <unistd.h>
 
 #include "client/report.h"
+#include "common/amapi.h"
+#include "common/fs.h"
+#include "common/http.h"
+#include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/strv.h"
 
@@ -19,6 +23,7 @@
 struct tony_follow {
     FILE *out;
     bool live;
+    bool tty; /* out is a terminal: a person reads the chief's output there */
     /* plain lines */
     char *grouped; /* the grouped lines last printed */
     char *tb_url;  /* the TensorBoard link last printed */
@@ -30,6 +35,12 @@ struct tony_follow {
     tony_strv told;      /* "role:index@attempt" failures already reported */
     char *cause;         /* the root cause last printed */
     char *coordinator;   /* what was last said of a coordinator that replaced a lost one */
+    /* the chief's output, shown above the block */
+    char *shown;         /* "role:index" of the task whose output is shown, once picked */
+    char *token;         /* the job's read token; NULL until read */
+    char *shown_file;    /* the file its stdout is in (the job JSON's; "" until known) */
+    long long offset;    /* how far that file was read */
+    tony_buf partial;    /* the start of a line whose newline has not come yet */
 };
 
 static bool wants_live(FILE *out) {
@@ -43,6 +54,7 @@ tony_follow *tony_follow_new(FILE *out) {
     tony_follow *f = tony_xcalloc(1, sizeof *f);
     f->out = out;
     f->live = wants_live(out);
+    f->tty = isatty(fileno(out));
     f->attempt = -1;
     return f;
 }
@@ -56,6 +68,10 @@ void tony_follow_free(tony_follow *f) {
     free(f->attempt_diag);
     free(f->cause);
     free(f->coordinator);
+    free(f->shown);
+    free(f->shown_file);
+    free(f->token);
+    tony_buf_free(&f->partial);
     tony_strv_free(&f->told);
     free(f);
 }
@@ -358,6 +374,157 @@ void tony_follow_update(tony_follow *f, const json_t *job) {
     else update_plain(f, job);
     note_cause(f, job);
     note_coordinator(f, job);
+}
+
+/* ---------- the chief's output ---------- */
+
+/* The task whose output a person wants to see: the chief (the job JSON
+ * marks it: chief:0, else worker:0), a single-node job's command, else the
+ * first task listed. NULL while there is none. */
+static const json_t *pick_shown(const json_t *job) {
+    json_t *tasks = json_object_get(job, JOB_TASKS), *t;
+    size_t i;
+    json_array_foreach(tasks, i, t) {
+        if (json_is_true(json_object_get(t, JOB_TASK_CHIEF)) || strcmp(str(t, JOB_TASK_ROLE), JOB_SINGLE_NODE_ROLE) == 0)
+            return t;
+    }
+    t = json_array_get(tasks, 0);
+    return t && *str(t, JOB_TASK_ROLE) ? t : NULL;
+}
+
+static const json_t *find_task(const json_t *job, const char *name) {
+    json_t *t;
+    size_t i;
+    json_array_foreach(json_object_get(job, JOB_TASKS), i, t) {
+        char *n = tony_sprintf("%s:%lld", str(t, JOB_TASK_ROLE), (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
+        bool same = strcmp(n, name) == 0;
+        free(n);
+        if (same) return t;
+    }
+    return NULL;
+}
+
+/* Prints the n bytes of text's whole lines above the block, keeping an
+ * unfinished last line for later (all of it when final). */
+static void show_output(tony_follow *f, const char *text, size_t n, bool final) {
+    tony_buf_append(&f->partial, text, n);
+    size_t whole = f->partial.len;
+    while (whole && f->partial.data[whole - 1] != '\n') whole--;
+    if (final && f->partial.len > whole) {
+        tony_buf_puts(&f->partial, "\n");
+        whole = f->partial.len;
+    }
+    if (!whole) return;
+    erase_block(f);
+    fwrite(f->partial.data, 1, whole, f->out);
+    memmove(f->partial.data, f->partial.data + whole, f->partial.len - whole);
+    f->partial.len -= whole;
+    if (f->block) draw_block(f);
+    else fflush(f->out);
+}
+
+/* How much one look reads: a task that writes faster than that is shown
+ * late rather than freezing the block. */
+#define OUTPUT_CHUNK (64 * 1024)
+#define OUTPUT_CHUNKS_PER_LOOK 4
+#define OUTPUT_TIMEOUT_MS 3000
+
+/* Whether path's directory is on this machine: a task's log dir in a job
+ * dir this client shares (the local and Slurm backends), where the file
+ * outlives the coordinator; a YARN task's is on its node. */
+static bool dir_is_here(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return false;
+    char *dir = tony_strdup(path);
+    dir[slash - path] = '\0';
+    bool here = access(dir, X_OK) == 0;
+    free(dir);
+    return here;
+}
+
+/* Reads the shown task's stdout from f->offset on into out: from its file
+ * when that is here, else through the coordinator's API. *next: the offset
+ * that follows what was read (the API's text may be shorter than the bytes
+ * it covers: a character cut at the chunk's end comes with the next one),
+ * *size: how long the file is now. -1: nothing to be had now. */
+static int read_output(tony_follow *f, const char *job_dir, const json_t *job, const json_t *task, long long attempt,
+                       tony_buf *out, long long *next, long long *size) {
+    const char *path = f->shown_file;
+    tony_error err = {{0}};
+    if (*path == '/' && dir_is_here(path)) {
+        if (tony_read_range(path, f->offset, OUTPUT_CHUNK, out, size, &err)) return -1;
+        *next = f->offset + (long long)out->len;
+        return 0;
+    }
+    if (!f->token && tony_jobdir_read_token(job_dir, &f->token, &err)) return -1;
+    char *get = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?" AM_API_LOG_STREAM "=" JOB_TASK_STDOUT
+                             "&" AM_API_LOG_OFFSET "=%lld&" AM_API_ATTEMPT "=%lld",
+                             str(job, JOB_URL), str(task, JOB_TASK_ROLE),
+                             (long long)json_integer_value(json_object_get(task, JOB_TASK_INDEX)), f->offset, attempt);
+    tony_http_response r = {0};
+    int rc = tony_http_read(get, f->token, OUTPUT_TIMEOUT_MS, &r, &err);
+    free(get);
+    json_t *chunk = rc == 0 && r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+    tony_http_response_free(&r);
+    const char *data = json_string_value(json_object_get(chunk, AM_API_LOG_DATA));
+    if (!data) {
+        json_decref(chunk);
+        return -1;
+    }
+    tony_buf_puts(out, data);
+    *next = json_integer_value(json_object_get(chunk, AM_API_LOG_NEXT));
+    *size = json_integer_value(json_object_get(chunk, AM_API_LOG_SIZE));
+    json_decref(chunk);
+    return 0;
+}
+
+/* Shows what f->shown_file has past f->offset, a few chunks at most. */
+static void show_new_output(tony_follow *f, const char *job_dir, const json_t *job, const json_t *task, long long attempt) {
+    for (int n = 0; n < OUTPUT_CHUNKS_PER_LOOK; n++) {
+        tony_buf chunk = {0};
+        long long next = f->offset, size = 0;
+        if (read_output(f, job_dir, job, task, attempt, &chunk, &next, &size)) {
+            tony_buf_free(&chunk);
+            return;
+        }
+        if (chunk.len) {
+            if (f->offset == 0 && f->partial.len == 0) {
+                if (attempt > 0) say(f, f->out, "tony: %s's output in attempt %lld:\n", f->shown, attempt);
+                else say(f, f->out, "tony: %s's output:\n", f->shown);
+            }
+            show_output(f, chunk.data, chunk.len, false);
+        }
+        tony_buf_free(&chunk);
+        if (next <= f->offset) return;
+        f->offset = next;
+        if (next >= size) return;
+    }
+}
+
+void tony_follow_output(tony_follow *f, const char *job_dir, const json_t *job, bool final) {
+    if (!f->tty) return;
+    if (!f->shown) {
+        const json_t *t = pick_shown(job);
+        if (!t) return;
+        f->shown = tony_sprintf("%s:%lld", str(t, JOB_TASK_ROLE), (long long)json_integer_value(json_object_get(t, JOB_TASK_INDEX)));
+    }
+    const json_t *task = find_task(job, f->shown);
+    if (!task) return;
+    long long attempt = json_integer_value(json_object_get(job, JOB_ATTEMPT));
+    /* A restart in place gives a local task a new log dir per attempt (what
+     * the old file has left is shown first); a YARN container's file goes
+     * on, a line in it saying where the attempt starts. */
+    const char *file = str(task, JOB_TASK_STDOUT);
+    if (!f->shown_file || strcmp(file, f->shown_file) != 0) {
+        if (f->shown_file && *f->shown_file == '/' && dir_is_here(f->shown_file))
+            show_new_output(f, job_dir, job, task, attempt);
+        show_output(f, "", 0, true);
+        free(f->shown_file);
+        f->shown_file = tony_strdup(file);
+        f->offset = 0;
+    }
+    show_new_output(f, job_dir, job, task, attempt);
+    if (final) show_output(f, "", 0, true);
 }
 
 void tony_follow_vsay(tony_follow *f, FILE *stream, const char *fmt, va_list ap) {

@@ -343,6 +343,7 @@ static int follow(tony_client_job *j, tony_error *err) {
         tony_client_poll p = {0};
         ops->poll(j, &out, &p, err);
         if (p.job) {
+            if (!reported) tony_follow_output(f, j->job_dir, p.job, tony_job_is_finished(p.job));
             tony_follow_update(f, p.job);
             if (!reported && tony_job_is_finished(p.job)) {
                 reported = true;

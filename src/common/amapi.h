@@ -35,6 +35,12 @@
 #define AM_API_FINISHED "finished"   /* POST: it ended (the result is still the container's exit status) */
 #define AM_API_METRICS "metrics"     /* POST: one sample; GET: the task's series */
 #define AM_API_LOG "log"             /* GET ?stream=stdout|stderr&offset=N&attempt=A */
+/* log's query (the attempt: AM_API_ATTEMPT) and its answer's fields (docs/api.md). */
+#define AM_API_LOG_STREAM "stream"
+#define AM_API_LOG_OFFSET "offset"
+#define AM_API_LOG_DATA "data" /* the text from offset on */
+#define AM_API_LOG_NEXT "next" /* the offset to ask for next */
+#define AM_API_LOG_SIZE "size" /* the file's size now */
 #define AM_API_STACKS "stacks"       /* POST: the task's stacks (hang diagnosis); GET ?attempt=A: them, as text */
 #define AM_API_WATCH "watch"         /* POST, long poll: answered "stop" when the task must stop, else "wait" */
 

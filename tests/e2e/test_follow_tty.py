@@ -142,6 +142,12 @@ def test_live_block_on_a_terminal(tony, scripts):
     # a block line never wraps: each fits the terminal
     for line in re.findall(rb"\r?([^\r\n]*)\x1b\[K", raw):
         assert len(ESC.sub("", line.decode())) < COLS, line
+    # the chief's (worker:0's) output of each attempt, from its file of that
+    # attempt (a restart in place gives it a new one), above the block
+    out = [screen.index("tony: worker:0's output:"), screen.index("attempt 0 of worker:0"),
+           screen.index("tony: worker:0's output in attempt 1:"), screen.index("attempt 1 of worker:0")]
+    assert out == sorted(out) and out[-1] < h, text
+    assert not any(l.endswith("of worker:1") for l in screen), text
 
 
 def test_block_lines_fit_a_narrow_terminal(tony, scripts):
@@ -172,3 +178,59 @@ def test_plain_lines_unless_a_willing_terminal(tony, scripts, how):
     assert b"\x1b" not in raw, raw
     out = raw.decode().replace("\r\n", "\n")
     assert "tony: RUNNING: worker [0, 1]\n" in out and "tony: SUCCEEDED: worker [0, 1]\n" in out, out
+
+
+# Each task says who it is; only the one a person watches (the chief, else
+# worker 0, a single-node job's command) reaches the terminal, its last line
+# even without a newline.
+WHO = "${JOB_NAME:-am}:${TASK_INDEX:-0}"  # a single-node job's command has neither
+WHO_SH = f'echo "output of {WHO}"; sleep 1; echo "rank ${{RANK:-none}}"; printf "last words of {WHO}"'
+
+
+@pytest.mark.parametrize("kind,args,shown", [
+    ("shell job", ["--conf", "tony.worker.instances=2"], "worker:0"),
+    ("chief and workers", ["--conf", "tony.chief.instances=1", "--conf", "tony.worker.instances=2"], "chief:0"),
+    ("pytorch, no chief", ["--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2"],
+     "worker:0"),
+    ("single-node", [], "am:0"),
+])
+def test_the_chiefs_output_on_a_terminal(tony, kind, args, shown):
+    """Issue 21: `tony submit` on a terminal shows the chief's output as
+    `make demo` does, for every job: above the status block, whole lines,
+    the others' output left to `tony logs`."""
+    rc, raw = submit_on(tony, ["--executes", WHO_SH, *args, *SMALL])
+    screen = replay(raw)
+    text = "\n".join(screen)
+    assert rc == 0, text
+    header = screen.index(f"tony: {shown}'s output:")
+    lines = [screen.index(f"output of {shown}"), screen.index(f"last words of {shown}")]
+    assert header < lines[0] < lines[1], text
+    final = next(i for i, l in enumerate(screen) if re.match(r"tony: application_\S+ FINISHED SUCCEEDED", l))
+    assert lines[1] < final, text  # above the block left at the end
+    others = [l for l in screen if re.match(r"(output|last words) of ", l) and not l.endswith(f" of {shown}")]
+    assert not others, text
+    if kind == "pytorch, no chief":
+        assert "rank 0" in screen and "rank 1" not in screen, text
+
+
+@pytest.mark.parametrize("how", ["NO_COLOR", "TERM=dumb", "pipe"])
+def test_the_chiefs_output_with_plain_lines(tony, how):
+    """A terminal that wants no live block still shows the chief's output,
+    between TonY's plain lines; a pipe (a script, CI) gets those lines only."""
+    args = ["--executes", WHO_SH, "--conf", "tony.worker.instances=2", *SMALL]
+    if how == "pipe":
+        rc, raw = submit_on(tony, args, tty=False)
+    elif how == "NO_COLOR":
+        rc, raw = submit_on(tony, args, NO_COLOR="1")
+    else:
+        rc, raw = submit_on(tony, args, TERM="dumb")
+    assert rc == 0, raw
+    assert b"\x1b" not in raw, raw
+    lines = raw.decode().replace("\r\n", "\n").split("\n")
+    assert "tony: SUCCEEDED: worker [0, 1]" in lines, lines
+    shown = [l for l in lines if re.match(r"(output|last words) of ", l) or l == "tony: worker:0's output:"]
+    if how == "pipe":
+        assert shown == [], lines
+    else:
+        assert shown == ["tony: worker:0's output:", "output of worker:0", "last words of worker:0"], lines
+        assert lines.index("last words of worker:0") < lines.index("tony: SUCCEEDED: worker [0, 1]"), lines

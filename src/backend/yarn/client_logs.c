@@ -120,7 +120,7 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
                    char *last, bool *gone, tony_error *err) {
     *gone = false;
     for (;;) {
-        char *url = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?stream=%s&offset=%lld&attempt=%d", y->am, role, index,
+        char *url = tony_sprintf("%s" AM_API_TASKS "%s/%lld/" AM_API_LOG "?" AM_API_LOG_STREAM "=%s&" AM_API_LOG_OFFSET "=%lld&" AM_API_ATTEMPT "=%d", y->am, role, index,
                                  stream, *offset, y->attempt);
         tony_http_response r;
         int rc = tony_http_read(url, y->token, AM_TIMEOUT_MS, &r, err);
@@ -139,9 +139,9 @@ static int am_read(const ylogs *y, const char *role, long long index, const char
             json_decref(j);
             return -1;
         }
-        const char *data = json_string_value(json_object_get(j, "data"));
-        long long next = json_integer_value(json_object_get(j, "next"));
-        long long size = json_integer_value(json_object_get(j, "size"));
+        const char *data = json_string_value(json_object_get(j, AM_API_LOG_DATA));
+        long long next = json_integer_value(json_object_get(j, AM_API_LOG_NEXT));
+        long long size = json_integer_value(json_object_get(j, AM_API_LOG_SIZE));
         if (data && *data) {
             fputs(data, stdout);
             *last = data[strlen(data) - 1];
