@@ -25,6 +25,10 @@ typedef struct tony_runtime_task {
      * NULL / 0 otherwise. */
     const char *rendezvous_host;
     int rendezvous_port;
+    /* The job's attempt (0 first; torch's TORCHELASTIC_RESTART_COUNT) and
+     * its id (TORCHELASTIC_RUN_ID); NULL run_id: not known (a dry run). */
+    int attempt;
+    const char *run_id;
 } tony_runtime_task;
 
 typedef struct tony_runtime {

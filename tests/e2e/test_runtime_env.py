@@ -55,7 +55,12 @@ def test_pytorch_env(tony, scripts):
     for i in range(3):
         w = e[f"worker:{i}"]
         assert w["RANK"] == str(i) and w["WORLD"] == "3" and w["WORLD_SIZE"] == "3"
-        assert w["LOCAL_RANK"] == str(i)
+        # torchrun's contract, a node of one process per task (issue 23)
+        assert w["LOCAL_RANK"] == "0" and w["LOCAL_WORLD_SIZE"] == "1"
+        assert w["GROUP_RANK"] == w["NODE_RANK"] == w["ROLE_RANK"] == str(i) and w["GROUP_WORLD_SIZE"] == "3"
+        assert w["ROLE_NAME"] == "worker" and w["ROLE_WORLD_SIZE"] == "3"
+        assert w["TORCHELASTIC_RESTART_COUNT"] == "0" and w["TORCHELASTIC_MAX_RESTARTS"] == "0"
+        assert w["TORCHELASTIC_RUN_ID"] == w["JOB_ID"]
         assert w["MASTER_ADDR"] == "127.0.0.1"
         assert w["INIT_METHOD"] == f"tcp://127.0.0.1:{w['MASTER_PORT']}"
     assert len({e[f"worker:{i}"]["MASTER_PORT"] for i in range(3)}) == 1
