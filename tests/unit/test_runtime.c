@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/fs.h"
 #include "common/strv.h"
 #include "runtime/runtime.h"
 
@@ -445,6 +446,48 @@ static void test_jax_env(void **state) {
     json_decref(spec);
 }
 
+/* The executor's Python files: none for a task that is no JAX process;
+ * for one, tony's cluster and the sitecustomize that imports it, first on
+ * PYTHONPATH before what the task already had. */
+static void test_jax_python_files(void **state) {
+    (void)state;
+    char tmpl[] = "/tmp/test_runtime_py.XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char *dir = tony_path_join(tmpl, "py");
+    tony_error err = {{0}};
+    tony_env env = {0};
+    tony_env_set(&env, "PYTHONPATH", "/mine");
+    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    assert_false(tony_file_exists(dir));
+    assert_env(&env, "PYTHONPATH", "/mine");
+
+    tony_env_set(&env, "JAX_PROCESS_ID", "1");
+    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    char *want = tony_sprintf("%s:/mine", dir);
+    assert_env(&env, "PYTHONPATH", want);
+    char *site = tony_path_join(dir, "sitecustomize.py"), *cluster = tony_path_join(dir, "tony_jax_cluster.py");
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(tony_read_file(cluster, &text, &len, &err), 0);
+    assert_non_null(strstr(text, "class TonyCluster(clusters.ClusterEnv)"));
+    assert_non_null(strstr(text, "os.environ[\"JAX_NUM_PROCESSES\"]"));
+    free(text);
+    assert_true(tony_file_exists(site));
+
+    /* a dir that cannot be made: an error naming what is lost */
+    tony_env_unset(&env, "PYTHONPATH");
+    char *bad = tony_path_join(site, "sub"); /* under a regular file */
+    assert_int_equal(tony_runtime_python_files(bad, &env, &err), -1);
+    assert_non_null(strstr(err.msg, "jax.distributed.initialize()"));
+    tony_rm_rf(tmpl, &err);
+    free(bad);
+    free(site);
+    free(cluster);
+    free(want);
+    free(dir);
+    tony_env_free(&env);
+}
+
 /* ---- xgboost -------------------------------------------------------------- */
 
 static void test_xgboost_env(void **state) {
@@ -639,6 +682,7 @@ int main(void) {
         cmocka_unit_test(test_pytorch_validate_and_missing_worker),
         cmocka_unit_test(test_mxnet_env),
         cmocka_unit_test(test_jax_env),
+        cmocka_unit_test(test_jax_python_files),
         cmocka_unit_test(test_xgboost_env),
         cmocka_unit_test(test_standalone_validate),
         cmocka_unit_test(test_lockstep),

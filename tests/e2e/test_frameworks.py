@@ -1,0 +1,55 @@
+"""Frameworks as their users write them (issue 23): each framework's own
+launch code reads what tony sets, on the local backend with 2 processes.
+JAX's jax.distributed.initialize() without arguments (tony's cluster), its
+explicit form, and the frameworks' official multi-node examples vendored
+unedited under tests/e2e/examples/ (origin in each file's header), each
+asserting on its own output."""
+import re
+
+import pytest
+
+from conftest import PYTHON, REPO
+
+pytestmark = pytest.mark.ml
+VENDORED = REPO / "tests" / "e2e" / "examples"
+
+# Every JAX process gathers every process's index: the ranks agree when each
+# sees [0, 1]. On CPU, JAX before 0.5 needs gloo asked for in code (the flag
+# has no environment variable).
+JAX_GATHER = """import os, sys
+import jax, jax.numpy as jnp
+from jax.experimental import multihost_utils
+jax.config.update("jax_cpu_collectives_implementation", "gloo")  # JAX < 0.5 on CPU
+if sys.argv[1:] == ["explicit"]:
+    jax.distributed.initialize(os.environ["JAX_COORDINATOR_ADDRESS"], int(os.environ["JAX_NUM_PROCESSES"]),
+                               int(os.environ["JAX_PROCESS_ID"]))
+else:
+    jax.distributed.initialize()
+got = multihost_utils.process_allgather(jnp.array([jax.process_index()])).ravel().tolist()
+print(f"process {jax.process_index()} of {jax.process_count()} gathered {got}", flush=True)
+"""
+
+
+def jax_job(tony, scripts, *params, shell_env=()):
+    (scripts / "gather.py").write_text(JAX_GATHER)
+    return tony.submit("--src_dir", str(scripts), "--python_binary_path", PYTHON, "--executes", "gather.py",
+                       *(("--task_params", " ".join(params)) if params else ()),
+                       *[a for e in shell_env for a in ("--shell_env", e)],
+                       "--conf", "tony.application.framework=jax", "--conf", "tony.worker.instances=2",
+                       "--conf", "tony.worker.memory=1g", timeout=300)
+
+
+@pytest.mark.parametrize("form", ["no-arguments", "explicit"])
+def test_jax_distributed_initialize(tony, scripts, tmp_path, form):
+    """The no-argument form finds tony's cluster (without it JAX raises
+    "Number of processes must be defined"); the user's own sitecustomize,
+    which tony's hides on PYTHONPATH, still runs."""
+    own = tmp_path / "own-site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("print('own sitecustomize ran', flush=True)\n")
+    r = jax_job(tony, scripts, *(["explicit"] if form == "explicit" else []), shell_env=[f"PYTHONPATH={own}"])
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
+        assert out.count("own sitecustomize ran") == 1, out
