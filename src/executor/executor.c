@@ -638,6 +638,7 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_free(&env);
     tony_env_unset(&all, TASKENV_SECRET);
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
+    tony_backend_task_user_env(&all);
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};

@@ -53,3 +53,28 @@ def test_jax_distributed_initialize(tony, scripts, tmp_path, form):
         out = r.log("worker", i)
         assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
         assert out.count("own sitecustomize ran") == 1, out
+
+
+@pytest.mark.slurm
+def test_jax_on_slurm_sees_no_step_layout(tony, slurm, scripts):
+    """Each task is a one-task Slurm step: its SLURM_PROCID=0 and
+    SLURM_NTASKS=1 would make JAX's SlurmCluster (and Lightning's
+    SLURMEnvironment) believe every process is alone. The user's process
+    sees none of them, keeps the job's own SLURM_JOB_ID, and the
+    no-argument initialize() finds tony's cluster first."""
+    tony.env.update(slurm.vars)
+    show = "import os; print('slurm env', {k: os.environ.get(k) for k in ('SLURM_PROCID', 'SLURM_NTASKS', " \
+           "'SLURM_NNODES', 'SLURM_JOB_ID')}, flush=True)\n"
+    (scripts / "gather.py").write_text(show + JAX_GATHER)
+    r = tony.run("submit", "--backend", "slurm", "--src_dir", str(scripts), "--python_binary_path", PYTHON,
+                 "--executes", "gather.py", "--conf", "tony.application.framework=jax",
+                 "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=1g", timeout=300)
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
+        m = re.search(r"slurm env (\{.*\})", out)
+        assert m, out
+        seen = eval(m.group(1))  # the dict the task printed
+        assert seen["SLURM_PROCID"] is None and seen["SLURM_NTASKS"] is None and seen["SLURM_NNODES"] is None, seen
+        assert seen["SLURM_JOB_ID"] and seen["SLURM_JOB_ID"].isdigit(), seen
