@@ -4,6 +4,7 @@ JAX's jax.distributed.initialize() without arguments (tony's cluster), its
 explicit form, and the frameworks' official multi-node examples vendored
 unedited under tests/e2e/examples/ (origin in each file's header), each
 asserting on its own output."""
+import json
 import re
 
 import pytest
@@ -63,8 +64,8 @@ def test_jax_on_slurm_sees_no_step_layout(tony, slurm, scripts):
     sees none of them, keeps the job's own SLURM_JOB_ID, and the
     no-argument initialize() finds tony's cluster first."""
     tony.env.update(slurm.vars)
-    show = "import os; print('slurm env', {k: os.environ.get(k) for k in ('SLURM_PROCID', 'SLURM_NTASKS', " \
-           "'SLURM_NNODES', 'SLURM_JOB_ID')}, flush=True)\n"
+    show = "import json, os; print('slurm env', json.dumps({k: os.environ.get(k) for k in ('SLURM_PROCID', " \
+           "'SLURM_NTASKS', 'SLURM_NNODES', 'SLURM_JOB_ID')}), flush=True)\n"
     (scripts / "gather.py").write_text(show + JAX_GATHER)
     r = tony.run("submit", "--backend", "slurm", "--src_dir", str(scripts), "--python_binary_path", PYTHON,
                  "--executes", "gather.py", "--conf", "tony.application.framework=jax",
@@ -75,6 +76,6 @@ def test_jax_on_slurm_sees_no_step_layout(tony, slurm, scripts):
         assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
         m = re.search(r"slurm env (\{.*\})", out)
         assert m, out
-        seen = eval(m.group(1))  # the dict the task printed
+        seen = json.loads(m.group(1))
         assert seen["SLURM_PROCID"] is None and seen["SLURM_NTASKS"] is None and seen["SLURM_NNODES"] is None, seen
         assert seen["SLURM_JOB_ID"] and seen["SLURM_JOB_ID"].isdigit(), seen
