@@ -1,9 +1,10 @@
 """Frameworks as their users write them (issue 23): each framework's own
-launch code reads what tony sets, on the local backend with 2 processes.
-JAX's jax.distributed.initialize() without arguments (tony's cluster), its
-explicit form, and the frameworks' official multi-node examples vendored
-unedited under tests/e2e/examples/ (origin in each file's header), each
-asserting on its own output."""
+launch code reads what tony sets, on the local backend with 2 processes,
+checked on what the framework itself concluded: JAX's
+jax.distributed.initialize() without arguments (tony's cluster) and its
+explicit form; Lightning Fabric with num_nodes=2 (tests/e2e/examples/);
+HuggingFace accelerate's own multi-process checks, the modules that ship in
+its package (`accelerate test` runs test_script), unedited."""
 import json
 import re
 
@@ -12,7 +13,7 @@ import pytest
 from conftest import PYTHON, REPO
 
 pytestmark = pytest.mark.ml
-VENDORED = REPO / "tests" / "e2e" / "examples"
+EXAMPLES = str(REPO / "tests" / "e2e" / "examples")
 
 # Every JAX process gathers every process's index: the ranks agree when each
 # sees [0, 1]. On CPU, JAX before 0.5 needs gloo asked for in code (the flag
@@ -79,3 +80,46 @@ def test_jax_on_slurm_sees_no_step_layout(tony, slurm, scripts):
         seen = json.loads(m.group(1))
         assert seen["SLURM_PROCID"] is None and seen["SLURM_NTASKS"] is None and seen["SLURM_NNODES"] is None, seen
         assert seen["SLURM_JOB_ID"] and seen["SLURM_JOB_ID"].isdigit(), seen
+
+
+def torch_job(tony, executes, params=""):
+    return tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON, "--executes", executes,
+                       *(("--task_params", params) if params else ()),
+                       "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                       "--conf", "tony.worker.memory=2g", timeout=300)
+
+
+def test_lightning_fabric_two_nodes(tony):
+    """Two tasks on one host are two nodes of one device: Fabric detects
+    torchelastic (TORCHELASTIC_RUN_ID), takes the node from GROUP_RANK and
+    device 0 from LOCAL_RANK (with tony's old LOCAL_RANK=1 worker 1 died in
+    root_device with an IndexError), and DDP keeps both ranks' weights equal
+    while the loss falls."""
+    r = torch_job(tony, "fabric_two_nodes.py")
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        m = re.search(r"fabric rank (\d) of (\d) node (\d) local (\d) env (\w+) loss ([\d.]+) -> ([\d.]+) "
+                      r"weights agree (\w+)", out)
+        assert m, out
+        assert m.group(1, 2, 3, 4, 5) == (str(i), "2", str(i), "0", "TorchElasticEnvironment"), m.group(0)
+        assert float(m.group(7)) < float(m.group(6)) / 10 and m.group(8) == "True", m.group(0)
+
+
+@pytest.mark.parametrize("check", ["test_ops", "test_script"])
+def test_accelerate_own_checks(tony, check):
+    """accelerate's own checks, from its package: test_ops (gather, broadcast,
+    reduce, pad across processes) and test_script (what `accelerate test`
+    runs: process order, RNG sync, data loaders, training equal to one
+    process's). test_script syncs through a file in the directory every
+    process starts in, which under tony is the job's shared dir."""
+    module = f"accelerate.test_utils.scripts.{check}"
+    r = torch_job(tony, "run_shipped.py", ("--in-job-dir " if check == "test_script" else "") + module)
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert "Distributed environment: DistributedType.MULTI_CPU  Backend: gloo" in out, out[-2000:]
+        assert "Num processes: 2" in out and f"Process index: {i}" in out and "Local process index: 0" in out
+    if check == "test_script":
+        assert "Training yielded the same results on one CPU or distributes setup with batch split." in \
+            r.log("worker", 0)
