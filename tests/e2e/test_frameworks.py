@@ -123,3 +123,19 @@ def test_accelerate_own_checks(tony, check):
     if check == "test_script":
         assert "Training yielded the same results on one CPU or distributes setup with batch split." in \
             r.log("worker", 0)
+
+
+@pytest.mark.slurm
+def test_lightning_fabric_on_slurm(tony, slurm):
+    """On Slurm too, torchrun's variables place each task: Fabric asks for
+    torchelastic (TORCHELASTIC_RUN_ID) before Slurm, and the one-task step's
+    SLURM_NTASKS=1, which its SLURMEnvironment would read, is gone anyway."""
+    tony.env.update(slurm.vars)
+    r = tony.run("submit", "--backend", "slurm", "--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                 "--executes", "fabric_two_nodes.py", "--conf", "tony.application.framework=pytorch",
+                 "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=2g", timeout=300)
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
+        assert "weights agree True" in out, out
