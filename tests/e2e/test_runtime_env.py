@@ -144,3 +144,22 @@ def test_horovod_refuses_fcfs(tony, scripts):
     r = submit(tony, scripts, "horovod", "tony.worker.instances=2", "tony.application.distributed-mode=FCFS")
     assert r.rc == 2, r
     assert "GANG" in r.err
+
+
+def test_pytorch_restart_count_is_the_attempt(tony, scripts):
+    """torch's restart count is tony's attempt: a script that resumes by
+    TORCHELASTIC_RESTART_COUNT sees 0, then 1 after its failure, with
+    max_restarts tony.am.retry-count and the same run id."""
+    (scripts / "restarts.py").write_text(
+        "import os, sys\n"
+        "e = os.environ\n"
+        "print('restart', e['TORCHELASTIC_RESTART_COUNT'], 'of', e['TORCHELASTIC_MAX_RESTARTS'],\n"
+        "      'run', e['TORCHELASTIC_RUN_ID'], flush=True)\n"
+        "sys.exit(3 if e['TORCHELASTIC_RESTART_COUNT'] == '0' else 0)\n")
+    r = tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3", "--executes", "restarts.py",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.am.retry-count=1", "--conf", "tony.application.restart-backoff-ms=100", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir().name
+    assert f"restart 0 of 1 run {job}" in r.log("worker", 0, attempt=0)
+    assert f"restart 1 of 1 run {job}" in r.log("worker", 0, attempt=1)
