@@ -1,5 +1,5 @@
 /* Unit tests of the framework runtimes: the env each task gets (TF_CONFIG,
- * INIT_METHOD and MASTER_*, DMLC_*, JAX_*, the Rabit tracker), the common
+ * torchrun's set, DMLC_*, JAX_* and its Python cluster, the Rabit tracker), the common
  * vars, plan validation, lock-step rules and name lookup. Plans are built by
  * hand so that these tests do not depend on parsing a configuration. */
 #include <setjmp.h>

@@ -8,8 +8,8 @@
  * ENVIRONMENT VARIABLES"), each of which is 0 or 1 in a one-task step
  * whatever the tony job's size. */
 static const char *const step_layout[] = {
-    "SLURM_PROCID",         "SLURM_LOCALID",     "SLURM_NODEID",        "SLURM_GTIDS",
-    "SLURM_NTASKS",         "SLURM_NPROCS",      "SLURM_NNODES",        "SLURM_NODELIST",
+    "SLURM_PROCID",         "SLURM_LOCALID",         "SLURM_NODEID",         "SLURM_GTIDS",
+    "SLURM_NTASKS",         "SLURM_NPROCS",          "SLURM_NNODES",         "SLURM_NODELIST",
     "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES",
     "SLURM_STEP_NODELIST",  "SLURM_STEP_TASKS_PER_NODE",
 };
