@@ -103,7 +103,9 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
     /* the container's env names the attempt it was asked for in; a kept
      * one runs this attempt's process */
     am_task_attempt_env(am, &env);
-    tony_runtime_task rt = {&am->plan, t->role->name, t->index, am->plan.gang ? spec : NULL, NULL, 0};
+    tony_runtime_task rt = {.plan = &am->plan, .role = t->role->name, .index = t->index,
+                            .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
+                            .run_id = am->app_id};
     if (am->rendezvous) {
         rt.rendezvous_host = am->host;
         rt.rendezvous_port = am_rendezvous_port(am->rendezvous);

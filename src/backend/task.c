@@ -6,16 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/slurm/slurm_task.h"
 #include "backend/yarn/yarn_task.h"
 #include "common/taskenv.h"
 
-/* The local and Slurm backends put the secret in the env, send no
- * credentials, and start no second coordinator for a job. */
+/* The local backend puts the secret in the env, sends no credentials, and
+ * starts no second coordinator for a job. */
 static const tony_task_backend_ops local_ops = {.name = "local"};
-static const tony_task_backend_ops slurm_ops = {.name = "slurm"};
 static const tony_task_backend_ops none_ops = {.name = "none"};
 
-static const tony_task_backend_ops *const backends[] = {&tony_yarn_task_ops, &local_ops, &slurm_ops};
+static const tony_task_backend_ops *const backends[] = {&tony_yarn_task_ops, &local_ops, &tony_slurm_task_ops};
 
 const tony_task_backend_ops *tony_task_backend_find(const char *name) {
     for (size_t i = 0; name && i < sizeof backends / sizeof *backends; i++)
@@ -50,4 +50,9 @@ int tony_backend_task_find_coordinator(char **url, tony_error *err) {
     const tony_task_backend_ops *ops = tony_task_backend();
     *url = NULL;
     return ops->find_coordinator ? ops->find_coordinator(url, err) : 1;
+}
+
+void tony_backend_task_user_env(tony_env *env) {
+    const tony_task_backend_ops *ops = tony_task_backend();
+    if (ops->user_env) ops->user_env(env);
 }

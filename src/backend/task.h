@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "common/env.h"
 #include "common/error.h"
 
 typedef struct tony_task_backend_ops {
@@ -38,6 +39,11 @@ typedef struct tony_task_backend_ops {
      * its task as before); -1 and err when the answer cannot be read now
      * (try again). NULL: none ever comes (none: 1). */
     int (*find_coordinator)(char **url, tony_error *err);
+    /* Last word on the user's process's env (this process's own overlaid
+     * with the coordinator's): takes out what the container's launcher set
+     * that would mislead the user's process (Slurm: the one-task step's
+     * layout, slurm/slurm_task.h). NULL: nothing to change. */
+    void (*user_env)(tony_env *env);
 } tony_task_backend_ops;
 
 /* The table of the backend called name; "none" (every op NULL) for NULL,
@@ -51,5 +57,6 @@ const tony_task_backend_ops *tony_task_backend(void);
 int tony_backend_task_secret(char **out, tony_error *err);
 int tony_backend_task_update_credentials(const void *data, size_t len, tony_error *err);
 int tony_backend_task_find_coordinator(char **url, tony_error *err);
+void tony_backend_task_user_env(tony_env *env);
 
 #endif

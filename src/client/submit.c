@@ -259,7 +259,8 @@ static void print_task_env(const tony_plan *p, const tony_runtime *rt, const ton
     tony_env env = {0};
     tony_env_merge(&env, &p->container_env);
     tony_env_merge(&env, &p->shell_env);
-    tony_runtime_task t = {p, role->name, i, p->gang ? spec : NULL, "127.0.0.1", 29400};
+    tony_runtime_task t = {.plan = p, .role = role->name, .index = i, .cluster_spec = p->gang ? spec : NULL,
+                           .rendezvous_host = "127.0.0.1", .rendezvous_port = 29400};
     tony_error err;
     char ref_id[96];
     snprintf(ref_id, sizeof ref_id, "%s:0", role->name);

@@ -39,6 +39,7 @@
 #include "executor/outscan.h"
 #include "executor/reap.h"
 #include "executor/reply.h"
+#include "runtime/runtime.h"
 #include "common/unpack.h"
 
 #define REGISTER_TIMEOUT_MS 25000
@@ -620,6 +621,12 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_merge(&env, &go->env);
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
     set_error_file(x, &env);
+    /* the framework's Python files (jax's cluster), in the container's own
+     * dir; without them only the framework's explicit form works */
+    char *pydir = tony_abspath(".tony-python");
+    tony_error pyerr;
+    if (tony_runtime_python_files(pydir, &env, &pyerr)) tony_warn("%s; going on without it", pyerr.msg);
+    free(pydir);
     /* hang diagnosis: a file the task may touch to show progress without output */
     char *progress = tony_abspath(".tony-progress");
     tony_env_set(&env, TASKENV_PROGRESS_FILE, progress);
@@ -631,6 +638,7 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_free(&env);
     tony_env_unset(&all, TASKENV_SECRET);
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
+    tony_backend_task_user_env(&all);
     tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};

@@ -25,6 +25,10 @@ typedef struct tony_runtime_task {
      * NULL / 0 otherwise. */
     const char *rendezvous_host;
     int rendezvous_port;
+    /* The job's attempt (0 first; torch's TORCHELASTIC_RESTART_COUNT) and
+     * its id (TORCHELASTIC_RUN_ID); NULL run_id: not known (a dry run). */
+    int attempt;
+    const char *run_id;
 } tony_runtime_task;
 
 typedef struct tony_runtime {
@@ -59,6 +63,14 @@ int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err);
  * framework's own variables: JOB_NAME, TASK_INDEX, TASK_NUM, IS_CHIEF (chief
  * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). */
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err);
+
+/* For the executor, before it starts the user's process: writes into dir
+ * (the container's own) the Python files the task's framework needs found
+ * first on PYTHONPATH, and puts dir there in env (go's env; the process's
+ * own PYTHONPATH follows). Today: the jax runtime's cluster, which makes
+ * jax.distributed.initialize() with no arguments read tony's variables
+ * (jax.c). 0 and nothing done for a task that needs none. */
+int tony_runtime_python_files(const char *dir, tony_env *env, tony_error *err);
 
 /* Host and port of <role>[index] in a cluster spec; -1 if absent. host is
  * malloc'ed. */

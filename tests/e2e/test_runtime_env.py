@@ -55,7 +55,12 @@ def test_pytorch_env(tony, scripts):
     for i in range(3):
         w = e[f"worker:{i}"]
         assert w["RANK"] == str(i) and w["WORLD"] == "3" and w["WORLD_SIZE"] == "3"
-        assert w["LOCAL_RANK"] == str(i)
+        # torchrun's contract, a node of one process per task (issue 23)
+        assert w["LOCAL_RANK"] == "0" and w["LOCAL_WORLD_SIZE"] == "1"
+        assert w["GROUP_RANK"] == w["NODE_RANK"] == w["ROLE_RANK"] == str(i) and w["GROUP_WORLD_SIZE"] == "3"
+        assert w["ROLE_NAME"] == "worker" and w["ROLE_WORLD_SIZE"] == "3"
+        assert w["TORCHELASTIC_RESTART_COUNT"] == "0" and w["TORCHELASTIC_MAX_RESTARTS"] == "0"
+        assert w["TORCHELASTIC_RUN_ID"] == w["JOB_ID"]
         assert w["MASTER_ADDR"] == "127.0.0.1"
         assert w["INIT_METHOD"] == f"tcp://127.0.0.1:{w['MASTER_PORT']}"
     assert len({e[f"worker:{i}"]["MASTER_PORT"] for i in range(3)}) == 1
@@ -139,3 +144,22 @@ def test_horovod_refuses_fcfs(tony, scripts):
     r = submit(tony, scripts, "horovod", "tony.worker.instances=2", "tony.application.distributed-mode=FCFS")
     assert r.rc == 2, r
     assert "GANG" in r.err
+
+
+def test_pytorch_restart_count_is_the_attempt(tony, scripts):
+    """torch's restart count is tony's attempt: a script that resumes by
+    TORCHELASTIC_RESTART_COUNT sees 0, then 1 after its failure, with
+    max_restarts tony.am.retry-count and the same run id."""
+    (scripts / "restarts.py").write_text(
+        "import os, sys\n"
+        "e = os.environ\n"
+        "print('restart', e['TORCHELASTIC_RESTART_COUNT'], 'of', e['TORCHELASTIC_MAX_RESTARTS'],\n"
+        "      'run', e['TORCHELASTIC_RUN_ID'], flush=True)\n"
+        "sys.exit(3 if e['TORCHELASTIC_RESTART_COUNT'] == '0' else 0)\n")
+    r = tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3", "--executes", "restarts.py",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.am.retry-count=1", "--conf", "tony.application.restart-backoff-ms=100", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir().name
+    assert f"restart 0 of 1 run {job}" in r.log("worker", 0, attempt=0)
+    assert f"restart 1 of 1 run {job}" in r.log("worker", 0, attempt=1)

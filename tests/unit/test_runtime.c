@@ -1,5 +1,5 @@
 /* Unit tests of the framework runtimes: the env each task gets (TF_CONFIG,
- * INIT_METHOD and MASTER_*, DMLC_*, JAX_*, the Rabit tracker), the common
+ * torchrun's set, DMLC_*, JAX_* and its Python cluster, the Rabit tracker), the common
  * vars, plan validation, lock-step rules and name lookup. Plans are built by
  * hand so that these tests do not depend on parsing a configuration. */
 #include <setjmp.h>
@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/fs.h"
 #include "common/strv.h"
 #include "runtime/runtime.h"
 
@@ -211,45 +212,110 @@ static void test_tf_fcfs_has_no_tf_config(void **state) {
 
 /* ---- pytorch -------------------------------------------------------------- */
 
+/* Asserts torchrun's per-process variables for a node of one process. */
+static void assert_torchrun(const tony_env *env, int rank, int world, const char *role, int role_rank,
+                            int role_world) {
+    char b[32];
+    snprintf(b, sizeof b, "%d", rank);
+    assert_env(env, "RANK", b);
+    assert_env(env, "GROUP_RANK", b);
+    assert_env(env, "NODE_RANK", b);
+    snprintf(b, sizeof b, "%d", world);
+    assert_env(env, "WORLD_SIZE", b);
+    assert_env(env, "WORLD", b);
+    assert_env(env, "GROUP_WORLD_SIZE", b);
+    assert_env(env, "LOCAL_RANK", "0");
+    assert_env(env, "LOCAL_WORLD_SIZE", "1");
+    assert_env(env, "ROLE_NAME", role);
+    snprintf(b, sizeof b, "%d", role_rank);
+    assert_env(env, "ROLE_RANK", b);
+    snprintf(b, sizeof b, "%d", role_world);
+    assert_env(env, "ROLE_WORLD_SIZE", b);
+}
+
 static void test_pytorch_env(void **state) {
     (void)state;
     fixture f;
     init_plan(&f, "pytorch", true);
     add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    /* Two tasks on one host: each is a node of one process, so both have
+     * local rank 0 (Lightning's node-of-one-device model), not 0 and 1. */
     json_t *spec = parse("{\"worker\":[\"hostA:2000\",\"hostA:2001\"]}");
     for (int i = 0; i < 2; i++) {
         tony_env env = {0};
         env_of("pytorch", &f.plan, spec, "worker", i, &env);
-        char want[16];
-        snprintf(want, sizeof want, "%d", i);
+        assert_torchrun(&env, i, 2, "worker", i, 2);
         assert_env(&env, "INIT_METHOD", "tcp://hostA:2000");
-        assert_env(&env, "RANK", want);
-        assert_env(&env, "LOCAL_RANK", want);
-        assert_env(&env, "WORLD", "2");
-        assert_env(&env, "WORLD_SIZE", "2");
-        assert_env(&env, "LOCAL_WORLD_SIZE", "2");
         assert_env(&env, "MASTER_ADDR", "hostA");
         assert_env(&env, "MASTER_PORT", "2000");
+        assert_env(&env, "TORCHELASTIC_RESTART_COUNT", "0");
+        assert_env(&env, "TORCHELASTIC_MAX_RESTARTS", "0");
+        assert_env(&env, "TORCHELASTIC_RUN_ID", NULL); /* no job id given */
         assert_env(&env, "TF_CONFIG", NULL);
         tony_env_free(&env);
     }
     json_decref(spec);
+}
 
-    /* Three workers on two hosts: local ranks count per host. */
+/* A plan of several roles: the workers are ranks 0.. (worker 0 hosts the
+ * store), the other tracked roles follow in plan order, each with its own
+ * ROLE_RANK; an untracked ps is no torch process and gets no rank. */
+static void test_pytorch_multi_role(void **state) {
+    (void)state;
+    fixture f;
     init_plan(&f, "pytorch", true);
-    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
-    spec = parse("{\"worker\":[\"hostA:2000\",\"hostB:3000\",\"hostA:2001\"]}");
-    tony_env e1 = {0}, e2 = {0};
-    env_of("pytorch", &f.plan, spec, "worker", 1, &e1);
-    env_of("pytorch", &f.plan, spec, "worker", 2, &e2);
-    assert_env(&e1, "LOCAL_RANK", "0");
-    assert_env(&e1, "LOCAL_WORLD_SIZE", "1");
-    assert_env(&e2, "LOCAL_RANK", "1");
-    assert_env(&e2, "LOCAL_WORLD_SIZE", "2");
-    assert_env(&e2, "RANK", "2");
-    assert_env(&e2, "WORLD_SIZE", "3");
-    tony_env_free(&e1);
-    tony_env_free(&e2);
+    add_role(&f, "evaluator", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "ps", 1, TONY_ROLE_UNTRACKED);
+    add_role(&f, "trainer", 2, TONY_ROLE_TRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"hostA:2000\",\"hostB:3000\"],\"evaluator\":[\"hostC:1\"],"
+                         "\"trainer\":[\"hostA:5\",\"hostA:6\"],\"ps\":[\"hostD:7\"]}");
+    struct {
+        const char *role;
+        int index, rank, role_world;
+    } want[] = {{"worker", 0, 0, 2}, {"worker", 1, 1, 2}, {"evaluator", 0, 2, 1}, {"trainer", 0, 3, 2},
+                {"trainer", 1, 4, 2}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        tony_env env = {0};
+        env_of("pytorch", &f.plan, spec, want[k].role, want[k].index, &env);
+        assert_torchrun(&env, want[k].rank, 5, want[k].role, want[k].index, want[k].role_world);
+        assert_env(&env, "MASTER_ADDR", "hostA");
+        assert_env(&env, "MASTER_PORT", "2000");
+        tony_env_free(&env);
+    }
+    tony_env env = {0};
+    env_of("pytorch", &f.plan, spec, "ps", 0, &env);
+    assert_env(&env, "RANK", NULL);
+    assert_env(&env, "LOCAL_RANK", NULL);
+    assert_env(&env, "MASTER_ADDR", NULL);
+    assert_env(&env, "JOB_NAME", "ps");
+    tony_env_free(&env);
+    json_decref(spec);
+}
+
+/* A restart: the attempt is torch's restart count, tony.am.retry-count its
+ * max_restarts, the job id its run id. */
+static void test_pytorch_restart(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    f.plan.retry_count = 3;
+    json_t *spec = parse("{\"worker\":[\"hostA:2000\",\"hostB:2001\"]}");
+    for (int attempt = 0; attempt <= 3; attempt++) {
+        tony_runtime_task t = {.plan = &f.plan, .role = "worker", .index = 1, .cluster_spec = spec,
+                               .attempt = attempt, .run_id = "application_1_0002"};
+        tony_env env = {0};
+        tony_error err = {{0}};
+        assert_int_equal(tony_runtime_build_env(rt("pytorch"), &t, &env, &err), 0);
+        char b[16];
+        snprintf(b, sizeof b, "%d", attempt);
+        assert_env(&env, "TORCHELASTIC_RESTART_COUNT", b);
+        assert_env(&env, "TORCHELASTIC_MAX_RESTARTS", "3");
+        assert_env(&env, "TORCHELASTIC_RUN_ID", "application_1_0002");
+        assert_torchrun(&env, 1, 2, "worker", 1, 2);
+        tony_env_free(&env);
+    }
     json_decref(spec);
 }
 
@@ -261,6 +327,12 @@ static void test_pytorch_validate_and_missing_worker(void **state) {
     tony_error err = {{0}};
     assert_int_equal(rt("pytorch")->validate(&f.plan, &err), -1);
     assert_non_null(strstr(err.msg, "tony.worker.instances"));
+
+    /* worker 0 is rank 0: an untracked worker could not host the store */
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "worker", 1, TONY_ROLE_UNTRACKED);
+    assert_int_equal(rt("pytorch")->validate(&f.plan, &err), -1);
+    assert_non_null(strstr(err.msg, "untracked.jobtypes"));
 
     init_plan(&f, "pytorch", true);
     add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
@@ -372,6 +444,48 @@ static void test_jax_env(void **state) {
     tony_env_free(&w0);
     tony_env_free(&aux);
     json_decref(spec);
+}
+
+/* The executor's Python files: none for a task that is no JAX process;
+ * for one, tony's cluster and the sitecustomize that imports it, first on
+ * PYTHONPATH before what the task already had. */
+static void test_jax_python_files(void **state) {
+    (void)state;
+    char tmpl[] = "/tmp/test_runtime_py.XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char *dir = tony_path_join(tmpl, "py");
+    tony_error err = {{0}};
+    tony_env env = {0};
+    tony_env_set(&env, "PYTHONPATH", "/mine");
+    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    assert_false(tony_file_exists(dir));
+    assert_env(&env, "PYTHONPATH", "/mine");
+
+    tony_env_set(&env, "JAX_PROCESS_ID", "1");
+    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    char *want = tony_sprintf("%s:/mine", dir);
+    assert_env(&env, "PYTHONPATH", want);
+    char *site = tony_path_join(dir, "sitecustomize.py"), *cluster = tony_path_join(dir, "tony_jax_cluster.py");
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(tony_read_file(cluster, &text, &len, &err), 0);
+    assert_non_null(strstr(text, "class TonyCluster(clusters.ClusterEnv)"));
+    assert_non_null(strstr(text, "os.environ[\"JAX_NUM_PROCESSES\"]"));
+    free(text);
+    assert_true(tony_file_exists(site));
+
+    /* a dir that cannot be made: an error naming what is lost */
+    tony_env_unset(&env, "PYTHONPATH");
+    char *bad = tony_path_join(site, "sub"); /* under a regular file */
+    assert_int_equal(tony_runtime_python_files(bad, &env, &err), -1);
+    assert_non_null(strstr(err.msg, "jax.distributed.initialize()"));
+    tony_rm_rf(tmpl, &err);
+    free(bad);
+    free(site);
+    free(cluster);
+    free(want);
+    free(dir);
+    tony_env_free(&env);
 }
 
 /* ---- xgboost -------------------------------------------------------------- */
@@ -563,9 +677,12 @@ int main(void) {
         cmocka_unit_test(test_tf_chief_evaluator_tensorboard),
         cmocka_unit_test(test_tf_fcfs_has_no_tf_config),
         cmocka_unit_test(test_pytorch_env),
+        cmocka_unit_test(test_pytorch_multi_role),
+        cmocka_unit_test(test_pytorch_restart),
         cmocka_unit_test(test_pytorch_validate_and_missing_worker),
         cmocka_unit_test(test_mxnet_env),
         cmocka_unit_test(test_jax_env),
+        cmocka_unit_test(test_jax_python_files),
         cmocka_unit_test(test_xgboost_env),
         cmocka_unit_test(test_standalone_validate),
         cmocka_unit_test(test_lockstep),

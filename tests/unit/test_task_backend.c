@@ -88,11 +88,38 @@ static void test_questions_reach_yarn_only_on_yarn(void **state) {
     unsetenv(TASKENV_BACKEND);
 }
 
+/* On Slurm the user's process loses the one-task step's layout (SLURM_PROCID=0,
+ * SLURM_NTASKS=1 in every task, which Lightning and JAX would take for the
+ * job's) and keeps what is true of the job; elsewhere nothing changes. */
+static void test_slurm_user_env_drops_the_step_layout(void **state) {
+    (void)state;
+    static const char *const layout[] = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID",
+                                         "SLURM_NODEID", "SLURM_NNODES", "SLURM_NODELIST", "SLURM_STEP_NODELIST",
+                                         "SLURM_STEP_NUM_TASKS", "SLURM_TASKS_PER_NODE"};
+    static const char *const kept[] = {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURMD_NODENAME",
+                                       "SLURM_JOB_NUM_NODES", "RANK"};
+    for (int backend = 0; backend < 2; backend++) {
+        setenv(TASKENV_BACKEND, backend ? "slurm" : "local", 1);
+        tony_env env = {0};
+        for (size_t i = 0; i < sizeof layout / sizeof *layout; i++) tony_env_set(&env, layout[i], "1");
+        for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) tony_env_set(&env, kept[i], "7");
+        tony_backend_task_user_env(&env);
+        for (size_t i = 0; i < sizeof layout / sizeof *layout; i++) {
+            if (backend) assert_null(tony_env_get(&env, layout[i]));
+            else assert_non_null(tony_env_get(&env, layout[i]));
+        }
+        for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) assert_non_null(tony_env_get(&env, kept[i]));
+        tony_env_free(&env);
+    }
+    unsetenv(TASKENV_BACKEND);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_names_the_table),
         cmocka_unit_test(test_every_backend_has_a_table),
         cmocka_unit_test(test_questions_reach_yarn_only_on_yarn),
+        cmocka_unit_test(test_slurm_user_env_drops_the_step_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

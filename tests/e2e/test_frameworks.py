@@ -1,0 +1,141 @@
+"""Frameworks as their users write them (issue 23): each framework's own
+launch code reads what tony sets, on the local backend with 2 processes,
+checked on what the framework itself concluded: JAX's
+jax.distributed.initialize() without arguments (tony's cluster) and its
+explicit form; Lightning Fabric with num_nodes=2 (tests/e2e/examples/);
+HuggingFace accelerate's own multi-process checks, the modules that ship in
+its package (`accelerate test` runs test_script), unedited."""
+import json
+import re
+
+import pytest
+
+from conftest import PYTHON, REPO
+
+pytestmark = pytest.mark.ml
+EXAMPLES = str(REPO / "tests" / "e2e" / "examples")
+
+# Every JAX process gathers every process's index: the ranks agree when each
+# sees [0, 1]. On CPU, JAX before 0.5 needs gloo asked for in code (the flag
+# has no environment variable).
+JAX_GATHER = """import os, sys
+import jax, jax.numpy as jnp
+from jax.experimental import multihost_utils
+jax.config.update("jax_cpu_collectives_implementation", "gloo")  # JAX < 0.5 on CPU
+if sys.argv[1:] == ["explicit"]:
+    jax.distributed.initialize(os.environ["JAX_COORDINATOR_ADDRESS"], int(os.environ["JAX_NUM_PROCESSES"]),
+                               int(os.environ["JAX_PROCESS_ID"]))
+else:
+    jax.distributed.initialize()
+got = multihost_utils.process_allgather(jnp.array([jax.process_index()])).ravel().tolist()
+print(f"process {jax.process_index()} of {jax.process_count()} gathered {got}", flush=True)
+"""
+
+
+def jax_job(tony, scripts, *params, shell_env=()):
+    (scripts / "gather.py").write_text(JAX_GATHER)
+    return tony.submit("--src_dir", str(scripts), "--python_binary_path", PYTHON, "--executes", "gather.py",
+                       *(("--task_params", " ".join(params)) if params else ()),
+                       *[a for e in shell_env for a in ("--shell_env", e)],
+                       "--conf", "tony.application.framework=jax", "--conf", "tony.worker.instances=2",
+                       "--conf", "tony.worker.memory=1g", timeout=300)
+
+
+@pytest.mark.parametrize("form", ["no-arguments", "explicit"])
+def test_jax_distributed_initialize(tony, scripts, tmp_path, form):
+    """The no-argument form finds tony's cluster (without it JAX raises
+    "Number of processes must be defined"); the user's own sitecustomize,
+    which tony's hides on PYTHONPATH, still runs."""
+    own = tmp_path / "own-site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("print('own sitecustomize ran', flush=True)\n")
+    r = jax_job(tony, scripts, *(["explicit"] if form == "explicit" else []), shell_env=[f"PYTHONPATH={own}"])
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
+        assert out.count("own sitecustomize ran") == 1, out
+
+
+@pytest.mark.slurm
+def test_jax_on_slurm_sees_no_step_layout(tony, slurm, scripts):
+    """Each task is a one-task Slurm step: its SLURM_PROCID=0 and
+    SLURM_NTASKS=1 would make JAX's SlurmCluster (and Lightning's
+    SLURMEnvironment) believe every process is alone. The user's process
+    sees none of them, keeps the job's own SLURM_JOB_ID, and the
+    no-argument initialize() finds tony's cluster first."""
+    tony.env.update(slurm.vars)
+    show = "import json, os; print('slurm env', json.dumps({k: os.environ.get(k) for k in ('SLURM_PROCID', " \
+           "'SLURM_NTASKS', 'SLURM_NNODES', 'SLURM_JOB_ID')}), flush=True)\n"
+    (scripts / "gather.py").write_text(show + JAX_GATHER)
+    r = tony.run("submit", "--backend", "slurm", "--src_dir", str(scripts), "--python_binary_path", PYTHON,
+                 "--executes", "gather.py", "--conf", "tony.application.framework=jax",
+                 "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=1g", timeout=300)
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"process {i} of 2 gathered [0, 1]" in out, r.log("worker", i, "stderr")[-3000:]
+        m = re.search(r"slurm env (\{.*\})", out)
+        assert m, out
+        seen = json.loads(m.group(1))
+        assert seen["SLURM_PROCID"] is None and seen["SLURM_NTASKS"] is None and seen["SLURM_NNODES"] is None, seen
+        assert seen["SLURM_JOB_ID"] and seen["SLURM_JOB_ID"].isdigit(), seen
+
+
+def torch_job(tony, executes, params=""):
+    return tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON, "--executes", executes,
+                       *(("--task_params", params) if params else ()),
+                       "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                       "--conf", "tony.worker.memory=2g", timeout=300)
+
+
+def test_lightning_fabric_two_nodes(tony):
+    """Two tasks on one host are two nodes of one device: Fabric detects
+    torchelastic (TORCHELASTIC_RUN_ID), takes the node from GROUP_RANK and
+    device 0 from LOCAL_RANK (with tony's old LOCAL_RANK=1 worker 1 died in
+    root_device with an IndexError), and DDP keeps both ranks' weights equal
+    while the loss falls."""
+    r = torch_job(tony, "fabric_two_nodes.py")
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        m = re.search(r"fabric rank (\d) of (\d) node (\d) local (\d) env (\w+) loss ([\d.]+) -> ([\d.]+) "
+                      r"weights agree (\w+)", out)
+        assert m, out
+        assert m.group(1, 2, 3, 4, 5) == (str(i), "2", str(i), "0", "TorchElasticEnvironment"), m.group(0)
+        assert float(m.group(7)) < float(m.group(6)) / 10 and m.group(8) == "True", m.group(0)
+
+
+@pytest.mark.parametrize("check", ["test_ops", "test_script"])
+def test_accelerate_own_checks(tony, check):
+    """accelerate's own checks, from its package: test_ops (gather, broadcast,
+    reduce, pad across processes) and test_script (what `accelerate test`
+    runs: process order, RNG sync, data loaders, training equal to one
+    process's). test_script syncs through a file in the directory every
+    process starts in, which under tony is the job's shared dir."""
+    module = f"accelerate.test_utils.scripts.{check}"
+    r = torch_job(tony, "run_shipped.py", ("--in-job-dir " if check == "test_script" else "") + module)
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert "Distributed environment: DistributedType.MULTI_CPU  Backend: gloo" in out, out[-2000:]
+        assert "Num processes: 2" in out and f"Process index: {i}" in out and "Local process index: 0" in out
+    if check == "test_script":
+        assert "Training yielded the same results on one CPU or distributes setup with batch split." in \
+            r.log("worker", 0)
+
+
+@pytest.mark.slurm
+def test_lightning_fabric_on_slurm(tony, slurm):
+    """On Slurm too, torchrun's variables place each task: Fabric asks for
+    torchelastic (TORCHELASTIC_RUN_ID) before Slurm, and the one-task step's
+    SLURM_NTASKS=1, which its SLURMEnvironment would read, is gone anyway."""
+    tony.env.update(slurm.vars)
+    r = tony.run("submit", "--backend", "slurm", "--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                 "--executes", "fabric_two_nodes.py", "--conf", "tony.application.framework=pytorch",
+                 "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=2g", timeout=300)
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
+        assert "weights agree True" in out, out
