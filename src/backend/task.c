@@ -7,11 +7,24 @@
 #include <string.h>
 
 #include "backend/yarn/yarn_task.h"
+#include "common/jobdir.h"
 #include "common/taskenv.h"
 
-/* The local and Slurm backends put the secret in the env, send no
- * credentials, and start no second coordinator for a job. */
-static const tony_task_backend_ops local_ops = {.name = "local"};
+/* A task in an image (backend/container.h) reads the secret from the job
+ * dir mounted into its container: a container's env is in plain view of
+ * whoever may inspect it. */
+static int local_secret(char **out, tony_error *err) {
+    const char *job_dir = getenv(TASKENV_SECRET_JOB_DIR);
+    if (!job_dir || !*job_dir)
+        return tony_err(err, "neither %s nor %s is set: was this executor started by a tony coordinator?",
+                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR);
+    return tony_jobdir_secret(job_dir, out, err);
+}
+
+/* The local and Slurm backends put the secret in the env (or, local in an
+ * image, in the job dir), send no credentials, and start no second
+ * coordinator for a job. */
+static const tony_task_backend_ops local_ops = {.name = "local", .secret = local_secret};
 static const tony_task_backend_ops slurm_ops = {.name = "slurm"};
 static const tony_task_backend_ops none_ops = {.name = "none"};
 

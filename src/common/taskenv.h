@@ -37,6 +37,8 @@
 #define TASKENV_BACKEND "TONY_BACKEND"              /* the coordinator's backend (tony_backend_ops.name), whose
                                                         task side the executor asks (backend/task.h) */
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
+#define TASKENV_SECRET_JOB_DIR "TONY_SECRET_JOB_DIR" /* local, in an image: the job dir whose secret file
+                                                        holds it (an env var shows in the runtime's inspect) */
 /* The job's read token (common/readtoken.h): kept for the user's process,
  * whose code may read its own job from TONY_AM_URL with it. */
 #define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
