@@ -61,6 +61,8 @@
 #define TASKENV_SHARE_PROCESS_GROUP "TONY_SHARE_PROCESS_GROUP" /* "1": stay in the container's process group */
 #define TASKENV_TASK_LOG_URL "TONY_TASK_LOG_URL"    /* people's link to the logs */
 #define TASKENV_CONTAINER_MEMORY_MB "TONY_CONTAINER_MEMORY_MB"
+#define TASKENV_IN_IMAGE "TONY_IN_IMAGE"           /* the image the container runs (backend/container.h):
+                                                        its memory limit is the kernel's, in its cgroup */
 #define TASKENV_NM_HOST "NM_HOST"                   /* the node's name, where the task's port is */
 #define TASKENV_CONTAINER_ID "CONTAINER_ID"
 #define TASKENV_CUDA_VISIBLE_DEVICES "CUDA_VISIBLE_DEVICES"

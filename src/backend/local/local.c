@@ -366,6 +366,7 @@ static void in_image(local_backend *b, container *c, const tony_role *r, const c
     c->image_name = tony_sprintf("tony-%s-%s-%d-%d-%u", app_id(b), c->role, c->index, c->attempt, ++b->launches);
     tony_env_unset(&c->env, TASKENV_SECRET);
     tony_env_set(&c->env, TASKENV_SECRET_JOB_DIR, b->job_dir);
+    tony_env_set(&c->env, TASKENV_IN_IMAGE, r->docker_image);
     tony_strv cmd = {0};
     tony_strv_pushf(&cmd, "%s/bin/tony", b->self_root);
     for (size_t i = 1; i < c->argv.len; i++) tony_strv_push(&cmd, c->argv.items[i]);
