@@ -16,8 +16,9 @@
 static int local_secret(char **out, tony_error *err) {
     const char *job_dir = getenv(TASKENV_SECRET_JOB_DIR);
     if (!job_dir || !*job_dir)
-        return tony_err(err, "neither %s nor %s is set: was this executor started by a tony coordinator?",
-                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR);
+        return tony_err(err, "%s is not set, nor %s (%s=local, in an image): was this executor started by a tony "
+                             "coordinator?",
+                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND);
     return tony_jobdir_secret(job_dir, out, err);
 }
 
