@@ -263,17 +263,6 @@ void tony_container_run_argv(const tony_container_run *r, tony_strv *out) {
     for (char *const *a = r->argv; *a; a++) tony_strv_push(out, *a);
 }
 
-bool tony_container_oom_killed(const char *runtime, const char *name) {
-    char *argv[] = {(char *)runtime, "inspect", "--format", "{{.State.OOMKilled}}", (char *)name, NULL};
-    tony_buf out = {0}, errout = {0};
-    int code = -1;
-    bool oom = tony_proc_run(argv, CHECK_TIMEOUT_MS, &out, &errout, &code, NULL) == 0 && code == 0 && out.data &&
-               strncmp(out.data, "true", 4) == 0;
-    tony_buf_free(&out);
-    tony_buf_free(&errout);
-    return oom;
-}
-
 static void remove_names(const char *runtime, const tony_strv *names) {
     if (names->len == 0) return;
     tony_strv argv = {0};
@@ -295,7 +284,7 @@ static void remove_names(const char *runtime, const tony_strv *names) {
 void tony_container_remove(const char *runtime, const char *name) {
     tony_strv names = {0};
     tony_strv_push(&names, name);
-    /* podman's --ignore (docker's rm is quiet about a missing one anyway) */
+    /* one already gone makes the runtime exit non-zero, which is no error here */
     remove_names(runtime, &names);
     tony_strv_free(&names);
 }

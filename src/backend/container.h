@@ -57,10 +57,6 @@ typedef struct tony_container_run {
  * its environment. */
 void tony_container_run_argv(const tony_container_run *r, tony_strv *out);
 
-/* Whether the runtime saw the kernel kill a process of container name for
- * its memory limit (asked after it ended; false when it cannot tell). */
-bool tony_container_oom_killed(const char *runtime, const char *name);
-
 /* Removes container name at once (killing what runs in it); nothing
  * when it is gone already. Blocks for the runtime's answer. */
 void tony_container_remove(const char *runtime, const char *name);

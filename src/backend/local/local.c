@@ -324,18 +324,10 @@ static const tony_role *image_of(const local_backend *b, const char *role) {
 }
 
 /* What is left of a container in an image once its runtime's process
- * ended: a runtime killed before it could remove it leaves it running. */
+ * ended: a runtime killed before it could remove it (--rm) leaves it
+ * running. */
 static void image_ended(local_backend *b, container *c, int code) {
-    if (code == 0) return; /* it ended by itself: --rm removed it */
-    if (!c->stop_requested && !c->killed_for_memory && tony_container_oom_killed(b->runtime, c->image_name)) {
-        c->killed_for_memory = true;
-        free(c->diagnostics);
-        c->diagnostics = tony_sprintf(
-            "Container [containerID=%s:%d, %s] ran out of memory: the kernel killed a process over its %lld MB "
-            "limit. Raise tony.%s.memory if the task needs more.",
-            c->role, c->index, c->image_name, c->memory_mb, c->role);
-    }
-    tony_container_remove(b->runtime, c->image_name);
+    if (code != 0) tony_container_remove(b->runtime, c->image_name);
 }
 
 static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
