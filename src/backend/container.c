@@ -10,7 +10,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "common/archive.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -309,28 +308,15 @@ int tony_container_sweep(const char *runtime, const char *app_id) {
     return n;
 }
 
-int tony_container_self(const char *job_dir, char **root, tony_error *err) {
+int tony_container_self(const char *cache_dir, char **root, tony_error *err) {
     *root = NULL;
     tony_self self;
     if (tony_self_find(&self, err)) return -1;
     int rc = 0;
-    if (self.root) {
+    if (self.root)
         *root = tony_strdup(self.root);
-    } else {
-        char *dir = tony_path_join(job_dir, TONY_CONTAINER_SELF_DIR);
-        char *bin = tony_path_join(dir, "bin/tony");
-        if (!tony_file_exists(bin)) {
-            char *tgz = tony_sprintf("%s.tar.gz", dir);
-            rc = tony_self_pack(&self, tgz, "", err);
-            if (rc == 0) rc = tony_archive_extract(tgz, dir, err);
-            unlink(tgz);
-            free(tgz);
-            if (rc) tony_err_wrap(err, "making a self-contained tony for the job's containers");
-        }
-        if (rc == 0) *root = tony_strdup(dir);
-        free(dir);
-        free(bin);
-    }
+    else if ((rc = tony_self_cached_tree(&self, cache_dir, root, err)))
+        tony_err_wrap(err, "making a self-contained tony for the job's containers");
     tony_self_free(&self);
     return rc;
 }

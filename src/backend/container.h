@@ -18,10 +18,6 @@
  * application id: the sweeps below, and anyone's `podman ps --filter
  * label=tony.app=<id>`, find a job's containers by it. */
 #define TONY_CONTAINER_LABEL_APP "tony.app"
-/* Where in the job dir the self-contained tony its containers run is
- * unpacked (once per job; mounted read-only into every container). */
-#define TONY_CONTAINER_SELF_DIR "tony-self"
-
 /* The runtime to use: want ("podman" or "docker", tony.docker.runtime), or
  * NULL for the first of them on PATH that answers (a docker CLI without a
  * daemon does not). *path malloc'ed. Errors name the key. */
@@ -65,9 +61,9 @@ void tony_container_remove(const char *runtime, const char *name);
 int tony_container_sweep(const char *runtime, const char *app_id);
 
 /* A self-contained tony for containers: this one's own tree when it is
- * one, else a tree packed from this build (common/self.h) and unpacked
- * once under job_dir/TONY_CONTAINER_SELF_DIR. *root malloc'ed, its
- * bin/tony what to run. */
-int tony_container_self(const char *job_dir, char **root, tony_error *err);
+ * one, else a tree packed from this build (common/self.h), made once per
+ * build under cache_dir (tony-<build id>, as the Slurm client's) and
+ * reused. *root malloc'ed; its bin/tony is what to run. */
+int tony_container_self(const char *cache_dir, char **root, tony_error *err);
 
 #endif

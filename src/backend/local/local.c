@@ -77,6 +77,7 @@ typedef struct local_backend {
     size_t nimages;
     char *runtime;   /* the container runtime's path, NULL while no role has an image */
     char *self_root; /* the self-contained tony the containers run */
+    char *cache_dir; /* where it is made, once per build: the jobs root's cache/ */
     unsigned launches;
     tony_backend_ops placed_ops;            /* with a placement: local_ops under its name */
 } local_backend;
@@ -611,7 +612,7 @@ static int adopt_images(local_backend *b, const tony_plan *plan, tony_error *err
         want = r->docker_runtime;
     }
     if (!b->nimages) return 0;
-    if (tony_container_runtime(want, &b->runtime, err) || tony_container_self(b->job_dir, &b->self_root, err))
+    if (tony_container_runtime(want, &b->runtime, err) || tony_container_self(b->cache_dir, &b->self_root, err))
         return -1;
     tony_container_sweep(b->runtime, app_id(b));
     return 0;
@@ -662,6 +663,7 @@ static void local_free(tony_backend *base) {
     free(b->images);
     free(b->runtime);
     free(b->self_root);
+    free(b->cache_dir);
     if (b->memory_timer) event_free(b->memory_timer);
     if (b->placement && b->placement->free) b->placement->free(b->placement->ctx);
     free(b);
@@ -723,6 +725,9 @@ tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reape
     b->reaper = reaper;
     b->job_dir = tony_strdup(job_dir);
     b->gpu_busy = tony_xcalloc((size_t)b->pool.gpus + 1, sizeof(bool));
+    char *jobs_root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    b->cache_dir = tony_path_join(jobs_root, "cache");
+    free(jobs_root);
     b->memory_timer = event_new(base, -1, EV_PERSIST, on_memory_timer, b);
     struct timeval tv = {0, MEMORY_CHECK_MS * 1000};
     event_add(b->memory_timer, &tv);
