@@ -263,3 +263,28 @@ def test_image_without_a_shell_is_refused(tony, images, tmp_path):
                     "--conf", "tony.worker.instances=1", *docker_conf(name))
     assert r.rc == 2, r
     assert "/bin/sh" in r.err and name in r.err and "tony.docker.worker.image" in r.err, r
+
+
+def test_sigkilled_client_job_ends_and_leaves_no_container(tony, images, tmp_path):
+    """The job outlives its client as a bare one does; its containers end with it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "sleep.py").write_text("import time\ntime.sleep(4)\n")
+    p = tony.popen("submit", "--conf", "tony.local.vcores=16", "--conf", "tony.local.memory=16g", "--src_dir",
+                   str(src), "--executes", "sleep.py", "--python_binary_path", "python3",
+                   "--conf", "tony.worker.instances=2", *docker_conf(IMAGE))
+    jobs = tony.home / "jobs"
+    end = time.time() + 60
+    app = None
+    while time.time() < end and not (app and len(containers(app)) == 2):
+        time.sleep(0.25)
+        app = sorted(jobs.iterdir())[-1].name if jobs.exists() and any(jobs.iterdir()) else None
+    assert app and len(containers(app)) == 2
+    p.kill()
+    p.wait()
+    status = jobs / app / "status.json"
+    end = time.time() + 30
+    while time.time() < end and json.loads(status.read_text()).get("state") != "FINISHED":
+        time.sleep(0.25)
+    assert json.loads(status.read_text())["final_status"] == "SUCCEEDED"
+    assert no_container_within(app, 10) == []

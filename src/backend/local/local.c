@@ -325,10 +325,10 @@ static const tony_role *image_of(const local_backend *b, const char *role) {
 }
 
 /* What is left of a container in an image once its runtime's process
- * ended: a runtime killed before it could remove it (--rm) leaves it
- * running. */
-static void image_ended(local_backend *b, container *c, int code) {
-    if (code != 0) tony_container_remove(b->runtime, c->image_name);
+ * ended: one killed by a signal (a stop's SIGKILL) cannot have removed it
+ * (--rm), and it may still run. Otherwise the runtime did. */
+static void image_ended(local_backend *b, container *c, int wait_status) {
+    if (WIFSIGNALED(wait_status)) tony_container_remove(b->runtime, c->image_name);
 }
 
 static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
@@ -337,7 +337,7 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
     /* The container is over: nothing of the task may outlive it. */
     tony_proc_kill_session(pid, SIGKILL);
     int code = tony_proc_exit_code(wait_status);
-    if (c->image_name) image_ended(b, c, code);
+    if (c->image_name) image_ended(b, c, wait_status);
     int status = code;
     if (c->killed_for_memory) status = TONY_EXIT_KILLED_EXCEEDED_PMEM;
     else if (c->stop_requested) status = TONY_EXIT_KILLED_BY_APPMASTER;
