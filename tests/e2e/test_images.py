@@ -247,6 +247,21 @@ def test_bad_input_is_refused_before_anything_starts(tony, images, tmp_path, ext
     assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"
 
 
+def test_a_runtime_that_does_not_answer_is_refused(tony, images, tmp_path):
+    """A docker CLI without its daemon (as here) is no runtime: named, refused."""
+    docker = shutil.which("docker")
+    if not docker or subprocess.run([docker, "version"], capture_output=True, timeout=30).returncode == 0:
+        pytest.skip("needs a docker CLI whose daemon does not answer")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "t.py").write_text("print('ran')\n")
+    r = tony.submit("--src_dir", str(src), "--executes", "t.py", "--python_binary_path", "python3",
+                    "--conf", "tony.worker.instances=1", *docker_conf(IMAGE, "tony.docker.runtime=docker"))
+    assert r.rc == 2, r
+    assert "tony.docker.runtime=docker" in r.err and "version` fails" in r.err and IMAGE in r.err, r
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"
+
+
 def test_image_without_a_shell_is_refused(tony, images, tmp_path):
     name = "localhost/tony-test-noshell:1"
     if podman("image", "exists", name, check=False).returncode != 0:

@@ -356,6 +356,7 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
  * self-contained tony in place of this one, and the secret read from the
  * job dir rather than given in the env, which the runtime shows. */
 static void in_image(local_backend *b, container *c, const tony_role *r, const char *work, tony_strv *argv) {
+    free(c->image_name);
     c->image_name = tony_sprintf("tony-%s-%s-%d-%d-%u", app_id(b), c->role, c->index, c->attempt, ++b->launches);
     tony_env_unset(&c->env, TASKENV_SECRET);
     tony_env_set(&c->env, TASKENV_SECRET_JOB_DIR, b->job_dir);
