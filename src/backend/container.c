@@ -1,6 +1,6 @@
 /* Tasks in their role's image (container.h): the runtime's command lines
- * for checking an image, running a task, and finding, inspecting and
- * removing a job's containers. Rootful podman with runc or docker: both
+ * for checking an image, running a task, and finding and removing a
+ * job's containers. Rootful podman with runc or docker: both
  * take the same words for everything used here. */
 #include "backend/container.h"
 

@@ -247,6 +247,27 @@ def test_bad_input_is_refused_before_anything_starts(tony, images, tmp_path, ext
     assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"
 
 
+@pytest.mark.parametrize("runtime", [None, "podman"], ids=["default", "podman"])
+def test_a_missing_runtime_is_refused(tony, images, tmp_path, runtime):
+    """No podman or docker on PATH (here: an empty PATH)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "t.py").write_text("print('ran')\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    extra = [f"tony.docker.runtime={runtime}"] if runtime else []
+    tony.env["PATH"] = str(empty)
+    r = tony.submit("--src_dir", str(src), "--executes", "t.py", "--python_binary_path", "python3",
+                    "--conf", "tony.worker.instances=1", *docker_conf(IMAGE, *extra))
+    assert r.rc == 2, r
+    assert IMAGE in r.err, r
+    if runtime:
+        assert "tony.docker.runtime=podman but there is no podman on PATH" in r.err, r
+    else:
+        assert "neither podman nor docker works" in r.err, r
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"
+
+
 def test_a_runtime_that_does_not_answer_is_refused(tony, images, tmp_path):
     """A docker CLI without its daemon (as here) is no runtime: named, refused."""
     docker = shutil.which("docker")
