@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images deps-containers clean
 
 all: build
 
@@ -14,6 +14,9 @@ deps-build:
 
 deps:
 	@scripts/install-deps python
+
+deps-containers:
+	@scripts/install-deps containers
 
 build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -62,13 +65,20 @@ test-unit: build
 
 test-asan: asan
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
-	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm and not images" tests/e2e
 
 # test_packages.py installs what `make dist` made (the Release flavour, by
 # this platform's own compiler), so a Release-only warning fails CI too.
 test-e2e: build dist
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony TONY_DIST_DIR=$(CURDIR)/$(BUILD)/dist \
-	  $(PY) -m pytest -q -m "not hadoop and not slurm" tests/e2e
+	  $(PY) -m pytest -q -m "not hadoop and not slurm and not images" tests/e2e
+
+# Tasks in container images (podman + runc, the test image scripts/test-image
+# builds from Debian's packages once and caches in /var/cache/tony), once,
+# with the plain build.
+test-images: build deps-containers
+	@scripts/test-image >/dev/null
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m images tests/e2e/test_images.py
 
 # The real Hadoop test cluster (YARN + HDFS from Maven Central's jars): start
 # it, check it, run every test marked `hadoop` against it, stop it. Tests
@@ -121,7 +131,7 @@ test-slurm: build
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
+	@$(MAKE) --no-print-directory test-unit test-e2e test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

@@ -8,11 +8,25 @@
 
 #include "backend/slurm/slurm_task.h"
 #include "backend/yarn/yarn_task.h"
+#include "common/jobdir.h"
 #include "common/taskenv.h"
 
-/* The local backend puts the secret in the env, sends no credentials, and
- * starts no second coordinator for a job. */
-static const tony_task_backend_ops local_ops = {.name = "local"};
+/* A task in an image (backend/container.h) reads the secret from the job
+ * dir mounted into its container: a container's env is in plain view of
+ * whoever may inspect it. */
+static int local_secret(char **out, tony_error *err) {
+    const char *job_dir = getenv(TASKENV_SECRET_JOB_DIR);
+    if (!job_dir || !*job_dir)
+        return tony_err(err, "%s is not set, nor %s (%s=local, in an image): was this executor started by a tony "
+                             "coordinator?",
+                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND);
+    return tony_jobdir_secret(job_dir, out, err);
+}
+
+/* The local backend puts the secret in the env (or, in an image, in the
+ * job dir), sends no credentials, and starts no second coordinator for a
+ * job. */
+static const tony_task_backend_ops local_ops = {.name = "local", .secret = local_secret};
 static const tony_task_backend_ops none_ops = {.name = "none"};
 
 static const tony_task_backend_ops *const backends[] = {&tony_yarn_task_ops, &local_ops, &tony_slurm_task_ops};

@@ -51,7 +51,8 @@ int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
     if (pid == 0) {
         close(pfd[0]);
         /* the parent may have died before the request: then at once */
-        if (s->die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)) _exit(137);
+        int death = s->parent_death_signal ? s->parent_death_signal : SIGKILL;
+        if (s->die_with_parent && (prctl(PR_SET_PDEATHSIG, death) || getppid() != parent)) _exit(137);
         if (s->new_session) {
             if (setsid() < 0) child_fail(pfd[1], "setsid");
         } else if (!s->keep_group && setpgid(0, 0) < 0) {

@@ -20,6 +20,8 @@ typedef struct tony_spawn {
     bool private_output;    /* stdout/stderr files made 0600 (a job dir's logs), else 0644 */
     bool die_with_parent;   /* SIGKILLed should the calling thread end (PR_SET_PDEATHSIG): an executor's user
                                process, which must not outlive the executor watching it unwatched */
+    int parent_death_signal; /* with die_with_parent, sent instead of SIGKILL (0): SIGTERM lets a container
+                                runtime's process stop its container before it goes */
 } tony_spawn;
 
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid, tony_error *err);

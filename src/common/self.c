@@ -239,3 +239,30 @@ int tony_self_build_id(const tony_self *s, char **out, tony_error *err) {
     *out = tony_sprintf("%s-%s", TONY_VERSION, hex);
     return 0;
 }
+
+int tony_self_cached_tree(const tony_self *s, const char *cache_dir, char **dir, tony_error *err) {
+    *dir = NULL;
+    char *id = NULL;
+    if (tony_self_build_id(s, &id, err)) return -1;
+    char *tree = tony_sprintf("%s/tony-%s", cache_dir, id);
+    char *bin = tony_path_join(tree, "bin/tony");
+    int rc = 0;
+    if (!tony_file_exists(bin)) {
+        char *part = tony_sprintf("%s.%d", tree, (int)getpid());
+        char *tgz = tony_sprintf("%s.tar.gz", part);
+        rc = tony_mkdir_p(cache_dir, 0700, err);
+        if (rc == 0) rc = tony_self_pack(s, tgz, "", err);
+        if (rc == 0) rc = tony_archive_extract(tgz, part, err);
+        if (rc == 0 && rename(part, tree) != 0 && !tony_file_exists(bin))
+            rc = tony_err(err, "cannot put a self-contained tony at %s", tree);
+        tony_rm_rf(part, NULL);
+        unlink(tgz);
+        free(part);
+        free(tgz);
+    }
+    if (rc == 0) *dir = tony_strdup(tree);
+    free(id);
+    free(tree);
+    free(bin);
+    return rc;
+}

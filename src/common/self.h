@@ -51,4 +51,10 @@ int tony_self_pack(const tony_self *s, const char *out, const char *prefix, tony
  * bytes. malloc'ed. */
 int tony_self_build_id(const tony_self *s, char **out, tony_error *err);
 
+/* This build's self-contained tree in cache_dir, tony-<build id>: packed
+ * and unpacked there by the first caller (into a name of its own, then
+ * renamed, so that a concurrent one's whole tree wins), reused after.
+ * *dir malloc'ed; its bin/tony is what to run. */
+int tony_self_cached_tree(const tony_self *s, const char *cache_dir, char **dir, tony_error *err);
+
 #endif

@@ -35,6 +35,8 @@
 #define TASKENV_BACKEND "TONY_BACKEND"              /* the coordinator's backend (tony_backend_ops.name), whose
                                                         task side the executor asks (backend/task.h) */
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
+#define TASKENV_SECRET_JOB_DIR "TONY_SECRET_JOB_DIR" /* local, in an image: the job dir whose secret file
+                                                        holds it (an env var shows in the runtime's inspect) */
 /* The job's read token (common/readtoken.h): kept for the user's process,
  * whose code may read its own job from TONY_AM_URL with it. */
 #define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
@@ -57,6 +59,8 @@
 #define TASKENV_SHARE_PROCESS_GROUP "TONY_SHARE_PROCESS_GROUP" /* "1": stay in the container's process group */
 #define TASKENV_TASK_LOG_URL "TONY_TASK_LOG_URL"    /* people's link to the logs */
 #define TASKENV_CONTAINER_MEMORY_MB "TONY_CONTAINER_MEMORY_MB"
+#define TASKENV_IN_IMAGE "TONY_IN_IMAGE"           /* the image the container runs (backend/container.h):
+                                                        its memory limit is the kernel's, in its cgroup */
 #define TASKENV_NM_HOST "NM_HOST"                   /* the node's name, where the task's port is */
 #define TASKENV_CONTAINER_ID "CONTAINER_ID"
 #define TASKENV_CUDA_VISIBLE_DEVICES "CUDA_VISIBLE_DEVICES"

@@ -107,6 +107,9 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
         free(ikey);
         if (!img) img = get_str(c, TONY_KEY_DOCKER_CONTAINERS_IMAGE);
         r->docker_image = tony_strdup(img);
+        r->docker_mounts = dup_str(c, "tony.docker.containers.mount");
+        r->docker_runtime = dup_str(c, "tony.docker.runtime");
+        r->docker_network = dup_str(c, "tony.docker.network");
     }
 
     tony_strv list = {0};
@@ -512,6 +515,9 @@ static void role_free(tony_role *r) {
     free(r->resources);
     free(r->node_label);
     free(r->docker_image);
+    free(r->docker_mounts);
+    free(r->docker_runtime);
+    free(r->docker_network);
 }
 
 void tony_plan_free(tony_plan *p) {

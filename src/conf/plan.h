@@ -47,6 +47,10 @@ typedef struct tony_role {
     char *resources;       /* tony.<t>.resources joined with tony.containers.resources (raw list) */
     char *node_label;      /* tony.<t>.node-label or NULL */
     char *docker_image;    /* tony.docker.<t>.image / tony.docker.containers.image when docker is enabled */
+    /* With docker enabled (backend/container.h runs them): */
+    char *docker_mounts;   /* tony.docker.containers.mount: src:dst[:ro|rw], comma-separated, or NULL */
+    char *docker_runtime;  /* tony.docker.runtime: podman or docker; NULL: the first found that works */
+    char *docker_network;  /* tony.docker.network; NULL: the host's */
     tony_role_kind kind;
     bool stop_on_failure;  /* in tony.application.stop-on-failure-jobtypes */
     tony_stage stage;      /* roles of the training stage start after the prepare stage's tracked tasks end */

@@ -614,6 +614,38 @@ static void after_finished(executor *x, const json_t *ans, long status) {
 }
 
 /* Runs the user's command and watches it; returns its exit code. */
+/* How many processes the kernel killed for the memory limit of the cgroup
+ * this process is in (cgroup v1's memory.oom_control, v2's
+ * memory.events, as a container sees its own); -1 when unknown. */
+static long long cgroup_oom_kills(void) {
+    static const char *const files[] = {"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *text = NULL;
+        if (tony_read_file(files[i], &text, NULL, NULL)) continue;
+        const char *line = strstr(text, "oom_kill ");
+        long long n = line ? strtoll(line + strlen("oom_kill "), NULL, 10) : -1;
+        free(text);
+        if (n >= 0) return n;
+    }
+    return -1;
+}
+
+/* In an image (TASKENV_IN_IMAGE) the task's memory limit is its
+ * container's, enforced by the kernel: the user process it kills ends by
+ * SIGKILL without a word. The executor says why in the task's stderr,
+ * where its last words (the job's root cause) and `tony logs` show it. */
+static void note_out_of_memory(const executor *x, int wait_status, const char *errp) {
+    if (!getenv(TASKENV_IN_IMAGE) || !WIFSIGNALED(wait_status) || WTERMSIG(wait_status) != SIGKILL) return;
+    if (cgroup_oom_kills() <= 0) return;
+    const char *mb = getenv(TASKENV_CONTAINER_MEMORY_MB);
+    FILE *f = fopen(errp, "a");
+    if (!f) return;
+    fprintf(f, "tony: %s:%d ran out of memory: the kernel killed it at its container's limit of %s MB; raise "
+               "tony.%s.memory if the task needs more\n",
+            x->role, x->index, mb ? mb : "?", x->role);
+    fclose(f);
+}
+
 static int run_user_process(executor *x, const tony_exec_answer *go, tony_error *err) {
     const char *command = go->command; /* never empty (reply.c) */
     long long timeout_ms = go->timeout_ms;
@@ -774,6 +806,7 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     int left = tony_reap_descendants(stop_signal ? STOP_GRACE_MS / 4 : STOP_GRACE_MS);
     if (left) tony_info("ended %d process(es) the task left behind", left);
     tony_activity_free(&activity);
+    if (!timed_out) note_out_of_memory(x, wait_status, errp);
     free(out), free(errp), free(progress);
     code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
     tony_info("user process exited with code %d", code);

@@ -33,6 +33,7 @@ def pytest_configure(config):
                             "representative part of the `hadoop` tests (submission, IPC, multi-role, GPUs and "
                             "labels, kill, restarts, logs, history on HDFS)")
     config.addinivalue_line("markers", "slurm: runs against the real Slurm test cluster (scripts/slurm-test-cluster)")
+    config.addinivalue_line("markers", "images: runs tasks in container images with podman (make test-images)")
 
 
 @pytest.fixture(scope="session")

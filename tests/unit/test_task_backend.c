@@ -18,6 +18,8 @@
 #include "backend/client.h"
 #include "backend/task.h"
 #include "backend/yarn/coordfile.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
 #include "common/taskenv.h"
 
 static void test_env_names_the_table(void **state) {
@@ -114,12 +116,36 @@ static void test_slurm_user_env_drops_the_step_layout(void **state) {
     unsetenv(TASKENV_BACKEND);
 }
 
+/* A local task in an image reads the secret from the job dir it names. */
+static void test_local_secret_from_the_job_dir(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tony-task-backend-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *path = tony_path_join(dir, TONY_JOBDIR_SECRET);
+    assert_int_equal(tony_write_file(path, "s3cret\n", 7, 0600, NULL), 0);
+    setenv(TASKENV_BACKEND, "local", 1);
+    setenv(TASKENV_SECRET_JOB_DIR, dir, 1);
+    char *s = NULL;
+    tony_error err = {{0}};
+    assert_int_equal(tony_backend_task_secret(&s, &err), 0);
+    assert_string_equal(s, "s3cret");
+    free(s);
+    unlink(path);
+    assert_int_equal(tony_backend_task_secret(&s, &err), -1);
+    assert_non_null(strstr(err.msg, TONY_JOBDIR_SECRET));
+    unsetenv(TASKENV_SECRET_JOB_DIR);
+    unsetenv(TASKENV_BACKEND);
+    rmdir(dir);
+    free(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_names_the_table),
         cmocka_unit_test(test_every_backend_has_a_table),
         cmocka_unit_test(test_questions_reach_yarn_only_on_yarn),
         cmocka_unit_test(test_slurm_user_env_drops_the_step_layout),
+        cmocka_unit_test(test_local_secret_from_the_job_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

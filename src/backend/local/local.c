@@ -4,7 +4,10 @@
  * a container's main process ends it kills whatever the task left behind.
  * With a placement (local.h) the session is a launcher (srun) that runs the
  * executor on a node of an allocation: the same books of containers, logs
- * and stops, with the pool left to the cluster. */
+ * and stops, with the pool left to the cluster. A role with an image
+ * (tony.docker.*) runs its executor in a container of it: the session is
+ * then the container runtime's `run` (backend/container.h), whose memory
+ * limit is the runtime's. */
 #include "backend/local/local.h"
 
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/container.h"
 #include "common/archive.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
@@ -44,6 +48,7 @@ typedef struct container {
     bool stop_requested;
     bool killed_for_memory;
     bool kill_sent; /* stopping: the grace period is over, SIGKILL sent */
+    char *image_name; /* in an image: the container's name (the runtime's), else NULL */
     char *diagnostics;
     char *task_dir;
     /* queued launches keep their request */
@@ -67,6 +72,14 @@ typedef struct local_backend {
     size_t len, cap;
     struct event *memory_timer;
     const tony_local_placement *placement; /* NULL: containers run on this machine */
+    /* Roles with an image (from check_plan's plan): their specs, and what
+     * runs them, found once. */
+    tony_role *images;
+    size_t nimages;
+    char *runtime;   /* the container runtime's path, NULL while no role has an image */
+    char *self_root; /* the self-contained tony the containers run */
+    char *cache_dir; /* where it is made, once per build: the jobs root's cache/ */
+    unsigned launches;
     tony_backend_ops placed_ops;            /* with a placement: local_ops under its name */
 } local_backend;
 
@@ -213,6 +226,7 @@ static void container_free(container *c) {
     free(c->gpu_ids);
     free(c->diagnostics);
     free(c->task_dir);
+    free(c->image_name);
     free(c->resources);
     tony_strv_free(&c->argv);
     tony_env_free(&c->env);
@@ -302,12 +316,29 @@ static void release(local_backend *b, container *c) {
     for (int i = 0; i < c->gpus; i++) b->gpu_busy[c->gpu_ids[i]] = false;
 }
 
+/* The job's application id: its job dir's name. */
+static const char *app_id(const local_backend *b) { return tony_basename(b->job_dir); }
+
+static const tony_role *image_of(const local_backend *b, const char *role) {
+    for (size_t i = 0; i < b->nimages; i++)
+        if (strcmp(b->images[i].name, role) == 0) return &b->images[i];
+    return NULL;
+}
+
+/* What is left of a container in an image once its runtime's process
+ * ended: one killed by a signal (a stop's SIGKILL) cannot have removed it
+ * (--rm), and it may still run. Otherwise the runtime did. */
+static void image_ended(local_backend *b, container *c, int wait_status) {
+    if (WIFSIGNALED(wait_status)) tony_container_remove(b->runtime, c->image_name);
+}
+
 static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
     container *c = ctx;
     local_backend *b = c->owner;
     /* The container is over: nothing of the task may outlive it. */
     tony_proc_kill_session(pid, SIGKILL);
     int code = tony_proc_exit_code(wait_status);
+    if (c->image_name) image_ended(b, c, wait_status);
     int status = code;
     if (c->killed_for_memory) status = TONY_EXIT_KILLED_EXCEEDED_PMEM;
     else if (c->stop_requested) status = TONY_EXIT_KILLED_BY_APPMASTER;
@@ -320,6 +351,27 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
     release(b, c);
     report_exit(b, c, status);
     try_start_queued(b);
+}
+
+/* The command that runs c's executor in r's image, into argv: the
+ * self-contained tony in place of this one, and the secret read from the
+ * job dir rather than given in the env, which the runtime shows. */
+static void in_image(local_backend *b, container *c, const tony_role *r, const char *work, tony_strv *argv) {
+    free(c->image_name);
+    c->image_name = tony_sprintf("tony-%s-%s-%d-%d-%u", app_id(b), c->role, c->index, c->attempt, ++b->launches);
+    tony_env_unset(&c->env, TASKENV_SECRET);
+    tony_env_set(&c->env, TASKENV_SECRET_JOB_DIR, b->job_dir);
+    tony_env_set(&c->env, TASKENV_IN_IMAGE, r->docker_image);
+    tony_strv cmd = {0};
+    tony_strv_pushf(&cmd, "%s/bin/tony", b->self_root);
+    for (size_t i = 1; i < c->argv.len; i++) tony_strv_push(&cmd, c->argv.items[i]);
+    tony_container_run run = {.runtime = b->runtime, .image = r->docker_image, .network = r->docker_network,
+                              .mounts = r->docker_mounts, .name = c->image_name, .app_id = app_id(b),
+                              .job_dir = b->job_dir, .self_root = b->self_root, .work_dir = work,
+                              .memory_mb = c->memory_mb, .vcores = c->vcores, .gpu_ids = c->gpu_ids,
+                              .ngpus = c->gpus, .env = &c->env, .argv = cmd.items};
+    tony_container_run_argv(&run, argv);
+    tony_strv_free(&cmd);
 }
 
 static int start_container(local_backend *b, container *c, tony_error *err) {
@@ -357,10 +409,19 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
                              .vcores = c->vcores, .gpus = c->gpus, .env = &c->env};
             rc = b->placement->wrap(b->placement->ctx, &l, &argv, &c->env, err);
         }
-        for (size_t i = 0; i < c->argv.len; i++) tony_strv_push(&argv, c->argv.items[i]);
+        const tony_role *img = b->placement ? NULL : image_of(b, c->role);
+        if (img) {
+            in_image(b, c, img, work, &argv);
+        } else {
+            for (size_t i = 0; i < c->argv.len; i++) tony_strv_push(&argv, c->argv.items[i]);
+        }
         tony_env_build_envp(&c->env, &envp);
+        /* In an image, the runtime's process goes with the coordinator, on
+         * SIGTERM: it stops its container (the executor in it stops its
+         * task) and removes it, where a SIGKILL would leave it running. */
         tony_spawn s = {.argv = argv.items, .envp = envp.items, .cwd = work, .stdout_path = exec_log,
-                        .stderr_path = exec_log, .new_session = true, .private_output = true};
+                        .stderr_path = exec_log, .new_session = true, .private_output = true,
+                        .die_with_parent = img != NULL, .parent_death_signal = SIGTERM};
         if (rc == 0) rc = tony_proc_spawn(&s, &c->pid, err);
         tony_strv_free(&envp);
         tony_strv_free(&argv);
@@ -519,7 +580,9 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
         long long used_mb = s.rss_kb[i] / 1024;
-        if (c->state != C_RUNNING || c->memory_mb <= 0 || used_mb <= c->memory_mb) continue;
+        /* in an image the runtime enforces the limit (its session is only
+         * the runtime's own process) */
+        if (c->state != C_RUNNING || c->image_name || c->memory_mb <= 0 || used_mb <= c->memory_mb) continue;
         c->killed_for_memory = true;
         free(c->diagnostics);
         c->diagnostics = tony_sprintf(
@@ -533,9 +596,34 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     free(s.rss_kb);
 }
 
+/* Keeps the roles with an image, finds their runtime and the tony they
+ * run, and removes what an earlier coordinator of the job left (a
+ * restart). Once per coordinator: the plan does not change. */
+static int adopt_images(local_backend *b, const tony_plan *plan, tony_error *err) {
+    if (b->runtime) return 0;
+    const char *want = NULL;
+    for (size_t i = 0; i < plan->nroles; i++) {
+        const tony_role *r = &plan->roles[i];
+        if (!r->docker_image) continue;
+        if (!b->images) b->images = tony_xcalloc(plan->nroles, sizeof *b->images);
+        tony_role *mine = &b->images[b->nimages++];
+        mine->name = tony_strdup(r->name);
+        mine->docker_image = tony_strdup(r->docker_image);
+        mine->docker_mounts = tony_strdup(r->docker_mounts);
+        mine->docker_network = tony_strdup(r->docker_network);
+        want = r->docker_runtime;
+    }
+    if (!b->nimages) return 0;
+    if (tony_container_runtime(want, &b->runtime, err) || tony_container_self(b->cache_dir, &b->self_root, err))
+        return -1;
+    tony_container_sweep(b->runtime, app_id(b));
+    return 0;
+}
+
 /* The client refused a job that does not fit before staging it; this is
  * the coordinator's own guard (the pool it reads is the same conf's). */
 static int local_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
+    if (adopt_images((local_backend *)base, plan, err)) return -1;
     const tony_local_pool *pool = &((local_backend *)base)->pool;
     tony_local_fit fit;
     tony_local_fit_plan(pool, plan, &fit);
@@ -558,6 +646,8 @@ static void local_shutdown(tony_backend *base) {
             waitpid(c->pid, NULL, 0);
         }
     }
+    /* the containers whose runtime was killed above, and any other */
+    if (b->runtime) tony_container_sweep(b->runtime, app_id(b));
 }
 
 static void local_free(tony_backend *base) {
@@ -566,6 +656,16 @@ static void local_free(tony_backend *base) {
     free(b->items);
     free(b->gpu_busy);
     free(b->job_dir);
+    for (size_t i = 0; i < b->nimages; i++) {
+        free(b->images[i].name);
+        free(b->images[i].docker_image);
+        free(b->images[i].docker_mounts);
+        free(b->images[i].docker_network);
+    }
+    free(b->images);
+    free(b->runtime);
+    free(b->self_root);
+    free(b->cache_dir);
     if (b->memory_timer) event_free(b->memory_timer);
     if (b->placement && b->placement->free) b->placement->free(b->placement->ctx);
     free(b);
@@ -627,6 +727,9 @@ tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reape
     b->reaper = reaper;
     b->job_dir = tony_strdup(job_dir);
     b->gpu_busy = tony_xcalloc((size_t)b->pool.gpus + 1, sizeof(bool));
+    char *jobs_root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    b->cache_dir = tony_path_join(jobs_root, "cache");
+    free(jobs_root);
     b->memory_timer = event_new(base, -1, EV_PERSIST, on_memory_timer, b);
     struct timeval tv = {0, MEMORY_CHECK_MS * 1000};
     event_add(b->memory_timer, &tv);

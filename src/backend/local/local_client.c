@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/container.h"
 #include "backend/local/local.h"
 #include "common/amapi.h"
 #include "common/fs.h"
@@ -177,6 +178,8 @@ static int local_check_plan(const tony_conf *conf, const tony_plan *plan, char *
         free(all);
     }
     tony_local_fit_free(&fit);
+    /* in images: the runtime, each image and each mount, before anything starts */
+    if (rc == 0) rc = tony_container_check_plan(plan, err);
     return rc;
 }
 

@@ -103,27 +103,11 @@ static void sh_quote(tony_buf *b, const char *s) {
 static int shared_tony(const char *root, char **command, tony_error *err) {
     tony_self self;
     if (tony_self_find(&self, err)) return -1;
-    char *id = NULL;
-    int rc = tony_self_build_id(&self, &id, err);
-    char *cache = rc == 0 ? tony_sprintf("%s/cache/tony-%s", root, id) : NULL;
-    char *bin = cache ? tony_path_join(cache, "bin/tony") : NULL;
-    if (rc == 0 && !tony_file_exists(bin)) {
-        char *tmp = tony_sprintf("%s.%d", cache, (int)getpid());
-        char *tgz = tony_sprintf("%s.tar.gz", tmp);
-        char *parent = tony_sprintf("%s/cache", root);
-        rc = tony_mkdir_p(parent, 0700, err);
-        if (rc == 0) rc = tony_self_pack(&self, tgz, "", err);
-        if (rc == 0) rc = tony_archive_extract(tgz, tmp, err);
-        /* Another client may have made it meanwhile: theirs is as good. */
-        if (rc == 0 && rename(tmp, cache) != 0 && !tony_file_exists(bin))
-            rc = tony_err(err, "cannot put a self-contained tony at %s", cache);
-        tony_rm_rf(tmp, NULL);
-        unlink(tgz);
-        free(tmp), free(tgz), free(parent);
-        if (rc) tony_err_wrap(err, "making a tony the Slurm nodes can run");
-    }
-    if (rc == 0) *command = tony_strdup(bin);
-    free(id), free(cache), free(bin);
+    char *cache = tony_sprintf("%s/cache", root), *tree = NULL;
+    int rc = tony_self_cached_tree(&self, cache, &tree, err);
+    if (rc) tony_err_wrap(err, "making a tony the Slurm nodes can run");
+    else *command = tony_path_join(tree, "bin/tony");
+    free(cache), free(tree);
     tony_self_free(&self);
     return rc;
 }
