@@ -15,9 +15,10 @@
 #include "common/proc.h"
 #include "common/self.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
-#define RUNTIME_KEY "tony.docker.runtime"
-#define MOUNT_KEY "tony.docker.containers.mount"
+#define RUNTIME_KEY TONY_KEY_DOCKER_RUNTIME
+#define MOUNT_KEY TONY_KEY_DOCKER_CONTAINERS_MOUNT
 #define CHECK_TIMEOUT_MS 60000
 #define REMOVE_TIMEOUT_MS 30000
 
@@ -118,7 +119,7 @@ static void push_ulimits(tony_strv *out) {
 }
 
 static int check_image(const char *runtime, const tony_role *r, tony_error *err) {
-    char *key = tony_sprintf("tony.docker.%s.image", r->name);
+    char *key = tony_sprintf(TONY_KEY_DOCKER_ROLE_IMAGE_FMT, r->name);
     char *inspect[] = {(char *)runtime, "image", "inspect", "--format", "{{.Id}}", r->docker_image, NULL};
     tony_buf out = {0}, errout = {0};
     int code = -1;

@@ -107,9 +107,9 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
         free(ikey);
         if (!img) img = get_str(c, TONY_KEY_DOCKER_CONTAINERS_IMAGE);
         r->docker_image = tony_strdup(img);
-        r->docker_mounts = dup_str(c, "tony.docker.containers.mount");
-        r->docker_runtime = dup_str(c, "tony.docker.runtime");
-        r->docker_network = dup_str(c, "tony.docker.network");
+        r->docker_mounts = dup_str(c, TONY_KEY_DOCKER_CONTAINERS_MOUNT);
+        r->docker_runtime = dup_str(c, TONY_KEY_DOCKER_RUNTIME);
+        r->docker_network = dup_str(c, TONY_KEY_DOCKER_NETWORK);
     }
 
     tony_strv list = {0};

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/keys.h"
 #include "runtime/runtime.h"
 
 /* The role whose task 0 hosts the rendezvous (torch's TCPStore runs in
@@ -99,8 +100,7 @@ static int pt_validate(const tony_plan *plan, tony_error *err) {
     if (w->kind != TONY_ROLE_TRACKED)
         return tony_err(err,
                         "the pytorch framework's 'worker' role hosts the rendezvous (rank 0) and must be tracked: "
-                        "remove worker from tony.application.untracked.jobtypes and "
-                        "tony.application.sidecar.jobtypes");
+                        "remove worker from " TONY_KEY_APP_UNTRACKED_JOBTYPES " and " TONY_KEY_APP_SIDECAR_JOBTYPES);
     return 0;
 }
 

@@ -727,7 +727,7 @@ tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reape
     b->reaper = reaper;
     b->job_dir = tony_strdup(job_dir);
     b->gpu_busy = tony_xcalloc((size_t)b->pool.gpus + 1, sizeof(bool));
-    char *jobs_root = tony_jobs_root(tony_conf_get(conf, "tony.local.root"));
+    char *jobs_root = tony_jobs_root(tony_conf_get(conf, TONY_KEY_LOCAL_ROOT));
     b->cache_dir = tony_path_join(jobs_root, "cache");
     free(jobs_root);
     b->memory_timer = event_new(base, -1, EV_PERSIST, on_memory_timer, b);
