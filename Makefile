@@ -61,6 +61,7 @@ dist: deps-build
 test-unit: build
 	@scripts/check-layers --self-test && scripts/check-layers
 	@scripts/check-jobjson --self-test && scripts/check-jobjson
+	@scripts/check-clock --self-test && scripts/check-clock
 	@cd $(BUILD) && ctest --output-on-failure
 
 test-asan: asan

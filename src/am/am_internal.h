@@ -9,7 +9,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
-#include <sys/time.h>
 #include <time.h>
 
 #include "am/events.h"
@@ -19,11 +18,12 @@
 #include "am/rendezvous.h"
 #include "backend/backend.h"
 #include "common/apiauth.h"
+#include "common/clock.h"
 #include "common/hostcheck.h"
 #include "common/httpserver.h"
 #include "common/readtoken.h"
 #include "common/reaper.h"
-#include "common/strv.h" /* tony_now_ms */
+#include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
@@ -112,11 +112,7 @@ typedef struct tony_am {
  * turns one of its readings into wall-clock ms for people. */
 static inline long long am_now_ms(void) { return tony_now_ms(); }
 
-static inline long long am_wall_clock_ms(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
+static inline long long am_wall_clock_ms(void) { return tony_wall_ms(); }
 
 /* One offset, taken at start, so that a time reads the same in every answer
  * (the job's ETag depends on it). */

@@ -22,6 +22,7 @@
 #include "am/taskenv.h"
 #include "am/view.h"
 #include "am/watch.h"
+#include "common/clock.h"
 #include "common/webui.h"
 #include "common/amapi.h"
 #include "common/apiauth.h"
@@ -305,7 +306,7 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     tony_apiauth_key key;
     tony_apiauth_key_from_secret(am->secret, &key);
     tony_apiauth_claim c;
-    long long now = tony_apiauth_wall_ms();
+    long long now = tony_wall_ms();
     tony_apiauth_verdict v =
         tony_apiauth_verify(&key, evhttp_find_header(in, TONY_APIAUTH_HEADER), "POST", evhttp_find_header(in, "Host"),
                             evhttp_request_get_uri(req), n ? evbuffer_pullup(body, -1) : NULL, n, now, &c);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "am/am_internal.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/log.h"
@@ -218,7 +218,7 @@ static void on_copied(void *arg, int rc, const tony_error *err) {
     if (rc == 0) {
         if (c->makes_dir) h->remote_ready = true;
         tony_info("history: %s to hdfs://%s%s in %lld ms", c->final ? "moved" : "copied", h->mirror->authority,
-                  c->shown, am_now_ms() - c->t0);
+                  c->shown, tony_now_ms() - c->t0);
     } else if (h->closing) {
         cut_short(h, c);
     } else {
@@ -238,7 +238,7 @@ static void on_copied(void *arg, int rc, const tony_error *err) {
 
 static void start(am_history *h, am_copy *c) {
     tony_error err;
-    c->t0 = am_now_ms();
+    c->t0 = tony_now_ms();
     if (h->mirror->run(h->mirror->ctx, h->base, &c->batch, on_copied, h, &err)) {
         copy_free(c);
         mirror_failed(h, &err);

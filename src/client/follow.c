@@ -12,6 +12,7 @@
 
 #include "client/report.h"
 #include "common/amapi.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -231,12 +232,6 @@ static int term_cols(FILE *out) {
     return 80;
 }
 
-static long long wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int count_lines(const char *s) {
     int n = 0;
     for (; *s; s++) n += *s == '\n';
@@ -312,7 +307,7 @@ static void update_live(tony_follow *f, const json_t *job) {
     tony_buf msgs = {0};
     tony_buf_puts(&msgs, "");
     note_events(f, job, &msgs);
-    char *block = tony_follow_block(job, wall_ms(), term_cols(f->out) - 1, true);
+    char *block = tony_follow_block(job, tony_wall_ms(), term_cols(f->out) - 1, true);
     if (msgs.len) {
         erase_block(f);
         fputs(msgs.data, f->out);

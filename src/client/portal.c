@@ -23,9 +23,9 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/jobjson.h"
 #include "common/webui.h"
 #include "client/args.h"
@@ -81,12 +81,6 @@ static void reply_error(struct evhttp_request *req, int code, const char *fmt, .
     tony_http_reply_error(req, code, msg);
 }
 
-static long long now_ms(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
 /* The job's tony-final.xml facts, from the cache while the file is the
  * same (mtime and size). */
 static json_t *facts_for(portal *p, json_t *fresh, const tony_hist_job *j) {
@@ -116,13 +110,13 @@ static json_t *facts_for(portal *p, json_t *fresh, const tony_hist_job *j) {
 /* A remote tree's cache brought up to date, unless it was moments ago; a
  * failure leaves the cache as it was and is reported with the list. */
 static void sync_remote(portal *p) {
-    if (!tony_hist_source_remote(&p->src) || now_ms() - p->synced_ms < PORTAL_SYNC_MS) return;
+    if (!tony_hist_source_remote(&p->src) || tony_wall_ms() - p->synced_ms < PORTAL_SYNC_MS) return;
     tony_error err;
     free(p->sync_problem);
     p->sync_problem = NULL;
     if (tony_hist_source_refresh(&p->src, NULL, &err))
         p->sync_problem = tony_sprintf("showing the copy from the last good sync: %s", err.msg);
-    p->synced_ms = now_ms();
+    p->synced_ms = tony_wall_ms();
 }
 
 /* GET /v1/jobs */
@@ -148,7 +142,7 @@ static void serve_jobs(portal *p, struct evhttp_request *req) {
     json_decref(p->facts);
     p->facts = fresh;
     json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:o}", "location", p->src.shown, "finished", p->src.shown_finished,
-                             "intermediate", p->src.shown_intermediate, "scanned_ms", (json_int_t)now_ms(), "jobs", jobs);
+                             "intermediate", p->src.shown_intermediate, "scanned_ms", (json_int_t)tony_wall_ms(), "jobs", jobs);
     if (tony_hist_source_remote(&p->src))
         json_object_set_new(body, "cache", json_pack("{s:s,s:I}", "dir", d->location, "synced_ms", (json_int_t)p->synced_ms));
     json_t *problems = json_array();
@@ -680,7 +674,7 @@ int tony_cmd_portal(int argc, char **argv) {
         if (p.src.unreachable) code = TONY_EXIT_UNAVAILABLE;
         goto out;
     }
-    p.synced_ms = now_ms();
+    p.synced_ms = tony_wall_ms();
     const char *where = p.src.scan.location;
     if (!tony_hist_source_remote(&p.src) && !tony_is_dir(where)) {
         fprintf(stderr, "tony: error: %s%s: no such directory; give the history root with --location (a directory, "

@@ -25,12 +25,6 @@ void tony_apiauth_key_from_secret(const char *secret, tony_apiauth_key *key) {
     derive(secret, TONY_APIAUTH_KEY_LABEL, key->k);
 }
 
-long long tony_apiauth_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void hex(const unsigned char *in, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {

@@ -53,9 +53,6 @@ void tony_apiauth_key_from_secret(const char *secret, tony_apiauth_key *key);
  * (secret, label) as 64 lowercase hex digits (the read token, readtoken.h). */
 void tony_apiauth_derive_hex(const char *secret, const char *label, char out[2 * 32 + 1]);
 
-/* The wall clock, ms since the epoch (timestamps are compared across nodes). */
-long long tony_apiauth_wall_ms(void);
-
 /* ---- The caller's side. */
 
 /* A caller's clock: its offset from the coordinator's and the last

@@ -17,6 +17,7 @@
 
 #include "common/amapi.h"
 #include "common/apiauth.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/strv.h"
 
@@ -158,7 +159,7 @@ static pthread_mutex_t auth_clock_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static long long next_ts(void) {
     pthread_mutex_lock(&auth_clock_lock);
-    long long ts = tony_apiauth_clock_next(&auth_clock, tony_apiauth_wall_ms());
+    long long ts = tony_apiauth_clock_next(&auth_clock, tony_wall_ms());
     pthread_mutex_unlock(&auth_clock_lock);
     return ts;
 }
@@ -174,7 +175,7 @@ static bool corrected_clock(const tony_http_response *r) {
                (strcmp(why, TONY_APIAUTH_CLOCK) == 0 || strcmp(why, TONY_APIAUTH_REPLAY) == 0);
     if (fix) {
         pthread_mutex_lock(&auth_clock_lock);
-        tony_apiauth_clock_correct(&auth_clock, tony_apiauth_wall_ms(), json_integer_value(now),
+        tony_apiauth_clock_correct(&auth_clock, tony_wall_ms(), json_integer_value(now),
                                    json_integer_value(json_object_get(j, TONY_APIAUTH_FLOOR_MS)));
         pthread_mutex_unlock(&auth_clock_lock);
     }

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/httpreply.h"
 #include "common/log.h"
 #include "common/strv.h"

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/time.h>
 #include <time.h>
+
+#include "common/clock.h"
 
 static struct {
     char who[128];
@@ -29,10 +30,10 @@ void tony_log(tony_log_level level, const char *fmt, ...) {
     if (level < logger.threshold) return;
     static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
     FILE *out = logger.out ? logger.out : stderr;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
+    long long ms = tony_wall_ms();
+    time_t sec = (time_t)(ms / 1000);
     struct tm tm;
-    localtime_r(&tv.tv_sec, &tm);
+    localtime_r(&sec, &tm);
     char ts[32];
     strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
     char line[4096];
@@ -40,6 +41,6 @@ void tony_log(tony_log_level level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(out, "%s.%03d %-5s [%s] %s\n", ts, (int)(tv.tv_usec / 1000), names[level], logger.who, line);
+    fprintf(out, "%s.%03d %-5s [%s] %s\n", ts, (int)(ms % 1000), names[level], logger.who, line);
     fflush(out);
 }

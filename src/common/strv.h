@@ -39,8 +39,6 @@ bool tony_str_ends_with(const char *s, const char *suffix);
 size_t tony_edit_distance(const char *a, const char *b);
 /* Sleeps ms milliseconds (a signal may cut it short, which callers want). */
 void tony_sleep_ms(long long ms);
-/* A monotonic clock in ms, for deadlines (immune to clock steps). */
-long long tony_now_ms(void);
 /* Parses a whole string as a base-10 integer; false on junk or overflow. */
 bool tony_parse_ll(const char *s, long long *out);
 

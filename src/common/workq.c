@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/strv.h"
 
@@ -175,11 +176,7 @@ tony_workq *tony_workq_new(struct event_base *base, int max_threads, tony_error 
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work, NULL);
     /* tony_workq_wait's limit must not move with the wall clock. */
-    pthread_condattr_t mono;
-    pthread_condattr_init(&mono);
-    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->finished, &mono);
-    pthread_condattr_destroy(&mono);
+    tony_clock_cond_init(&q->finished);
     q->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->wake_fd < 0) {
         tony_err(err, "cannot create an eventfd for the worker threads: %s", strerror(errno));
@@ -232,10 +229,7 @@ void tony_workq_drain(tony_workq *q) {
 bool tony_workq_wait(tony_workq *q, int timeout_ms) {
     if (q->pending == 0) return false;
     struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    long long ns = end.tv_nsec + (long long)(timeout_ms > 0 ? timeout_ms : 0) % 1000 * 1000000;
-    end.tv_sec += (timeout_ms > 0 ? timeout_ms : 0) / 1000 + ns / 1000000000;
-    end.tv_nsec = ns % 1000000000;
+    tony_clock_cond_deadline(timeout_ms, &end);
     pthread_mutex_lock(&q->mu);
     int rc = 0;
     while (!q->finished_jobs.head && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->finished, &q->mu, &end);

@@ -24,6 +24,7 @@
 #include "backend/backend.h"
 #include "common/amapi.h"
 #include "common/apiauth.h"
+#include "common/clock.h"
 #include "common/env.h"
 #include "common/fs.h"
 #include "common/http.h"

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/proc.h"
@@ -58,12 +58,6 @@ struct tony_metrics_sampler {
     long long ru_base;   /* the largest reaped process's RSS then */
     long long sample_max; /* the run's largest sample, -1: none yet */
 };
-
-static long long wall_ms(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 /* "[N/A]", "N/A", "[Not Supported]": nvidia-smi's ways of saying unknown. */
 static bool smi_number(const char *field, double *out) {
@@ -333,7 +327,7 @@ static void sample_gpus(tony_metrics_sampler *m, tony_sample *s) {
 
 void tony_metrics_sampler_take(tony_metrics_sampler *m, tony_sample *out) {
     *out = tony_sample_empty();
-    out->t_ms = wall_ms();
+    out->t_ms = tony_wall_ms();
     proc_list l;
     l.items = tony_proc_snapshot(&l.len);
     bool *in = select_members(m, &l);

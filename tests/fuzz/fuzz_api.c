@@ -28,6 +28,7 @@
 #include "am/api.h"
 #include "common/amapi.h"
 #include "common/apiauth.h"
+#include "common/clock.h"
 #include "common/jobdir.h"
 #include "fuzz_util.h"
 #include "runtime/runtime.h"
@@ -193,7 +194,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tony_apiauth_request signed_req;
         tony_apiauth_key_from_secret(SECRET, &key);
         const char *host = evhttp_find_header(req->input_headers, "Host");
-        if (tony_apiauth_sign_request(&key, m, host, uri, p, (size_t)(end - p), tony_apiauth_wall_ms(), &signed_req) == 0)
+        if (tony_apiauth_sign_request(&key, m, host, uri, p, (size_t)(end - p), tony_wall_ms(), &signed_req) == 0)
             evhttp_add_header(req->input_headers, TONY_APIAUTH_HEADER, signed_req.header);
     }
 

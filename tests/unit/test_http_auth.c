@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/apiauth.h"
+#include "common/clock.h"
 #include "common/http.h"
 #include "common/httpreply.h"
 #include "common/strv.h"
@@ -51,7 +52,7 @@ static void handle(struct evhttp_request *req, void *arg) {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     struct evbuffer *body = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(body);
-    long long now = tony_apiauth_wall_ms() + (strcmp(path, "/skew") == 0 ? SKEW_MS : 0);
+    long long now = tony_wall_ms() + (strcmp(path, "/skew") == 0 ? SKEW_MS : 0);
     tony_apiauth_claim c;
     tony_apiauth_verdict v = tony_apiauth_verify(&key, evhttp_find_header(in, TONY_APIAUTH_HEADER), "POST",
                                                  evhttp_find_header(in, "Host"), path,

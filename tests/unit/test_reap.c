@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/proc.h"
 #include "common/strv.h"
 #include "executor/reap.h"

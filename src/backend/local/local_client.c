@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend/container.h"
 #include "backend/local/local.h"
 #include "common/amapi.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
@@ -49,9 +49,7 @@ static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_er
         return -1;
     }
     if (stat(jobs, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077)) chmod(jobs, 0700);
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    long long ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    long long ms = tony_wall_ms();
     /* application_<clusterTimestamp>_<seq>, the id form TonY's history and
      * portal expect; mkdir makes the id unique among concurrent clients. */
     for (int seq = 1; seq < 10000; seq++) {

@@ -17,6 +17,7 @@
 #include "backend/slurm/slurm_tools.h"
 #include "common/amapi.h"
 #include "common/archive.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"

@@ -21,6 +21,7 @@
 
 #include "backend/yarn/sasl.h"
 #include "backend/yarn/sasl_layer.h"
+#include "common/clock.h"
 #include "common/strv.h"
 #include "hadoop_rpc.pb-c.h"
 

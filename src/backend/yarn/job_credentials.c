@@ -13,6 +13,7 @@
 #include "backend/yarn/kerberos.h"
 #include "backend/yarn/webhdfs.h"
 #include "backend/yarn/yarn_backend.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 
@@ -49,12 +50,6 @@ struct yarn_job_credentials {
 /* Never handed to a task container. */
 static const char *const coordinator_only[] = {TONY_YARN_KEYTAB_ALIAS, TONY_YARN_KEYTAB_PRINCIPAL_ALIAS,
                                                TONY_YARN_TOKEN_SOURCES_ALIAS, NULL};
-
-static long long wall_ms(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 long long yarn_token_fetch_due(long long issue_ms, long long max_ms) { return issue_ms + (max_ms - issue_ms) / 4 * 3; }
 
@@ -277,7 +272,7 @@ static void apply_new_token(yarn_job_credentials *c, source *s, round_source *rs
 static void round_done(void *arg, bool ran) {
     round *r = arg;
     yarn_job_credentials *c = r->c;
-    long long now = wall_ms();
+    long long now = tony_wall_ms();
     for (size_t i = 0; i < c->nsrc; i++) {
         source *s = &c->src[i];
         round_source *rs = &r->rs[i];
@@ -320,7 +315,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     yarn_job_credentials *c = arg;
     if (c->busy) return;
-    long long now = wall_ms();
+    long long now = tony_wall_ms();
     round *r = tony_xcalloc(1, sizeof *r);
     r->c = c;
     r->rs = tony_xcalloc(c->nsrc, sizeof *r->rs);
@@ -355,7 +350,7 @@ static void schedule(yarn_job_credentials *c) {
             if (s->mine[m].renew_at_ms >= 0 && s->mine[m].renew_at_ms < next) next = s->mine[m].renew_at_ms;
     }
     if (next < 0) return;
-    long long wait = next - wall_ms();
+    long long wait = next - tony_wall_ms();
     if (wait < 0) wait = 0;
     struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000 * 1000)};
     evtimer_add(c->timer, &tv);
@@ -380,7 +375,7 @@ int yarn_job_credentials_start_refresh(yarn_job_credentials *c, struct event_bas
     c->timer = evtimer_new(base, on_timer, c);
     for (size_t i = 0; i < c->nsrc; i++)
         tony_info("credentials: the HDFS token of %s is refreshed from %s's keytab from %lld s from now on",
-                  c->src[i].service, c->principal, (c->src[i].fetch_at_ms - wall_ms()) / 1000);
+                  c->src[i].service, c->principal, (c->src[i].fetch_at_ms - tony_wall_ms()) / 1000);
     schedule(c);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/yarn/rest.h"
+#include "common/clock.h"
 #include "common/strv.h"
 
 bool tony_yarn_kerberized(const tony_hadoop_conf *h, const tony_conf *job) {
@@ -138,7 +139,7 @@ static int login_cache(krb5_context ctx, tony_krb5_identity *out, tony_error *er
     if (end < 0) {
         rc = tony_err(err, "no ticket-granting ticket for %s in %s: run `kinit %s`", pname ? pname : "you", name,
                       pname ? pname : "<you>@<REALM>");
-    } else if (end <= (long long)time(NULL)) {
+    } else if (end <= tony_wall_ms() / 1000) {
         char t[64];
         when(end, t, sizeof t);
         rc = tony_err(err, "the Kerberos ticket of %s in %s expired at %s: run `kinit %s` again", pname, name, t,

@@ -16,6 +16,7 @@
 
 #include "backend/yarn/ids_pb.h"
 #include "backend/yarn/ipc.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/strv.h"
 #include "yarn_am.pb-c.h"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/http.h"
 #include "common/log.h"
 #include "common/strv.h"

@@ -25,6 +25,7 @@
 #include "backend/yarn/nm_spnego.h"
 #include "backend/yarn/nmlog.h"
 #include "backend/yarn/nmweb.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/http.h"
 #include "common/jobdir.h"
