@@ -17,8 +17,15 @@ Runs alternate between the two modes so drift hits both alike; one
 unmeasured run of each backend warms the page cache first. Replaces the
 "# Restart" section of bench/REPORT.md (or --out) and prints it.
 
+With --baseline BIN (another build of tony, e.g. one from before a change
+to the restart) it measures instead the local backend's in-place restart
+with both binaries, alternating, each with its default restart keys, and
+replaces the "# First restart" section: the first restart comes at once
+since issue 24's item 7, where it used to wait out
+tony.application.restart-backoff-ms (1 s) first.
+
 usage: build/pyenv/bin/python bench/restart.py [--runs 5] [--tony build/bin/tony]
-         [--htc $TONY_HTC_DIR] [--no-yarn]
+         [--htc $TONY_HTC_DIR] [--no-yarn] [--baseline OLD_TONY]
 """
 import argparse
 import os
@@ -85,6 +92,52 @@ def run_one(tony, backend, mode, work, n, conf):
     return took
 
 
+def compare(a, tony):
+    """--baseline: the first restart, local and in place, by two builds."""
+    base = os.path.realpath(a.baseline)
+    if not os.access(base, os.X_OK):
+        die(f"--baseline {base} is not an executable")
+    work = Path(tempfile.mkdtemp(prefix="tony-restart-bench-"))
+    os.chmod(work, 0o755)
+    bins = {"baseline": base, "this build": tony}
+    results = {k: [] for k in bins}
+    n = 0
+    for b in bins.values():  # warm the page cache
+        n += 1
+        run_one(b, "local", "in-place", work, n, None)
+    for _ in range(a.runs):
+        for k, b in bins.items():
+            n += 1
+            results[k].append(run_one(b, "local", "in-place", work, n, None))
+    shutil.rmtree(work, ignore_errors=True)
+    old, new = statistics.median(results["baseline"]), statistics.median(results["this build"])
+    lines = [
+        "# First restart: at once vs after the backoff",
+        "",
+        f"The job of "Restart" above on the local backend, in place, with each build's default restart keys: "
+        f"the time from worker:1's crash to the last of the next attempt's {TASKS} user commands running. "
+        f"The baseline waits `tony.application.restart-backoff-ms` (1 s) before every restart; this build "
+        "restarts at once after a first failure and backs off only from the second quick failure in a row "
+        "(`tony.application.restart-healthy-ms`). Median of "
+        f"{a.runs} alternating runs per build; {os.cpu_count()} CPUs. Produced by "
+        f"`bench/restart.py --no-yarn --baseline OLD_TONY` (baseline: {a.baseline_name}).",
+        "",
+        "| | baseline | this build | this build / baseline |",
+        "| --- | ---: | ---: | ---: |",
+        f"| crash -> all {TASKS} running again | {old:.3f} s | {new:.3f} s | {new / old:.2f} |",
+        "",
+        "Every run:",
+        "",
+        "| run | baseline | this build |",
+        "| --- | ---: | ---: |",
+    ]
+    for i in range(a.runs):
+        lines.append(f"| {i + 1} | {results['baseline'][i]:.3f} s | {results['this build'][i]:.3f} s |")
+    text = "\n".join(lines) + "\n"
+    replace_section(a.out, "First restart: at once vs after the backoff", text)
+    print(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
@@ -92,10 +145,15 @@ def main():
     ap.add_argument("--htc", default=os.environ.get("TONY_HTC_DIR", "/work/htc"))
     ap.add_argument("--no-yarn", action="store_true", help="the local backend only")
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
+    ap.add_argument("--baseline", help="another tony binary: compare the first restart's time with it (local)")
+    ap.add_argument("--baseline-name", default="the given binary", help="what the baseline is, for the report")
     a = ap.parse_args()
     tony = os.path.realpath(a.tony)
     if not os.access(tony, os.X_OK):
         die(f"{tony} is not an executable: build it with `make build` or pass --tony")
+    if a.baseline:
+        compare(a, tony)
+        return
     backends = {"local": None}
     if not a.no_yarn:
         backends["yarn"] = cluster_conf(Path(a.htc))

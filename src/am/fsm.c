@@ -195,9 +195,24 @@ static const char *permanent_reason(const am_fsm *f) {
     return f->permanent;
 }
 
+/* How long the attempt's processes ran before it failed: from the first
+ * one that started to its first failure. An attempt whose processes never
+ * started (its containers or executors failed) ran for nothing. */
+static long long attempt_ran_ms(const am_job *j, long long now_ms) {
+    long long first = 0;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        long long s = j->tasks[i].started_ms;
+        if (s && (!first || s < first)) first = s;
+    }
+    if (!first) return 0;
+    long long end = j->first_failed ? j->first_failed_ms : now_ms;
+    return end > first ? end - first : 0;
+}
+
 /* The attempt failed and every container has ended: the restart policy
- * (policy.h) decides between the end and another attempt after its backoff,
- * waited for in AM_JOB_BACKOFF on ticks. The diagnostics name the first
+ * (policy.h) decides between the end and another attempt after its backoff
+ * (none for a first failure: only crash loops wait), waited for in
+ * AM_JOB_BACKOFF on ticks. The diagnostics name the first
  * task to fail and its last words (cause.h), and say why no retry came. */
 static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
@@ -241,7 +256,8 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     free(j->attempt_diagnostics);
     j->attempt_diagnostics = d;
     f->state = AM_JOB_BACKOFF;
-    f->restart_at_ms = now_ms + am_policy_backoff_ms(p, p->retry_count - f->retries_left);
+    f->quick_failures = am_policy_quick_failures(p, f->quick_failures, attempt_ran_ms(j, now_ms));
+    f->restart_at_ms = now_ms + am_policy_backoff_ms(p, f->quick_failures);
     after_failure(f, now_ms, out); /* no wait at all: at once */
 }
 

@@ -87,6 +87,7 @@ typedef struct am_fsm {
      * starts; why the current attempt may not be retried, whatever the
      * policy (am_fsm_fail_permanently); the last failed attempt's root cause. */
     long long restart_at_ms;
+    int quick_failures; /* failed attempts in a row that ran under tony.application.restart-healthy-ms */
     char *permanent;
     am_root_cause root_cause;
     /* The single-node command (plan.single_node): its end decides the job. */

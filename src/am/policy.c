@@ -1,6 +1,7 @@
 /* Restart policies and the backoff between attempts (see policy.h). */
 #include "am/policy.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "backend/backend.h"
@@ -55,8 +56,14 @@ bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries
     return true;
 }
 
-long long am_policy_backoff_ms(const tony_plan *p, int restarts_done) {
+int am_policy_quick_failures(const tony_plan *p, int quick, long long ran_ms) {
+    if (ran_ms >= p->restart_healthy_ms) return 0;
+    return quick < INT_MAX ? quick + 1 : quick;
+}
+
+long long am_policy_backoff_ms(const tony_plan *p, int quick) {
+    if (quick < 2) return 0;
     long long wait = p->restart_backoff_ms, max = p->restart_backoff_max_ms;
-    for (int i = 0; i < restarts_done && wait < max; i++) wait *= 2;
+    for (int i = 2; i < quick && wait < max; i++) wait *= 2;
     return wait > max ? max : wait;
 }

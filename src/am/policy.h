@@ -39,9 +39,21 @@ bool am_policy_exit_is_permanent(int exit_status);
  * nothing else is worth saying) says why no retry happens, naming the key. */
 bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries_left, char **why);
 
-/* How long to wait before restart number `restarts_done + 1`:
- * tony.application.restart-backoff-ms, doubled per restart already done,
- * at most tony.application.restart-backoff-max-ms. */
-long long am_policy_backoff_ms(const tony_plan *p, int restarts_done);
+/* Backoff is for crash loops, not for a one-off crash: a restart costs
+ * the job little once the processes start again at once, while a script
+ * that dies at every start should not hammer the cluster. `quick` counts
+ * the failures in a row of attempts that ran less than
+ * tony.application.restart-healthy-ms; an attempt that ran at least that
+ * long ends the run of them (its failure is a first failure again).
+ * am_policy_quick_failures returns the count after an attempt that failed
+ * having run ran_ms, given the count `quick` before it. */
+int am_policy_quick_failures(const tony_plan *p, int quick, long long ran_ms);
+
+/* How long to wait before the restart that follows `quick` quick failures
+ * in a row (am_policy_quick_failures): nothing for the first (or after a
+ * healthy attempt); from the second, tony.application.restart-backoff-ms,
+ * doubled per quick failure after that, at most
+ * tony.application.restart-backoff-max-ms. */
+long long am_policy_backoff_ms(const tony_plan *p, int quick);
 
 #endif

@@ -349,10 +349,13 @@ static void say(tony_follow *f, FILE *stream, const char *fmt, ...) {
 }
 
 /* A failed attempt's root cause (the job's root_cause), once, while the job
- * goes on (it restarts); the final diagnostics say the last one. */
+ * goes on (it restarts); the final diagnostics of a job that failed say the
+ * last one. A first restart comes at once (policy.h), often between two
+ * looks: a job that then succeeded still says why it had to restart. */
 static void note_cause(tony_follow *f, const json_t *job) {
     const char *cause = str(json_object_get(job, JOB_ROOT_CAUSE), JOB_CAUSE_TEXT);
-    if (!*cause || tony_job_is_finished(job) || !changed(&f->cause, cause)) return;
+    bool said_at_end = tony_job_is_finished(job) && !tony_job_succeeded(job);
+    if (!*cause || said_at_end || !changed(&f->cause, cause)) return;
     say(f, f->out, "tony: %s\n", cause);
 }
 

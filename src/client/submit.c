@@ -282,8 +282,10 @@ static void dry_run(const tony_plan *p, const char *backend, const char *about) 
     printf("  framework:  %s\n  mode:       %s%s\n", p->framework,
            p->single_node ? "single node (the command runs in the coordinator)" : (p->gang ? "GANG" : "FCFS"),
            p->lockstep ? ", lock-step: one failed worker ends the attempt" : "");
-    printf("  restarts:   %d (tony.am.retry-count), policy %s, backoff %lld ms doubling up to %lld ms\n",
-           p->retry_count, tony_restart_policy_name(p->restart_policy), p->restart_backoff_ms, p->restart_backoff_max_ms);
+    printf("  restarts:   %d (tony.am.retry-count), policy %s, the first at once; backoff %lld ms doubling up to "
+           "%lld ms from the 2nd failure in a row of attempts under %lld ms\n",
+           p->retry_count, tony_restart_policy_name(p->restart_policy), p->restart_backoff_ms, p->restart_backoff_max_ms,
+           p->restart_healthy_ms);
     printf("  heartbeat:  every %lld ms, expires after %d missed\n", p->heartbeat_interval_ms, p->max_missed_heartbeats);
     if (p->single_node) {
         printf("  command:    %s\n", p->am_command);

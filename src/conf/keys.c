@@ -102,7 +102,13 @@ static const tony_key keys[] = {
      "exit-code (exit codes 1-127 are the script's own error and are not retried; signals, lost or preempted "
      "containers are). tony.<role>.restart-policy overrides it for the job type whose task failed first.", NULL},
     {TONY_KEY_APP_RESTART_BACKOFF_MS, MS, "1000", ALL,
-     "Wait before the first restart of a failed attempt, in ms (ours); each later restart waits twice as long.",
+     "Wait before a restart in a crash loop, in ms (ours): the first restart after a failure comes at once; "
+     "the second consecutive failure of an attempt that ran less than tony.application.restart-healthy-ms waits "
+     "this long, each later one twice as long.",
+     NULL},
+    {TONY_KEY_APP_RESTART_HEALTHY_MS, MS, "60000", ALL,
+     "An attempt whose processes ran at least this long, in ms, before it failed was healthy (ours): its "
+     "restart comes at once and the restart backoff starts over; shorter ones count towards a crash loop.",
      NULL},
     {TONY_KEY_APP_SIZING_MIN_RUN_MS, MS, "60000", ALL,
      "Right-sizing advice (ours) comes only from tasks whose process ran at least this long, in ms: a task that "

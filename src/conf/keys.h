@@ -36,6 +36,7 @@
 #define TONY_KEY_APP_RESTART_POLICY "tony.application.restart-policy"
 #define TONY_KEY_APP_RESTART_BACKOFF_MS "tony.application.restart-backoff-ms"
 #define TONY_KEY_APP_RESTART_BACKOFF_MAX_MS "tony.application.restart-backoff-max-ms"
+#define TONY_KEY_APP_RESTART_HEALTHY_MS "tony.application.restart-healthy-ms"
 #define TONY_KEY_APP_RESTART_MODE "tony.application.restart-mode"
 #define TONY_KEY_APP_SIZING_MIN_RUN_MS "tony.application.sizing-min-run-ms"
 #define TONY_KEY_APP_SECURITY_ENABLED "tony.application.security.enabled"

@@ -345,6 +345,7 @@ static int read_restart(const tony_conf *c, tony_plan *p, tony_error *err) {
     if (get_nonneg_ll(c, TONY_KEY_APP_SIZING_MIN_RUN_MS, 60000, &p->sizing_min_run_ms, err)) return -1;
     if (get_nonneg_ll(c, TONY_KEY_APP_RESTART_BACKOFF_MAX_MS, 60000, &p->restart_backoff_max_ms, err))
         return -1;
+    if (get_nonneg_ll(c, TONY_KEY_APP_RESTART_HEALTHY_MS, 60000, &p->restart_healthy_ms, err)) return -1;
     return 0;
 }
 

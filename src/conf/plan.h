@@ -75,6 +75,7 @@ typedef struct tony_plan {
     long long sizing_min_run_ms;        /* tony.application.sizing-min-run-ms: the shortest run right-sizing uses */
     long long restart_backoff_ms;       /* tony.application.restart-backoff-ms: the first wait, doubled after */
     long long restart_backoff_max_ms;   /* tony.application.restart-backoff-max-ms: the longest wait */
+    long long restart_healthy_ms;       /* tony.application.restart-healthy-ms: a shorter failed attempt is a crash */
     /* tony.application.restart-mode: in-place (default) keeps healthy
      * containers across a restart and starts the user processes in them
      * again; reallocate tears every container down and asks anew. */

@@ -3,7 +3,10 @@
 (sys.exit(1), an uncaught exception) but retries a SIGKILLed task; the
 first task to fail, its exit meaning and its traceback reach `tony submit`'s
 output, `tony status` and the job's JSON; torch's @record error file is
-read in preference to stderr; a bad policy value is refused at submit."""
+read in preference to stderr; a bad policy value is refused at submit.
+Backoff is for crash loops: a task failing once restarts at once, the
+second quick failure in a row waits tony.application.restart-backoff-ms
+(timed from the job's events)."""
 import json
 import time
 
@@ -74,13 +77,32 @@ print("attempt", os.environ["SESSION_ID"], "ok")
 """
 
 
-def test_exit_code_policy_retries_sigkill_after_backoff(tony, tmp_path):
+def events(r):
+    path = next(r.home.glob("history/intermediate/*/events.jsonl"), None) or \
+        next(r.home.glob("history/finished/*/*/*/*/events.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def restart_gaps(r, task="worker:0"):
+    """Per restart, ms from the task's failed end in an attempt to its
+    process starting in the next one (the events' own clock)."""
+    ev = events(r)
+    ends = {e["attempt"]: e["t_ms"] for e in ev if e["type"] == "TASK_FINISHED" and e.get("task") == task}
+    starts = {e["attempt"]: e["t_ms"] for e in ev if e["type"] == "TASK_STARTED" and e.get("task") == task}
+    return [starts[a + 1] - ends[a] for a in sorted(ends) if a + 1 in starts]
+
+
+def test_exit_code_policy_retries_sigkill_at_once(tony, tmp_path):
+    """A task that fails once restarts at once: well under the backoff,
+    which only a crash loop waits (README: restart backoff)."""
     r = tony.submit(*script(tmp_path, "killed.py", KILLED_ONCE), *SMALL, "--conf", "tony.am.retry-count=2",
                     "--conf", "tony.application.restart-policy=exit-code",
-                    "--conf", "tony.application.restart-backoff-ms=1500")
+                    "--conf", "tony.application.restart-backoff-ms=5000")
     assert r.rc == 0, r
     st = r.status()
     assert st["attempt"] == 1 and st["final_status"] == "SUCCEEDED", st
+    gaps = restart_gaps(r)
+    assert len(gaps) == 1 and gaps[0] < 2500, gaps  # not the 5 s backoff
     # the root cause of the failed attempt stays in the job's record
     assert st["root_cause"]["task"] == "worker:0" and st["root_cause"]["exit_status"] == 137, st["root_cause"]
     assert "rank 0 going down" in st["root_cause"]["stderr_tail"]
@@ -91,11 +113,49 @@ def test_exit_code_policy_retries_sigkill_after_backoff(tony, tmp_path):
     assert w0["state"] == "SUCCEEDED" and [run["state"] for run in w0["runs"]] == ["FAILED", "SUCCEEDED"], w0
 
 
+# rank 0 is killed in each of the first `times` attempts (a crash loop)
+KILLED_TIMES = """
+import os, signal, sys
+n = len([f for f in os.listdir(os.environ["TONY_JOB_DIR"]) if f.startswith("killed-")])
+if os.environ["TASK_INDEX"] == "0" and n < {times}:
+    open(os.path.join(os.environ["TONY_JOB_DIR"], "killed-%d" % n), "w").close()
+    print("rank 0 going down", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+print("attempt", os.environ["SESSION_ID"], "ok")
+"""
+
+
+def test_crash_loop_backs_off_from_the_second_failure(tony, tmp_path):
+    """Three quick failures in a row: the first restart at once, then the
+    backoff, then twice the backoff."""
+    r = tony.submit(*script(tmp_path, "loop.py", KILLED_TIMES.format(times=3)), *SMALL,
+                    "--conf", "tony.am.retry-count=3", "--conf", "tony.application.restart-backoff-ms=2000")
+    assert r.rc == 0, r
+    assert r.status()["attempt"] == 3, r.status()
+    gaps = restart_gaps(r)
+    assert len(gaps) == 3, gaps
+    assert gaps[0] < 1500, gaps
+    assert 2000 <= gaps[1] < 2000 + 1500, gaps
+    assert 4000 <= gaps[2] < 4000 + 1500, gaps
+
+
+def test_healthy_attempt_restarts_at_once(tony, tmp_path):
+    """An attempt that ran the healthy stretch before failing is no crash
+    loop: the second failure, after it, restarts at once too."""
+    r = tony.submit(*script(tmp_path, "loop.py", "import time; time.sleep(1.5)\n" + KILLED_TIMES.format(times=2)),
+                    *SMALL, "--conf", "tony.am.retry-count=2", "--conf", "tony.application.restart-backoff-ms=5000",
+                    "--conf", "tony.application.restart-healthy-ms=1000")
+    assert r.rc == 0, r
+    gaps = restart_gaps(r)
+    assert len(gaps) == 2 and all(g < 2500 for g in gaps), gaps
+
+
 def test_status_during_backoff_shows_root_cause(tony, tmp_path):
-    """While the coordinator waits out the backoff the job is in BACKOFF and
-    `tony status` says why the last attempt failed."""
-    r = tony.submit("--detach", *script(tmp_path, "killed.py", KILLED_ONCE), *SMALL,
-                    "--conf", "tony.am.retry-count=1", "--conf", "tony.application.restart-backoff-ms=20000")
+    """While the coordinator waits out the backoff (a crash loop's second
+    failure) the job is in BACKOFF and `tony status` says why the last
+    attempt failed."""
+    r = tony.submit("--detach", *script(tmp_path, "killed.py", KILLED_TIMES.format(times=2)), *SMALL,
+                    "--conf", "tony.am.retry-count=2", "--conf", "tony.application.restart-backoff-ms=20000")
     assert r.rc == 0, r
     app_id = r.job_dir().name
 
@@ -107,13 +167,13 @@ def test_status_during_backoff_shows_root_cause(tony, tmp_path):
     job = json.loads(tony.run("status", app_id, "--json").out)
     assert job["restart_at_ms"] > time.time() * 1000 + 5000, job  # about 20 s after the failure
     s = tony.run("status", app_id)
-    assert "last failed attempt: Root cause: worker:0 failed first in attempt 0" in s.out, s
+    assert "last failed attempt: Root cause: worker:0 failed first in attempt 1" in s.out, s
     assert "killed by signal 9 (SIGKILL)" in s.out and "rank 0 going down" in s.out, s
     # a kill during the wait ends the job there, KILLED
     tony.run("kill", app_id, check_rc=0)
     wait_for(lambda: r.status()["state"] == "FINISHED", 30, what="the end")
     st = r.status()
-    assert st["final_status"] == "KILLED" and st["attempt"] == 0, st
+    assert st["final_status"] == "KILLED" and st["attempt"] == 1, st
     assert "Killed by the user while waiting to restart" in st["diagnostics"], st
     assert time.time() - t0 < 15
 

@@ -2,7 +2,8 @@
  * TonY's attention order with the failed indices, the links while they
  * exist, the final state, and lines cut to the terminal's width without
  * breaking a colour or a UTF-8 character; what follows a job says of a
- * coordinator that replaced a lost one, once per change. */
+ * coordinator that replaced a lost one, once per change, and of a failed
+ * attempt's root cause, even when the restart came between two looks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 
 #include "client/follow.h"
 #include "client/report.h"
+#include "common/jobjson.h"
 
 static json_t *job(const char *state, const char *final, int attempt) {
     json_t *tasks = json_array();
@@ -111,12 +113,43 @@ static void test_coordinator_restart_said_once_per_change(void **state) {
     json_decref(j);
 }
 
+/* The first restart comes at once (am/policy.h): a job can restart and
+ * succeed between two looks. Its root cause is still said, once; a job that
+ * failed says its last one in the final diagnostics instead. */
+static void test_root_cause_of_a_restart_seen_only_at_the_end(void **state) {
+    (void)state;
+    const char *finals[] = {JOB_FINAL_STATUS_SUCCEEDED, JOB_FINAL_STATUS_FAILED};
+    for (int k = 0; k < 2; k++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+        tony_follow *f = tony_follow_new(out);
+        json_t *j = job(JOB_STATE_FINISHED, finals[k], 1);
+        json_object_set_new(j, JOB_ROOT_CAUSE, json_pack("{s:s}", JOB_CAUSE_TEXT, "Root cause: worker:1 died"));
+        tony_follow_update(f, j);
+        tony_follow_update(f, j);
+        tony_follow_free(f);
+        fclose(out);
+        const char *line = "tony: Root cause: worker:1 died\n";
+        char *said = strstr(text, line);
+        if (k == 0) {
+            assert_non_null(said);
+            assert_null(strstr(said + strlen(line), "Root cause")); /* once */
+        } else {
+            assert_null(said);
+        }
+        free(text);
+        json_decref(j);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_counts_each_role),
         cmocka_unit_test(test_block_final_state),
         cmocka_unit_test(test_block_colours_and_cuts),
         cmocka_unit_test(test_coordinator_restart_said_once_per_change),
+        cmocka_unit_test(test_root_cause_of_a_restart_seen_only_at_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -665,28 +665,32 @@ static void test_exit_code_policy_does_not_retry_script_error(void **state) {
     destroy(f);
 }
 
-/* exit-code retries a signal after the backoff, which doubles with each
- * restart up to its cap, waited for on ticks in BACKOFF. */
+/* exit-code retries a signal. The first restart comes at once; then, in a
+ * crash loop (attempts that fail under the healthy stretch), the backoff,
+ * doubled per quick failure up to its cap, waited for on ticks in BACKOFF. */
 static void test_exit_code_policy_retries_signal_after_backoff(void **state) {
     (void)state;
-    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=4", "tony.application.restart-policy=exit-code",
                         "tony.application.fail-on-worker-failure-enabled=true",
                         "tony.application.restart-backoff-ms=1000", "tony.application.restart-backoff-max-ms=3000",
-                        "tony.application.restart-mode=reallocate", NULL};
+                        "tony.application.restart-healthy-ms=60000", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
     long long now = 1000;
-    long long waits[] = {1000, 2000, 3000}; /* doubled, then capped */
-    for (int a = 0; a < 3; a++) {
+    long long waits[] = {0, 1000, 2000, 3000}; /* at once, then doubled, then capped */
+    for (int a = 0; a < 4; a++) {
         fail_worker_at(f, 0, 128 + 9, now); /* SIGKILL */
-        assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
-        assert_int_equal(count(f, AM_ACT_RESTART), 0);
-        assert_int_equal(f->fsm.restart_at_ms, now + waits[a]);
-        am_fsm_tick(&f->fsm, now + waits[a] - 1, fresh(f));
-        assert_int_equal(count(f, AM_ACT_RESTART), 0);
-        am_fsm_tick(&f->fsm, now + waits[a], fresh(f));
+        assert_int_equal(f->fsm.quick_failures, a + 1);
+        if (waits[a]) {
+            assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+            assert_int_equal(count(f, AM_ACT_RESTART), 0);
+            assert_int_equal(f->fsm.restart_at_ms, now + waits[a]);
+            am_fsm_tick(&f->fsm, now + waits[a] - 1, fresh(f));
+            assert_int_equal(count(f, AM_ACT_RESTART), 0);
+            am_fsm_tick(&f->fsm, now + waits[a], fresh(f));
+        }
         assert_int_equal(count(f, AM_ACT_RESTART), 1);
-        assert_int_equal(f->fsm.retries_left, 2 - a);
+        assert_int_equal(f->fsm.retries_left, 3 - a);
         /* the restart's record tells the root cause */
         assert_non_null(strstr(f->job->attempt_diagnostics, "Root cause: worker:0 failed first"));
         assert_non_null(strstr(f->job->attempt_diagnostics, "killed by signal 9"));
@@ -696,12 +700,65 @@ static void test_exit_code_policy_retries_signal_after_backoff(void **state) {
         am_fsm_next_attempt(&f->fsm, now, fresh(f));
         assert_int_equal(f->job->attempt, a + 1);
         start_all(f, now);
+        now += 500; /* each attempt dies half a second in */
     }
     /* budget exhausted: the end, saying so */
     fail_worker_at(f, 1, 128 + 15, now);
     assert_int_equal(count(f, AM_ACT_FINISH), 1);
-    assert_non_null(strstr(f->fsm.diagnostics, "Not retried: no restarts left (tony.am.retry-count=3)"));
-    assert_non_null(strstr(f->fsm.diagnostics, "Root cause: worker:1 failed first in attempt 3"));
+    assert_non_null(strstr(f->fsm.diagnostics, "Not retried: no restarts left (tony.am.retry-count=4)"));
+    assert_non_null(strstr(f->fsm.diagnostics, "Root cause: worker:1 failed first in attempt 4"));
+    destroy(f);
+}
+
+/* Backoff is for crash loops (policy.h), transition by transition: the
+ * first failure restarts at once, the second quick one waits the backoff;
+ * an attempt that ran the healthy stretch before failing restarts at once
+ * and starts the count over, so the next quick failure is again the first.
+ * An attempt whose processes never started ran for nothing; the stretch is
+ * counted from the first process start, not from the containers' request. */
+static void test_backoff_only_in_a_crash_loop(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=9",
+                        "tony.application.fail-on-worker-failure-enabled=true",
+                        "tony.application.restart-backoff-ms=1000", "tony.application.restart-healthy-ms=10000",
+                        "tony.application.restart-mode=reallocate", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    /* registered at 0, started only at 50000 (a long wait for the gang): it dies 2 s in */
+    for (size_t i = 0; i < f->job->ntasks; i++) reg(f, &f->job->tasks[i], 0);
+    for (size_t i = 0; i < f->job->ntasks; i++) am_fsm_started(&f->fsm, &f->job->tasks[i], 4000 + (int)i, 50000);
+    fail_worker_at(f, 0, 1, 52000);
+    assert_int_equal(f->fsm.quick_failures, 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1); /* the first failure: at once */
+    am_fsm_next_attempt(&f->fsm, 52000, fresh(f));
+    start_all(f, 52000);
+    fail_worker_at(f, 1, 1, 52000 + 9999); /* one ms short of healthy */
+    assert_int_equal(f->fsm.quick_failures, 2);
+    assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(f->fsm.restart_at_ms, 61999 + 1000);
+    am_fsm_tick(&f->fsm, 62999, fresh(f));
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 62999, fresh(f));
+    start_all(f, 62999);
+    /* this one ran the healthy stretch: at once, the count starts over */
+    fail_worker_at(f, 0, 1, 62999 + 10000);
+    assert_int_equal(f->fsm.quick_failures, 0);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 72999, fresh(f));
+    start_all(f, 72999);
+    fail_worker_at(f, 0, 1, 73000); /* quick, but the first since the healthy one */
+    assert_int_equal(f->fsm.quick_failures, 1);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 73000, fresh(f));
+    /* no process ever started (the containers failed): quick, the second */
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 1, NULL, 90000, fresh(f));
+    for (size_t i = 0; i < f->out.len; i++)
+        if (f->out.items[i].kind == AM_ACT_STOP && !f->out.items[i].task->exited)
+            am_fsm_exited(&f->fsm, f->out.items[i].task, TONY_EXIT_KILLED_BY_APPMASTER, NULL, 90000, &f->out);
+    assert_int_equal(f->fsm.quick_failures, 2);
+    assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
+    assert_int_equal(f->fsm.restart_at_ms, 91000);
     destroy(f);
 }
 
@@ -819,13 +876,24 @@ static void test_permanent_failures_are_not_retried(void **state) {
     destroy(f);
 }
 
-/* Killed, or out of time, while waiting to restart: the end, at once. */
+/* A crash loop's second quick failure, at `now`: the first restarts at
+ * once, the second waits the backoff (in BACKOFF). */
+static void crash_twice(fixture *f, long long now) {
+    fail_worker_at(f, 0, 1, now);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, now, fresh(f));
+    start_all(f, now);
+    fail_worker_at(f, 0, 1, now);
+}
+
+/* Killed, or out of time, while waiting to restart (a crash loop's
+ * backoff): the end, at once. */
 static void test_kill_or_timeout_during_backoff(void **state) {
     (void)state;
     const char *kv[] = {"tony.worker.instances=1", "tony.am.retry-count=3", "tony.application.timeout=60000", "tony.application.restart-mode=reallocate", NULL};
     fixture *f = make(kv);
     begin(f, 0);
-    fail_worker_at(f, 0, 1, 100);
+    crash_twice(f, 100);
     assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
     am_fsm_kill(&f->fsm, 200, fresh(f));
     assert_int_equal(count(f, AM_ACT_FINISH), 1);
@@ -836,7 +904,7 @@ static void test_kill_or_timeout_during_backoff(void **state) {
 
     f = make(kv);
     begin(f, 0);
-    fail_worker_at(f, 0, 1, 59900);
+    crash_twice(f, 59900);
     assert_int_equal(f->fsm.state, AM_JOB_BACKOFF);
     am_fsm_tick(&f->fsm, 60001, fresh(f));
     assert_int_equal(count(f, AM_ACT_FINISH), 1);
@@ -1329,6 +1397,7 @@ int main(void) {
         cmocka_unit_test(test_single_node),
         cmocka_unit_test(test_exit_code_policy_does_not_retry_script_error),
         cmocka_unit_test(test_exit_code_policy_retries_signal_after_backoff),
+        cmocka_unit_test(test_backoff_only_in_a_crash_loop),
         cmocka_unit_test(test_exit_code_policy_retries_preempted_and_lost),
         cmocka_unit_test(test_role_policy_overrides_job_policy),
         cmocka_unit_test(test_root_cause_is_first_failure_and_prefers_error_file),

@@ -1,8 +1,10 @@
 /* Restart policies and a failure's last words without the state machine:
- * which exit statuses are permanent under exit-code, the backoff's doubling
- * and cap, the reasons given for no retry (naming the key), the keys'
+ * which exit statuses are permanent under exit-code, quick failures
+ * counted, the backoff (none for the first) doubling and its cap, the
+ * reasons given for no retry (naming the key), the keys'
  * validation, and reading a stderr's tail and torch's error file from real
  * files. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -47,18 +49,37 @@ static void test_exit_code_rule(void **state) {
     assert_false(am_policy_exit_is_permanent(TONY_EXIT_INVALID));
 }
 
+/* The first failure restarts at once; from the second quick one in a row
+ * the wait is the backoff, doubled per quick failure after that, capped. */
 static void test_backoff_doubles_up_to_cap(void **state) {
     (void)state;
     tony_plan p = {.restart_backoff_ms = 1000, .restart_backoff_max_ms = 60000};
-    assert_int_equal(am_policy_backoff_ms(&p, 0), 1000);
-    assert_int_equal(am_policy_backoff_ms(&p, 1), 2000);
-    assert_int_equal(am_policy_backoff_ms(&p, 5), 32000);
-    assert_int_equal(am_policy_backoff_ms(&p, 6), 60000);
+    assert_int_equal(am_policy_backoff_ms(&p, 0), 0);
+    assert_int_equal(am_policy_backoff_ms(&p, 1), 0);
+    assert_int_equal(am_policy_backoff_ms(&p, 2), 1000);
+    assert_int_equal(am_policy_backoff_ms(&p, 3), 2000);
+    assert_int_equal(am_policy_backoff_ms(&p, 7), 32000);
+    assert_int_equal(am_policy_backoff_ms(&p, 8), 60000);
     assert_int_equal(am_policy_backoff_ms(&p, 1000000), 60000); /* no overflow */
     p.restart_backoff_ms = 0;
     assert_int_equal(am_policy_backoff_ms(&p, 3), 0);
     p.restart_backoff_ms = 5000, p.restart_backoff_max_ms = 2000;
-    assert_int_equal(am_policy_backoff_ms(&p, 0), 2000);
+    assert_int_equal(am_policy_backoff_ms(&p, 2), 2000);
+}
+
+/* Quick failures count up; an attempt that ran the healthy stretch (not
+ * one ms less) ends the run of them; the count does not overflow. */
+static void test_quick_failures_count_and_reset(void **state) {
+    (void)state;
+    tony_plan p = {.restart_healthy_ms = 60000};
+    assert_int_equal(am_policy_quick_failures(&p, 0, 0), 1);
+    assert_int_equal(am_policy_quick_failures(&p, 1, 59999), 2);
+    assert_int_equal(am_policy_quick_failures(&p, 2, 60000), 0);
+    assert_int_equal(am_policy_quick_failures(&p, 5, 3600000), 0);
+    assert_int_equal(am_policy_quick_failures(&p, INT_MAX, 10), INT_MAX);
+    /* 0: every attempt is healthy, no restart ever waits */
+    p.restart_healthy_ms = 0;
+    assert_int_equal(am_policy_quick_failures(&p, 3, 0), 0);
 }
 
 static void test_decisions_and_reasons(void **state) {
@@ -120,6 +141,7 @@ static void test_bad_values_name_the_key(void **state) {
     expect_plan_error("tony.worker.restart-policy=sometimes", "tony.worker.restart-policy must be on-failure");
     expect_plan_error("tony.application.restart-backoff-ms=-5", "tony.application.restart-backoff-ms");
     expect_plan_error("tony.application.restart-backoff-max-ms=soon", "tony.application.restart-backoff-max-ms");
+    expect_plan_error("tony.application.restart-healthy-ms=-1", "tony.application.restart-healthy-ms");
     /* case and blanks as other keys take them; the defaults */
     const char *kv[] = {"tony.worker.instances=1", "tony.application.restart-policy= Never ", NULL};
     tony_conf *c;
@@ -130,6 +152,7 @@ static void test_bad_values_name_the_key(void **state) {
     assert_int_equal(p.roles[0].restart_policy, TONY_RESTART_NEVER);
     assert_int_equal(p.restart_backoff_ms, 1000);
     assert_int_equal(p.restart_backoff_max_ms, 60000);
+    assert_int_equal(p.restart_healthy_ms, 60000);
     assert_string_equal(tony_restart_policy_name(p.restart_policy), "never");
     tony_plan_free(&p);
     tony_conf_free(c);
@@ -192,6 +215,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_code_rule),
         cmocka_unit_test(test_backoff_doubles_up_to_cap),
+        cmocka_unit_test(test_quick_failures_count_and_reset),
         cmocka_unit_test(test_decisions_and_reasons),
         cmocka_unit_test(test_bad_values_name_the_key),
         cmocka_unit_test(test_stderr_tail),
