@@ -46,6 +46,7 @@ typedef struct tony_container_run {
     int ngpus;
     const tony_env *env;   /* passed by name only: the runtime reads the values from its own env */
     char *const *argv;     /* the command in the container, NULL-terminated */
+    const char *cgroups;   /* podman's --cgroups mode (e.g. no-conmon), NULL: the runtime's default */
 } tony_container_run;
 
 /* Appends the runtime's whole command line (runtime path first) to out.

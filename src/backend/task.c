@@ -16,17 +16,17 @@
 static int local_secret(char **out, tony_error *err) {
     const char *job_dir = getenv(TASKENV_SECRET_JOB_DIR);
     if (!job_dir || !*job_dir)
-        return tony_err(err, "%s is not set, nor %s (%s=local, in an image): was this executor started by a tony "
+        return tony_err(err, "%s is not set, nor %s (%s=%s, in an image): was this executor started by a tony "
                              "coordinator?",
-                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND);
+                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND, getenv(TASKENV_BACKEND));
     return tony_jobdir_secret(job_dir, out, err);
 }
 
-/* The local and Slurm backends put the secret in the env (or, local in an
+/* The local and Slurm backends put the secret in the env (or, in an
  * image, in the job dir), send no credentials, and start no second
  * coordinator for a job. */
 static const tony_task_backend_ops local_ops = {.name = "local", .secret = local_secret};
-static const tony_task_backend_ops slurm_ops = {.name = "slurm"};
+static const tony_task_backend_ops slurm_ops = {.name = "slurm", .secret = local_secret};
 static const tony_task_backend_ops none_ops = {.name = "none"};
 
 static const tony_task_backend_ops *const backends[] = {&tony_yarn_task_ops, &local_ops, &slurm_ops};
