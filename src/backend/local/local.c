@@ -7,7 +7,8 @@
  * and stops, with the pool left to the cluster. A role with an image
  * (tony.docker.*) runs its executor in a container of it: the session is
  * then the container runtime's `run` (backend/container.h), whose memory
- * limit is the runtime's. */
+ * limit is the runtime's; with a placement that allows it (image_run), the
+ * launcher runs the runtime's `run`. */
 #include "backend/local/local.h"
 
 #include <errno.h>
