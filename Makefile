@@ -122,10 +122,12 @@ test-secure: build asan
 
 # The real Slurm test cluster (Debian's slurmctld, 3 slurmd, a private munged:
 # scripts/slurm-test-cluster.md): install it if missing, start it, check it,
-# run every test marked `slurm` against it, stop it (~35 s), last in `make test`.
+# run every test marked `slurm` against it (tasks in images: the test image is
+# built or reused first), stop it (~35 s), last in `make test`.
 STC := $(CURDIR)/build/slurm-test
-test-slurm: build
+test-slurm: build deps-containers
 	@scripts/install-deps slurm
+	@scripts/test-image >/dev/null
 	@scripts/slurm-test-cluster start $(STC)
 	@scripts/slurm-test-cluster selftest $(STC) && \
 	 TONY_STC_DIR=$(STC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m slurm tests/e2e; \

@@ -224,6 +224,7 @@ void tony_container_run_argv(const tony_container_run *r, tony_strv *out) {
     tony_strv_pushf(out, "--name=%s", r->name);
     tony_strv_pushf(out, "--label=%s=%s", TONY_CONTAINER_LABEL_APP, r->app_id);
     tony_strv_pushf(out, "--network=%s", r->network && *r->network ? r->network : "host");
+    if (r->cgroups) tony_strv_pushf(out, "--cgroups=%s", r->cgroups);
     push_ulimits(out);
     push_volume(out, r->job_dir, r->job_dir, false);
     push_volume(out, r->self_root, r->self_root, true);

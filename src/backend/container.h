@@ -2,8 +2,8 @@
  * (podman or docker) runs them, the checks a submit makes before anything
  * starts, the `run` command line that puts an executor in a container, and
  * finding and removing a job's containers by their label. Shared by the
- * backends that start containers on a machine of their own (local; Slurm
- * later): a backend keeps the runtime's process as the container's main
+ * backends that start containers on a machine of their own (local, and
+ * Slurm inside each task's step): a backend keeps the runtime's process as the container's main
  * process and watches it as it would a bare executor. */
 #ifndef TONY_BACKEND_CONTAINER_H
 #define TONY_BACKEND_CONTAINER_H
@@ -46,6 +46,7 @@ typedef struct tony_container_run {
     int ngpus;
     const tony_env *env;   /* passed by name only: the runtime reads the values from its own env */
     char *const *argv;     /* the command in the container, NULL-terminated */
+    const char *cgroups;   /* podman's --cgroups mode (e.g. no-conmon), NULL: the runtime's default */
 } tony_container_run;
 
 /* Appends the runtime's whole command line (runtime path first) to out.

@@ -11,22 +11,19 @@
 #include "common/jobdir.h"
 #include "common/taskenv.h"
 
-/* A task in an image (backend/container.h) reads the secret from the job
- * dir mounted into its container: a container's env is in plain view of
- * whoever may inspect it. */
-static int local_secret(char **out, tony_error *err) {
+int tony_task_secret_from_job_dir(char **out, tony_error *err) {
     const char *job_dir = getenv(TASKENV_SECRET_JOB_DIR);
     if (!job_dir || !*job_dir)
-        return tony_err(err, "%s is not set, nor %s (%s=local, in an image): was this executor started by a tony "
+        return tony_err(err, "%s is not set, nor %s (%s=%s, in an image): was this executor started by a tony "
                              "coordinator?",
-                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND);
+                        TASKENV_SECRET, TASKENV_SECRET_JOB_DIR, TASKENV_BACKEND, getenv(TASKENV_BACKEND));
     return tony_jobdir_secret(job_dir, out, err);
 }
 
 /* The local backend puts the secret in the env (or, in an image, in the
  * job dir), sends no credentials, and starts no second coordinator for a
  * job. */
-static const tony_task_backend_ops local_ops = {.name = "local", .secret = local_secret};
+static const tony_task_backend_ops local_ops = {.name = "local", .secret = tony_task_secret_from_job_dir};
 static const tony_task_backend_ops none_ops = {.name = "none"};
 
 static const tony_task_backend_ops *const backends[] = {&tony_yarn_task_ops, &local_ops, &tony_slurm_task_ops};

@@ -46,6 +46,7 @@ static void test_run_argv(void **state) {
     assert_true(find(&argv, "--cpus=2") > 0);
     assert_true(find(&argv, "--device=/dev/nvidia1") > 0);
     assert_true(find(&argv, "--workdir=/j/attempts/0/worker-0/work") > 0);
+    assert_int_equal(find(&argv, "--cgroups=no-conmon"), -1); /* the runtime's default unless asked */
     /* by name only, and not the host's PATH */
     assert_true(find(&argv, "TONY_AM_URL") > 0);
     assert_true(find(&argv, "JOB_NAME") > 0);
@@ -62,8 +63,10 @@ static void test_run_argv(void **state) {
     r.network = "none";
     r.memory_mb = 0;
     r.ngpus = 0;
+    r.cgroups = "no-conmon"; /* Slurm's: conmon stays in the task's step */
     tony_container_run_argv(&r, &argv);
     assert_true(find(&argv, "--network=none") > 0);
+    assert_true(find(&argv, "--cgroups=no-conmon") > 0);
     assert_int_equal(find(&argv, "--memory=512m"), -1);
     assert_int_equal(find(&argv, "--device=/dev/nvidia1"), -1);
     tony_strv_free(&argv);

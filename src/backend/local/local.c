@@ -7,7 +7,8 @@
  * and stops, with the pool left to the cluster. A role with an image
  * (tony.docker.*) runs its executor in a container of it: the session is
  * then the container runtime's `run` (backend/container.h), whose memory
- * limit is the runtime's. */
+ * limit is the runtime's; with a placement that allows it (image_run), the
+ * launcher runs the runtime's `run`. */
 #include "backend/local/local.h"
 
 #include <errno.h>
@@ -370,6 +371,11 @@ static void in_image(local_backend *b, container *c, const tony_role *r, const c
                               .job_dir = b->job_dir, .self_root = b->self_root, .work_dir = work,
                               .memory_mb = c->memory_mb, .vcores = c->vcores, .gpu_ids = c->gpu_ids,
                               .ngpus = c->gpus, .env = &c->env, .argv = cmd.items};
+    if (b->placement) {
+        tony_launch l = {.role = c->role, .index = c->index, .attempt = c->attempt, .memory_mb = c->memory_mb,
+                         .vcores = c->vcores, .gpus = c->gpus, .env = &c->env};
+        b->placement->image_run(b->placement->ctx, &l, &run);
+    }
     tony_container_run_argv(&run, argv);
     tony_strv_free(&cmd);
 }
@@ -409,7 +415,7 @@ static int start_container(local_backend *b, container *c, tony_error *err) {
                              .vcores = c->vcores, .gpus = c->gpus, .env = &c->env};
             rc = b->placement->wrap(b->placement->ctx, &l, &argv, &c->env, err);
         }
-        const tony_role *img = b->placement ? NULL : image_of(b, c->role);
+        const tony_role *img = b->placement && !b->placement->image_run ? NULL : image_of(b, c->role);
         if (img) {
             in_image(b, c, img, work, &argv);
         } else {
@@ -697,6 +703,7 @@ static const tony_backend_ops local_ops = {
 
 static int placed_check_plan(tony_backend *base, const tony_plan *plan, tony_error *err) {
     const tony_local_placement *p = ((local_backend *)base)->placement;
+    if (p->image_run && adopt_images((local_backend *)base, plan, err)) return -1;
     return p->check_plan ? p->check_plan(p->ctx, plan, err) : 0;
 }
 
@@ -712,6 +719,14 @@ tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper
     b->ev = base;
     b->reaper = reaper;
     b->job_dir = tony_strdup(job_dir);
+    /* beside the job dirs, on the file system the nodes share (the
+     * coordinator runs the client's self-contained tony there, so it is
+     * only a fallback) */
+    char *root = tony_strdup(job_dir);
+    char *slash = strrchr(root, '/');
+    if (slash && slash != root) *slash = '\0';
+    b->cache_dir = tony_path_join(root, "cache");
+    free(root);
     return &b->base;
 }
 

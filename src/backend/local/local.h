@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "backend/container.h"
 #include "common/reaper.h"
 #include "common/strv.h"
 #include "conf/conf.h"
@@ -70,6 +71,11 @@ typedef struct tony_local_placement {
      * stop_grace_ms later, makes the launcher end the container at once. */
     int stop_signal, kill_signal;
     long long stop_grace_ms;
+    /* Roles with an image run their executor in it under the launcher
+     * (launcher ... runtime run ... image tony executor) when this is set:
+     * it adjusts the container to what the launcher's cluster already
+     * enforces. NULL: no container is started (the roles run bare). */
+    void (*image_run)(void *ctx, const tony_launch *l, tony_container_run *run);
 } tony_local_placement;
 
 /* A backend whose containers start through placement (the backend's from

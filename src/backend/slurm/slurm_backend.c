@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/local/local.h"
 #include "backend/slurm/slurm_job.h"
@@ -44,6 +45,22 @@ static int slurm_wrap(void *ctx, const tony_launch *l, tony_strv *prefix, tony_e
     return 0;
 }
 
+/* A task in an image runs as `srun ... -- podman run ... image tony
+ * executor`: the runtime's process is the step's task, so srun's stop
+ * signal (SIGUSR1) and scancel's SIGTERM reach it and it hands them to the
+ * executor in the container. Podman's conmon would otherwise leave for a
+ * cgroup of its own; no-conmon keeps it (and so its container's exit) in
+ * the step's. The cluster numbered the step's GPUs, not this backend: a
+ * role with GPUs and an image is refused at submit (slurm_client.c). */
+static void slurm_image_run(void *ctx, const tony_launch *l, tony_container_run *run) {
+    (void)ctx;
+    (void)l;
+    const char *base = strrchr(run->runtime, '/');
+    if (strcmp(base ? base + 1 : run->runtime, "podman") == 0) run->cgroups = "no-conmon";
+    run->gpu_ids = NULL;
+    run->ngpus = 0;
+}
+
 static int slurm_check_plan(void *ctx, const tony_plan *plan, tony_error *err) {
     slurm_placement *p = ctx;
     for (size_t i = 0; i < plan->nroles; i++)
@@ -64,6 +81,7 @@ tony_backend *tony_backend_slurm_new(struct event_base *base, tony_reaper *reape
     slurm_placement *p = tony_xcalloc(1, sizeof *p);
     p->base = (tony_local_placement){.backend_name = "slurm", .ctx = p, .wrap = slurm_wrap,
                                      .check_plan = slurm_check_plan, .free = slurm_placement_free,
+                                     .image_run = slurm_image_run,
                                      .stop_signal = SIGUSR1, .kill_signal = SIGTERM,
                                      .stop_grace_ms = SLURM_STOP_GRACE_MS};
     if (tony_runtime_plan(conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, conf, &p->layout, err)) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/container.h"
 #include "backend/local/local_client.h"
 #include "backend/slurm/slurm_job.h"
 #include "backend/slurm/slurm_tools.h"
@@ -74,7 +75,23 @@ static bool slurm_owns_job(const char *job_dir) {
     return yes;
 }
 
+/* Images on Slurm: what a local submit checks (runtime, images, mounts),
+ * here on the submitting machine, which must see what the nodes run (the
+ * test cluster's nodes are this host). The step's GPUs are numbered by
+ * Slurm inside the step, which the container's devices cannot follow yet. */
+static int check_images(const tony_plan *plan, tony_error *err) {
+    for (size_t i = 0; i < plan->nroles; i++) {
+        const tony_role *r = &plan->roles[i];
+        if (r->docker_image && r->gpus > 0)
+            return tony_err(err, "tony.%s.gpus=%d with image %s: GPUs in images are not supported on Slurm yet; "
+                            "set tony.%s.gpus=0, or run the role without an image (tony.docker.enabled=false)",
+                            r->name, r->gpus, r->docker_image, r->name);
+    }
+    return tony_container_check_plan(plan, err);
+}
+
 static int slurm_check_plan(const tony_conf *conf, const tony_plan *plan, char **about, tony_error *err) {
+    if (check_images(plan, err)) return -1;
     tony_slurm_layout layout;
     if (tony_slurm_layout_plan(plan, conf, &layout, err)) return -1;
     tony_slurm_cluster cluster;
