@@ -216,6 +216,21 @@ class TonyJobTest {
         return s;
     }
 
+    /** Pids whose command line is exactly cmdline (NUL-separated words). */
+    static List<String> processesRunning(String cmdline) {
+        List<String> pids = new ArrayList<>();
+        File[] procs = new File("/proc").listFiles((d, n) -> n.matches("[0-9]+"));
+        for (File pr : procs == null ? new File[0] : procs) {
+            try {
+                if (new String(Files.readAllBytes(pr.toPath().resolve("cmdline")), StandardCharsets.UTF_8).equals(cmdline))
+                    pids.add(pr.getName());
+            } catch (IOException gone) {
+                // exited meanwhile
+            }
+        }
+        return pids;
+    }
+
     static byte[] readAll(Process p) throws IOException {
         java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
         byte[] buf = new byte[8192];
@@ -229,7 +244,9 @@ class TonyJobTest {
         Path marker = tmp.resolve("started");
         Props p = jobProps(work);
         p.put("tony.worker.instances", "1");
-        p.put("executes", "touch " + marker + "; exec sleep 300");
+        // a length of sleep no other process here has, to find it after the cancel
+        long secs = 2000 + new java.util.Random().nextInt(5000);
+        p.put("executes", "touch " + marker + "; exec sleep " + secs);
         Lines log = new Lines();
         TonyJob job = realJob("cancel", work, p, log);
         AtomicReference<Throwable> ended = new AtomicReference<>();
@@ -255,5 +272,6 @@ class TonyJobTest {
         assertTrue(log.all().contains("cancel: " + tonyBin() + " kill " + id), log.all());
         String st = status(id, work);
         assertTrue(st.matches("(?s).*\"final_status\"\\s*:\\s*\"KILLED\".*"), st);
+        assertEquals(Collections.emptyList(), processesRunning("sleep\0" + secs + "\0"), "the task outlived the cancel");
     }
 }
