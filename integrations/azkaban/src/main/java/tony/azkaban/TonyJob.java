@@ -7,11 +7,10 @@ package tony.azkaban;
 import azkaban.flow.CommonJobProperties;
 import azkaban.jobExecutor.ProcessJob;
 import azkaban.utils.Props;
-import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -48,7 +47,7 @@ public class TonyJob extends ProcessJob {
     public static final String TONY_APPLICATION_TAGS = TONY_CONF_PREFIX + "application.tags";
     public static final String WORKER_ENV_PREFIX = "worker_env.";
     public static final String TONY_BINARY = "tony_binary";
-    /** TonY's default for src_dir, used (as TonY did) when the job does not name one. */
+    /** TonY's default for src_dir, used when the job names none and its dir has one. */
     public static final String DEFAULT_SRC_DIR = "src";
     /** The flow's identity, as TonY tagged its applications: key:value each. */
     static final String[] TAG_KEYS = {CommonJobProperties.EXEC_ID, CommonJobProperties.FLOW_ID,
@@ -236,19 +235,21 @@ public class TonyJob extends ProcessJob {
         cmd.add("--conf_file");
         cmd.add(tonyConfFile.getAbsolutePath());
         info("cancel: " + String.join(" ", cmd));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).directory(new File(getCwd()));
+        // its output goes to a file, read once it ended: a pipe read here
+        // would block past KILL_WAIT_S if tony kill hung
+        File out = new File(tonyConfFile.getParentFile(), "tony-kill.log");
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out)
+            .directory(new File(getCwd()));
         pb.environment().putAll(getEnvironmentVariables());
         try {
             Process p = pb.start();
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null;) info(line);
-            }
-            if (!p.waitFor(KILL_WAIT_S, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
+            boolean ended = p.waitFor(KILL_WAIT_S, TimeUnit.SECONDS);
+            if (!ended) p.destroyForcibly();
+            for (String line : Files.readAllLines(out.toPath(), StandardCharsets.UTF_8)) info(line);
+            if (!ended)
                 warn("cancel: tony kill " + id + " did not finish in " + KILL_WAIT_S + " s; ending tony submit");
-            } else if (p.exitValue() != 0) {
+            else if (p.exitValue() != 0)
                 warn("cancel: tony kill " + id + " exited " + p.exitValue() + " (see its output above); ending tony submit");
-            }
         } catch (IOException e) {
             warn("cancel: cannot run " + cmd.get(0) + " (" + e.getMessage() + "); set " + TONY_BINARY
                 + " to the tony binary. Ending tony submit, which kills the job if it still can");
