@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images deps-containers clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images test-azkaban azkaban deps-containers clean
 
 all: build
 
@@ -74,6 +74,16 @@ test-e2e: build dist
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony TONY_DIST_DIR=$(CURDIR)/$(BUILD)/dist \
 	  $(PY) -m pytest -q -m "not hadoop and not slurm and not images" tests/e2e
 
+# TonY's Azkaban job type (integrations/azkaban; docs/workflows.md): `make
+# azkaban` builds its plugin dir against Azkaban 3.58.0's jars from Maven
+# Central (fetched once into /var/cache/tony/maven); `make test-azkaban` runs
+# its JUnit tests once, real `tony submit`s of this build included.
+azkaban:
+	@scripts/azkaban-jobtype build
+
+test-azkaban: build
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony scripts/azkaban-jobtype test
+
 # Tasks in container images (podman + runc, the test image scripts/test-image
 # builds from Debian's packages once and caches in /var/cache/tony), once,
 # with the plain build.
@@ -134,7 +144,7 @@ test-slurm: build deps-containers
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
+	@$(MAKE) --no-print-directory test-unit test-e2e test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2
