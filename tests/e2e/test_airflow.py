@@ -8,8 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -100,8 +98,10 @@ class DagRun:
         self.log = p.stdout + p.stderr
         return self
 
-    def popen(self):
-        return subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def popen(self, log):
+        # to a file, not a pipe: Airflow logs more than a pipe holds while
+        # the test waits, and a blocked write would hold off the signal
+        return subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
 
     @property
     def state(self):
@@ -189,17 +189,20 @@ def test_on_kill_kills_the_job(airflow_env, tony, tmp_path):
     supervisor sends) calls on_kill, which kills the job: nothing is left."""
     pidfile = tmp_path / "user.pid"
     run = DagRun(airflow_env, tony, tmp_path, executes=f'sh -c "echo $$ > {pidfile}; exec sleep 300"')
-    proc = run.popen()
+    log = tmp_path / "dag.log"
+    with open(log, "wb") as f:
+        proc = run.popen(f)
     try:
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=90, what="the job's process")
         user_pid = int(pidfile.read_text())
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=90)
+        proc.wait(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    run.log = out
+    run.log = out = log.read_text(errors="replace")
+    assert run.state == "failed", out[-6000:]
     assert "task killed: killing tony job" in out, out[-6000:]
     jobs = run.jobs()
     assert len(jobs) == 1 and jobs[0]["final_status"] == "KILLED", (jobs, out[-4000:])
@@ -238,3 +241,30 @@ def test_retry_reattaches_to_the_running_job(airflow_env, tony, tmp_path):
     assert f"re-attaching to tony job {app_id}" in run.log, run.log[-6000:]
     assert jobs[0]["final_status"] == "SUCCEEDED"
     assert run.report() == {"returned": app_id, "pulled": app_id}
+
+
+def test_dist_wheel_installs_the_provider(airflow_env, tmp_path):
+    """The wheel scripts/make-dist builds beside tony's: pip installs it and
+    Airflow's entry point names get_provider_info in it."""
+    venv, env = airflow_env
+    sys_path = str(REPO / "scripts")
+    code = ("import importlib.machinery, sys, pathlib;"
+            f"m = importlib.machinery.SourceFileLoader('make_dist', {sys_path!r} + '/make-dist').load_module();"
+            "print(m.airflow_wheel(pathlib.Path(sys.argv[1])))")
+    made = subprocess.run(["python3", "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    whl = made.stdout.strip()
+    target = tmp_path / "site"
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index", "--target",
+                          str(target), whl], capture_output=True, text=True, timeout=120)
+    assert pip.returncode == 0, pip.stderr
+    check = ("import importlib.metadata as md, sys;"
+             "d = md.distribution('tony-airflow');"
+             "ep = [e for e in d.entry_points if e.group == 'apache_airflow_provider'][0];"
+             "info = ep.load()(); assert d.locate_file('tony_airflow/operators.py').exists();"
+             "print(ep.value, info['package-name'], str(d.locate_file('')))")
+    p = subprocess.run([str(venv / "bin" / "python"), "-c", check], env=dict(env, PYTHONPATH=str(target)),
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[:2] == ["tony_airflow:get_provider_info", "tony-airflow"]
+    assert p.stdout.split()[2].startswith(str(target))

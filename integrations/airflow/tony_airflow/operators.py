@@ -16,6 +16,8 @@ try:
 except ImportError:  # pragma: no cover - Airflow 2
     from airflow.models import BaseOperator
 
+from airflow.exceptions import AirflowException
+
 from tony_airflow import jobjson as J
 from tony_airflow.hooks import TonyHook, TonyJobError, failure_message, job_finished, job_succeeded
 from tony_airflow.triggers import TonyJobTrigger
@@ -68,6 +70,8 @@ class TonySubmitOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.reattach = reattach
         self._app_id: str | None = None
+        self._name: str | None = None
+        self._killed = False
         self._hook: TonyHook | None = None
 
     @property
@@ -103,7 +107,7 @@ class TonySubmitOperator(BaseOperator):
 
     def execute(self, context) -> str:
         hook = self.hook
-        name = self.job_name(context)
+        name = self._name = self.job_name(context)
         app_id = hook.find_active(name) if self.reattach else None
         if app_id:
             self.log.info("re-attaching to tony job %s (%s), left running by an earlier try", app_id, name)
@@ -111,6 +115,10 @@ class TonySubmitOperator(BaseOperator):
             app_id = hook.submit(self.submit_flags(name), name)
             self.log.info("submitted tony job %s (%s)", app_id, name)
         self._app_id = app_id
+        if self._killed:
+            # killed while the submit ran, before the id was known
+            hook.kill(app_id)
+            raise AirflowException(f"task killed while submitting: tony job {app_id} killed")
         context["ti"].xcom_push(key=XCOM_APP_ID, value=app_id)
         if self.deferrable:
             self.defer(trigger=TonyJobTrigger(app_id, hook.tony_binary, hook.conf_file, self.poll_interval),
@@ -145,9 +153,14 @@ class TonySubmitOperator(BaseOperator):
         return app_id
 
     def on_kill(self) -> None:
-        if self._app_id:
-            self.log.info("task killed: killing tony job %s", self._app_id)
-            self.hook.kill(self._app_id)
+        self._killed = True
+        # The kill may come while `tony submit` runs: the job may exist with
+        # its id not yet returned (found by its name), or not yet exist
+        # (execute kills it once the submit returns, seeing _killed).
+        app_id = self._app_id or (self._name and self.hook.find_active(self._name))
+        if app_id:
+            self.log.info("task killed: killing tony job %s", app_id)
+            self.hook.kill(app_id)
 
 
 __all__ = ["TonySubmitOperator", "XCOM_APP_ID"]
