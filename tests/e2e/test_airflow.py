@@ -18,6 +18,16 @@ pytestmark = pytest.mark.airflow
 
 PROVIDER = REPO / "integrations" / "airflow" / "tony_airflow"
 
+# What runs a DAG file's DAG once, printing its task and run states.
+RUN = '''
+if __name__ == "__main__":
+    dr = dag.test()
+    for ti in dr.get_task_instances():
+        print("TASK_STATE", ti.task_id, ti.state)
+    print("DAGRUN_STATE", dr.state)
+'''
+
+
 # The DAG every test runs, filled from a params.json beside it. `report`
 # writes what it pulled from XCom, so the id is read back the way a
 # downstream task would. CrashFirstTry stands for a worker lost after the
@@ -27,6 +37,7 @@ import json, sys, datetime
 from pathlib import Path
 from airflow.sdk import DAG, task
 from tony_airflow.operators import TonySubmitOperator
+from tony_airflow.sensors import TonyJobSensor
 
 P = json.loads((Path(__file__).parent / "params.json").read_text())
 
@@ -55,11 +66,10 @@ with DAG("tony_e2e", schedule=None, start_date=datetime.datetime(2026, 1, 1)) as
         Path(P["out"]).write_text(json.dumps({"returned": app_id, "pulled": pulled}))
 
     report(train.output)
-
-if __name__ == "__main__":
-    dr = dag.test()
-    print("DAGRUN_STATE", dr.state)
-'''
+    # a sensor on the job another task submitted, by the id in XCom
+    train >> TonyJobSensor(task_id="watch", poke_interval=0.3,
+                           application_id="{{ ti.xcom_pull(task_ids='train', key='application_id') }}")
+''' + RUN
 
 
 @pytest.fixture(scope="session")
@@ -82,12 +92,12 @@ def airflow_env(tmp_path_factory):
 
 
 class DagRun:
-    def __init__(self, airflow_env, tony, tmp_path, **params):
+    def __init__(self, airflow_env, tony, tmp_path, source=None, **params):
         venv, env = airflow_env
         self.dags = tmp_path / "dags"
         self.dags.mkdir()
         self.out = tmp_path / "report.json"
-        (self.dags / "tony_e2e.py").write_text(DAG)
+        (self.dags / "tony_e2e.py").write_text(source or DAG)
         (self.dags / "params.json").write_text(json.dumps({"out": str(self.out), **params}))
         self.env = dict(env, AIRFLOW__CORE__DAGS_FOLDER=str(self.dags), TONY_HOME=str(tony.home))
         self.cmd = [str(venv / "bin" / "python"), str(self.dags / "tony_e2e.py")]
@@ -108,6 +118,10 @@ class DagRun:
         m = re.search(r"^DAGRUN_STATE (\S+)", self.log, re.M)
         assert m, f"dag.test() did not finish:\n{self.log[-6000:]}"
         return m.group(1)
+
+    def task_state(self, task_id):
+        m = re.search(rf"^TASK_STATE {task_id} (\S+)", self.log, re.M)
+        return m and m.group(1)
 
     def jobs(self):
         out = self.tony.run("list", "--json", check_rc=0).out
@@ -155,6 +169,7 @@ def test_dag_succeeds_and_pushes_the_id(airflow_env, tony, tmp_path):
     assert len(jobs) == 1 and jobs[0]["final_status"] == "SUCCEEDED", jobs
     app_id = jobs[0]["app_id"]
     assert run.report() == {"returned": app_id, "pulled": app_id}
+    assert run.task_state("watch") == "success"
     # the job ran with the operator's shell_env; its name says which task instance
     assert jobs[0]["name"].startswith("airflow-tony_e2e-train-manual__")
     out = (Path(jobs[0]["job_dir"]) / "attempts" / "0" / "am" / "stdout").read_text()
@@ -174,6 +189,23 @@ def test_failed_job_fails_the_task_with_its_root_cause(airflow_env, tony, tmp_pa
     assert "Root cause: worker:0 failed first" in run.log
     assert "exit code 7" in run.log and "the-data-is-corrupt" in run.log
     assert not run.out.exists()  # the downstream task did not run
+    assert run.task_state("train") == "failed"
+
+
+def test_the_docs_dag_runs(airflow_env, tony, tmp_path):
+    """docs/workflows.md's DAG, as a reader copies it (2 workers, deferrable)."""
+    doc = (REPO / "docs" / "workflows.md").read_text()
+    source = re.search(r"^```python\n(.*?)^```$", doc, re.M | re.S).group(1)
+    run = DagRun(airflow_env, tony, tmp_path, source=source + RUN)
+    run.env["TONY_CONF_DIR"] = str(tmp_path)  # this machine's 2 cores: room for 2 workers
+    (tmp_path / "tony-site.xml").write_text(
+        "<configuration><property><name>tony.local.vcores</name><value>16</value></property>"
+        "<property><name>tony.local.memory</name><value>16g</value></property></configuration>")
+    run.run()
+    assert run.state == "success", run.log[-6000:]
+    app_id = run.jobs()[0]["app_id"]
+    assert "Pausing task as DEFERRED" in run.log
+    assert f"model trained by tony job {app_id}" in run.log, run.log[-6000:]
 
 
 def test_single_node_failure_shows_the_stderr(airflow_env, tony, tmp_path):
