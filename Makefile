@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images test-azkaban azkaban deps-containers clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-airflow test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images test-azkaban azkaban deps-containers clean
 
 all: build
 
@@ -66,13 +66,20 @@ test-unit: build
 
 test-asan: asan
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
-	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm and not images" tests/e2e
+	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony $(PY) -m pytest -q -m "not ml and not hadoop and not slurm and not images and not airflow" tests/e2e
 
 # test_packages.py installs what `make dist` made (the Release flavour, by
 # this platform's own compiler), so a Release-only warning fails CI too.
 test-e2e: build dist
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony TONY_DIST_DIR=$(CURDIR)/$(BUILD)/dist \
-	  $(PY) -m pytest -q -m "not hadoop and not slurm and not images" tests/e2e
+	  $(PY) -m pytest -q -m "not hadoop and not slurm and not images and not airflow" tests/e2e
+
+# The Airflow provider (integrations/airflow) in a real Airflow 3, once, with
+# the plain build. Its venv (scripts/airflow-venv) is built on first use from
+# PyPI and cached in /var/cache/tony/venvs; later runs are offline.
+test-airflow: build
+	@scripts/airflow-venv >/dev/null
+	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m airflow tests/e2e/test_airflow.py
 
 # TonY's Azkaban job type (integrations/azkaban; docs/workflows.md): `make
 # azkaban` builds its plugin dir against Azkaban 3.58.0's jars from Maven
@@ -144,7 +151,7 @@ test-slurm: build deps-containers
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
+	@$(MAKE) --no-print-directory test-unit test-e2e test-airflow test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

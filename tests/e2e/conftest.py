@@ -34,6 +34,7 @@ def pytest_configure(config):
                             "labels, kill, restarts, logs, history on HDFS)")
     config.addinivalue_line("markers", "slurm: runs against the real Slurm test cluster (scripts/slurm-test-cluster)")
     config.addinivalue_line("markers", "images: runs tasks in container images with podman (make test-images)")
+    config.addinivalue_line("markers", "airflow: runs DAGs in a real Airflow, in its own venv (make test-airflow)")
 
 
 @pytest.fixture(scope="session")
