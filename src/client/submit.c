@@ -260,7 +260,8 @@ static void print_task_env(const tony_plan *p, const tony_runtime *rt, const ton
     tony_env_merge(&env, &p->container_env);
     tony_env_merge(&env, &p->shell_env);
     tony_runtime_task t = {.plan = p, .role = role->name, .index = i, .cluster_spec = p->gang ? spec : NULL,
-                           .rendezvous_host = "127.0.0.1", .rendezvous_port = 29400};
+                           .rendezvous_host = TONY_RUNTIME_PLACEHOLDER_HOST,
+                           .rendezvous_port = TONY_RUNTIME_PLACEHOLDER_RDZV_PORT};
     tony_error err;
     char ref_id[96];
     snprintf(ref_id, sizeof ref_id, "%s:0", role->name);
@@ -292,13 +293,7 @@ static void dry_run(const tony_plan *p, const char *backend, const char *about) 
         return;
     }
     /* Addresses are placeholders: real ones exist once executors register. */
-    json_t *spec = json_object();
-    int port = 20000;
-    for (size_t r = 0; r < p->nroles; r++) {
-        json_t *arr = json_array();
-        for (int i = 0; i < p->roles[r].instances; i++) json_array_append_new(arr, json_sprintf("127.0.0.1:%d", port++));
-        json_object_set_new(spec, p->roles[r].name, arr);
-    }
+    json_t *spec = tony_runtime_placeholder_spec(p);
     for (size_t r = 0; r < p->nroles; r++) {
         const tony_role *role = &p->roles[r];
         printf("\n  role %s: %d instance(s), memory %lldm, vcores %d, gpus %d, %s, %s stage%s%s\n", role->name,
@@ -415,6 +410,8 @@ int tony_cmd_submit(int argc, char **argv) {
     /* A job that cannot fit is bad input for this place: exit 2, for a real
      * submit and --dry-run alike. */
     int fits = ops->check_plan ? ops->check_plan(conf, &plan, &about, &err) : 0;
+    /* and one whose tasks' env could not even be exec'd (runtime.h) */
+    if (!fits) fits = tony_runtime_check_exec(&plan, &err);
     if (dry) dry_run(&plan, backend, about);
     free(about);
     if (fits) goto fail;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/strv.h"
 #include "common/taskenv.h"
@@ -102,6 +103,72 @@ fail:
     return -1;
 }
 
+/* Linux's MAX_ARG_STRLEN: execve() refuses (E2BIG) any one argument or
+ * environment string, its NUL included, longer than 32 pages (128 KiB with
+ * 4 KiB pages; the kernel's figure follows its page size, so ask it). */
+static size_t env_string_max(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    return (size_t)(page > 0 ? page : 4096) * 32;
+}
+
+static int tasks_in_plan(const tony_plan *plan) {
+    int n = 0;
+    for (size_t r = 0; r < plan->nroles; r++) n += plan->roles[r].instances > 0 ? plan->roles[r].instances : 0;
+    return n;
+}
+
+static const char *role_command(const tony_plan *plan, const char *role) {
+    for (size_t r = 0; r < plan->nroles; r++)
+        if (strcmp(plan->roles[r].name, role) == 0) return plan->roles[r].command;
+    return NULL;
+}
+
+/* The env a task would be exec'd with: every string under MAX_ARG_STRLEN,
+ * and strings, their pointers and the command's "bash -c <command>" together
+ * under ARG_MAX (the executor's own inherited env comes on top, so this
+ * second check is a lower bound). Catches at submit, with placeholders, and
+ * in the coordinator, with the real hosts, what would otherwise be every
+ * task's exec failing with "Argument list too long". */
+static int check_exec_env(const tony_runtime_task *task, const tony_env *env, tony_error *err) {
+    size_t smax = env_string_max(), total = 0;
+    int ntasks = tasks_in_plan(task->plan);
+    const char *kv = NULL; /* the longest string: TF_CONFIG rather than CLUSTER_SPEC */
+    size_t len = 0;
+    for (size_t k = 0; k < env->kv.len; k++) {
+        size_t l = strlen(env->kv.items[k]) + 1;
+        total += l + sizeof(char *);
+        if (l > len) {
+            len = l;
+            kv = env->kv.items[k];
+        }
+    }
+    if (kv && len > smax) {
+        const char *eq = strchr(kv, '=');
+        int klen = eq ? (int)(eq - kv) : (int)strlen(kv);
+        /* what grows is the list of every task's address: scale the count,
+         * less 1 % for the parts that do not grow with it */
+        long long fit = (long long)ntasks * (long long)smax / (long long)len * 99 / 100;
+        return tony_err(err,
+                        "%.*s of %s:%d would be %zu bytes for this job's %d tasks, over Linux's limit of %zu bytes for "
+                        "one environment string (MAX_ARG_STRLEN): every task's start would fail with 'Argument list "
+                        "too long'. It lists every task's host:port, and the frameworks read it only from the "
+                        "environment; run at most about %lld tasks in one job (fewer where host names are longer), "
+                        "e.g. lower tony.<role>.instances (see docs/frameworks.md, \"Job size\")",
+                        klen, kv, task->role, task->index, len, ntasks, smax, fit);
+    }
+    const char *cmd = role_command(task->plan, task->role);
+    total += 5 * sizeof(char *) + sizeof "bash" + sizeof "-c" + (cmd ? strlen(cmd) + 1 : 0);
+    long amax = sysconf(_SC_ARG_MAX);
+    if (amax > 0 && total > (size_t)amax)
+        return tony_err(err,
+                        "the env and command of %s:%d would be %zu bytes for this job's %d tasks, over this machine's "
+                        "ARG_MAX of %ld bytes (sysconf; a quarter of the stack limit): every task's start would fail "
+                        "with 'Argument list too long'. Run fewer tasks in one job or shorten tony.execution.envs "
+                        "(see docs/frameworks.md, \"Job size\")",
+                        task->role, task->index, total, ntasks, amax);
+    return 0;
+}
+
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err) {
     const tony_plan *plan = task->plan;
     tony_env_set(env, TASKENV_JOB_NAME, task->role);
@@ -126,7 +193,41 @@ int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task
     }
     if (rt && rt->task_env && rt->task_env(task, env, err) < 0)
         return tony_err_wrap(err, "%s runtime, task %s:%d", rt->name, task->role, task->index);
-    return 0;
+    return check_exec_env(task, env, err);
+}
+
+json_t *tony_runtime_placeholder_spec(const tony_plan *plan) {
+    json_t *spec = json_object();
+    int port = 20000;
+    for (size_t r = 0; r < plan->nroles; r++) {
+        json_t *arr = json_array();
+        for (int i = 0; i < plan->roles[r].instances; i++)
+            json_array_append_new(arr, json_sprintf(TONY_RUNTIME_PLACEHOLDER_HOST ":%d", port++));
+        json_object_set_new(spec, plan->roles[r].name, arr);
+    }
+    return spec;
+}
+
+int tony_runtime_check_exec(const tony_plan *plan, tony_error *err) {
+    /* a single-node job's command runs in the coordinator, with no cluster */
+    if (plan->single_node) return 0;
+    const tony_runtime *rt = tony_runtime_find(plan->framework);
+    json_t *spec = plan->gang ? tony_runtime_placeholder_spec(plan) : NULL;
+    int rc = 0;
+    for (size_t r = 0; r < plan->nroles && rc == 0; r++) {
+        const tony_role *role = &plan->roles[r];
+        if (role->instances <= 0) continue;
+        tony_env env = {0};
+        tony_env_merge(&env, &plan->container_env);
+        tony_env_merge(&env, &plan->shell_env);
+        tony_runtime_task t = {.plan = plan, .role = role->name, .index = role->instances - 1, .cluster_spec = spec,
+                               .rendezvous_host = TONY_RUNTIME_PLACEHOLDER_HOST,
+                               .rendezvous_port = TONY_RUNTIME_PLACEHOLDER_RDZV_PORT};
+        rc = tony_runtime_build_env(rt, &t, &env, err);
+        tony_env_free(&env);
+    }
+    json_decref(spec);
+    return rc;
 }
 
 int tony_cluster_spec_count(const json_t *spec, const char *role) {

@@ -61,8 +61,27 @@ int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err);
 
 /* Fills env with what every task gets whatever the framework, then the
  * framework's own variables: JOB_NAME, TASK_INDEX, TASK_NUM, IS_CHIEF (chief
- * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). */
+ * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). Fails, naming the variable,
+ * its size and the limit, when the result could not be exec'd: a string over
+ * Linux's MAX_ARG_STRLEN (TF_CONFIG and CLUSTER_SPEC list every task, so a
+ * few thousand tasks pass it) or env and command together over ARG_MAX. */
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err);
+
+/* Where a plan is looked at before any executor registered (--dry-run, the
+ * submit-time check): the cluster spec's addresses are placeholders of the
+ * shape the local backend really registers, 127.0.0.1 and 5-digit ports from
+ * 20000, and the rendezvous store is at the host's port 29400. A cluster's
+ * host names are longer, so the env of a real task is at least this long. */
+#define TONY_RUNTIME_PLACEHOLDER_HOST "127.0.0.1"
+#define TONY_RUNTIME_PLACEHOLDER_RDZV_PORT 29400
+json_t *tony_runtime_placeholder_spec(const tony_plan *plan);
+
+/* Refuses, before anything is staged, a plan whose tasks could not be
+ * started because their env could not be exec'd (see build_env): builds the
+ * env of each role's last task (the longest index; the evaluator's TF_CONFIG
+ * also lists itself) from the placeholder spec, with the container's and
+ * the user's envs. 0: every task's env fits. */
+int tony_runtime_check_exec(const tony_plan *plan, tony_error *err);
 
 /* For the executor, before it starts the user's process: writes into dir
  * (the container's own) the Python files the task's framework needs found

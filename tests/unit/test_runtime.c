@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -642,6 +643,96 @@ static void test_find_suggest_names(void **state) {
     tony_strv_free(&names);
 }
 
+/* ---- the exec limits (MAX_ARG_STRLEN, ARG_MAX) ------------------------- */
+
+static void assert_contains(const char *hay, const char *needle) {
+    if (!strstr(hay, needle)) fail_msg("'%s' lacks '%s'", hay, needle);
+}
+
+/* TF_CONFIG and CLUSTER_SPEC list every task: past a few thousand tasks the
+ * longest string passes the kernel's 32 pages, and the submit-time check
+ * refuses the plan with the variable, the task count, the size and the
+ * limit, before anything is started. */
+static void test_exec_limit_refuses_big_plan(void **state) {
+    (void)state;
+    char limit[32];
+    snprintf(limit, sizeof limit, "%ld bytes", sysconf(_SC_PAGESIZE) * 32);
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "worker", 100, TONY_ROLE_TRACKED);
+    tony_error err = {{0}};
+    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("100 workers refused: %s", err.msg);
+
+    /* 7,200 loopback entries fit (TF_CONFIG ~ 129.6 KB), 10,000 do not */
+    f.roles[0].instances = 7200;
+    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("7200 workers refused: %s", err.msg);
+    f.roles[0].instances = 10000;
+    assert_int_equal(tony_runtime_check_exec(&f.plan, &err), -1);
+    assert_contains(err.msg, "TF_CONFIG of worker:9999 would be 180");
+    assert_contains(err.msg, "10000 tasks");
+    assert_contains(err.msg, limit);
+    assert_contains(err.msg, "MAX_ARG_STRLEN");
+    assert_contains(err.msg, "run at most about 72");
+    assert_contains(err.msg, "tony.<role>.instances");
+
+    /* FCFS tasks get no cluster spec: nothing grows with the count */
+    f.plan.gang = false;
+    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("FCFS refused: %s", err.msg);
+}
+
+/* The coordinator builds each task's env with the real hosts through the same
+ * function: with cluster-length host names 5,000 workers are already too many
+ * and the task is refused there with the same numbers instead of its exec
+ * failing with E2BIG. */
+static void test_exec_limit_real_hosts(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "worker", 5000, TONY_ROLE_TRACKED);
+    json_t *spec = json_object(), *arr = json_array();
+    for (int i = 0; i < 5000; i++) json_array_append_new(arr, json_sprintf("node%04d.rack42.dc1.example.com:40000", i));
+    json_object_set_new(spec, "worker", arr);
+    tony_env env = {0};
+    tony_runtime_task t = {.plan = &f.plan, .role = "worker", .index = 7, .cluster_spec = spec};
+    tony_error err = {{0}};
+    assert_int_equal(tony_runtime_build_env(rt("tensorflow"), &t, &env, &err), -1);
+    assert_contains(err.msg, "TF_CONFIG of worker:7 would be");
+    assert_contains(err.msg, "5000 tasks");
+    tony_env_free(&env);
+    /* the same names for 100 workers: fine */
+    f.roles[0].instances = 100;
+    while (json_array_size(arr) > 100) json_array_remove(arr, json_array_size(arr) - 1);
+    if (tony_runtime_build_env(rt("tensorflow"), &t, &env, &err)) fail_msg("100 workers refused: %s", err.msg);
+    tony_env_free(&env);
+    json_decref(spec);
+}
+
+/* Every string under 32 pages, but together over ARG_MAX: the user's own
+ * tony.execution.envs, too big to exec with the command. */
+static void test_exec_limit_arg_max(void **state) {
+    (void)state;
+    long amax = sysconf(_SC_ARG_MAX);
+    if (amax <= 0 || amax > 64L * 1024 * 1024) skip();
+    fixture f;
+    init_plan(&f, "generic", true);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    size_t vlen = 100000;
+    char *big = malloc(vlen + 1);
+    memset(big, 'x', vlen);
+    big[vlen] = '\0';
+    for (long i = 0; i <= amax / (long)vlen; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "BIG_%ld", i);
+        tony_env_set(&f.plan.shell_env, key, big);
+    }
+    free(big);
+    tony_error err = {{0}};
+    assert_int_equal(tony_runtime_check_exec(&f.plan, &err), -1);
+    assert_contains(err.msg, "ARG_MAX");
+    assert_contains(err.msg, "tony.execution.envs");
+    tony_env_free(&f.plan.shell_env);
+}
+
 static void test_cluster_spec_helpers(void **state) {
     (void)state;
     json_t *spec = parse("{\"worker\":[\"h0:10\",\"[::1]:20\",\"null:0\",\"bad\",\"h4:99999\"],\"ps\":[]}");
@@ -689,6 +780,9 @@ int main(void) {
         cmocka_unit_test(test_horovod_placement_and_scopes),
         cmocka_unit_test(test_find_suggest_names),
         cmocka_unit_test(test_cluster_spec_helpers),
+        cmocka_unit_test(test_exec_limit_refuses_big_plan),
+        cmocka_unit_test(test_exec_limit_real_hosts),
+        cmocka_unit_test(test_exec_limit_arg_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
