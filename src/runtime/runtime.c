@@ -145,6 +145,18 @@ static int check_exec_env(const tony_runtime_task *task, const tony_env *env, to
     if (kv && len > smax) {
         const char *eq = strchr(kv, '=');
         int klen = eq ? (int)(eq - kv) : (int)strlen(kv);
+        char *key = strndup(kv, (size_t)klen);
+        const char *from = tony_env_get(&task->plan->shell_env, key) ? "tony.execution.envs"
+                           : tony_env_get(&task->plan->container_env, key) ? "tony.containers.envs"
+                                                                            : NULL;
+        free(key);
+        /* the user's own variable: the task count has nothing to do with it */
+        if (from)
+            return tony_err(err,
+                            "%.*s (%s) would be %zu bytes in %s:%d's env, over Linux's limit of %zu bytes for one "
+                            "environment string (MAX_ARG_STRLEN): the task's start would fail with 'Argument list too "
+                            "long'. Shorten it, or ship the value as a file (--src_dir) and pass its name",
+                            klen, kv, from, len, task->role, task->index, smax);
         /* what grows is the list of every task's address: scale the count,
          * less 1 % for the parts that do not grow with it */
         long long fit = (long long)ntasks * (long long)smax / (long long)len * 99 / 100;
