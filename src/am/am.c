@@ -90,7 +90,7 @@ static void request_task(tony_am *am, am_task *t) {
                      .argv = argv};
     am_record_task_requested(am, t);
     tony_error err;
-    if (am->backend->ops->launch(am->backend, &l, &err)) {
+    if (tony_backend_launch(am->backend, &l, &err)) {
         tony_error_log("cannot start %s:%d: %s", t->role->name, t->index, err.msg);
         am_fsm_exited(&am->fsm, t, TONY_EXIT_ABORTED, err.msg, am_now_ms(), &am->pending);
         am_record_task_exit(am, t);
@@ -127,7 +127,7 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
      * holds all of it and clients fall back to it, so on this machine there
      * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
-    if (!client_done && am->backend && (!am->backend->ops->shares_job_dir || am->status_error) &&
+    if (!client_done && am->backend && (!tony_backend_shares_job_dir(am->backend) || am->status_error) &&
         tony_conf_get_ll(am->conf, TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
@@ -154,7 +154,7 @@ static void stop_task(tony_am *am, const am_action *a) {
         tony_warn("%s:%d has not stopped yet: asking again (try %d of %d)", a->task->role->name, a->task->index,
                   a->try_no, AM_FSM_STOP_TRIES);
     /* a container kept from an earlier attempt is known by that one's number */
-    am->backend->ops->stop(am->backend, a->task->role->name, a->task->index, a->task->container_attempt);
+    tony_backend_stop(am->backend, a->task->role->name, a->task->index, a->task->container_attempt);
 }
 
 /* A node a task's end marked bad: kept off from now on, or, past the cap,
@@ -169,7 +169,7 @@ static void exclude_node(tony_am *am, const am_action *a) {
         tony_warn("node %s is bad (%s: %s) but stays in use: %s", e->node, e->task, e->reason, e->refused);
     } else {
         tony_warn("excluding node %s from the job's later containers: %s %s", e->node, e->task, e->reason);
-        if (am->backend->ops->exclude_node) am->backend->ops->exclude_node(am->backend, e->node);
+        tony_backend_exclude_node(am->backend, e->node);
     }
     am_record_node_excluded(am, a->task, e);
 }
@@ -191,7 +191,7 @@ static void adopted(tony_am *am) {
     tony_info("coordinator restarted, %d of %zu task(s) adopted in attempt %d", am->fsm.adopted, am->fsm.job.ntasks,
               am->fsm.job.attempt);
     am_record_adopted(am);
-    if (am->backend->ops->adopt_end) am->backend->ops->adopt_end(am->backend);
+    tony_backend_adopt_end(am->backend);
 }
 
 static void finished(tony_am *am) {
@@ -288,7 +288,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     long long now = am_now_ms();
     /* where it ran, for bad-node exclusion (exclusion.h) */
     am_fsm_node(&am->fsm, t, node,
-                am->backend->ops->cluster_nodes ? am->backend->ops->cluster_nodes(am->backend) : 1);
+                tony_backend_cluster_nodes(am->backend));
     /* A failure its executor did not report: its last words from its log,
      * through the backend where it reads log links (the exit then waits
      * for them), else from the file. */
@@ -352,11 +352,8 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
 }
 
 static int start_single_node(tony_am *am, tony_error *err) {
-    if (!am->backend->ops->prepare_am_command)
-        return tony_err(err, "the %s backend runs no single-node job: set tony.<role>.instances for at least one role",
-                        am->backend->ops->name);
     char *resources = task_resources(am, tony_conf_get(am->conf, TONY_KEY_CONTAINERS_RESOURCES));
-    int rc = am->backend->ops->prepare_am_command(am->backend, resources, &am->single, err);
+    int rc = tony_backend_prepare_am_command(am->backend, resources, &am->single, err);
     free(resources);
     if (rc) return rc;
     const tony_am_place *at = &am->single;
@@ -454,7 +451,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     if (!am->backend) return -1;
     am->backend->on_exit = on_container_exit;
     am->backend->cb_ctx = am;
-    if (am->backend->ops->check_plan(am->backend, &am->plan, err)) return -1;
+    if (tony_backend_check_plan(am->backend, &am->plan, err)) return -1;
 
     json_t *info = tony_jobdir_am_info_self(am->url);
     char *s = json_dumps(info, 0);
@@ -463,7 +460,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     rc = tony_write_file(info_path, s, strlen(s), 0600, err);
     free(info_path);
     free(s);
-    tony_info("coordinator of %s listening at %s (%s backend, %s)", am->app_id, am->url, am->backend->ops->name,
+    tony_info("coordinator of %s listening at %s (%s backend, %s)", am->app_id, am->url, tony_backend_name(am->backend),
               am->plan.framework);
     return rc;
 }
@@ -480,11 +477,11 @@ static void am_teardown(tony_am *am) {
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
-        if ((am->fsm.state == AM_JOB_DONE) && am->backend->ops->finish)
-            am->backend->ops->finish(am->backend, am_final_status_name(am->fsm.final_status),
+        if (am->fsm.state == AM_JOB_DONE)
+            tony_backend_finish(am->backend, am_final_status_name(am->fsm.final_status),
                                      am->fsm.diagnostics ? am->fsm.diagnostics : "", am->url);
-        am->backend->ops->shutdown(am->backend);
-        am->backend->ops->free(am->backend);
+        tony_backend_shutdown(am->backend);
+        tony_backend_free(am->backend);
     }
     am_api_free_waiters(am);
     am_rendezvous_free(am->rendezvous);
@@ -522,8 +519,8 @@ static void am_teardown(tony_am *am) {
  * starting over. The wait covers their search (they look every few
  * seconds once their heartbeats fail) with room to spare. */
 static bool recover(tony_am *am) {
-    tony_backend_previous prev = {0};
-    if (am->backend->ops->previous) am->backend->ops->previous(am->backend, &prev);
+    tony_backend_previous prev;
+    tony_backend_previous_of(am->backend, &prev);
     if (prev.containers <= 0) return false;
     long long now = am_now_ms();
     /* the job's clock goes on from its submission: its elapsed time, tony.application.timeout */

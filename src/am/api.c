@@ -423,10 +423,10 @@ static void handle_log(tony_am *am, struct evhttp_request *req, const char *role
 /* A heartbeat's answer carries the task's credentials when the backend has
  * newer ones than the executor says it holds (backend.h, task_credentials). */
 static void add_newer_credentials(tony_am *am, const json_t *body, json_t *answer) {
-    if (!am->backend || !am->backend->ops->task_credentials) return;
+    if (!am->backend) return;
     long long have = json_integer_value(json_object_get(body, TONY_HEARTBEAT_CREDENTIALS_HAVE));
     tony_buf creds = {0};
-    long long g = am->backend->ops->task_credentials(am->backend, have, &creds);
+    long long g = tony_backend_newer_credentials(am->backend, have, &creds);
     if (g > 0) {
         char *b64 = tony_base64_encode(creds.data, creds.len, false);
         json_object_set_new(answer, TONY_HEARTBEAT_CREDENTIALS,
@@ -500,8 +500,7 @@ static bool comeback_answered(tony_am *am, struct evhttp_request *req, am_task *
  * the backend handed back, becomes t's. NULL, or why not. */
 static const char *claim_container(tony_am *am, const am_task *t, const am_registration *r, int container_attempt,
                                    tony_error *err) {
-    if (!am->backend->ops->adopt) return "this backend hands no container back";
-    if (am->backend->ops->adopt(am->backend, t->role->name, t->index, container_attempt, r->container, err))
+    if (tony_backend_adopt(am->backend, t->role->name, t->index, container_attempt, r->container, err))
         return err->msg;
     return NULL;
 }

@@ -72,7 +72,7 @@ static void on_read(void *ctx, int code, const char *msg, const tony_log_chunk *
 static int ask(am_lastfetch *f, long long offset, tony_error *err) {
     char *who = tony_sprintf("%s:%d", f->role, f->index);
     tony_log_request r = {.url = f->url, .who = who, .stream = "stderr", .offset = offset, .max = WINDOW};
-    int rc = f->am->backend->ops->read_log(f->am->backend, &r, on_read, f, &f->read, err);
+    int rc = tony_backend_read_log(f->am->backend, &r, on_read, f, &f->read, err);
     free(who);
     return rc;
 }
@@ -101,7 +101,7 @@ void am_lastfetch_free_all(tony_am *am) {
     while (am->lastfetches) {
         am_lastfetch *f = am->lastfetches;
         am->lastfetches = f->next;
-        if (f->read) am->backend->ops->cancel_log(am->backend, f->read);
+        tony_backend_cancel_log(am->backend, f->read);
         fetch_free(f);
     }
 }

@@ -28,7 +28,7 @@ static void fetch_free(am_logfetch *f) {
             break;
         }
     if (f->client) evhttp_connection_set_closecb(f->client, NULL, NULL);
-    if (f->read) f->am->backend->ops->cancel_log(f->am->backend, f->read);
+    tony_backend_cancel_log(f->am->backend, f->read);
     free(f->role), free(f->stream);
     free(f);
 }
@@ -65,10 +65,8 @@ static void on_read(void *ctx, int code, const char *msg, const tony_log_chunk *
 
 int am_backend_reads_log_url(const tony_am *am, const char *log_url, tony_error *err) {
     const tony_backend *b = am->backend;
-    if (!b || !b->ops->check_log_url || !b->ops->read_log)
-        return tony_err(err, "the %s backend reads no log links (its tasks' logs are files here)",
-                        b ? b->ops->name : "local");
-    return b->ops->check_log_url(b, log_url, err);
+    if (!b) return tony_err(err, "the local backend reads no log links (its tasks' logs are files here)");
+    return tony_backend_check_log_url(b, log_url, err);
 }
 
 void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_url, const char *role, int index,
@@ -95,7 +93,7 @@ void am_logfetch_start(tony_am *am, struct evhttp_request *req, const char *log_
     char *who = tony_sprintf("%s:%d", role, index);
     tony_log_request r = {.url = log_url, .who = who, .stream = stream, .offset = offset, .max = AM_LOG_CHUNK};
     tony_error err;
-    int rc = am->backend->ops->read_log(am->backend, &r, on_read, f, &f->read, &err);
+    int rc = tony_backend_read_log(am->backend, &r, on_read, f, &f->read, &err);
     free(who);
     if (rc) {
         reply(f, 502, json_pack("{s:s}", "error", err.msg));

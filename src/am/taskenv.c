@@ -38,7 +38,7 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
     tony_env_set(env, TASKENV_AM_URL, am->url);
     tony_env_set(env, TASKENV_READ_TOKEN, am->reads.token);
-    tony_env_set(env, TASKENV_BACKEND, am->backend->ops->name);
+    tony_env_set(env, TASKENV_BACKEND, tony_backend_name(am->backend));
     tony_env_set(env, TASKENV_SECRET, am->secret);
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
     tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);

@@ -164,7 +164,7 @@ json_t *am_job_json(const tony_am *am) {
                                                                             : am_job_state_name(am->fsm.state);
     json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", JOB_APP_ID, am->app_id, JOB_STATE, state, JOB_FINAL_STATUS,
                           am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
-                          am->backend ? am->backend->ops->name : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
+                          am->backend ? tony_backend_name(am->backend) : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
                           am->job_dir, JOB_STARTED_MS, am_wall_ms(am, am->started_ms));
     const char *name = tony_conf_get(am->conf, TONY_KEY_APP_NAME);
     if (name) json_object_set_new(o, JOB_NAME, json_string(name));

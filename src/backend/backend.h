@@ -208,9 +208,59 @@ typedef struct tony_backend_opts {
                                  for it (YARN: the job's credentials), or NULL */
 } tony_backend_opts;
 
-/* The backend called name ("local", "yarn"), ready to launch; a cluster
- * backend has registered with its resource manager. */
+/* Every backend's constructor: ready to launch, or NULL and err. */
+typedef tony_backend *(*tony_backend_new_fn)(const tony_backend_opts *o, tony_error *err);
+
+/* A backend's line in the table backend.c picks from by name. */
+typedef struct tony_backend_entry {
+    const char *name;
+    tony_backend_new_fn create;
+} tony_backend_entry;
+
+/* The table, *n entries (for tests and messages). */
+const tony_backend_entry *tony_backend_table(size_t *n);
+
+/* The backend called name ("local", "yarn", "slurm"), ready to launch; a
+ * cluster backend has registered with its resource manager. An unknown
+ * name is an error listing the known ones. */
 tony_backend *tony_backend_new(const char *name, const tony_backend_opts *o, tony_error *err);
+
+/* What callers use instead of b->ops: each wrapper holds the policy for an
+ * op a backend may leave NULL (said at each), so no caller checks for one. */
+const char *tony_backend_name(const tony_backend *b);
+bool tony_backend_shares_job_dir(const tony_backend *b);
+int tony_backend_check_plan(tony_backend *b, const tony_plan *plan, tony_error *err);
+int tony_backend_launch(tony_backend *b, const tony_launch *l, tony_error *err);
+void tony_backend_stop(tony_backend *b, const char *role, int index, int attempt);
+int tony_backend_active(const tony_backend *b);
+/* NULL finish: nothing to tell. */
+void tony_backend_finish(tony_backend *b, const char *final_status, const char *diagnostics, const char *url);
+/* Whether the backend reads logs itself (check_log_url and read_log set). */
+bool tony_backend_reads_logs(const tony_backend *b);
+/* NULL check_log_url or read_log: an error saying this backend reads no
+ * log link (the coordinator opens its tasks' files itself). */
+int tony_backend_check_log_url(const tony_backend *b, const char *link, tony_error *err);
+int tony_backend_read_log(tony_backend *b, const tony_log_request *r, tony_log_cb cb, void *ctx,
+                          tony_log_read **out, tony_error *err);
+void tony_backend_cancel_log(tony_backend *b, tony_log_read *read);
+/* NULL prepare_am_command: an error saying the backend cannot run a
+ * single-node job's command. */
+int tony_backend_prepare_am_command(tony_backend *b, const char *resources, tony_am_place *out, tony_error *err);
+/* NULL task_credentials: 0 (they never change). */
+long long tony_backend_newer_credentials(tony_backend *b, long long have, tony_buf *out);
+/* NULL exclude_node: nothing (no node can be avoided). */
+void tony_backend_exclude_node(tony_backend *b, const char *node);
+/* NULL cluster_nodes: 1 (this machine). */
+int tony_backend_cluster_nodes(const tony_backend *b);
+/* NULL previous: *out zeroed (no coordinator is ever replaced). */
+void tony_backend_previous_of(const tony_backend *b, tony_backend_previous *out);
+/* NULL adopt: an error saying this backend hands no container back. */
+int tony_backend_adopt(tony_backend *b, const char *role, int index, int attempt, const char *container,
+                       tony_error *err);
+/* NULL adopt_end: nothing. */
+void tony_backend_adopt_end(tony_backend *b);
+void tony_backend_shutdown(tony_backend *b);
+void tony_backend_free(tony_backend *b);
 
 /* The heartbeat's fields that carry a task's credentials (task_credentials
  * above; the executor installs them with

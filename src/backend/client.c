@@ -54,6 +54,29 @@ const tony_client_backend_ops *tony_client_backend_of_job(const char *job_dir) {
     return backends[NBACKENDS - 1];
 }
 
+int tony_client_backend_check_plan(const tony_client_backend_ops *ops, const tony_conf *conf, const tony_plan *plan,
+                                   char **about, tony_error *err) {
+    *about = NULL;
+    return ops->check_plan ? ops->check_plan(conf, plan, about, err) : 0;
+}
+
+int tony_client_backend_wait_started(tony_client_job *j, tony_error *err) {
+    return j->ops->wait_started ? j->ops->wait_started(j, err) : TONY_EXIT_OK;
+}
+
+void tony_client_backend_job_finished(tony_client_job *j, const json_t *job) {
+    if (j->ops->job_finished) j->ops->job_finished(j, job);
+}
+
+void tony_client_backend_print_log_links(const tony_client_backend_ops *ops, FILE *out, const json_t *job,
+                                         const char *app_id, bool failed_only) {
+    if (ops->print_log_links) ops->print_log_links(out, job, app_id, failed_only);
+}
+
+void tony_client_backend_cleanup(const tony_client_backend_ops *ops, const char *job_dir, bool quiet) {
+    if (ops->cleanup) ops->cleanup(job_dir, quiet);
+}
+
 void tony_client_say(const tony_client_out *o, FILE *stream, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

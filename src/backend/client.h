@@ -212,6 +212,21 @@ const tony_client_backend_ops *tony_client_backend_of_job(const char *job_dir);
 int tony_client_history_fs_open(tony_histloc *where, const tony_conf *conf, const char *key,
                                 tony_client_remote_fs *out, tony_error *err);
 
+/* What callers use instead of the ops this table may leave NULL: each
+ * wrapper holds the policy for a missing one, so no caller checks. */
+/* NULL check_plan: 0 (only the submit itself can tell), *about NULL. */
+int tony_client_backend_check_plan(const tony_client_backend_ops *ops, const tony_conf *conf, const tony_plan *plan,
+                                   char **about, tony_error *err);
+/* NULL wait_started: TONY_EXIT_OK (submit's return already means it). */
+int tony_client_backend_wait_started(tony_client_job *j, tony_error *err);
+/* NULL job_finished: nothing. */
+void tony_client_backend_job_finished(tony_client_job *j, const json_t *job);
+/* NULL print_log_links: no lines. */
+void tony_client_backend_print_log_links(const tony_client_backend_ops *ops, FILE *out, const json_t *job,
+                                         const char *app_id, bool failed_only);
+/* NULL cleanup: nothing to remove. */
+void tony_client_backend_cleanup(const tony_client_backend_ops *ops, const char *job_dir, bool quiet);
+
 /* Sets j's id and job_dir (copies) and ops: for a backend's submit. */
 void tony_client_job_init(tony_client_job *j, const tony_client_backend_ops *ops, const char *id, const char *job_dir);
 /* Frees what tony_client_job_init set (not j). */

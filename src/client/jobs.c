@@ -84,11 +84,11 @@ int tony_cmd_status(int argc, char **argv) {
             if (*g) printf("%s\n", g);
             free(g);
             tony_report_tasks(stdout, st.job);
-            if (ops->print_log_links) ops->print_log_links(stdout, st.job, tony_basename(job_dir), false);
+            tony_client_backend_print_log_links(ops, stdout, st.job, tony_basename(job_dir), false);
             if (tony_job_is_finished(st.job)) tony_report_final(stdout, st.job);
         }
     }
-    if (st.final && ops->cleanup) ops->cleanup(job_dir, true);
+    if (st.final) tony_client_backend_cleanup(ops, job_dir, true);
     json_decref(st.job);
     json_decref(st.extra);
     free(st.headline);

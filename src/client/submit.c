@@ -349,13 +349,13 @@ static int follow(tony_client_job *j, tony_error *err) {
                 tony_report_tasks(stdout, p.job);
                 tony_report_final(stdout, p.job);
                 tony_report_advice(stdout, p.job);
-                if (ops->job_finished) ops->job_finished(j, p.job);
+                tony_client_backend_job_finished(j, p.job);
             }
             json_decref(p.job);
         }
         if (p.done) {
             code = p.code;
-            if (p.final && ops->cleanup) ops->cleanup(j->job_dir, false);
+            if (p.final) tony_client_backend_cleanup(ops, j->job_dir, false);
             break;
         }
         tony_sleep_ms(p.next_ms);
@@ -409,7 +409,7 @@ int tony_cmd_submit(int argc, char **argv) {
     char *about = NULL;
     /* A job that cannot fit is bad input for this place: exit 2, for a real
      * submit and --dry-run alike. */
-    int fits = ops->check_plan ? ops->check_plan(conf, &plan, &about, &err) : 0;
+    int fits = tony_client_backend_check_plan(ops, conf, &plan, &about, &err);
     /* and one whose tasks' env could not even be exec'd (runtime.h) */
     if (!fits) fits = tony_runtime_check_exec(&plan, &err);
     if (dry) dry_run(&plan, backend, about);
@@ -430,7 +430,7 @@ int tony_cmd_submit(int argc, char **argv) {
     tony_client_job *job = NULL;
     err.msg[0] = '\0';
     code = ops->submit(&sub, &job, &err);
-    if (code == TONY_EXIT_OK && detach && ops->wait_started) code = ops->wait_started(job, &err);
+    if (code == TONY_EXIT_OK && detach) code = tony_client_backend_wait_started(job, &err);
     if (code == TONY_EXIT_OK && detach)
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", job->id, job->id);
     else if (code == TONY_EXIT_OK)

@@ -4,7 +4,8 @@
  * job's record belongs to, lookups by name, that every backend fills
  * the ops the client calls without checking, and that history on a
  * cluster's file system opens through YARN's reader whichever backend runs
- * jobs here (reading it is tests/e2e/test_yarn_history.py's). */
+ * jobs here (reading it is tests/e2e/test_yarn_history.py's), and the
+ * tony_client_backend_* wrappers' policy for an op a backend leaves NULL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +137,43 @@ static void test_history_fs_opens_through_yarn(void **state) {
     tony_histloc_free(&where);
 }
 
+/* A backend with none of the optional ops: each wrapper's policy. */
+static int fake_wait_calls;
+static int fake_wait_started(tony_client_job *j, tony_error *err) {
+    (void)j;
+    fake_wait_calls++;
+    return tony_err(err, "not yet"), TONY_EXIT_UNAVAILABLE;
+}
+
+static void test_null_op_policies(void **state) {
+    (void)state;
+    tony_client_backend_ops bare = {.name = "bare"};
+    tony_client_job j = {.ops = &bare, .id = "app_1", .job_dir = "/nonexistent"};
+    tony_error err = {{0}};
+    char *about = (char *)"stale";
+    /* only the submit itself can tell */
+    assert_int_equal(tony_client_backend_check_plan(&bare, NULL, NULL, &about, &err), 0);
+    assert_null(about);
+    /* submit's return already means started */
+    assert_int_equal(tony_client_backend_wait_started(&j, &err), TONY_EXIT_OK);
+    assert_string_equal(err.msg, "");
+    /* nothing to say, to link or to remove */
+    tony_client_backend_job_finished(&j, NULL);
+    tony_client_backend_cleanup(&bare, "/nonexistent", true);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    tony_client_backend_print_log_links(&bare, out, NULL, "app_1", false);
+    fclose(out);
+    assert_int_equal(len, 0);
+    free(text);
+    /* a set op is called */
+    bare.wait_started = fake_wait_started;
+    assert_int_equal(tony_client_backend_wait_started(&j, &err), TONY_EXIT_UNAVAILABLE);
+    assert_int_equal(fake_wait_calls, 1);
+    assert_string_equal(err.msg, "not yet");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_hadoop_conf_dir_is_local),
@@ -144,6 +182,7 @@ int main(void) {
         cmocka_unit_test(test_find_by_name),
         cmocka_unit_test(test_every_backend_has_the_required_ops),
         cmocka_unit_test(test_history_fs_opens_through_yarn),
+        cmocka_unit_test(test_null_op_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

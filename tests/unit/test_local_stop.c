@@ -95,7 +95,8 @@ static int setup(void **state) {
     tony_conf_set(w->conf, "tony.local.memory", "4g", "test");
     tony_conf_set(w->conf, "tony.local.gpus", "0", "test");
     tony_error err = {{0}};
-    w->b = tony_backend_local_new(w->base, w->reaper, w->dir, w->conf, &err);
+    tony_backend_opts o = {.base = w->base, .reaper = w->reaper, .job_dir = w->dir, .conf = w->conf};
+    w->b = tony_backend_local_new(&o, &err);
     if (!w->b) return -1;
     w->b->on_exit = on_exit_cb;
     w->b->cb_ctx = w;

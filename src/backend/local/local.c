@@ -730,22 +730,21 @@ tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper
     return &b->base;
 }
 
-tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
-                                     const tony_conf *conf, tony_error *err) {
+tony_backend *tony_backend_local_new(const tony_backend_opts *o, tony_error *err) {
     local_backend *b = tony_xcalloc(1, sizeof *b);
-    if (tony_local_pool_from_conf(conf, &b->pool, err)) {
+    if (tony_local_pool_from_conf(o->conf, &b->pool, err)) {
         free(b);
         return NULL;
     }
     b->base.ops = &local_ops;
-    b->ev = base;
-    b->reaper = reaper;
-    b->job_dir = tony_strdup(job_dir);
+    b->ev = o->base;
+    b->reaper = o->reaper;
+    b->job_dir = tony_strdup(o->job_dir);
     b->gpu_busy = tony_xcalloc((size_t)b->pool.gpus + 1, sizeof(bool));
-    char *jobs_root = tony_jobs_root(tony_conf_get(conf, TONY_KEY_LOCAL_ROOT));
+    char *jobs_root = tony_jobs_root(tony_conf_get(o->conf, TONY_KEY_LOCAL_ROOT));
     b->cache_dir = tony_path_join(jobs_root, "cache");
     free(jobs_root);
-    b->memory_timer = event_new(base, -1, EV_PERSIST, on_memory_timer, b);
+    b->memory_timer = event_new(o->base, -1, EV_PERSIST, on_memory_timer, b);
     struct timeval tv = {0, MEMORY_CHECK_MS * 1000};
     event_add(b->memory_timer, &tv);
     return &b->base;

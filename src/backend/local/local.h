@@ -45,8 +45,7 @@ void tony_local_fit_free(tony_local_fit *fit);
  * or NULL when the fit is not oversubscribed. */
 char *tony_local_fit_notice(const tony_local_pool *pool, const tony_local_fit *fit);
 
-tony_backend *tony_backend_local_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
-                                     const tony_conf *conf, tony_error *err);
+tony_backend *tony_backend_local_new(const tony_backend_opts *o, tony_error *err);
 
 /* Where a container's executor starts when not on this machine: through a
  * launcher that places it on a node of an allocation the cluster already

@@ -76,18 +76,17 @@ static void slurm_placement_free(void *ctx) {
     free(p);
 }
 
-tony_backend *tony_backend_slurm_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
-                                     const tony_conf *conf, tony_error *err) {
+tony_backend *tony_backend_slurm_new(const tony_backend_opts *o, tony_error *err) {
     slurm_placement *p = tony_xcalloc(1, sizeof *p);
     p->base = (tony_local_placement){.backend_name = "slurm", .ctx = p, .wrap = slurm_wrap,
                                      .check_plan = slurm_check_plan, .free = slurm_placement_free,
                                      .image_run = slurm_image_run,
                                      .stop_signal = SIGUSR1, .kill_signal = SIGTERM,
                                      .stop_grace_ms = SLURM_STOP_GRACE_MS};
-    if (tony_runtime_plan(conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, conf, &p->layout, err)) {
+    if (tony_runtime_plan(o->conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, o->conf, &p->layout, err)) {
         tony_plan_free(&p->plan);
         free(p);
         return NULL;
     }
-    return tony_backend_local_new_placed(base, reaper, job_dir, &p->base, err);
+    return tony_backend_local_new_placed(o->base, o->reaper, o->job_dir, &p->base, err);
 }

@@ -11,7 +11,6 @@
 
 #include "backend/backend.h"
 
-tony_backend *tony_backend_slurm_new(struct event_base *base, tony_reaper *reaper, const char *job_dir,
-                                     const tony_conf *conf, tony_error *err);
+tony_backend *tony_backend_slurm_new(const tony_backend_opts *o, tony_error *err);
 
 #endif

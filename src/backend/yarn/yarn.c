@@ -858,7 +858,8 @@ static const tony_backend_ops yarn_ops = {
     .free = yarn_free,
 };
 
-tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err) {
+tony_backend *tony_backend_yarn_new(const tony_backend_opts *o, tony_error *err) {
+    struct event_base *base = o->base;
     yarn_backend *b = tony_xcalloc(1, sizeof *b);
     b->base.ops = &yarn_ops;
     b->ev = base;
@@ -870,7 +871,7 @@ tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_bac
     if (load_manifest(b, o->job_dir, err)) goto fail;
     b->q = tony_workq_new(base, RPC_THREADS, err);
     if (!b->q) goto fail;
-    b->creds = o->credentials;
+    b->creds = o->backend_data; /* the AM container's (job_credentials.h), outliving the backend */
     if (!b->creds) {
         tony_err(err, "the yarn backend runs only in the AM container, with the job's credentials");
         goto fail;

@@ -34,17 +34,12 @@
 
 struct yarn_job_credentials;
 
-typedef struct tony_yarn_backend_opts {
-    const char *job_dir;      /* the AM container's work dir: tony-final.xml, the manifest */
-    const tony_conf *conf;
-    const char *api_host;     /* registered as the AM's host ... */
-    int api_port;             /* ... and RPC port: clients find our API there */
-    const char *tracking_url; /* what the RM's proxy forwards to (the web UI) */
-    struct yarn_job_credentials *credentials; /* the AM container's (job_credentials.h), outliving the backend */
-} tony_yarn_backend_opts;
 
-/* Connects to the scheduler and registers the application master. */
-tony_backend *tony_backend_yarn_new(struct event_base *base, const tony_yarn_backend_opts *o, tony_error *err);
+/* Connects to the scheduler and registers the application master (o's
+ * api_host and api_port as the AM's host and RPC port, where clients find
+ * our API; tracking_url for the RM's proxy; backend_data: the AM
+ * container's struct yarn_job_credentials, outliving the backend). */
+tony_backend *tony_backend_yarn_new(const tony_backend_opts *o, tony_error *err);
 
 /* `tony am --yarn`: the coordinator inside its AM container. What it starts
  * from, which tony_yarn_am_prepare reads (the job's secret from
