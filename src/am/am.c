@@ -379,7 +379,11 @@ static int start_single_node(tony_am *am, tony_error *err) {
      * read by its NodeManager (its own modes apply). */
     tony_spawn s = {.argv = in_image.len ? in_image.items : argv, .envp = envp.items, .cwd = at->work_dir, .stdout_path = out, .stderr_path = errp,
                     .private_output = !am->on_cluster,
-                    .keep_group = at->share_group};
+                    .keep_group = at->share_group,
+                    /* a SIGKILLed coordinator takes a container down with
+                     * it, as the local backend's tasks' (SIGTERM: the
+                     * runtime stops and removes it) */
+                    .die_with_parent = in_image.len > 0, .parent_death_signal = SIGTERM};
     pid_t pid;
     rc = tony_proc_spawn(&s, &pid, err);
     if (rc == 0) {

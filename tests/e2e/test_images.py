@@ -351,7 +351,7 @@ def test_single_node_command_runs_in_the_am_image(tony, images, tmp_path):
     assert containers(app) == []
 
 
-def test_killed_single_node_job_leaves_no_container(tony, images, tmp_path):
+def start_sleeping_single_node_job(tony):
     r = tony.run("submit", "--detach", "--executes", "sleep 120", *docker_conf(IMAGE), timeout=120)
     assert r.rc == 0, r
     app = r.job_dir().name
@@ -359,8 +359,20 @@ def test_killed_single_node_job_leaves_no_container(tony, images, tmp_path):
     while not containers(app) and time.time() < end:
         time.sleep(0.25)
     assert len(containers(app)) == 1, r
+    return r, app
+
+
+def test_killed_single_node_job_leaves_no_container(tony, images, tmp_path):
+    r, app = start_sleeping_single_node_job(tony)
     assert tony.run("kill", app).rc == 0
     assert no_container_within(app, 10) == []
+
+
+def test_sigkilled_coordinator_of_a_single_node_job_leaves_no_container(tony, images, tmp_path):
+    r, app = start_sleeping_single_node_job(tony)
+    am = json.loads((r.job_dir() / "am.json").read_text())["pid"]
+    os.kill(am, signal.SIGKILL)
+    assert no_container_within(app, 15) == []
 
 
 def test_am_image_of_a_multi_role_job_is_noted(tony, images, tmp_path):
