@@ -377,7 +377,8 @@ static int start_single_node(tony_am *am, tony_error *err) {
         tony_info("single-node mode: the command runs in image %s", am->plan.am_image.docker_image);
     /* In a job dir the logs are private; a YARN container's log dir is
      * read by its NodeManager (its own modes apply). */
-    tony_spawn s = {.argv = in_image.len ? in_image.items : argv, .envp = envp.items, .cwd = at->work_dir, .stdout_path = out, .stderr_path = errp,
+    tony_spawn s = {.argv = in_image.len ? in_image.items : argv, .envp = envp.items, .cwd = at->work_dir,
+                    .stdout_path = out, .stderr_path = errp,
                     .private_output = !am->on_cluster,
                     .keep_group = at->share_group,
                     /* a SIGKILLed coordinator takes a container down with
