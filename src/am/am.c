@@ -343,6 +343,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
     tony_am *am = ctx;
     kill_single(am, pid); /* whatever the command left behind */
+    if (am->backend->ops->am_command_ended) am->backend->ops->am_command_ended(am->backend, wait_status);
     int code = tony_proc_exit_code(wait_status);
     am->single_pid = 0;
     am->single_exited = true;
@@ -365,11 +366,22 @@ static int start_single_node(tony_am *am, tony_error *err) {
     tony_strv envp = {0};
     tony_env_build_envp(&env, &envp);
     char *argv[] = {"bash", "-c", am->plan.am_command, NULL};
+    /* in the coordinator's image where the backend runs one (the
+     * coordinator itself stays bare: backend.h) */
+    tony_strv in_image = {0};
+    if (am->backend->ops->am_command_argv &&
+        am->backend->ops->am_command_argv(am->backend, at, &env, argv, &in_image) == 1)
+        tony_info("single-node mode: the command runs in image %s", am->plan.am_image.docker_image);
     /* In a job dir the logs are private; a YARN container's log dir is
      * read by its NodeManager (its own modes apply). */
-    tony_spawn s = {.argv = argv, .envp = envp.items, .cwd = at->work_dir, .stdout_path = out, .stderr_path = errp,
+    tony_spawn s = {.argv = in_image.len ? in_image.items : argv, .envp = envp.items, .cwd = at->work_dir,
+                    .stdout_path = out, .stderr_path = errp,
                     .private_output = !am->on_cluster,
-                    .keep_group = at->share_group};
+                    .keep_group = at->share_group,
+                    /* a SIGKILLed coordinator takes a container down with
+                     * it, as the local backend's tasks' (SIGTERM: the
+                     * runtime stops and removes it) */
+                    .die_with_parent = in_image.len > 0, .parent_death_signal = SIGTERM};
     pid_t pid;
     rc = tony_proc_spawn(&s, &pid, err);
     if (rc == 0) {
@@ -379,6 +391,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
         tony_info("single-node mode: running `%s` (pid %d) in %s; its output goes to %s", am->plan.am_command,
                   (int)pid, at->work_dir, at->log_dir);
     }
+    tony_strv_free(&in_image);
     tony_strv_free(&envp);
     tony_env_free(&env);
     free(out);

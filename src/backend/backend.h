@@ -153,6 +153,16 @@ typedef struct tony_backend_ops {
      * tony_am_place); resources (TonY syntax, staged paths) are what every
      * container gets, put there unless the backend already did. */
     int (*prepare_am_command)(tony_backend *b, const char *resources, tony_am_place *out, tony_error *err);
+    /* The single-node command in the coordinator's image (plan.am_image;
+     * the local backend): appends to out the runtime's command line that
+     * runs cmd in a container of it at place, passing env's names (the
+     * runtime must get env), and returns 1; 0, out untouched, when cmd runs
+     * as it is. NULL: always as it is. */
+    int (*am_command_argv)(tony_backend *b, const tony_am_place *place, const tony_env *env, char *const *cmd,
+                           tony_strv *out);
+    /* That command's runtime process ended (wait_status): what may be left
+     * of its container goes. NULL where nothing can be. */
+    void (*am_command_ended)(tony_backend *b, int wait_status);
     /* Credentials a running task's executor should hold now, when they
      * changed after its container started (YARN: the job's token storage
      * after the coordinator refreshed its delegation tokens from a

@@ -177,23 +177,24 @@ static int check_mounts(const tony_role *r, tony_error *err) {
     return rc;
 }
 
-int tony_container_check_plan(const tony_plan *plan, tony_error *err) {
+/* r's checks, the runtime found once (*runtime) and each image once
+ * (checked). */
+static int check_role(const tony_role *r, char **runtime, tony_strv *checked, tony_error *err) {
+    if (!*runtime && tony_container_runtime(r->docker_runtime, runtime, err))
+        return tony_err_wrap(err, "image %s", r->docker_image);
+    if (check_mounts(r, err)) return -1;
+    if (tony_strv_contains(checked, r->docker_image)) return 0;
+    tony_strv_push(checked, r->docker_image);
+    return check_image(*runtime, r, err);
+}
+
+int tony_container_check_plan(const tony_plan *plan, bool am, tony_error *err) {
     char *runtime = NULL;
     tony_strv checked = {0};
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < plan->nroles; i++) {
-        const tony_role *r = &plan->roles[i];
-        if (!r->docker_image) continue;
-        if (!runtime && tony_container_runtime(r->docker_runtime, &runtime, err)) {
-            rc = tony_err_wrap(err, "image %s", r->docker_image);
-            break;
-        }
-        rc = check_mounts(r, err);
-        if (rc == 0 && !tony_strv_contains(&checked, r->docker_image)) {
-            rc = check_image(runtime, r, err);
-            tony_strv_push(&checked, r->docker_image);
-        }
-    }
+    for (size_t i = 0; rc == 0 && i < plan->nroles; i++)
+        if (plan->roles[i].docker_image) rc = check_role(&plan->roles[i], &runtime, &checked, err);
+    if (rc == 0 && am && plan->am_image.docker_image) rc = check_role(&plan->am_image, &runtime, &checked, err);
     tony_strv_free(&checked);
     free(runtime);
     return rc;
@@ -227,7 +228,7 @@ void tony_container_run_argv(const tony_container_run *r, tony_strv *out) {
     if (r->cgroups) tony_strv_pushf(out, "--cgroups=%s", r->cgroups);
     push_ulimits(out);
     push_volume(out, r->job_dir, r->job_dir, false);
-    push_volume(out, r->self_root, r->self_root, true);
+    if (r->self_root) push_volume(out, r->self_root, r->self_root, true);
     tony_strv entries = {0};
     tony_split_csv(r->mounts, &entries);
     for (size_t i = 0; i < entries.len; i++) {

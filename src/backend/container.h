@@ -25,9 +25,10 @@ int tony_container_runtime(const char *want, char **path, tony_error *err);
 
 /* What a submit checks for a plan with images, before anything starts:
  * a runtime, every role's image present in it and holding /bin/sh, every
- * mount well-formed with an existing source. Each error names the key
- * and the image. 0 when no role has an image. */
-int tony_container_check_plan(const tony_plan *plan, tony_error *err);
+ * mount well-formed with an existing source; with am, the coordinator's
+ * image (plan->am_image) too, where the backend runs something in it.
+ * Each error names the key and the image. 0 when no image is used. */
+int tony_container_check_plan(const tony_plan *plan, bool am, tony_error *err);
 
 /* One container to run. */
 typedef struct tony_container_run {
@@ -38,7 +39,7 @@ typedef struct tony_container_run {
     const char *name;      /* the container's name, unique on this machine */
     const char *app_id;    /* for TONY_CONTAINER_LABEL_APP */
     const char *job_dir;   /* mounted at the same path, read-write */
-    const char *self_root; /* a self-contained tony, mounted read-only at the same path */
+    const char *self_root; /* a self-contained tony, mounted read-only at the same path; NULL: none */
     const char *work_dir;  /* the task's cwd */
     long long memory_mb;   /* > 0: the runtime's memory limit */
     int vcores;            /* > 0: the runtime's CPU limit */

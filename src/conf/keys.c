@@ -234,9 +234,11 @@ static const tony_key keys[] = {
     {TONY_KEY_DOCKER_ENABLED, BOOL, "false", ALL,
      "Run each task in its role's image (local, Slurm: podman/docker on the task's node; YARN: its Docker runtime).", NULL},
     {TONY_KEY_DOCKER_CONTAINERS_IMAGE, STR, NULL, ALL,
-     "Image of every task without tony.docker.<role>.image (and of YARN's coordinator without tony.docker.am.image).",
+     "Image of every task without tony.docker.<role>.image (and of the coordinator's without tony.docker.am.image).",
      NULL},
-    {TONY_KEY_DOCKER_AM_IMAGE, STR, NULL, YARN, "Image of the coordinator's container (YARN; it runs bare locally).",
+    {TONY_KEY_DOCKER_AM_IMAGE, STR, NULL, LOCAL | YARN,
+     "Image of the coordinator's container on YARN; locally, of a single-node job's command (the coordinator runs "
+     "bare).",
      NULL},
     {"tony.docker.<role>.image", STR, NULL, ALL, "Image of the job type's containers.", NULL},
     {TONY_KEY_DOCKER_CONTAINERS_MOUNT, LIST, NULL, ALL,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/jobjson.h"
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 #include "conf/resource.h"
@@ -71,6 +72,18 @@ static int check_resources(const tony_conf *c, const char *key, tony_error *err)
     return 0;
 }
 
+/* r's image and how to run it (docker enabled): key's image (a role's
+ * tony.docker.<t>.image, or tony.docker.am.image), else
+ * tony.docker.containers.image. */
+static void read_image(const tony_conf *c, const char *key, tony_role *r) {
+    const char *img = get_str(c, key);
+    if (!img) img = get_str(c, TONY_KEY_DOCKER_CONTAINERS_IMAGE);
+    r->docker_image = tony_strdup(img);
+    r->docker_mounts = dup_str(c, TONY_KEY_DOCKER_CONTAINERS_MOUNT);
+    r->docker_runtime = dup_str(c, TONY_KEY_DOCKER_RUNTIME);
+    r->docker_network = dup_str(c, TONY_KEY_DOCKER_NETWORK);
+}
+
 static int build_role(const tony_conf *c, const char *name, int instances, bool docker, tony_role *r,
                       tony_error *err) {
     r->name = tony_strdup(name);
@@ -103,13 +116,8 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
 
     if (docker) {
         char *ikey = tony_sprintf(TONY_KEY_DOCKER_ROLE_IMAGE_FMT, name);
-        const char *img = get_str(c, ikey);
+        read_image(c, ikey, r);
         free(ikey);
-        if (!img) img = get_str(c, TONY_KEY_DOCKER_CONTAINERS_IMAGE);
-        r->docker_image = tony_strdup(img);
-        r->docker_mounts = dup_str(c, TONY_KEY_DOCKER_CONTAINERS_MOUNT);
-        r->docker_runtime = dup_str(c, TONY_KEY_DOCKER_RUNTIME);
-        r->docker_network = dup_str(c, TONY_KEY_DOCKER_NETWORK);
     }
 
     tony_strv list = {0};
@@ -155,6 +163,8 @@ static int build_roles(const tony_conf *c, tony_plan *p, tony_error *err) {
         rc = build_role(c, types.items[i], instances, docker, &p->roles[p->nroles], err);
         p->nroles++; /* counted even on failure so that tony_plan_free frees it */
     }
+    p->am_image.name = tony_strdup(JOB_SINGLE_NODE_ROLE);
+    if (rc == 0 && docker) read_image(c, TONY_KEY_DOCKER_AM_IMAGE, &p->am_image);
     tony_strv_free(&types);
     return rc;
 }
@@ -524,6 +534,7 @@ static void role_free(tony_role *r) {
 void tony_plan_free(tony_plan *p) {
     if (!p) return;
     for (size_t i = 0; i < p->nroles; i++) role_free(&p->roles[i]);
+    role_free(&p->am_image);
     free(p->roles);
     free(p->framework);
     free(p->am_command);

@@ -90,6 +90,11 @@ typedef struct tony_plan {
     long long progress_timeout_ms;      /* tony.task.progress-timeout (am/hang.h), 0 = off */
     long long log_max_mb;               /* tony.task.log-max-size: a task's stdout/stderr cap, 0 = none */
     char *am_command;                   /* single-node / preprocess command: tony.am.command or tony.containers.command */
+    /* The coordinator's image, named "am" (JOB_SINGLE_NODE_ROLE): with docker
+     * enabled, tony.docker.am.image, else tony.docker.containers.image, and
+     * the docker_* settings as a role's; docker_image NULL otherwise. A
+     * single-node job's command runs in it (local backend). */
+    tony_role am_image;
     long long am_memory_mb;
     int am_vcores;
     int am_gpus;

@@ -329,3 +329,63 @@ def test_sigkilled_client_job_ends_and_leaves_no_container(tony, images, tmp_pat
         time.sleep(0.25)
     assert json.loads(status.read_text())["final_status"] == "SUCCEEDED"
     assert no_container_within(app, 10) == []
+
+
+# A single-node job's command runs in the coordinator's image
+# (tony.docker.am.image, else tony.docker.containers.image); the
+# coordinator itself stays bare.
+AM_WHERE = ('cat /etc/tony-test-image; grep -q libpod- /proc/self/cgroup && echo IN-CONTAINER; '
+            'echo "secret:${TONY_SECRET:-none}"')
+
+
+def test_single_node_command_runs_in_the_am_image(tony, images, tmp_path):
+    r = tony.submit("--executes", AM_WHERE, *docker_conf(IMAGE, f"tony.docker.am.image={OTHER}"), timeout=120)
+    assert r.rc == 0, r
+    app = r.job_dir().name
+    out = (r.job_dir() / "attempts/0/am/stdout").read_text()
+    assert "tony-test-image-other" in out and "IN-CONTAINER" in out, out
+    assert "secret:none" in out, out
+    # its output reaches `tony logs` as a bare one's
+    logs = tony.run("logs", app, "--task", "am:0")
+    assert "tony-test-image-other" in logs.out, logs
+    assert containers(app) == []
+
+
+def start_sleeping_single_node_job(tony):
+    r = tony.run("submit", "--detach", "--executes", "sleep 120", *docker_conf(IMAGE), timeout=120)
+    assert r.rc == 0, r
+    app = r.job_dir().name
+    end = time.time() + 60
+    while not containers(app) and time.time() < end:
+        time.sleep(0.25)
+    assert len(containers(app)) == 1, r
+    return r, app
+
+
+def test_killed_single_node_job_leaves_no_container(tony, images, tmp_path):
+    r, app = start_sleeping_single_node_job(tony)
+    assert tony.run("kill", app).rc == 0
+    assert no_container_within(app, 10) == []
+
+
+def test_sigkilled_coordinator_of_a_single_node_job_leaves_no_container(tony, images, tmp_path):
+    r, app = start_sleeping_single_node_job(tony)
+    am = json.loads((r.job_dir() / "am.json").read_text())["pid"]
+    os.kill(am, signal.SIGKILL)
+    assert no_container_within(app, 15) == []
+
+
+def test_am_image_of_a_multi_role_job_is_noted(tony, images, tmp_path):
+    r = tony.submit("--executes", "cat /etc/tony-test-image", "--conf", "tony.worker.instances=1",
+                    *docker_conf(IMAGE, f"tony.docker.am.image={OTHER}"), timeout=120)
+    assert r.rc == 0, r
+    assert f"tony.docker.am.image={OTHER} is not used here" in r.err and "coordinator runs bare" in r.err, r
+    assert r.log("worker", 0) == "tony-test-image\n"
+
+
+def test_a_missing_am_image_is_refused(tony, images, tmp_path):
+    missing = "localhost/tony-no-such-image:1"
+    r = tony.submit("--executes", "true", *docker_conf(IMAGE, f"tony.docker.am.image={missing}"))
+    assert r.rc == 2, r
+    assert "tony.docker.am.image" in r.err and missing in r.err, r
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"

@@ -83,18 +83,31 @@ static void test_check_plan_refusals_without_a_runtime(void **state) {
     tony_error err = {{0}};
     tony_role roles[1] = {role(NULL, NULL, NULL)};
     tony_plan plan = {.roles = roles, .nroles = 1};
-    assert_int_equal(tony_container_check_plan(&plan, &err), 0); /* no image: nothing to check */
+    assert_int_equal(tony_container_check_plan(&plan, true, &err), 0); /* no image: nothing to check */
 
     roles[0] = role("img:1", NULL, "rkt");
-    assert_int_equal(tony_container_check_plan(&plan, &err), -1);
+    assert_int_equal(tony_container_check_plan(&plan, false, &err), -1);
     assert_non_null(strstr(err.msg, "tony.docker.runtime=rkt"));
     assert_non_null(strstr(err.msg, "img:1"));
+}
+
+/* The coordinator's image is checked only where something runs in it. */
+static void test_check_plan_am_image(void **state) {
+    (void)state;
+    tony_error err = {{0}};
+    tony_plan plan = {.single_node = true, .am_image = role("amimg:1", NULL, "rkt")};
+    plan.am_image.name = "am";
+    assert_int_equal(tony_container_check_plan(&plan, false, &err), 0);
+    assert_int_equal(tony_container_check_plan(&plan, true, &err), -1);
+    assert_non_null(strstr(err.msg, "tony.docker.runtime=rkt"));
+    assert_non_null(strstr(err.msg, "amimg:1"));
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_argv),
         cmocka_unit_test(test_check_plan_refusals_without_a_runtime),
+        cmocka_unit_test(test_check_plan_am_image),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

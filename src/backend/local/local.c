@@ -80,6 +80,12 @@ typedef struct local_backend {
     char *runtime;   /* the container runtime's path, NULL while no role has an image */
     char *self_root; /* the self-contained tony the containers run */
     char *cache_dir; /* where it is made, once per build: the jobs root's cache/ */
+    /* A single-node job's command in the coordinator's image (plan.am_image;
+     * on this machine only): its spec, size and container's name. */
+    tony_role am_image;
+    long long am_memory_mb;
+    int am_vcores;
+    char *am_name;
     unsigned launches;
     tony_backend_ops placed_ops;            /* with a placement: local_ops under its name */
 } local_backend;
@@ -602,7 +608,23 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     free(s.rss_kb);
 }
 
-/* Keeps the roles with an image, finds their runtime and the tony they
+/* Copies what runs r's image: its name, image, mounts and network. */
+static void keep_image(tony_role *mine, const tony_role *r) {
+    mine->name = tony_strdup(r->name);
+    mine->docker_image = tony_strdup(r->docker_image);
+    mine->docker_mounts = tony_strdup(r->docker_mounts);
+    mine->docker_network = tony_strdup(r->docker_network);
+}
+
+static void drop_image(tony_role *mine) {
+    free(mine->name);
+    free(mine->docker_image);
+    free(mine->docker_mounts);
+    free(mine->docker_network);
+}
+
+/* Keeps the roles with an image (and a single-node command's, which runs
+ * in the coordinator's image), finds their runtime and the tony they
  * run, and removes what an earlier coordinator of the job left (a
  * restart). Once per coordinator: the plan does not change. */
 static int adopt_images(local_backend *b, const tony_plan *plan, tony_error *err) {
@@ -612,16 +634,21 @@ static int adopt_images(local_backend *b, const tony_plan *plan, tony_error *err
         const tony_role *r = &plan->roles[i];
         if (!r->docker_image) continue;
         if (!b->images) b->images = tony_xcalloc(plan->nroles, sizeof *b->images);
-        tony_role *mine = &b->images[b->nimages++];
-        mine->name = tony_strdup(r->name);
-        mine->docker_image = tony_strdup(r->docker_image);
-        mine->docker_mounts = tony_strdup(r->docker_mounts);
-        mine->docker_network = tony_strdup(r->docker_network);
+        keep_image(&b->images[b->nimages++], r);
         want = r->docker_runtime;
     }
-    if (!b->nimages) return 0;
-    if (tony_container_runtime(want, &b->runtime, err) || tony_container_self(b->cache_dir, &b->self_root, err))
-        return -1;
+    /* Placed (Slurm), the coordinator and its command run bare on the
+     * allocation's first node. */
+    if (plan->single_node && plan->am_image.docker_image && !b->placement && !b->am_image.docker_image) {
+        keep_image(&b->am_image, &plan->am_image);
+        b->am_memory_mb = plan->am_memory_mb;
+        b->am_vcores = plan->am_vcores;
+        want = plan->am_image.docker_runtime;
+    }
+    if (!b->nimages && !b->am_image.docker_image) return 0;
+    if (tony_container_runtime(want, &b->runtime, err)) return -1;
+    /* the single-node command is the user's own: it needs no tony */
+    if (b->nimages && tony_container_self(b->cache_dir, &b->self_root, err)) return -1;
     tony_container_sweep(b->runtime, app_id(b));
     return 0;
 }
@@ -662,13 +689,10 @@ static void local_free(tony_backend *base) {
     free(b->items);
     free(b->gpu_busy);
     free(b->job_dir);
-    for (size_t i = 0; i < b->nimages; i++) {
-        free(b->images[i].name);
-        free(b->images[i].docker_image);
-        free(b->images[i].docker_mounts);
-        free(b->images[i].docker_network);
-    }
+    for (size_t i = 0; i < b->nimages; i++) drop_image(&b->images[i]);
     free(b->images);
+    drop_image(&b->am_image);
+    free(b->am_name);
     free(b->runtime);
     free(b->self_root);
     free(b->cache_dir);
@@ -689,6 +713,30 @@ static int local_prepare_am_command(tony_backend *base, const char *resources, t
     return -1;
 }
 
+/* In the coordinator's image: a container as a task's (host network, the
+ * job dir, the mounts, the coordinator's memory and vcores, the job's
+ * label), running the command itself. Its env holds no secret. */
+static int local_am_command_argv(tony_backend *base, const tony_am_place *place, const tony_env *env,
+                                 char *const *cmd, tony_strv *out) {
+    local_backend *b = (local_backend *)base;
+    const tony_role *r = &b->am_image;
+    if (!r->docker_image) return 0;
+    free(b->am_name);
+    b->am_name = tony_sprintf("tony-%s-%s-%u", app_id(b), r->name, ++b->launches);
+    tony_container_run run = {.runtime = b->runtime, .image = r->docker_image, .network = r->docker_network,
+                              .mounts = r->docker_mounts, .name = b->am_name, .app_id = app_id(b),
+                              .job_dir = b->job_dir, .work_dir = place->work_dir, .memory_mb = b->am_memory_mb,
+                              .vcores = b->am_vcores, .env = env, .argv = cmd};
+    tony_container_run_argv(&run, out);
+    return 1;
+}
+
+static void local_am_command_ended(tony_backend *base, int wait_status) {
+    local_backend *b = (local_backend *)base;
+    /* as a task's (image_ended): a killed runtime left its container */
+    if (b->am_name && WIFSIGNALED(wait_status)) tony_container_remove(b->runtime, b->am_name);
+}
+
 static const tony_backend_ops local_ops = {
     .name = "local",
     .shares_job_dir = true,
@@ -697,6 +745,8 @@ static const tony_backend_ops local_ops = {
     .stop = local_stop,
     .active = local_active,
     .prepare_am_command = local_prepare_am_command,
+    .am_command_argv = local_am_command_argv,
+    .am_command_ended = local_am_command_ended,
     .shutdown = local_shutdown,
     .free = local_free,
 };

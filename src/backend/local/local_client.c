@@ -176,8 +176,17 @@ static int local_check_plan(const tony_conf *conf, const tony_plan *plan, char *
         free(all);
     }
     tony_local_fit_free(&fit);
-    /* in images: the runtime, each image and each mount, before anything starts */
-    if (rc == 0) rc = tony_container_check_plan(plan, err);
+    /* in images: the runtime, each image and each mount, before anything
+     * starts; the coordinator's image only where a single-node command
+     * runs in it */
+    if (rc == 0) rc = tony_container_check_plan(plan, plan->single_node, err);
+    const char *am_image = tony_conf_get(conf, TONY_KEY_DOCKER_AM_IMAGE);
+    if (rc == 0 && !plan->single_node && plan->am_image.docker_image && am_image && *am_image)
+        fprintf(stderr,
+                "tony: note: %s=%s is not used here: on the local backend the coordinator runs bare (it is tony "
+                "itself, and starts the tasks' containers with this machine's runtime); the tasks run in their "
+                "roles' images\n",
+                TONY_KEY_DOCKER_AM_IMAGE, am_image);
     return rc;
 }
 

@@ -87,7 +87,7 @@ static int check_images(const tony_plan *plan, tony_error *err) {
                             "set tony.%s.gpus=0, or run the role without an image (tony.docker.enabled=false)",
                             r->name, r->gpus, r->docker_image, r->name);
     }
-    return tony_container_check_plan(plan, err);
+    return tony_container_check_plan(plan, false, err); /* the coordinator runs bare on Slurm */
 }
 
 static int slurm_check_plan(const tony_conf *conf, const tony_plan *plan, char **about, tony_error *err) {
