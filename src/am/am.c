@@ -343,7 +343,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
     tony_am *am = ctx;
     kill_single(am, pid); /* whatever the command left behind */
-    if (am->backend->ops->am_command_ended) am->backend->ops->am_command_ended(am->backend, wait_status);
+    tony_backend_am_command_ended(am->backend, wait_status);
     int code = tony_proc_exit_code(wait_status);
     am->single_pid = 0;
     am->single_exited = true;
@@ -369,8 +369,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
     /* in the coordinator's image where the backend runs one (the
      * coordinator itself stays bare: backend.h) */
     tony_strv in_image = {0};
-    if (am->backend->ops->am_command_argv &&
-        am->backend->ops->am_command_argv(am->backend, at, &env, argv, &in_image) == 1)
+    if (tony_backend_am_command_argv(am->backend, at, &env, argv, &in_image) == 1)
         tony_info("single-node mode: the command runs in image %s", am->plan.am_image.docker_image);
     /* In a job dir the logs are private; a YARN container's log dir is
      * read by its NodeManager (its own modes apply). */

@@ -83,6 +83,15 @@ int tony_backend_prepare_am_command(tony_backend *b, const char *resources, tony
     return b->ops->prepare_am_command(b, resources, out, err);
 }
 
+int tony_backend_am_command_argv(tony_backend *b, const tony_am_place *place, const tony_env *env, char *const *cmd,
+                                 tony_strv *out) {
+    return b->ops->am_command_argv ? b->ops->am_command_argv(b, place, env, cmd, out) : 0;
+}
+
+void tony_backend_am_command_ended(tony_backend *b, int wait_status) {
+    if (b->ops->am_command_ended) b->ops->am_command_ended(b, wait_status);
+}
+
 long long tony_backend_newer_credentials(tony_backend *b, long long have, tony_buf *out) {
     return b->ops->task_credentials ? b->ops->task_credentials(b, have, out) : 0;
 }

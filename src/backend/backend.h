@@ -256,6 +256,11 @@ void tony_backend_cancel_log(tony_backend *b, tony_log_read *read);
 /* NULL prepare_am_command: an error saying the backend cannot run a
  * single-node job's command. */
 int tony_backend_prepare_am_command(tony_backend *b, const char *resources, tony_am_place *out, tony_error *err);
+/* NULL am_command_argv: 0, the command runs as it is. */
+int tony_backend_am_command_argv(tony_backend *b, const tony_am_place *place, const tony_env *env, char *const *cmd,
+                                 tony_strv *out);
+/* NULL am_command_ended: nothing (no container can be left). */
+void tony_backend_am_command_ended(tony_backend *b, int wait_status);
 /* NULL task_credentials: 0 (they never change). */
 long long tony_backend_newer_credentials(tony_backend *b, long long have, tony_buf *out);
 /* NULL exclude_node: nothing (no node can be avoided). */

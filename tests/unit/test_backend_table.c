@@ -148,6 +148,12 @@ static void test_null_op_policies(void **state) {
                         "the bare backend runs no single-node job: set tony.<role>.instances for at least one role");
     assert_int_equal(tony_backend_adopt(b, "worker", 0, 1, "container_1", &err), -1);
     assert_string_equal(err.msg, "this backend hands no container back");
+    /* a single-node command runs as it is, and leaves nothing behind */
+    char *cmd[] = {"bash", "-c", "true", NULL};
+    tony_strv argv = {0};
+    assert_int_equal(tony_backend_am_command_argv(b, &place, NULL, cmd, &argv), 0);
+    assert_int_equal(argv.len, 0);
+    tony_backend_am_command_ended(b, 0);
     /* none of that reached the backend */
     assert_int_equal(f.calls, 0);
     /* the required ops are forwarded */
