@@ -146,8 +146,8 @@ static int check_exec_env(const tony_runtime_task *task, const tony_env *env, to
         const char *eq = strchr(kv, '=');
         int klen = eq ? (int)(eq - kv) : (int)strlen(kv);
         char *key = strndup(kv, (size_t)klen);
-        const char *from = tony_env_get(&task->plan->shell_env, key) ? "tony.execution.envs"
-                           : tony_env_get(&task->plan->container_env, key) ? "tony.containers.envs"
+        const char *from = tony_env_get(&task->plan->shell_env, key) ? TONY_KEY_EXECUTION_ENVS
+                           : tony_env_get(&task->plan->container_env, key) ? TONY_KEY_CONTAINERS_ENVS
                                                                             : NULL;
         free(key);
         /* the user's own variable: the task count has nothing to do with it */
