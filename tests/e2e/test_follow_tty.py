@@ -164,16 +164,19 @@ def test_block_lines_fit_a_narrow_terminal(tony, scripts):
     assert any(b.endswith(b"\x1b[0m") for b in blocks)
 
 
+def submit_plainly(tony, args, how):
+    """Submits where no live block is wanted: a pipe, or a terminal saying
+    NO_COLOR or TERM=dumb."""
+    if how == "pipe":
+        return submit_on(tony, args, tty=False)
+    return submit_on(tony, args, **({"NO_COLOR": "1"} if how == "NO_COLOR" else {"TERM": "dumb"}))
+
+
 @pytest.mark.parametrize("how", ["pipe", "NO_COLOR", "TERM=dumb"])
 def test_plain_lines_unless_a_willing_terminal(tony, scripts, how):
     (scripts / "task.sh").write_text("sleep 1\n")
     args = ["--src_dir", str(scripts), "--executes", "bash task.sh", "--conf", "tony.worker.instances=2", *SMALL]
-    if how == "pipe":
-        rc, raw = submit_on(tony, args, tty=False)
-    elif how == "NO_COLOR":
-        rc, raw = submit_on(tony, args, NO_COLOR="1")
-    else:
-        rc, raw = submit_on(tony, args, TERM="dumb")
+    rc, raw = submit_plainly(tony, args, how)
     assert rc == 0, raw
     assert b"\x1b" not in raw, raw
     out = raw.decode().replace("\r\n", "\n")
@@ -218,12 +221,7 @@ def test_the_chiefs_output_with_plain_lines(tony, how):
     """A terminal that wants no live block still shows the chief's output,
     between TonY's plain lines; a pipe (a script, CI) gets those lines only."""
     args = ["--executes", WHO_SH, "--conf", "tony.worker.instances=2", *SMALL]
-    if how == "pipe":
-        rc, raw = submit_on(tony, args, tty=False)
-    elif how == "NO_COLOR":
-        rc, raw = submit_on(tony, args, NO_COLOR="1")
-    else:
-        rc, raw = submit_on(tony, args, TERM="dumb")
+    rc, raw = submit_plainly(tony, args, how)
     assert rc == 0, raw
     assert b"\x1b" not in raw, raw
     lines = raw.decode().replace("\r\n", "\n").split("\n")
