@@ -105,9 +105,8 @@ HTC := $(CURDIR)/build/hadoop-test
 test-hadoop: build asan
 	@scripts/hadoop-test-cluster start $(HTC)
 	@scripts/hadoop-test-cluster selftest $(HTC) && \
-	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m "hadoop and not secure" tests/e2e && \
 	 TONY_HTC_DIR=$(HTC) TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_BUILD_DIR=$(CURDIR)/$(ASAN_BUILD) \
-	   $(PY) -m pytest -q -m "hadoop and not ml and not secure" tests/e2e; rc=$$?; \
+	   $(PY) -m pytest -q -m "hadoop and not secure" tests/e2e; rc=$$?; \
 	 scripts/hadoop-test-cluster stop $(HTC); exit $$rc
 
 # The older Hadoop line users run (3.3): a cluster of its jars (fetched from
