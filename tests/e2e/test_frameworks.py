@@ -139,3 +139,41 @@ def test_lightning_fabric_on_slurm(tony, slurm):
         out = r.log("worker", i)
         assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
         assert "weights agree True" in out, out
+
+
+def test_pytorch_ddp_tutorial_multinode(tony):
+    """pytorch/examples' multinode.py (the DDP tutorial series' torchrun
+    script), unedited, two tasks as two nodes: it reads LOCAL_RANK and RANK
+    itself and init_process_group() takes the rest (env://). It is written
+    for CUDA and NCCL; torch_on_cpu.py swaps in the CPU and gloo and touches
+    nothing else. Its own output proves the group: DistributedSampler gives
+    each of the 2 ranks half of the 2,048 samples (32 steps of 32, not 64),
+    every rank trains every epoch, and only global rank 0 saves snapshots."""
+    r = torch_job(tony, "torch_on_cpu.py", "pytorch_ddp/multinode.py 3 1")
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = r.log("worker", i)
+        for epoch in range(3):
+            assert f"[GPU{i}] Epoch {epoch} | Batchsize: 32 | Steps: 32" in out, out[-2000:]
+        assert ("Training snapshot saved" in out) == (i == 0), out[-2000:]
+
+
+def test_horovod_synthetic_benchmark(tony):
+    """Horovod's examples/pytorch/pytorch_synthetic_benchmark.py, unedited,
+    on two tasks: hvd.init() finds its peers from tony's HOROVOD_* variables
+    and rendezvous, DistributedOptimizer all-reduces every step, and rank 0
+    (only it prints) reports the world it trained in. torchvision is not
+    installed here: stand_in_torchvision.py gives the benchmark a small model
+    under the name it asks for."""
+    r = tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                    "--executes", "horovod/stand_in_torchvision.py",
+                    "--task_params", "--no-cuda --batch-size 4 --num-warmup-batches 2 --num-batches-per-iter 2 "
+                                     "--num-iters 3",
+                    "--conf", "tony.application.framework=horovod", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=2g", timeout=300)
+    assert r.rc == 0, r.log("worker", 0, "stderr")[-3000:]
+    out = r.log("worker", 0)
+    assert "Model: resnet50" in out and "Number of CPUs: 2" in out, out[-2000:]
+    assert len(re.findall(r"Iter #\d: [\d.]+ img/sec per CPU", out)) == 3, out[-2000:]
+    assert re.search(r"Total img/sec on 2 CPU\(s\): [\d.]+", out), out[-2000:]
+    assert "Number of CPUs" not in r.log("worker", 1)
