@@ -3,7 +3,16 @@ tony.application.elastic-settle-ms as a user meets them. Bad elastic plans
 are refused at submit and --dry-run (exit 2, naming the key, nothing
 started); a job that loses a worker whose replacement cannot come goes on
 with the others in a renumbered world."""
+import json
+import os
+import re
+import signal
+
 import pytest
+
+from conftest import wait_for
+from test_faults import executor_of
+from test_ml import TORCH_PY
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
@@ -52,3 +61,96 @@ def test_an_elastic_plan_within_its_bounds_passes_the_dry_run(tony):
     r = tony.submit("--dry-run", "--executes", "echo hi", "--conf", "tony.application.framework=pytorch",
                     "--conf", "tony.worker.instances=3", "--conf", "tony.worker.min-instances=2", *SMALL)
     assert r.rc == 0, r
+
+
+# A real PyTorch DDP training (gloo, CPU) that checkpoints to the job's
+# shared dir and reloads after a world change, printing the world it sees.
+DDP_SCRIPT = r'''
+import os, sys, time
+import torch
+import torch.distributed as dist
+
+ckpt = os.path.join(os.environ["TONY_JOB_DIR"], "elastic.pt")
+dist.init_process_group("gloo")
+rank, size = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+step = 0
+if os.path.exists(ckpt):
+    state = torch.load(ckpt)
+    model.load_state_dict(state["model"])
+    step = state["step"]
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.02)
+print(f"world {os.environ['TONY_WORLD_VERSION']} rank {rank} of {size} env {os.environ['RANK']}/"
+      f"{os.environ['WORLD_SIZE']} task {os.environ['TONY_TASK_ID']} from step {step}", flush=True)
+w = torch.arange(8.0)
+steps = int(sys.argv[1])
+while step < steps:
+    g = torch.Generator().manual_seed(step * 100 + rank)
+    x = torch.randn(32, 8, generator=g)
+    loss = ((ddp(x).squeeze(1) - x @ w) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    step += 1
+    if rank == 0 and step % 5 == 0:
+        torch.save({"model": model.state_dict(), "step": step}, ckpt + ".tmp")
+        os.replace(ckpt + ".tmp", ckpt)
+    print(f"step {step} loss {loss.item():.4f} world {size}", flush=True)
+    time.sleep(0.05)
+dist.destroy_process_group()
+print(f"done rank {rank} of {size} loss {loss.item():.4f}", flush=True)
+'''
+
+
+def events_of(home):
+    path = next(home.glob("history/intermediate/*/events.jsonl"), None) or \
+        next(home.glob("history/finished/*/*/*/*/events.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def final_status(job):
+    st = json.loads((job / "status.json").read_text()) if (job / "status.json").exists() else {}
+    return st if st.get("final_status") not in (None, "UNDEFINED") else None
+
+
+@pytest.mark.ml
+def test_ddp_loses_a_worker_and_goes_on_with_the_others(tony, tmp_path):
+    """min=2 max=3: worker:2's container dies (its executor SIGKILLed) and
+    its replacement cannot start (its task dir is taken, as on a node that
+    can start no container): the job goes on with workers 0 and 1, ranks 0
+    and 1 of a world of 2, from the last checkpoint, and finishes; the
+    world's change is an event of the job's history."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
+    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
+                    "--executes", "elastic_ddp.py", "--task_params", "60",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=2000",
+                    "--conf", "tony.worker.memory=512m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    first = job / "attempts/0/worker-0/stdout"
+    wait_for(lambda: first.exists() and "step 15 " in first.read_text(), 120, what="step 15")
+    # the replacement of worker:2 cannot start: its task dir is a file
+    (job / "attempts/1").mkdir(parents=True, exist_ok=True)
+    (job / "attempts/1/worker-2").write_text("taken\n")
+    dead = executor_of(tony.home, "worker:2", 0)
+    assert dead
+    os.kill(dead, signal.SIGKILL)
+    st = wait_for(lambda: final_status(job), 120, what="the job's end")
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 1, st
+    for i in range(3):
+        assert f"world 0 rank {i} of 3 env {i}/3 task worker:{i} from step 0" in \
+            (job / f"attempts/0/worker-{i}/stdout").read_text()
+    for i in range(2):
+        out = (job / f"attempts/1/worker-{i}/stdout").read_text()
+        m = re.search(rf"world 1 rank {i} of 2 env {i}/2 task worker:{i} from step (\d+)", out)
+        assert m and int(m.group(1)) >= 15, out
+        assert f"done rank {i} of 2" in out and "step 60 " in out, out
+    ev = [e for e in events_of(tony.home) if e["type"] == "WORLD_CHANGED"]
+    assert len(ev) == 1, ev
+    assert ev[0]["world_version"] == 1 and ev[0]["world_size"] == 2 and ev[0]["roles"] == {"worker": 2}, ev
+    assert ev[0]["out"] == ["worker:2"] and "worker:2 left the world" in ev[0]["text"], ev
