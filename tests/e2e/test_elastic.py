@@ -154,3 +154,24 @@ def test_ddp_loses_a_worker_and_goes_on_with_the_others(tony, tmp_path):
     assert len(ev) == 1, ev
     assert ev[0]["world_version"] == 1 and ev[0]["world_size"] == 2 and ev[0]["roles"] == {"worker": 2}, ev
     assert ev[0]["out"] == ["worker:2"] and "worker:2 left the world" in ev[0]["text"], ev
+
+
+def test_a_job_starts_with_its_minimum_when_the_pool_holds_no_more(tony):
+    """tony.local.vcores caps the pool at 2 tasks of 3 (min 2): the third waits
+    in the pool's queue, and after the settle time the job starts with the
+    two, ranks 0 and 1 of a world of 2, and finishes. Without min-instances
+    the same job is refused at submit, as before."""
+    cmd = 'echo "rank $RANK of $WORLD_SIZE world $TONY_WORLD_VERSION"'
+    base = ["--conf", "tony.local.vcores=2", "--conf", "tony.application.framework=pytorch",
+            "--conf", "tony.worker.instances=3", "--conf", "tony.application.elastic-settle-ms=1000", *SMALL]
+    r = tony.run("submit", *base, "--conf", "tony.worker.min-instances=2", "--executes", cmd)
+    assert r.rc == 0, r
+    assert r.status()["final_status"] == "SUCCEEDED", r
+    assert r.log("worker", 0) == "rank 0 of 2 world 1\n"
+    assert r.log("worker", 1) == "rank 1 of 2 world 1\n"
+    assert r.task("worker", 2)["state"] == "FINISHED"
+    ev = [e for e in events_of(tony.home) if e["type"] == "WORLD_CHANGED"]
+    assert [(e["world_size"], e["out"]) for e in ev] == [(2, ["worker:2"])], ev
+    assert "elastic-settle-ms" in ev[0]["text"]
+    rigid = tony.run("submit", *base, "--executes", cmd)
+    assert rigid.rc == 2 and "the job needs 3 vcores at once but tony.local.vcores=2" in rigid.err, rigid
