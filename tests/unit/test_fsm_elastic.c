@@ -225,6 +225,29 @@ static void test_at_the_minimum_the_policy_decides(void **state) {
     destroy(f);
 }
 
+/* An executor lost to missed heartbeats is a loss too: its container is
+ * stopped and the attempt restarts on the world's account. */
+static void test_missed_heartbeats_are_a_loss(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    int missed = f->plan.max_missed_heartbeats < 3 ? 3 : f->plan.max_missed_heartbeats;
+    long long late = 20 + f->plan.heartbeat_interval_ms * missed + 1;
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, late, &(bool){false});
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 1), -1, late, &(bool){false});
+    am_fsm_tick(&f->fsm, late, fresh(f));
+    assert_true(task(f, "worker", 2)->lost);
+    assert_true(stops(f, task(f, "worker", 2)));
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, late + 1, fresh(f));
+    report(f, 0, 143, late + 2);
+    report(f, 1, 143, late + 2);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, late + 3, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    destroy(f);
+}
+
 /* Without min-instances nothing of the above happens. */
 static void test_a_rigid_job_is_unchanged(void **state) {
     (void)state;
@@ -260,6 +283,7 @@ int main(void) {
         cmocka_unit_test(test_starts_with_the_minimum_after_the_settle_time),
         cmocka_unit_test(test_two_lost_wait_for_the_minimum),
         cmocka_unit_test(test_at_the_minimum_the_policy_decides),
+        cmocka_unit_test(test_missed_heartbeats_are_a_loss),
         cmocka_unit_test(test_a_rigid_job_is_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
