@@ -185,6 +185,31 @@ static void restart(tony_am *am) {
     am_api_admit_early(am);
 }
 
+/* Elastic jobs: the world changed (fsm.h): said in the log and as an event
+ * of the job's history, with the world's version and size and each role's
+ * count, so that the world over time can be read back. */
+static void world_changed(tony_am *am) {
+    const am_fsm *f = &am->fsm;
+    tony_warn("%s", f->world_note);
+    if (!am->events) return;
+    json_t *roles = json_object();
+    int size = 0;
+    for (size_t r = 0; r < am->plan.nroles; r++) {
+        int n = am_fsm_world_count(&f->job, &am->plan.roles[r]);
+        size += n;
+        json_object_set_new(roles, am->plan.roles[r].name, json_integer(n));
+    }
+    json_t *left = json_array();
+    for (size_t i = 0; i < f->job.ntasks; i++) {
+        const am_task *t = &f->job.tasks[i];
+        if (t->out) json_array_append_new(left, json_sprintf("%s:%d", t->role->name, t->index));
+    }
+    am_events_add_data(am->events, am_wall_ms(am, am_now_ms()), AM_EVENT_WORLD_CHANGED, NULL, f->job.attempt,
+                       json_pack("{s:i,s:i,s:o,s:o}", AM_EVENT_WORLD_VERSION, f->world_version, AM_EVENT_WORLD_SIZE,
+                                 size, AM_EVENT_WORLD_ROLES, roles, AM_EVENT_WORLD_OUT, left),
+                       "%s", f->world_note);
+}
+
 /* The recovery from a lost coordinator is over (fsm.h, am_fsm_recover):
  * what the last coordinator left that no task took back is stopped. */
 static void adopted(tony_am *am) {
@@ -227,6 +252,7 @@ static void carry_out(tony_am *am) {
         case AM_ACT_FINISH: finished(am); break;
         case AM_ACT_HANG: am_stacks_hang(am, a.task, am->fsm.hang.idle_ms); break;
         case AM_ACT_EXCLUDE_NODE: exclude_node(am, &a); break;
+        case AM_ACT_WORLD: world_changed(am); break;
         case AM_ACT_ADOPTED: adopted(am); break;
         }
     }

@@ -104,7 +104,11 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
     /* the container's env names the attempt it was asked for in; a kept
      * one runs this attempt's process */
     am_task_attempt_env(am, &env);
-    tony_runtime_task rt = {.plan = &am->plan, .role = t->role->name, .index = t->index,
+    /* elastic jobs: the world's counts and t's rank in it (taskenv.h) */
+    tony_plan world;
+    int index;
+    am_task_world(am, t, &world, &index);
+    tony_runtime_task rt = {.plan = &world, .role = t->role->name, .index = index,
                             .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
                             .run_id = am->app_id};
     if (am->rendezvous) {
@@ -114,7 +118,9 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
         am_rendezvous_set_scopes(am->rendezvous, scopes);
         json_decref(scopes);
     }
-    if (tony_runtime_build_env(am->runtime, &rt, &env, err)) {
+    int built = tony_runtime_build_env(am->runtime, &rt, &env, err);
+    am_task_world_free(&world);
+    if (built) {
         json_decref(spec);
         tony_env_free(&env);
         return NULL;

@@ -14,6 +14,15 @@
 #define AM_EVENTS_KEEP 4000
 #define AM_EVENTS_PAGE 1000 /* the most one GET /v1/events returns */
 
+/* Elastic jobs: the world changed (am/fsm.h); its fields: the world's
+ * version (TONY_WORLD_VERSION), its size, each role's count, and every
+ * task out of it so far. */
+#define AM_EVENT_WORLD_CHANGED "WORLD_CHANGED"
+#define AM_EVENT_WORLD_VERSION "world_version"
+#define AM_EVENT_WORLD_SIZE "world_size"
+#define AM_EVENT_WORLD_ROLES "roles"
+#define AM_EVENT_WORLD_OUT "out"
+
 typedef struct am_event {
     long long seq; /* 1, 2, ... */
     long long t_ms; /* wall clock */

@@ -64,6 +64,7 @@ void am_fsm_free(am_fsm *f) {
     am_job_free(&f->job);
     free(f->diagnostics);
     free(f->permanent);
+    free(f->world_note);
     am_cause_free(&f->root_cause);
     am_exclusion_free(&f->exclusion);
     memset(f, 0, sizeof *f);
@@ -77,6 +78,7 @@ static bool kept_for_next(const am_fsm *f, const am_task *t) {
 
 static void note_failure(am_job *j, am_task *t, long long when_ms);
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out);
+static void advance(am_fsm *f, long long now_ms, am_actions *out);
 
 /* Forgets the last attempt's tasks and starts attempt number `attempt`;
  * each task that got a container keeps a line on it in its runs. A kept
@@ -96,12 +98,14 @@ static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
         }
         const tony_role *role = t->role;
         int index = t->index;
+        bool out = t->out;
         am_task_clear(t);
         memset(t, 0, sizeof *t);
         t->runs = runs;
         t->nruns = nruns;
         t->role = role;
         t->index = index;
+        t->out = out;
         t->exit_status = TONY_EXIT_INVALID;
         if (keep) {
             t->state = AM_TASK_REQUESTED;
@@ -137,7 +141,7 @@ static void settle(am_job *j) {
     int tracked = 0, failed = 0;
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        if (t->role->kind != TONY_ROLE_TRACKED) continue;
+        if (t->role->kind != TONY_ROLE_TRACKED || t->out) continue;
         tracked++;
         /* TonY counts every non-zero exit, a tracked task stopped by us included */
         failed += t->state != AM_TASK_SUCCEEDED;
@@ -174,7 +178,7 @@ static bool containers_gone(const am_job *j) {
 static bool awaiting_registration(const am_job *j) {
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        if (t->state != AM_TASK_NEW && !t->host && !am_task_done(t)) return true;
+        if (t->state != AM_TASK_NEW && !t->host && !am_task_done(t) && !t->out) return true;
     }
     return false;
 }
@@ -209,6 +213,138 @@ static long long attempt_ran_ms(const am_job *j, long long now_ms) {
     return end > first ? end - first : 0;
 }
 
+/* ---- Elastic jobs: the world's membership (fsm.h) ---- */
+
+int am_fsm_world_index(const am_job *j, const am_task *t) {
+    int rank = 0;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        const am_task *o = &j->tasks[i];
+        rank += o->role == t->role && o->index < t->index && !o->out;
+    }
+    return rank;
+}
+
+int am_fsm_world_count(const am_job *j, const tony_role *r) {
+    int n = 0;
+    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].role == r && !j->tasks[i].out;
+    return n;
+}
+
+/* A task of the world whose container or executor is gone (not a process
+ * that failed in a container that stays): its replacement is to be asked for. */
+static bool task_gone(const am_task *t) {
+    return t->state == AM_TASK_FAILED && (t->lost || (t->exited && !t->result_reported));
+}
+
+/* The attempt failed because a task of the world was lost (its first
+ * failure, the root cause: the peers' failures that follow are its
+ * consequence) and its role keeps its minimum without the tasks gone: the
+ * next attempt goes on in place at once, on the world's account (it spends
+ * no retry and waits no backoff), awaiting the replacements for the settle
+ * time. Anything else is the restart policy's to judge. */
+static bool world_loss(const am_fsm *f) {
+    const am_job *j = &f->job;
+    const am_task *first = j->first_failed;
+    if (!j->plan->elastic || !j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out ||
+        f->recover_failed || f->permanent || !first || first->out || first->permanent || !task_gone(first))
+        return false;
+    int gone = 0;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        const am_task *t = &j->tasks[i];
+        gone += t->role == first->role && !t->out && task_gone(t);
+    }
+    return am_fsm_world_count(j, first->role) - gone >= first->role->min_instances;
+}
+
+/* t leaves the world (its container, if it is still asked for, stopped). */
+static void leave_world(am_task *t, tony_buf *who, long long now_ms, am_actions *out) {
+    t->out = true;
+    tony_buf_printf(who, "%s%s:%d", who->len ? ", " : "", t->role->name, t->index);
+    if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+}
+
+/* The world changed: its version, a note for the record, and the gang
+ * goes once those left are all there. */
+static void world_changed(am_fsm *f, const tony_buf *who, const char *why, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    f->world_version++;
+    f->settle_at_ms = 0;
+    tony_buf sizes = {0};
+    int size = 0;
+    for (size_t r = 0; r < j->plan->nroles; r++) {
+        const tony_role *role = &j->plan->roles[r];
+        int n = am_fsm_world_count(j, role);
+        size += n;
+        tony_buf_printf(&sizes, "%s%s %d of %d (min %d)", sizes.len ? ", " : "", role->name, n, role->instances,
+                        role->min_instances);
+    }
+    free(f->world_note);
+    f->world_note = tony_sprintf("%s left the world (%s); world %d is %d task(s): %s", who->data, why,
+                                 f->world_version, size, sizes.data);
+    tony_buf_free(&sizes);
+    emit(out, AM_ACT_WORLD, NULL, 0, NULL);
+    if (!j->attempt_over && am_job_gang_ready(j)) emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
+    advance(f, now_ms, out);
+}
+
+/* Whether every role keeps its minimum in the world without the tasks for
+ * which `leaving` says so. */
+static bool keeps_minimum(const am_job *j, bool (*leaving)(const am_task *, const void *), const void *arg) {
+    for (size_t r = 0; r < j->plan->nroles; r++) {
+        const tony_role *role = &j->plan->roles[r];
+        int n = 0;
+        for (size_t i = 0; i < j->ntasks; i++) {
+            const am_task *t = &j->tasks[i];
+            n += t->role == role && !t->out && !leaving(t, arg);
+        }
+        if (n < role->min_instances) return false;
+    }
+    return true;
+}
+
+/* A task of the world the barrier still waits for: asked for, not there. */
+static bool missing(const am_task *t, const void *arg) {
+    (void)arg;
+    return !t->out && t->state != AM_TASK_NEW && !t->host && !am_task_done(t);
+}
+
+static bool is_task(const am_task *t, const void *arg) { return t == arg; }
+
+/* The barrier has waited the settle time: the tasks still missing leave
+ * the world, where every role keeps its minimum without them. */
+static void settle_world(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    if (!f->settle_at_ms || now_ms < f->settle_at_ms || j->attempt_over || f->recovering) return;
+    if (am_job_gang_ready(j)) {
+        f->settle_at_ms = 0;
+        return;
+    }
+    if (!keeps_minimum(j, missing, NULL)) return; /* below the minimum: as without elasticity */
+    tony_buf who = {0};
+    for (size_t i = 0; i < j->ntasks; i++)
+        if (missing(&j->tasks[i], NULL)) leave_world(&j->tasks[i], &who, now_ms, out);
+    char *why = tony_sprintf("not there %lld ms after the attempt started (tony.application.elastic-settle-ms)",
+                             j->plan->elastic_settle_ms);
+    world_changed(f, &who, why, now_ms, out);
+    free(why);
+    tony_buf_free(&who);
+}
+
+/* t's container ended before its executor registered (a replacement that
+ * cannot start): in an elastic job it leaves the world at once where its
+ * role keeps its minimum without it, instead of failing the attempt. */
+static bool leaves_unregistered(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    if (!j->plan->elastic || t->host || t->out || j->attempt_over || f->recovering ||
+        t->role->kind == TONY_ROLE_SIDECAR || !keeps_minimum(j, is_task, t))
+        return false;
+    tony_buf who = {0};
+    leave_world(t, &who, now_ms, out);
+    world_changed(f, &who, "its container ended before it registered", now_ms, out);
+    tony_buf_free(&who);
+    return true;
+}
+
 /* The attempt failed and every container has ended: the restart policy
  * (policy.h) decides between the end and another attempt after its backoff
  * (none for a first failure: only crash loops wait), waited for in
@@ -237,6 +373,20 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
         return;
     }
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
+    if (world_loss(f)) {
+        char *d = tony_sprintf("%s\nThe job is elastic and %s keeps its minimum of %d without %s:%d: it goes on in "
+                               "place, waiting up to %lld ms for a replacement (tony.application.elastic-settle-ms)",
+                               j->attempt_diagnostics ? j->attempt_diagnostics : "", j->first_failed->role->name,
+                               j->first_failed->role->min_instances, j->first_failed->role->name,
+                               j->first_failed->index, p->elastic_settle_ms);
+        free(j->attempt_diagnostics);
+        j->attempt_diagnostics = d;
+        f->retries_left++; /* the world's account, spent again at once below */
+        f->state = AM_JOB_BACKOFF;
+        f->restart_at_ms = now_ms;
+        after_failure(f, now_ms, out);
+        return;
+    }
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
@@ -268,7 +418,7 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
 static bool restart_due(const am_fsm *f) {
     const am_job *j = &f->job;
     if (!j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out) return false;
-    if (f->state == AM_JOB_BACKOFF) return true;
+    if (f->state == AM_JOB_BACKOFF || world_loss(f)) return true;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
@@ -301,7 +451,7 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
 bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
     if (!f->in_place || f->state == AM_JOB_DONE) return false;
     /* once the restart is decided its retry is spent already */
-    if (!f->restarting && (f->killed || f->timed_out || f->retries_left <= 0)) return false;
+    if (!f->restarting && (f->killed || f->timed_out || (f->retries_left <= 0 && !world_loss(f)))) return false;
     if (!f->restarting && f->job.attempt_over && !restart_due(f)) return false;
     return am_fsm_may_keep(f, t);
 }
@@ -384,6 +534,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
 void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
     if (f->state != AM_JOB_NEW) return;
     f->state = AM_JOB_REGISTERING;
+    if (f->job.plan->elastic) f->settle_at_ms = now_ms + f->job.plan->elastic_settle_ms;
     advance(f, now_ms, out);
 }
 
@@ -526,6 +677,7 @@ void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     f->permanent = NULL;
     reset_attempt(f, f->job.attempt + 1, now_ms);
     f->state = AM_JOB_REGISTERING;
+    if (f->job.plan->elastic) f->settle_at_ms = now_ms + f->job.plan->elastic_settle_ms;
     advance(f, now_ms, out);
 }
 
@@ -539,7 +691,7 @@ void am_fsm_request_dropped(am_fsm *f, am_task *t, long long now_ms, am_actions 
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out) {
     /* while recovering only the lost coordinator's executors come back */
-    if (f->job.attempt_over || f->state == AM_JOB_DONE || f->recovering) return AM_REG_ENDING;
+    if (f->job.attempt_over || f->state == AM_JOB_DONE || f->recovering || t->out) return AM_REG_ENDING;
     am_reg_result res = AM_REG_AGAIN;
     if (!t->host) {
         take_registration(t, r, now_ms);
@@ -655,7 +807,9 @@ static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagn
     if (exit_status == 0 && !(stopped && reported)) t->state = AM_TASK_SUCCEEDED;
     else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
     else t->state = AM_TASK_FAILED;
-    if (t->state != AM_TASK_FAILED) return;
+    /* a task out of the world (being stopped) decides nothing */
+    if (t->state != AM_TASK_FAILED || t->out) return;
+    if (leaves_unregistered(f, t, now_ms, out)) return;
     char *policy_diag = judge_failure(f, t, exit_status, diagnostics, now_ms, out);
     note_failure(&f->job, t, now_ms);
     if (!f->job.attempt_over)
@@ -828,7 +982,7 @@ static void check_registration(am_job *j, long long now_ms) {
     if (limit <= 0) return;
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
-        if (t->state != AM_TASK_REQUESTED || t->host || now_ms - t->requested_ms <= limit) continue;
+        if (t->state != AM_TASK_REQUESTED || t->host || t->out || now_ms - t->requested_ms <= limit) continue;
         end_attempt(j, AM_FINAL_FAILED,
                     "Stopping AM for task [%s:%d] registration timeout: its executor did not register within "
                     "%lld ms (tony.container.registration.timeout, or TonY's tony.container.allocation.timeout)",
@@ -933,6 +1087,7 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
      * are being stopped. */
     if (f->recovering && now_ms >= f->recover_until_ms) end_recovery(f, now_ms, out);
     if (!f->job.attempt_over) {
+        settle_world(f, now_ms, out);
         check_heartbeats(f, now_ms, out);
         /* a task waited for after a coordinator loss is not a registration */
         if (!f->recovering) check_registration(&f->job, now_ms);

@@ -53,6 +53,7 @@ typedef enum {
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
     AM_ACT_HANG,         /* task: idle past tony.task.progress-timeout; every task's stacks are being collected */
     AM_ACT_EXCLUDE_NODE, /* note: a node task's end marked bad; excluded if am_exclusion_has says so, else refused (the cap) */
+    AM_ACT_WORLD,        /* elastic jobs: the world changed (tasks left it); world_version and world_note say how */
     AM_ACT_ADOPTED,      /* the recovery from a lost coordinator is over: f->adopted tasks came back; the
                             containers of the last coordinator that no task claimed are to be stopped */
 } am_action_kind;
@@ -107,6 +108,18 @@ typedef struct am_fsm {
     int rejoined;               /* ... (of those) waiting at the gang barrier */
     int asked_anew;             /* missing when no gang had formed: their containers asked for again */
     bool recover_failed;        /* this attempt failed for tasks that did not come back (policy.h's coordinator_lost) */
+    /* Elastic jobs (tony.<role>.min-instances): the world is the tasks not
+     * `out` (job.h). A task lost while its role keeps its minimum restarts
+     * the attempt in place on the world's account (not tony.am.retry-count's,
+     * no backoff); a task still missing at the barrier settle_at_ms (the
+     * attempt's start plus tony.application.elastic-settle-ms), or whose
+     * container ends before it registers, leaves the world where every role
+     * keeps its minimum without it, and the gang goes with the others, their
+     * ranks renumbered densely (am_fsm_world_index). Below the minimum the
+     * job waits and fails as it would without elasticity. */
+    int world_version;      /* 0, then one more per change (TONY_WORLD_VERSION) */
+    long long settle_at_ms; /* while the barrier waits for missing tasks: when it stops waiting; 0: not */
+    char *world_note;       /* the last change in words: who left, the world's size (AM_ACT_WORLD) */
 } am_fsm;
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
@@ -239,6 +252,12 @@ bool am_fsm_wants_stacks(am_fsm *f, am_task *t);
 /* t's stacks arrived (the coordinator wrote them): once every running
  * task's are in, the hung attempt fails. */
 void am_fsm_stacks_in(am_fsm *f, am_task *t, long long now_ms, am_actions *out);
+
+/* Elastic jobs: t's rank among its role's tasks in the world (dense: the
+ * tasks that left are skipped, so rank 0 stays on task 0 while it is
+ * there), and how many tasks of role r the world has. */
+int am_fsm_world_index(const am_job *j, const am_task *t);
+int am_fsm_world_count(const am_job *j, const tony_role *r);
 
 /* Single-node mode: the command runs in the coordinator. */
 void am_fsm_single_started(am_fsm *f);

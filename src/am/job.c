@@ -88,13 +88,13 @@ static bool prepare_stage_done(const am_job *j) {
 }
 
 bool am_job_should_request(const am_job *j, const am_task *t) {
-    if (t->state != AM_TASK_NEW || j->attempt_over) return false;
+    if (t->state != AM_TASK_NEW || j->attempt_over || t->out) return false;
     return t->role->stage == TONY_STAGE_PREPARE || prepare_stage_done(j);
 }
 
 int am_job_count_requested(const am_job *j) {
     int n = 0;
-    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].state != AM_TASK_NEW;
+    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].state != AM_TASK_NEW && !j->tasks[i].out;
     return n;
 }
 
@@ -109,7 +109,7 @@ bool am_job_gang_ready(const am_job *j) {
      * finished still has its place in the cluster spec. */
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        if (t->state == AM_TASK_NEW) continue;
+        if (t->state == AM_TASK_NEW || t->out) continue;
         /* one that ended without registering (an ignored sidecar) never will */
         if (!t->host && !am_task_done(t)) return false;
     }
@@ -119,7 +119,7 @@ bool am_job_gang_ready(const am_job *j) {
 bool am_job_tracked_done(const am_job *j) {
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        if (t->role->kind == TONY_ROLE_TRACKED && !am_task_done(t)) return false;
+        if (t->role->kind == TONY_ROLE_TRACKED && !am_task_done(t) && !t->out) return false;
     }
     return true;
 }

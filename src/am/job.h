@@ -75,6 +75,11 @@ typedef struct am_task {
     char *log_fail;       /* a `fail` log policy matched its output: the policy and the line, in words */
     char *log_exclude;    /* an `exclude-node` one did */
     size_t nruns;
+    /* Elastic jobs (fsm.h): the task left the job's world (it was lost, or
+     * never came, and its replacement did not come within
+     * tony.application.elastic-settle-ms); kept across attempts. The
+     * world's tables (gang, tracked tasks, requests) pass it by. */
+    bool out;
 } am_task;
 
 typedef struct am_job {

@@ -5,6 +5,8 @@
  * container runs. */
 #include "am/taskenv.h"
 
+#include <stdlib.h>
+
 #include "common/http.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -24,6 +26,22 @@ void am_task_attempt_env(const tony_am *am, tony_env *env) {
     tony_env_setf(env, TASKENV_SESSION_ID, "%d", attempt);
     if (attempt > 0) tony_env_setf(env, TASKENV_NUM_AM_RETRIES, "%d", attempt);
     tony_env_setf(env, TASKENV_ATTEMPT, "%d", attempt);
+    if (am->plan.elastic) tony_env_setf(env, TASKENV_WORLD_VERSION, "%d", am->fsm.world_version);
+}
+
+void am_task_world(const tony_am *am, const am_task *t, tony_plan *view, int *index) {
+    *view = am->plan;
+    view->roles = tony_xcalloc(am->plan.nroles ? am->plan.nroles : 1, sizeof *view->roles);
+    for (size_t r = 0; r < am->plan.nroles; r++) {
+        view->roles[r] = am->plan.roles[r];
+        view->roles[r].instances = am_fsm_world_count(&am->fsm.job, &am->plan.roles[r]);
+    }
+    *index = am_fsm_world_index(&am->fsm.job, t);
+}
+
+void am_task_world_free(tony_plan *view) {
+    free(view->roles);
+    view->roles = NULL;
 }
 
 void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {

@@ -42,6 +42,9 @@
 #define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
 #define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"
+/* Elastic jobs: the world's version, one more at each change of its
+ * members (docs/elastic.md); only in elastic jobs. */
+#define TASKENV_WORLD_VERSION "TONY_WORLD_VERSION"
 #define TASKENV_HEARTBEAT_INTERVAL_MS "TONY_HEARTBEAT_INTERVAL_MS"
 #define TASKENV_MAX_MISSED_HEARTBEATS "TONY_MAX_MISSED_HEARTBEATS"
 #define TASKENV_AM_RECOVERY_MS "TONY_AM_RECOVERY_MS" /* tony.am.recovery-timeout-ms: how long a task whose

@@ -114,6 +114,9 @@ static const tony_key keys[] = {
      "Right-sizing advice (ours) comes only from tasks whose process ran at least this long, in ms: a task that "
      "never started or ran briefly says nothing about the memory a real run needs.", NULL},
     {TONY_KEY_APP_RESTART_BACKOFF_MAX_MS, MS, "60000", ALL, "The longest wait between attempts, in ms (ours).", NULL},
+    {TONY_KEY_APP_ELASTIC_SETTLE_MS, MS, "5000", ALL,
+     "Elastic jobs (ours, docs/elastic.md): how long, in ms, the job waits for missing tasks (at the start, or "
+     "a lost task's replacement) before it trains with fewer, down to tony.<role>.min-instances.", NULL},
     {TONY_KEY_APP_RESTART_MODE, STR, "in-place", ALL,
      "How a failed attempt restarts (tony.am.retry-count): in-place keeps the healthy containers and starts the "
      "user processes in them again; reallocate stops every container and asks for new ones.", NULL},
@@ -204,6 +207,9 @@ static const tony_key keys[] = {
     {"tony.<role>.restart-policy", STR, NULL, ALL,
      "tony.application.restart-policy for a failure that started in this job type (ours).", NULL},
     {"tony.<role>.max-instances", INT, NULL, ALL, "Most tony.<role>.instances the job type may ask for.", NULL},
+    {"tony.<role>.min-instances", INT, NULL, ALL,
+     "Elastic jobs (ours, docs/elastic.md): the fewest tasks of the job type the job trains with; "
+     "tony.<role>.instances is the most. Unset means tony.<role>.instances (not elastic).", NULL},
     {TONY_KEY_WORKER_TIMEOUT, MS, "0", ALL,
      "Time limit of every user process in ms (all job types, despite the name); 0 means no limit.", NULL},
     {"tony.<role>.timeout", MS, NULL, ALL, "TonY's per-job-type time limit.",

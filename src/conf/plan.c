@@ -133,6 +133,14 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
     tony_strv_free(&list);
     r->stage = TONY_STAGE_TRAINING;
 
+    key = tony_sprintf(TONY_KEY_ROLE_MIN_INSTANCES_FMT, name);
+    rc = get_nonneg_int(c, key, instances, &r->min_instances, err);
+    if (rc == 0 && r->min_instances > instances)
+        rc = tony_err(err, "%s (%d) is above tony.%s.instances (%d), the most tasks the job type runs: lower it, or "
+                           "raise the instances", key, r->min_instances, name, instances);
+    free(key);
+    if (rc) return rc;
+
     long long max;
     key = tony_sprintf(TONY_KEY_ROLE_MAX_INSTANCES_FMT, name);
     rc = tony_conf_get_ll(c, key, -1, &max, err);
@@ -373,6 +381,21 @@ static int read_node_policies(const tony_conf *c, tony_plan *p, tony_error *err)
     return 0;
 }
 
+/* Elastic jobs: a role may train with fewer than its instances. Without a
+ * gang there is no shared world to shrink (FCFS tasks run on their own). */
+static int read_elastic(const tony_conf *c, tony_plan *p, tony_error *err) {
+    if (get_nonneg_ll(c, TONY_KEY_APP_ELASTIC_SETTLE_MS, 5000, &p->elastic_settle_ms, err)) return -1;
+    const tony_role *elastic = NULL;
+    for (size_t i = 0; i < p->nroles && !elastic; i++)
+        if (p->roles[i].min_instances < p->roles[i].instances) elastic = &p->roles[i];
+    p->elastic = elastic != NULL;
+    if (elastic && !p->gang)
+        return tony_err(err, "tony.%s.min-instances (%d) makes the job elastic, which needs "
+                             "tony.application.distributed-mode GANG (FCFS tasks share no world to resize): unset it "
+                             "or use GANG", elastic->name, elastic->min_instances);
+    return 0;
+}
+
 static int read_restart_mode(const tony_conf *c, tony_plan *p, tony_error *err) {
     const char *key = TONY_KEY_APP_RESTART_MODE;
     const char *v = get_str(c, key);
@@ -406,6 +429,7 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return -1;
     if (get_nonneg_int(c, TONY_KEY_AM_RETRY_COUNT, 0, &p->retry_count, err)) return -1;
     if (read_restart_mode(c, p, err)) return -1;
+    if (read_elastic(c, p, err)) return -1;
 
     if (tony_conf_get_ll(c, TONY_KEY_TASK_HEARTBEAT_INTERVAL_MS, 1000, &p->heartbeat_interval_ms, err)) return -1;
     if (p->heartbeat_interval_ms <= 0)

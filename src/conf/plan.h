@@ -40,6 +40,9 @@ const char *tony_restart_policy_name(tony_restart_policy p);
 typedef struct tony_role {
     char *name;
     int instances;
+    /* Elastic jobs: tony.<t>.min-instances, the fewest tasks the job trains
+     * with (instances is the most); equal to instances when not elastic. */
+    int min_instances;
     long long memory_mb;
     int vcores;
     int gpus;
@@ -80,6 +83,11 @@ typedef struct tony_plan {
      * containers across a restart and starts the user processes in them
      * again; reallocate tears every container down and asks anew. */
     bool restart_in_place;
+    /* Elastic jobs (am/fsm.h): some role's min_instances is below its
+     * instances; the job waits tony.application.elastic-settle-ms for
+     * missing tasks before it trains with fewer. */
+    bool elastic;
+    long long elastic_settle_ms;
     long long heartbeat_interval_ms;    /* tony.task.heartbeat-interval-ms */
     int max_missed_heartbeats;          /* tony.task.max-missed-heartbeats */
     long long am_recovery_ms;           /* tony.am.recovery-timeout-ms: tasks outlive a lost coordinator this long; 0 = off */

@@ -80,9 +80,13 @@ static bool mx_lockstep(const tony_plan *plan) {
     return false;
 }
 
+/* ps-lite: every node registers with the scheduler; the servers hold the model. */
+static const char *const mx_elastic_needs[] = {"scheduler", "server", NULL};
+
 const tony_runtime tony_runtime_mxnet = {
     .name = "mxnet",
     .validate = mx_validate,
     .lockstep = mx_lockstep,
     .task_env = mx_task_env,
+    .elastic_needs = mx_elastic_needs,
 };

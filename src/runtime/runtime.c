@@ -87,6 +87,30 @@ static int read_lockstep(const tony_conf *c, const tony_runtime *rt, tony_plan *
     return rc;
 }
 
+/* Elastic plans the framework could not train with: its world cannot
+ * change size, or a role it needs (the chief's: worker when no chief role;
+ * the runtime's own) could drop to no task. */
+static int check_elastic(const tony_runtime *rt, const tony_plan *p, tony_error *err) {
+    if (!p->elastic) return 0;
+    for (size_t i = 0; i < p->nroles; i++) {
+        const tony_role *r = &p->roles[i];
+        if (r->min_instances == r->instances) continue;
+        if (rt->fixed_world)
+            return tony_err(err, "tony.%s.min-instances (%d) makes the job elastic, but the %s framework cannot change "
+                                 "its world size: %s. Unset tony.%s.min-instances (see docs/elastic.md)",
+                            r->name, r->min_instances, rt->name, rt->fixed_world, r->name);
+        bool needed = r->min_instances < 1 && tony_plan_is_chief(p, r->name, 0);
+        for (const char *const *n = rt->elastic_needs; n && *n && !needed; n++)
+            needed = r->min_instances < 1 && strcmp(*n, r->name) == 0;
+        if (needed)
+            return tony_err(err, "tony.%s.min-instances is 0, but the %s framework cannot train without a %s task "
+                                 "(%s): set it to 1 or more (see docs/elastic.md)",
+                            r->name, rt->name, r->name,
+                            tony_plan_is_chief(p, r->name, 0) ? "the chief's role" : "its framework needs the role");
+    }
+    return 0;
+}
+
 int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err) {
     if (tony_plan_from_conf(c, out, err)) return -1;
     const tony_runtime *rt = NULL;
@@ -97,6 +121,7 @@ int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err) {
      * cluster for a framework's rules (a pytorch worker role, ...) to apply to. */
     if (!out->single_node && rt->validate && rt->validate(out, err)) goto fail;
     if (read_lockstep(c, rt, out, err)) goto fail;
+    if (!out->single_node && check_elastic(rt, out, err)) goto fail;
     return 0;
 fail:
     tony_plan_free(out);

@@ -43,6 +43,12 @@ typedef struct tony_runtime {
      * key-value store (Horovod's gloo): given the complete cluster spec, how
      * many workers share each scope. */
     json_t *(*rendezvous_scopes)(const json_t *spec);
+    /* Elastic jobs (tony.<role>.min-instances): roles whose tasks the
+     * framework cannot train without (NULL-terminated; NULL: none beyond
+     * the chief's), and, for a framework whose world cannot change size,
+     * why not (NULL: it can, with its processes restarted in the new world). */
+    const char *const *elastic_needs;
+    const char *fixed_world;
 } tony_runtime;
 
 /* Case-insensitive lookup; NULL if unknown. */

@@ -35,4 +35,5 @@ const tony_runtime tony_runtime_standalone = {
     .validate = sa_validate,
     .lockstep = sa_lockstep,
     .task_env = NULL,
+    .fixed_world = "it runs exactly one task",
 };

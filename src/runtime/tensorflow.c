@@ -60,9 +60,13 @@ static bool tf_lockstep(const tony_plan *plan) {
     return true;
 }
 
+/* ParameterServerStrategy keeps the variables on the ps tasks: none, no model. */
+static const char *const tf_elastic_needs[] = {"ps", NULL};
+
 const tony_runtime tony_runtime_tensorflow = {
     .name = "tensorflow",
     .validate = NULL,
     .lockstep = tf_lockstep,
     .task_env = tf_task_env,
+    .elastic_needs = tf_elastic_needs,
 };

@@ -178,9 +178,11 @@ void tony_local_fit_plan(const tony_local_pool *pool, const tony_plan *plan, ton
         for (size_t i = 0; i < plan->nroles; i++) {
             const tony_role *r = &plan->roles[i];
             if (!runs_in_stage(plan, r, stage)) continue;
-            mem += r->memory_mb * r->instances;
-            vcores += r->vcores * r->instances;
-            gpus += r->gpus * r->instances;
+            /* an elastic role needs its minimum at once; the rest waits in
+             * the queue and the job starts without it (am/fsm.h) */
+            mem += r->memory_mb * r->min_instances;
+            vcores += r->vcores * r->min_instances;
+            gpus += r->gpus * r->min_instances;
         }
         if (mem > peak_mem) peak_mem = mem;
         if (vcores > fit->peak_vcores) fit->peak_vcores = vcores;

@@ -1,0 +1,177 @@
+"""Elastic jobs (issue 24, docs/elastic.md): tony.<role>.min-instances and
+tony.application.elastic-settle-ms as a user meets them. Bad elastic plans
+are refused at submit and --dry-run (exit 2, naming the key, nothing
+started); a job that loses a worker whose replacement cannot come goes on
+with the others in a renumbered world."""
+import json
+import os
+import re
+import signal
+
+import pytest
+
+from conftest import wait_for
+from test_faults import executor_of
+from test_ml import TORCH_PY
+
+SMALL = ["--conf", "tony.worker.memory=256m"]
+
+
+def nothing_started(tony):
+    assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir())
+
+
+REFUSED = [
+    # (framework, extra conf, words the error must hold)
+    ("pytorch", ["tony.worker.instances=3", "tony.worker.min-instances=4"],
+     "tony.worker.min-instances (4) is above tony.worker.instances (3)"),
+    ("pytorch", ["tony.worker.instances=3", "tony.worker.min-instances=0"],
+     "tony.worker.min-instances is 0, but the pytorch framework cannot train without a worker task"),
+    ("tensorflow", ["tony.worker.instances=2", "tony.ps.instances=2", "tony.ps.min-instances=0"],
+     "tony.ps.min-instances is 0, but the tensorflow framework cannot train without a ps task"),
+    ("tensorflow", ["tony.worker.instances=2", "tony.chief.instances=1", "tony.chief.min-instances=0"],
+     "tony.chief.min-instances is 0, but the tensorflow framework cannot train without a chief task"),
+    ("standalone", ["tony.worker.instances=1", "tony.worker.min-instances=0"],
+     "tony.worker.min-instances (0) makes the job elastic, but the standalone framework cannot change its world "
+     "size"),
+    ("pytorch", ["tony.worker.instances=3", "tony.worker.min-instances=2",
+                 "tony.application.distributed-mode=FCFS"],
+     "tony.worker.min-instances (2) makes the job elastic, which needs tony.application.distributed-mode GANG"),
+    ("pytorch", ["tony.worker.instances=3", "tony.worker.min-instances=-1"],
+     "tony.worker.min-instances must be a non-negative integer"),
+    ("pytorch", ["tony.worker.instances=3", "tony.worker.min-instances=2",
+                 "tony.application.elastic-settle-ms=-5"],
+     "tony.application.elastic-settle-ms"),
+]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+@pytest.mark.parametrize("framework,conf,words", REFUSED)
+def test_bad_elastic_plans_are_refused_naming_the_key(tony, dry_run, framework, conf, words):
+    extra = ["--dry-run"] if dry_run else []
+    confs = [a for c in conf for a in ("--conf", c)]
+    r = tony.submit(*extra, "--executes", "echo hi", "--conf", f"tony.application.framework={framework}", *confs,
+                    *SMALL)
+    assert r.rc == 2, r
+    assert words in r.err, r
+    nothing_started(tony)
+
+
+def test_an_elastic_plan_within_its_bounds_passes_the_dry_run(tony):
+    r = tony.submit("--dry-run", "--executes", "echo hi", "--conf", "tony.application.framework=pytorch",
+                    "--conf", "tony.worker.instances=3", "--conf", "tony.worker.min-instances=2", *SMALL)
+    assert r.rc == 0, r
+
+
+# A real PyTorch DDP training (gloo, CPU) that checkpoints to the job's
+# shared dir and reloads after a world change, printing the world it sees.
+DDP_SCRIPT = r'''
+import os, sys, time
+import torch
+import torch.distributed as dist
+
+ckpt = os.path.join(os.environ["TONY_JOB_DIR"], "elastic.pt")
+dist.init_process_group("gloo")
+rank, size = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+step = 0
+if os.path.exists(ckpt):
+    state = torch.load(ckpt)
+    model.load_state_dict(state["model"])
+    step = state["step"]
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.02)
+print(f"world {os.environ['TONY_WORLD_VERSION']} rank {rank} of {size} env {os.environ['RANK']}/"
+      f"{os.environ['WORLD_SIZE']} task {os.environ['TONY_TASK_ID']} from step {step}", flush=True)
+w = torch.arange(8.0)
+steps = int(sys.argv[1])
+while step < steps:
+    g = torch.Generator().manual_seed(step * 100 + rank)
+    x = torch.randn(32, 8, generator=g)
+    loss = ((ddp(x).squeeze(1) - x @ w) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    step += 1
+    if rank == 0 and step % 5 == 0:
+        torch.save({"model": model.state_dict(), "step": step}, ckpt + ".tmp")
+        os.replace(ckpt + ".tmp", ckpt)
+    print(f"step {step} loss {loss.item():.4f} world {size}", flush=True)
+    time.sleep(0.05)
+dist.destroy_process_group()
+print(f"done rank {rank} of {size} loss {loss.item():.4f}", flush=True)
+'''
+
+
+def events_of(home):
+    path = next(home.glob("history/intermediate/*/events.jsonl"), None) or \
+        next(home.glob("history/finished/*/*/*/*/events.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def final_status(job):
+    st = json.loads((job / "status.json").read_text()) if (job / "status.json").exists() else {}
+    return st if st.get("final_status") not in (None, "UNDEFINED") else None
+
+
+@pytest.mark.ml
+def test_ddp_loses_a_worker_and_goes_on_with_the_others(tony, tmp_path):
+    """min=2 max=3: worker:2's container dies (its executor SIGKILLed) and
+    its replacement cannot start (its task dir is taken, as on a node that
+    can start no container): the job goes on with workers 0 and 1, ranks 0
+    and 1 of a world of 2, from the last checkpoint, and finishes; the
+    world's change is an event of the job's history."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
+    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
+                    "--executes", "elastic_ddp.py", "--task_params", "60",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=2000",
+                    "--conf", "tony.worker.memory=512m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    first = job / "attempts/0/worker-0/stdout"
+    wait_for(lambda: first.exists() and "step 15 " in first.read_text(), 120, what="step 15")
+    # the replacement of worker:2 cannot start: its task dir is a file
+    (job / "attempts/1").mkdir(parents=True, exist_ok=True)
+    (job / "attempts/1/worker-2").write_text("taken\n")
+    dead = executor_of(tony.home, "worker:2", 0)
+    assert dead
+    os.kill(dead, signal.SIGKILL)
+    st = wait_for(lambda: final_status(job), 120, what="the job's end")
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 1, st
+    for i in range(3):
+        assert f"world 0 rank {i} of 3 env {i}/3 task worker:{i} from step 0" in \
+            (job / f"attempts/0/worker-{i}/stdout").read_text()
+    for i in range(2):
+        out = (job / f"attempts/1/worker-{i}/stdout").read_text()
+        m = re.search(rf"world 1 rank {i} of 2 env {i}/2 task worker:{i} from step (\d+)", out)
+        assert m and int(m.group(1)) >= 15, out
+        assert f"done rank {i} of 2" in out and "step 60 " in out, out
+    ev = [e for e in events_of(tony.home) if e["type"] == "WORLD_CHANGED"]
+    assert len(ev) == 1, ev
+    assert ev[0]["world_version"] == 1 and ev[0]["world_size"] == 2 and ev[0]["roles"] == {"worker": 2}, ev
+    assert ev[0]["out"] == ["worker:2"] and "worker:2 left the world" in ev[0]["text"], ev
+
+
+def test_a_job_starts_with_its_minimum_when_the_pool_holds_no_more(tony):
+    """tony.local.vcores caps the pool at 2 tasks of 3 (min 2): the third waits
+    in the pool's queue, and after the settle time the job starts with the
+    two, ranks 0 and 1 of a world of 2, and finishes. Without min-instances
+    the same job is refused at submit, as before."""
+    cmd = 'echo "rank $RANK of $WORLD_SIZE world $TONY_WORLD_VERSION"'
+    base = ["--conf", "tony.local.vcores=2", "--conf", "tony.application.framework=pytorch",
+            "--conf", "tony.worker.instances=3", "--conf", "tony.application.elastic-settle-ms=1000", *SMALL]
+    r = tony.run("submit", *base, "--conf", "tony.worker.min-instances=2", "--executes", cmd)
+    assert r.rc == 0, r
+    assert r.status()["final_status"] == "SUCCEEDED", r
+    assert r.log("worker", 0) == "rank 0 of 2 world 1\n"
+    assert r.log("worker", 1) == "rank 1 of 2 world 1\n"
+    assert r.task("worker", 2)["state"] == "FINISHED"
+    ev = [e for e in events_of(tony.home) if e["type"] == "WORLD_CHANGED"]
+    assert [(e["world_size"], e["out"]) for e in ev] == [(2, ["worker:2"])], ev
+    assert "elastic-settle-ms" in ev[0]["text"]
+    rigid = tony.run("submit", *base, "--executes", cmd)
+    assert rigid.rc == 2 and "the job needs 3 vcores at once but tony.local.vcores=2" in rigid.err, rigid

@@ -1,0 +1,290 @@
+/* Elastic jobs in the coordinator's state machine (fsm.h), transition by
+ * transition with no HTTP, process or clock: a lost worker whose
+ * replacement does not come within the settle time leaves the world and
+ * the others go on, ranks renumbered; one that comes in time keeps the
+ * world; a replacement that cannot start leaves at once; a job starts with
+ * its minimum; below the minimum, and without elasticity, nothing changes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "fsm_fixture.h"
+
+#define SETTLE 1000
+
+/* PyTorch DDP, 3 workers, at least 2; no retry budget, so that only the
+ * world's account can restart it. */
+static const char *ELASTIC[] = {"tony.application.framework=pytorch", "tony.worker.instances=3",
+                                "tony.worker.min-instances=2", "tony.application.elastic-settle-ms=1000", NULL};
+static const char *RIGID[] = {"tony.application.framework=pytorch", "tony.worker.instances=3",
+                              "tony.application.elastic-settle-ms=1000", NULL};
+
+static void reg(fixture *f, am_task *t, long long now) {
+    am_registration r = {.host = "127.0.0.1", .port = 1000 + t->index};
+    assert_int_equal(am_fsm_registered(&f->fsm, t, &r, now, fresh(f)), AM_REG_NEW);
+}
+
+/* The first attempt: the tasks named by `present` (all when NULL) register
+ * and start. */
+static void begin(fixture *f, const bool *present) {
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    for (size_t i = 0; i < f->job->ntasks; i++)
+        if (!present || present[i]) reg(f, &f->job->tasks[i], 10);
+    for (size_t i = 0; i < f->job->ntasks; i++)
+        if (f->job->tasks[i].host) am_fsm_started(&f->fsm, &f->job->tasks[i], 100 + (int)i, 20);
+}
+
+static void report(fixture *f, int index, int code, long long now) {
+    am_fsm_result_reported(&f->fsm, task(f, "worker", index), code, false, now, fresh(f));
+}
+
+static bool stops(const fixture *f, const am_task *t) {
+    for (size_t i = 0; i < f->out.len; i++)
+        if (f->out.items[i].kind == AM_ACT_STOP && f->out.items[i].task == t) return true;
+    return false;
+}
+
+/* worker:lost's container dies (its executor with it); the others stop
+ * their processes in place: the attempt restarts on the world's account. */
+static void lose(fixture *f, int lost) {
+    am_fsm_exited(&f->fsm, task(f, "worker", lost), 137, "killed", 100, fresh(f));
+    assert_true(f->job->attempt_over);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", lost)));
+    for (int i = 0; i < 3; i++) {
+        if (i == lost) continue;
+        assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", i)));
+        report(f, i, 143, 200 + i);
+    }
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0); /* tony.am.retry-count is 0 and stays so */
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1); /* the replacement, alone */
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", lost));
+    for (int i = 0; i < 3; i++)
+        if (i != lost) reg(f, task(f, "worker", i), 400);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0); /* the replacement is waited for */
+}
+
+static void test_lost_worker_without_replacement_leaves_the_world(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    assert_true(f->plan.elastic);
+    begin(f, NULL);
+    assert_int_equal(f->fsm.world_version, 0);
+    lose(f, 2);
+    am_fsm_tick(&f->fsm, 300 + SETTLE - 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    am_fsm_tick(&f->fsm, 300 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_true(stops(f, task(f, "worker", 2))); /* its replacement's container is not waited for */
+    assert_true(task(f, "worker", 2)->out);
+    assert_int_equal(f->fsm.world_version, 1);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    assert_non_null(strstr(f->fsm.world_note, "worker:2 left the world"));
+    assert_non_null(strstr(f->fsm.world_note, "worker 2 of 3 (min 2)"));
+    assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 2);
+    assert_int_equal(am_fsm_world_index(f->job, task(f, "worker", 1)), 1);
+    /* the stopped replacement's end decides nothing; a late one is refused */
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, 1400, fresh(f));
+    assert_false(f->job->attempt_over);
+    am_registration r = {.host = "127.0.0.1", .port = 1};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 1500, fresh(f)), AM_REG_ENDING);
+    /* the two finish the job */
+    for (int i = 0; i < 2; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 1600);
+    report(f, 0, 0, 1700);
+    report(f, 1, 0, 1700);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 0, NULL, 1710, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 0, NULL, 1710, fresh(f));
+    assert_int_equal(count(f, AM_ACT_FINISH), 1);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    assert_string_equal(f->fsm.diagnostics, "All 2 tracked tasks succeeded");
+    destroy(f);
+}
+
+/* Rank 0 moves to the first task left when worker:0 is the one lost. */
+static void test_ranks_are_renumbered_densely(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 0);
+    am_fsm_tick(&f->fsm, 300 + SETTLE, fresh(f));
+    assert_true(task(f, "worker", 0)->out);
+    assert_int_equal(am_fsm_world_index(f->job, task(f, "worker", 1)), 0);
+    assert_int_equal(am_fsm_world_index(f->job, task(f, "worker", 2)), 1);
+    destroy(f);
+}
+
+static void test_replacement_in_time_keeps_the_world(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 1);
+    reg(f, task(f, "worker", 1), 300 + SETTLE / 2);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    am_fsm_tick(&f->fsm, 300 + 2 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    assert_int_equal(f->fsm.world_version, 0);
+    assert_false(task(f, "worker", 1)->out);
+    destroy(f);
+}
+
+/* A replacement whose container ends before it registers leaves at once. */
+static void test_replacement_that_cannot_start_leaves_at_once(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 2);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_ABORTED, "cannot start", 500, fresh(f));
+    assert_false(f->job->attempt_over);
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_true(task(f, "worker", 2)->out);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    destroy(f);
+}
+
+/* The first attempt starts with the minimum once the settle time passed. */
+static void test_starts_with_the_minimum_after_the_settle_time(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    bool present[] = {true, true, false};
+    begin(f, present);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    am_fsm_tick(&f->fsm, SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    assert_int_equal(f->fsm.world_version, 1);
+    destroy(f);
+
+    /* under the minimum it keeps waiting, as without elasticity */
+    f = make(ELASTIC);
+    bool one[] = {true, false, false};
+    begin(f, one);
+    am_fsm_tick(&f->fsm, 10 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    assert_int_equal(f->fsm.state, AM_JOB_REGISTERING);
+    destroy(f);
+}
+
+/* Two lost at once: the replacements are waited for while the world would
+ * fall below its minimum without them; once one is there the other leaves. */
+static void test_two_lost_wait_for_the_minimum(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 137, "killed", 100, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
+    report(f, 0, 143, 200);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 2);
+    reg(f, task(f, "worker", 0), 400);
+    am_fsm_tick(&f->fsm, 300 + 5 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    reg(f, task(f, "worker", 1), 300 + 6 * SETTLE);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    am_fsm_tick(&f->fsm, 300 + 6 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_true(task(f, "worker", 2)->out);
+    destroy(f);
+}
+
+/* At its minimum, a loss is the restart policy's to judge: with no retry
+ * left the job fails; a process that failed in its container is the
+ * script's failure, not a loss. */
+static void test_at_the_minimum_the_policy_decides(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 2);
+    am_fsm_tick(&f->fsm, 300 + SETTLE, fresh(f));
+    assert_int_equal(f->fsm.world_version, 1);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, 1400, fresh(f));
+    for (int i = 0; i < 2; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 1500);
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 137, "killed", 1600, fresh(f));
+    report(f, 0, 143, 1700);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 1710, fresh(f));
+    assert_int_equal(f->fsm.state, AM_JOB_DONE);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    destroy(f);
+
+    f = make(ELASTIC);
+    begin(f, NULL);
+    report(f, 2, 1, 100);
+    report(f, 0, 143, 200);
+    report(f, 1, 143, 200);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    destroy(f);
+}
+
+/* An executor lost to missed heartbeats is a loss too: its container is
+ * stopped and the attempt restarts on the world's account. */
+static void test_missed_heartbeats_are_a_loss(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    int missed = f->plan.max_missed_heartbeats < 3 ? 3 : f->plan.max_missed_heartbeats;
+    long long late = 20 + f->plan.heartbeat_interval_ms * missed + 1;
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 0), -1, late, &(bool){false});
+    am_fsm_heartbeat(&f->fsm, task(f, "worker", 1), -1, late, &(bool){false});
+    am_fsm_tick(&f->fsm, late, fresh(f));
+    assert_true(task(f, "worker", 2)->lost);
+    assert_true(stops(f, task(f, "worker", 2)));
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, late + 1, fresh(f));
+    report(f, 0, 143, late + 2);
+    report(f, 1, 143, late + 2);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, late + 3, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    destroy(f);
+}
+
+/* Without min-instances nothing of the above happens. */
+static void test_a_rigid_job_is_unchanged(void **state) {
+    (void)state;
+    fixture *f = make(RIGID);
+    assert_false(f->plan.elastic);
+    bool present[] = {true, true, false};
+    begin(f, present);
+    am_fsm_tick(&f->fsm, 10 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_ABORTED, "cannot start", 10 * SETTLE, fresh(f));
+    assert_true(f->job->attempt_over);
+    destroy(f);
+
+    f = make(RIGID);
+    begin(f, NULL);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
+    report(f, 0, 143, 200);
+    report(f, 1, 143, 200);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 210, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 143, NULL, 210, fresh(f));
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    destroy(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lost_worker_without_replacement_leaves_the_world),
+        cmocka_unit_test(test_ranks_are_renumbered_densely),
+        cmocka_unit_test(test_replacement_in_time_keeps_the_world),
+        cmocka_unit_test(test_replacement_that_cannot_start_leaves_at_once),
+        cmocka_unit_test(test_starts_with_the_minimum_after_the_settle_time),
+        cmocka_unit_test(test_two_lost_wait_for_the_minimum),
+        cmocka_unit_test(test_at_the_minimum_the_policy_decides),
+        cmocka_unit_test(test_missed_heartbeats_are_a_loss),
+        cmocka_unit_test(test_a_rigid_job_is_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
