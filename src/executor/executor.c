@@ -245,9 +245,10 @@ static void move_to_next(executor *x) {
     free(line);
 }
 
-/* What registering says: where the task's port is, its logs, its container. */
-static json_t *registration(const executor *x) {
-    json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
+/* What registering says: its kind (amapi.h's AM_API_REG_*), where the
+ * task's port is, its logs, its container. */
+static json_t *registration(const executor *x, const char *kind) {
+    json_t *body = json_pack("{s:s,s:s,s:i}", AM_API_REG_KIND, kind, AM_API_HOST, x->host, AM_API_PORT, x->port);
     /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
     if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
     json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
@@ -297,7 +298,8 @@ static int register_task(executor *x, tony_exec_answer *go, tony_error *err) {
     exec_life_init(&life, x->recovery_ms, x->max_missed + 1);
     while (!stop_signal) {
         long status;
-        json_t *body = registration(x);
+        json_t *body = registration(x, x->returning ? AM_API_REG_RETURN : AM_API_REG_JOIN);
+        /* for a coordinator from before AM_API_REG_KIND */
         if (x->returning) json_object_set_new(body, AM_API_RETURNING, json_true());
         tony_exec_answer a;
         int kind = ask(x, NULL, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &a, &status, err);
@@ -486,7 +488,7 @@ static exec_found come_back(executor *x, pid_t pid) {
     exec_found res = EXEC_FOUND_NONE;
     if (rc < 0) tony_info("looking for the next coordinator: %s", err.msg);
     if (rc == 0 && strcmp(url, old) != 0) {
-        json_t *body = registration(x);
+        json_t *body = registration(x, AM_API_REG_ADOPT);
         json_object_set_new(body, AM_API_ADOPT, json_integer(pid));
         long status;
         tony_exec_answer a;
