@@ -2,7 +2,9 @@
  * report; clients and the web UI read the job and ask to kill it. Every call
  * that changes state must be signed with a key derived from the job's secret
  * (common/apiauth.h), and its answer is signed back. Registration is a long
- * poll: the answer comes the moment the gang is complete. */
+ * poll: the answer comes the moment the gang is complete. Every route is a
+ * row of the table `routes` near the end (api_routes.h): routing, the
+ * 404/405 answers and docs/api.md's route list come from it. */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 #include <limits.h>
