@@ -687,21 +687,6 @@ static void on_metrics_get(am_call *c) {
 static void on_log(am_call *c) { handle_log(c->am, c->req, c->role, c->index); }
 static void on_stacks_get(am_call *c) { am_stacks_get(c->am, c->req, c->role, c->index); }
 
-/* The kind of a registration: named by the executor (AM_API_REG_KIND), or,
- * from an executor older than that field, told by the fields it sent as
- * before; NULL when it names none of them. */
-static const char *registration_kind(const json_t *body) {
-    const json_t *k = json_object_get(body, AM_API_REG_KIND);
-    if (k) {
-        const char *s = json_string_value(k);
-        bool known = s && (strcmp(s, AM_API_REG_JOIN) == 0 || strcmp(s, AM_API_REG_ADOPT) == 0 ||
-                           strcmp(s, AM_API_REG_RETURN) == 0);
-        return known ? s : NULL;
-    }
-    if (json_object_get(body, AM_API_ADOPT)) return AM_API_REG_ADOPT;
-    return json_is_true(json_object_get(body, AM_API_RETURNING)) ? AM_API_REG_RETURN : AM_API_REG_JOIN;
-}
-
 /* A kept container's executor, early for the next attempt: held until it
  * starts (am_api_admit_early) or the job ends; refused at once when there
  * is no next attempt for it. */
@@ -728,7 +713,7 @@ static bool stale(am_call *c) {
  * running (adopt) or from the barrier (return: while this coordinator
  * recovers; after, it joins as any). */
 static void on_register(am_call *c) {
-    const char *kind = registration_kind(c->body);
+    const char *kind = am_route_registration_kind(c->body);
     if (!kind) {
         json_decref(c->body);
         am_reply_error(c->req, 400,

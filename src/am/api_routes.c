@@ -1,8 +1,10 @@
 /* Matching requests against the API's route table (api_routes.h) and
  * rendering it: the lists in 404 and 405 answers and docs/api.md's route
- * list are read off the one table, so they cannot drift from routing. */
+ * list are read off the one table, so they cannot drift from routing; and
+ * the one body field that picks a handler's branch, register's kind. */
 #include "am/api_routes.h"
 
+#include <jansson.h>
 #include <string.h>
 
 #include "common/amapi.h"
@@ -86,4 +88,18 @@ char *am_route_markdown(const am_route *routes, size_t n) {
     char *s = tony_strdup(b.data);
     tony_buf_free(&b);
     return s;
+}
+
+const char *am_route_registration_kind(const json_t *body) {
+    const json_t *k = json_object_get(body, AM_API_REG_KIND);
+    if (k) {
+        static const char *const kinds[] = {AM_API_REG_JOIN, AM_API_REG_ADOPT, AM_API_REG_RETURN};
+        const char *s = json_string_value(k);
+        for (size_t i = 0; s && i < sizeof kinds / sizeof *kinds; i++)
+            if (strcmp(s, kinds[i]) == 0) return kinds[i];
+        return NULL;
+    }
+    /* an executor from before the field: its fields tell, as they did */
+    if (json_object_get(body, AM_API_ADOPT)) return AM_API_REG_ADOPT;
+    return json_is_true(json_object_get(body, AM_API_RETURNING)) ? AM_API_REG_RETURN : AM_API_REG_JOIN;
 }

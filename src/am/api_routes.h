@@ -7,6 +7,7 @@
 #ifndef TONY_AM_API_ROUTES_H
 #define TONY_AM_API_ROUTES_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -52,6 +53,10 @@ am_route_verdict am_route_find(const am_route *routes, size_t n, const char *pat
 const char *am_route_methods(const am_route *routes, size_t n, const char *path, const char *verb);
 /* The task verbs, each once, joined by sep ("|" or ", "); the caller frees it. */
 char *am_route_verbs(const am_route *routes, size_t n, const char *sep, const char *last_sep);
+/* The kind of a register body (amapi.h's AM_API_REG_*, a static string): the one it names,
+ * or for an executor from before AM_API_REG_KIND, the one its fields
+ * told then; NULL when it names none of the kinds. */
+const char *am_route_registration_kind(const json_t *body);
 /* The route list of docs/api.md, a Markdown table; the caller frees it. */
 char *am_route_markdown(const am_route *routes, size_t n);
 

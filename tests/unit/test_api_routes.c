@@ -1,5 +1,6 @@
 /* The coordinator API's route table (am/api_routes.h): routing's verdicts
  * (found, 404, 405) and the lists its answers give, read off the table;
+ * register's kinds, named or (an older executor's body) inferred;
  * and docs/api.md's route list, which must be the table rendered, so that
  * the two cannot drift. After changing the table, rewrite the docs with
  * TONY_WRITE_DOCS=1 build/tests/test_api_routes (run in tests/unit). */
@@ -81,6 +82,28 @@ static void test_lists_for_answers(void **st) {
     free(verbs);
 }
 
+static const char *kind_of(const char *body_text) {
+    json_t *body = json_loads(body_text, 0, NULL);
+    assert_non_null(body);
+    const char *k = am_route_registration_kind(body);
+    json_decref(body);
+    return k; /* amapi.h's constants, or NULL */
+}
+
+/* register's kind: named, or (an older executor) told by its fields */
+static void test_registration_kinds(void **st) {
+    (void)st;
+    assert_string_equal(kind_of("{\"kind\":\"join\",\"returning\":true}"), AM_API_REG_JOIN);
+    assert_string_equal(kind_of("{\"kind\":\"adopt\",\"adopt\":12}"), AM_API_REG_ADOPT);
+    assert_string_equal(kind_of("{\"kind\":\"return\"}"), AM_API_REG_RETURN);
+    assert_null(kind_of("{\"kind\":\"steal\"}"));
+    assert_null(kind_of("{\"kind\":3}"));
+    assert_string_equal(kind_of("{\"host\":\"h\"}"), AM_API_REG_JOIN);
+    assert_string_equal(kind_of("{\"adopt\":12}"), AM_API_REG_ADOPT);
+    assert_string_equal(kind_of("{\"returning\":true}"), AM_API_REG_RETURN);
+    assert_string_equal(kind_of("{\"returning\":false}"), AM_API_REG_JOIN);
+}
+
 /* docs/api.md's route list is the table, rendered. */
 static void test_docs_list_the_table(void **st) {
     (void)st;
@@ -112,6 +135,7 @@ int main(void) {
         cmocka_unit_test(test_paths_and_methods),
         cmocka_unit_test(test_task_verbs),
         cmocka_unit_test(test_lists_for_answers),
+        cmocka_unit_test(test_registration_kinds),
         cmocka_unit_test(test_docs_list_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
