@@ -2,7 +2,9 @@
  * report; clients and the web UI read the job and ask to kill it. Every call
  * that changes state must be signed with a key derived from the job's secret
  * (common/apiauth.h), and its answer is signed back. Registration is a long
- * poll: the answer comes the moment the gang is complete. */
+ * poll: the answer comes the moment the gang is complete. Every route is a
+ * row of the table `routes` near the end (api_routes.h): routing, the
+ * 404/405 answers and docs/api.md's route list come from it. */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 #include <limits.h>
@@ -15,6 +17,7 @@
 
 #include "am/api.h"
 
+#include "am/api_routes.h"
 #include "am/logfetch.h"
 #include "am/record.h"
 #include "am/reply.h"
@@ -599,14 +602,6 @@ static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, j
     am_kick(am);
 }
 
-static bool known_verb(const char *verb) {
-    static const char *const verbs[] = {AM_API_LOG,     AM_API_METRICS,  AM_API_REGISTER, AM_API_HEARTBEAT,
-                                        AM_API_STARTED, AM_API_FINISHED, AM_API_WATCH,    AM_API_STACKS};
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
-        if (strcmp(verb, verbs[i]) == 0) return true;
-    return false;
-}
-
 /* The log policies the executor saw match (conf/logpolicy.h): they count
  * when the task fails. */
 static void log_matched(tony_am *am, am_task *t, const json_t *matches) {
@@ -655,185 +650,178 @@ static bool parse_task_path(const char *rest, char role[64], int *index, bool *i
     return true;
 }
 
-/* /v1/tasks/<role>/<index>/<verb> */
-static void handle_task(tony_am *am, struct evhttp_request *req, const char *rest) {
-    char role[64], verb[32];
+/* What routing found for a request (api_routes.h), handed to its route's
+ * handler. */
+struct am_call {
+    tony_am *am;
+    struct evhttp_request *req;
+    const char *path, *query;
+    /* task routes: /v1/tasks/<role>/<index>/<verb> */
+    char role[64];
     int index;
-    bool in_range;
-    if (!parse_task_path(rest, role, &index, &in_range, verb)) {
-        am_reply_error(req, 404,
-                    "unknown path; expected /v1/tasks/<role>/<index>/<log|metrics|register|heartbeat|started|finished|watch|stacks>");
+    /* AM_WHO_EXECUTOR: the task (one of the job's), the body (the
+     * handler's to drop) and the attempt it names */
+    am_task *task;
+    json_t *body;
+    int attempt;
+    long long now;
+};
+
+/* Answers 200 with answer (taken) and drops the call's body. */
+static void reply_done(am_call *c, json_t *answer) {
+    json_decref(c->body);
+    am_reply_json(c->req, 200, answer);
+}
+
+static json_t *ok_json(void) { return json_pack("{s:s}", AM_API_STATUS, AM_API_OK); }
+
+/* GET metrics: the task's sampled series. */
+static void on_metrics_get(am_call *c) {
+    const am_task *mt = am_job_task(&c->am->fsm.job, c->role, c->index);
+    am_metrics *m = mt ? am_task_metrics(c->am, mt) : NULL;
+    if (!m) {
+        am_reply_error(c->req, 404, "no such task in this job");
         return;
     }
-    if (!in_range) {
-        am_reply_error(req, 404, "no such task in this job");
+    json_t *o = am_metrics_series_json(m);
+    json_object_set_new(o, "role", json_string(c->role));
+    json_object_set_new(o, "index", json_integer(c->index));
+    json_object_set_new(o, AM_API_ATTEMPT, json_integer(c->am->fsm.job.attempt));
+    am_reply_json(c->req, 200, o);
+}
+
+static void on_log(am_call *c) { handle_log(c->am, c->req, c->role, c->index); }
+static void on_stacks_get(am_call *c) { am_stacks_get(c->am, c->req, c->role, c->index); }
+
+/* A kept container's executor, early for the next attempt: held until it
+ * starts (am_api_admit_early) or the job ends; refused at once when there
+ * is no next attempt for it. */
+static void register_early(am_call *c) {
+    if (!am_fsm_keeps_container(&c->am->fsm, c->task)) {
+        json_decref(c->body);
+        am_reply_json(c->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR,
+                                             "no next attempt for this container"));
         return;
     }
-    if (!known_verb(verb)) {
-        am_reply_error(req, 404, "unknown task verb; expected log, metrics, register, heartbeat, started, finished, watch or stacks");
+    add_waiter(c->am, c->req, c->task, c->body);
+}
+
+/* Whether the call names an attempt that is over; then answered 409. */
+static bool stale(am_call *c) {
+    if (c->attempt == c->am->fsm.job.attempt && c->am->fsm.state != AM_JOB_DONE) return false;
+    json_decref(c->body);
+    am_reply_json(c->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STALE, AM_API_ERROR, "this attempt is over"));
+    return true;
+}
+
+/* POST register, by its kind: a task joining (held until the gang goes),
+ * or an executor of a lost coordinator coming back with its process
+ * running (adopt) or from the barrier (return: while this coordinator
+ * recovers; after, it joins as any). */
+static void on_register(am_call *c) {
+    const char *kind = am_route_registration_kind(c->body);
+    if (!kind) {
+        json_decref(c->body);
+        am_reply_error(c->req, 400,
+                       "\"" AM_API_REG_KIND "\" must be \"" AM_API_REG_JOIN "\", \"" AM_API_REG_ADOPT
+                       "\" or \"" AM_API_REG_RETURN "\"");
         return;
     }
-    if (strcmp(verb, AM_API_LOG) == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
-        else handle_log(am, req, role, index);
-        return;
-    }
-    if (strcmp(verb, AM_API_STACKS) == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
-        am_stacks_get(am, req, role, index);
-        return;
-    }
-    if (strcmp(verb, AM_API_METRICS) == 0 && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
-        const am_task *mt = am_job_task(&am->fsm.job, role, index);
-        am_metrics *m = mt ? am_task_metrics(am, mt) : NULL;
-        if (!m) {
-            am_reply_error(req, 404, "no such task in this job");
-            return;
-        }
-        json_t *o = am_metrics_series_json(m);
-        json_object_set_new(o, "role", json_string(role));
-        json_object_set_new(o, "index", json_integer(index));
-        json_object_set_new(o, AM_API_ATTEMPT, json_integer(am->fsm.job.attempt));
-        am_reply_json(req, 200, o);
-        return;
-    }
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-        am_reply_error(req, 405, "use POST");
-        return;
-    }
-    am_task *t = am_job_task(&am->fsm.job, role, index);
-    if (!authentic(am, req, auth_sender(am, t))) return;
-    if (!t) {
-        am_reply_error(req, 404, "no such task in this job");
-        return;
-    }
-    json_t *body = read_body(req);
-    if (!body) {
-        am_reply_error(req, 400, "the body must be a JSON object");
-        return;
-    }
-    json_t *attempt_j = json_object_get(body, AM_API_ATTEMPT);
-    if (!json_is_integer(attempt_j)) {
-        json_decref(body);
-        am_reply_error(req, 400, "\"attempt\" (integer) is required");
-        return;
-    }
-    if (strcmp(verb, AM_API_REGISTER) == 0 && json_object_get(body, AM_API_ADOPT)) {
-        adopt_task(am, req, t, body, am_now_ms());
-        return;
-    }
-    /* once the recovery is over, a returning executor registers as any */
-    if (strcmp(verb, AM_API_REGISTER) == 0 && am->fsm.recovering && json_is_true(json_object_get(body, AM_API_RETURNING))) {
-        rejoin_task(am, req, t, body, am_now_ms());
-        return;
-    }
-    if (strcmp(verb, AM_API_REGISTER) == 0 && json_integer_value(attempt_j) == am->fsm.job.attempt + 1) {
-        /* A kept container's executor, early for the next attempt: held
-         * until it starts (am_api_admit_early) or the job ends; refused at
-         * once when there is no next attempt for it. */
-        if (!am_fsm_keeps_container(&am->fsm, t)) {
-            json_decref(body);
-            am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR,
-                                              "no next attempt for this container"));
-            return;
-        }
-        add_waiter(am, req, t, body);
-        return;
-    }
-    if (json_integer_value(attempt_j) != am->fsm.job.attempt || (am->fsm.state == AM_JOB_DONE)) {
-        json_decref(body);
-        am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STALE, AM_API_ERROR, "this attempt is over"));
-        return;
-    }
-    long long now = am_now_ms();
-    if (strcmp(verb, AM_API_REGISTER) == 0) {
-        register_task(am, req, t, body, now);
-        return;
-    }
-    if (strcmp(verb, AM_API_WATCH) == 0) {
-        json_decref(body);
-        am_watch_add(am, req, t);
-        return;
-    }
-    json_t *answer = json_pack("{s:s}", AM_API_STATUS, AM_API_OK);
-    if (strcmp(verb, AM_API_HEARTBEAT) == 0) {
-        json_t *tb = json_object_get(body, AM_API_TENSORBOARD_UP);
-        bool tb_changed;
-        am_hb_answer hb = am_fsm_heartbeat(&am->fsm, t, json_is_boolean(tb) ? json_is_true(tb) : -1, now, &tb_changed);
-        if (tb_changed) {
-            am->status_dirty = true;
-            tony_info("%s:%d: TensorBoard %s on port %d", role, index, t->tb_listening ? "serves" : "no longer serves",
-                      t->tb_port);
-        }
-        if (hb == AM_HB_STOP) {
-            /* The executor stops its task: the end does not hang on the
-             * backend's stop alone (issue 11 #1). */
-            json_decref(body);
-            json_decref(answer);
-            am_reply_json(req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR,
-                                                 "the attempt is ending: stop the task"));
-            return;
-        }
-        add_newer_credentials(am, body, answer);
-        /* hang diagnosis (am/hang.h): how idle the task is; whether to dump its stacks */
-        json_t *idle = json_object_get(body, AM_API_IDLE_MS);
-        if (json_is_integer(idle)) am_fsm_progress(&am->fsm, t, json_integer_value(idle), now);
-        if (am_fsm_wants_stacks(&am->fsm, t)) json_object_set_new(answer, AM_API_DUMP_STACKS, json_true());
-    } else if (strcmp(verb, AM_API_STACKS) == 0) {
-        am_stacks_post(am, req, t, body);
-        json_decref(body);
-        json_decref(answer);
-        return;
-    } else if (strcmp(verb, AM_API_STARTED) == 0) {
-        am_fsm_started(&am->fsm, t, (int)json_integer_value(json_object_get(body, AM_API_PID)), now);
+    if (strcmp(kind, AM_API_REG_ADOPT) == 0) adopt_task(c->am, c->req, c->task, c->body, c->now);
+    else if (strcmp(kind, AM_API_REG_RETURN) == 0 && c->am->fsm.recovering)
+        rejoin_task(c->am, c->req, c->task, c->body, c->now);
+    else if (c->attempt == c->am->fsm.job.attempt + 1) register_early(c);
+    else if (!stale(c)) register_task(c->am, c->req, c->task, c->body, c->now);
+}
+
+/* POST watch: held until the task must stop (am/watch.h). */
+static void on_watch(am_call *c) {
+    json_decref(c->body);
+    am_watch_add(c->am, c->req, c->task);
+}
+
+static void on_heartbeat(am_call *c) {
+    tony_am *am = c->am;
+    am_task *t = c->task;
+    json_t *tb = json_object_get(c->body, AM_API_TENSORBOARD_UP);
+    bool tb_changed;
+    am_hb_answer hb = am_fsm_heartbeat(&am->fsm, t, json_is_boolean(tb) ? json_is_true(tb) : -1, c->now, &tb_changed);
+    if (tb_changed) {
         am->status_dirty = true;
-        am_record_task_started(am, t);
-    } else if (strcmp(verb, AM_API_METRICS) == 0) {
-        tony_sample sample;
-        tony_error err;
-        if (tony_sample_from_json(body, &sample, &err)) {
-            json_decref(body);
-            json_decref(answer);
-            am_reply_error(req, 400, err.msg);
-            return;
-        }
-        am_metrics *m = am_task_metrics(am, t);
-        if (m) am_metrics_add(m, &sample);
-        /* A sample is a sign of life too. status.json is not rewritten for
-         * it (live readers ask /v1/job); the final one carries the totals. */
-        am_fsm_alive(&am->fsm, t, now);
-    } else if (strcmp(verb, AM_API_FINISHED) == 0) {
-        /* Reallocating, this only stops heartbeat monitoring (the result is
-         * the container's exit status, as in TonY); in place it is the
-         * task's end, and the answer says whether its executor stays. */
-        json_t *code = json_object_get(body, AM_API_EXIT_CODE);
-        bool was_done = am_task_done(t);
-        /* its last words (root cause, cause.h) and log policy matches come first */
-        am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
-                           json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
-        log_matched(am, t, json_object_get(body, AM_API_LOG_MATCHES));
-        json_t *peak = json_object_get(body, AM_API_PEAK_MEMORY_BYTES);
-        am_metrics *m = am_task_metrics(am, t);
-        if (m && json_is_integer(peak)) am_metrics_set_peak(m, json_integer_value(peak));
-        am_fsm_result_reported(&am->fsm, t, json_is_integer(code) ? (int)json_integer_value(code) : 1,
-                               json_is_true(json_object_get(body, AM_API_TIMED_OUT)), now, &am->pending);
-        if (!was_done && am_task_done(t)) {
-            am->status_dirty = true;
-            am_record_task_exit(am, t);
-        }
-        if (am_fsm_keeps_container(&am->fsm, t)) {
-            json_decref(answer);
-            answer = next_json(am, t, am->fsm.job.attempt + 1);
-        }
-        am_watch_release(am); /* its own watch ends with it */
-        am_kick(am);
-    } else {
-        json_decref(body);
-        json_decref(answer);
-        am_reply_error(req, 404, "unknown task verb");
+        tony_info("%s:%d: TensorBoard %s on port %d", c->role, c->index,
+                  t->tb_listening ? "serves" : "no longer serves", t->tb_port);
+    }
+    if (hb == AM_HB_STOP) {
+        /* The executor stops its task: the end does not hang on the
+         * backend's stop alone (issue 11 #1). */
+        json_decref(c->body);
+        am_reply_json(c->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_STOP, AM_API_ERROR,
+                                             "the attempt is ending: stop the task"));
         return;
     }
-    json_decref(body);
-    am_reply_json(req, 200, answer);
+    json_t *answer = ok_json();
+    add_newer_credentials(am, c->body, answer);
+    /* hang diagnosis (am/hang.h): how idle the task is; whether to dump its stacks */
+    json_t *idle = json_object_get(c->body, AM_API_IDLE_MS);
+    if (json_is_integer(idle)) am_fsm_progress(&am->fsm, t, json_integer_value(idle), c->now);
+    if (am_fsm_wants_stacks(&am->fsm, t)) json_object_set_new(answer, AM_API_DUMP_STACKS, json_true());
+    reply_done(c, answer);
+}
+
+static void on_stacks_post(am_call *c) {
+    am_stacks_post(c->am, c->req, c->task, c->body);
+    json_decref(c->body);
+}
+
+static void on_started(am_call *c) {
+    am_fsm_started(&c->am->fsm, c->task, (int)json_integer_value(json_object_get(c->body, AM_API_PID)), c->now);
+    c->am->status_dirty = true;
+    am_record_task_started(c->am, c->task);
+    reply_done(c, ok_json());
+}
+
+static void on_metrics_post(am_call *c) {
+    tony_sample sample;
+    tony_error err;
+    if (tony_sample_from_json(c->body, &sample, &err)) {
+        json_decref(c->body);
+        am_reply_error(c->req, 400, err.msg);
+        return;
+    }
+    am_metrics *m = am_task_metrics(c->am, c->task);
+    if (m) am_metrics_add(m, &sample);
+    /* A sample is a sign of life too. status.json is not rewritten for
+     * it (live readers ask /v1/job); the final one carries the totals. */
+    am_fsm_alive(&c->am->fsm, c->task, c->now);
+    reply_done(c, ok_json());
+}
+
+/* Reallocating, this only stops heartbeat monitoring (the result is the
+ * container's exit status, as in TonY); in place it is the task's end, and
+ * the answer says whether its executor stays. */
+static void on_finished(am_call *c) {
+    tony_am *am = c->am;
+    am_task *t = c->task;
+    json_t *body = c->body;
+    json_t *code = json_object_get(body, AM_API_EXIT_CODE);
+    bool was_done = am_task_done(t);
+    /* its last words (root cause, cause.h) and log policy matches come first */
+    am_fsm_task_output(&am->fsm, t, json_string_value(json_object_get(body, AM_API_STDERR_TAIL)),
+                       json_string_value(json_object_get(body, AM_API_ERROR_REPORT)));
+    log_matched(am, t, json_object_get(body, AM_API_LOG_MATCHES));
+    json_t *peak = json_object_get(body, AM_API_PEAK_MEMORY_BYTES);
+    am_metrics *m = am_task_metrics(am, t);
+    if (m && json_is_integer(peak)) am_metrics_set_peak(m, json_integer_value(peak));
+    am_fsm_result_reported(&am->fsm, t, json_is_integer(code) ? (int)json_integer_value(code) : 1,
+                           json_is_true(json_object_get(body, AM_API_TIMED_OUT)), c->now, &am->pending);
+    if (!was_done && am_task_done(t)) {
+        am->status_dirty = true;
+        am_record_task_exit(am, t);
+    }
+    json_t *answer = am_fsm_keeps_container(&am->fsm, t) ? next_json(am, t, am->fsm.job.attempt + 1) : ok_json();
+    am_watch_release(am); /* its own watch ends with it */
+    am_kick(am);
+    reply_done(c, answer);
 }
 
 /* Why no TensorBoard serves now, in words for whoever followed the link. */
@@ -958,49 +946,168 @@ static bool host_ok(tony_am *am, struct evhttp_request *req) {
     return false;
 }
 
+static void on_ui(am_call *c) {
+    const am_webui_file *f = am_webui_find(c->path[1] ? c->path + strlen(AM_API_UI) : "index.html");
+    if (!f) am_reply_error(c->req, 404, "no such file in the web UI");
+    else am_webui_reply(c->req, f);
+}
+
+static void on_job(am_call *c) { reply_job(c->am, c->req, c->query); }
+static void on_events(am_call *c) { serve_events(c->am, c->req, c->query); }
+static void on_tensorboard(am_call *c) {
+    serve_tensorboard(c->am, c->req, c->path + strlen(AM_API_TENSORBOARD), c->query);
+}
+
+/* POST kill, finish: the job's client. */
+static void on_kill(am_call *c) {
+    am_reply_json(c->req, 200, ok_json());
+    tony_info("kill requested");
+    am_record_kill(c->am);
+    am_fsm_kill(&c->am->fsm, am_now_ms(), &c->am->pending);
+    am_kick(c->am);
+}
+
+static void on_finish(am_call *c) {
+    am_reply_json(c->req, 200, ok_json());
+    c->am->client_finished = true;
+    am_kick(c->am);
+}
+
+/* The fields of an executor's call: "attempt", always, first. */
+#define BODY(...) AM_API_ATTEMPT ", " __VA_ARGS__
+
+/* The API: docs/api.md's route list is this table (test_api_routes). */
+static const am_route routes[] = {
+    {AM_MATCH_EXACT, "/", AM_METHOD_GET, AM_WHO_READER, false, NULL, "the web page (`index.html`)", on_ui},
+    {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
+    {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "the job and its tasks (below); also in `<job dir>/status.json`", on_job},
+    {AM_MATCH_EXACT, AM_API_EVENTS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "`?since=<seq>`: the job's event log from a sequence number on", on_events},
+    {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "`302` to the job's TensorBoard (below), or `404` with why, as text", on_tensorboard},
+    {AM_MATCH_EXACT, AM_API_JOB_KILL, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL, "kill the job", on_kill},
+    {AM_MATCH_EXACT, AM_API_JOB_FINISH, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL,
+     "the client is done reading the final state", on_finish},
+    {AM_MATCH_TASK, AM_API_LOG, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "a chunk of a task's stdout or stderr (below)", on_log},
+    {AM_MATCH_TASK, AM_API_METRICS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "the task's sampled RSS, CPU and GPU series", on_metrics_get},
+    {AM_MATCH_TASK, AM_API_STACKS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
+     "`?attempt=A`: the stacks of a hung task's processes, as text", on_stacks_get},
+    {AM_MATCH_TASK, AM_API_REGISTER, AM_METHOD_POST, AM_WHO_EXECUTOR, true,
+     BODY(AM_API_REG_KIND ", " AM_API_HOST ", " AM_API_PORT ", " AM_API_TB_PORT "?, " AM_API_LOG_DIR ", "
+          AM_API_CONTAINER_ATTEMPT ", " AM_API_CONTAINER "?, " AM_API_LOG_URL "?, " AM_API_ADOPT "?"),
+     "long poll: `" AM_API_GO "` once the gang is complete, `" AM_API_WAIT "`, `" AM_API_NEXT "` or `" AM_API_ENDING
+     "`",
+     on_register},
+    {AM_MATCH_TASK, AM_API_WATCH, AM_METHOD_POST, AM_WHO_EXECUTOR, false, AM_API_ATTEMPT,
+     "long poll: `" AM_API_STOP "` when the task must stop, else `" AM_API_WAIT "`", on_watch},
+    {AM_MATCH_TASK, AM_API_HEARTBEAT, AM_METHOD_POST, AM_WHO_EXECUTOR, false,
+     BODY(AM_API_TENSORBOARD_UP "?, " AM_API_IDLE_MS "?, " TONY_HEARTBEAT_CREDENTIALS_HAVE),
+     "`" AM_API_OK "` (refreshed credentials, `" AM_API_DUMP_STACKS "`), or 409 `" AM_API_STOP "`", on_heartbeat},
+    {AM_MATCH_TASK, AM_API_STARTED, AM_METHOD_POST, AM_WHO_EXECUTOR, false, BODY(AM_API_PID),
+     "the user's process started", on_started},
+    {AM_MATCH_TASK, AM_API_METRICS, AM_METHOD_POST, AM_WHO_EXECUTOR, false, BODY("a sample's fields (common/sample.h)"),
+     "one metrics sample", on_metrics_post},
+    {AM_MATCH_TASK, AM_API_STACKS, AM_METHOD_POST, AM_WHO_EXECUTOR, false, BODY(AM_API_STACKS_TEXT),
+     "the task's stacks (hang diagnosis)", on_stacks_post},
+    {AM_MATCH_TASK, AM_API_FINISHED, AM_METHOD_POST, AM_WHO_EXECUTOR, false,
+     BODY(AM_API_EXIT_CODE ", " AM_API_TIMED_OUT ", " AM_API_LOG_MATCHES ", " AM_API_PEAK_MEMORY_BYTES "?, "
+          AM_API_STDERR_TAIL "?, " AM_API_ERROR_REPORT "?"),
+     "the process ended: `" AM_API_OK "`, or `" AM_API_NEXT "` (the container is kept)", on_finished},
+};
+#define NROUTES (sizeof routes / sizeof *routes)
+
+const am_route *am_api_routes(size_t *n) {
+    *n = NROUTES;
+    return routes;
+}
+
+/* The task calls' prelude: the signature, a task of the job, a JSON body
+ * with "attempt", an attempt not over (unless the route takes any).
+ * False when the call is answered. */
+static bool executor_call(am_call *c, const am_route *r) {
+    c->task = am_job_task(&c->am->fsm.job, c->role, c->index);
+    if (!authentic(c->am, c->req, auth_sender(c->am, c->task))) return false;
+    if (!c->task) {
+        am_reply_error(c->req, 404, "no such task in this job");
+        return false;
+    }
+    if (!(c->body = read_body(c->req))) {
+        am_reply_error(c->req, 400, "the body must be a JSON object");
+        return false;
+    }
+    json_t *attempt = json_object_get(c->body, AM_API_ATTEMPT);
+    if (!json_is_integer(attempt)) {
+        json_decref(c->body);
+        am_reply_error(c->req, 400, "\"" AM_API_ATTEMPT "\" (integer) is required");
+        return false;
+    }
+    c->attempt = (int)json_integer_value(attempt);
+    c->now = am_now_ms();
+    return r->any_attempt || !stale(c);
+}
+
+/* Routes c (its path, and for a task call its verb) through the table:
+ * 404 when no route has the path, 405 naming the methods when none has
+ * the method, else who may call is checked and the handler runs. */
+static void route(am_call *c, const char *verb) {
+    am_method method = evhttp_request_get_command(c->req) == EVHTTP_REQ_POST ? AM_METHOD_POST : AM_METHOD_GET;
+    const am_route *r = NULL;
+    am_route_verdict v = am_route_find(routes, NROUTES, c->path, verb, method, &r);
+    if (v == AM_ROUTE_NO_PATH && verb) {
+        char *verbs = am_route_verbs(routes, NROUTES, ", ", " or ");
+        char *msg = tony_sprintf("unknown task verb; expected %s", verbs);
+        am_reply_error(c->req, 404, msg);
+        free(msg);
+        free(verbs);
+        return;
+    }
+    if (v == AM_ROUTE_NO_PATH) {
+        am_reply_error(c->req, 404, "unknown path; see " AM_API_JOB);
+        return;
+    }
+    if (v == AM_ROUTE_NO_METHOD) {
+        char *msg = tony_sprintf("use %s", am_route_methods(routes, NROUTES, c->path, verb));
+        am_reply_error(c->req, 405, msg);
+        free(msg);
+        return;
+    }
+    if (r->who == AM_WHO_CLIENT && !authentic(c->am, c->req, auth_sender(c->am, NULL))) return;
+    if (r->who == AM_WHO_EXECUTOR && !executor_call(c, r)) return;
+    r->fn(c);
+}
+
+/* /v1/tasks/<role>/<index>/<verb> */
+static void route_task(am_call *c, const char *rest) {
+    char verb[32];
+    bool in_range;
+    if (!parse_task_path(rest, c->role, &c->index, &in_range, verb)) {
+        char *verbs = am_route_verbs(routes, NROUTES, "|", "|");
+        char *msg = tony_sprintf("unknown path; expected " AM_API_TASKS "<role>/<index>/<%s>", verbs);
+        am_reply_error(c->req, 404, msg);
+        free(msg);
+        free(verbs);
+    } else if (!in_range) {
+        am_reply_error(c->req, 404, "no such task in this job");
+    } else {
+        route(c, verb);
+    }
+}
+
 void am_api_handle(struct evhttp_request *req, void *arg) {
     tony_am *am = arg;
     if (!host_ok(am, req)) return;
     const char *uri = evhttp_request_get_uri(req);
     struct evhttp_uri *parsed = evhttp_uri_parse(uri);
-    const char *path = parsed ? evhttp_uri_get_path(parsed) : NULL;
-    if (!path) {
-        am_reply_error(req, 400, "malformed request URI");
-    } else if (reads_allowed(am, req, path, evhttp_uri_get_query(parsed))) {
-        /* answered */
-    } else if (strncmp(path, AM_API_TASKS, strlen(AM_API_TASKS)) == 0) {
-        handle_task(am, req, path + strlen(AM_API_TASKS));
-    } else if (strcmp(path, AM_API_EVENTS) == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
-        else serve_events(am, req, evhttp_uri_get_query(parsed));
-    } else if (tensorboard_path(path)) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
-        else serve_tensorboard(am, req, path + strlen(AM_API_TENSORBOARD), evhttp_uri_get_query(parsed));
-    } else if (strcmp(path, AM_API_JOB) == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
-        else reply_job(am, req, evhttp_uri_get_query(parsed));
-    } else if (strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0) {
-        const am_webui_file *f = am_webui_find(path[1] ? path + strlen(AM_API_UI) : "index.html");
-        if (!f) am_reply_error(req, 404, "no such file in the web UI");
-        else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) am_reply_error(req, 405, "use GET");
-        else am_webui_reply(req, f);
-    } else if (strcmp(path, AM_API_JOB_KILL) == 0 || strcmp(path, AM_API_JOB_FINISH) == 0) {
-        if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) am_reply_error(req, 405, "use POST");
-        else if (authentic(am, req, auth_sender(am, NULL))) {
-            bool kill = strcmp(path, AM_API_JOB_KILL) == 0;
-            am_reply_json(req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_OK));
-            if (kill) {
-                tony_info("kill requested");
-                am_record_kill(am);
-                am_fsm_kill(&am->fsm, am_now_ms(), &am->pending);
-            } else {
-                am->client_finished = true;
-            }
-            am_kick(am);
-        }
-    } else {
-        am_reply_error(req, 404, "unknown path; see /v1/job");
-    }
+    am_call c = {.am = am, .req = req, .path = parsed ? evhttp_uri_get_path(parsed) : NULL};
+    c.query = parsed ? evhttp_uri_get_query(parsed) : NULL;
+    if (!c.path) am_reply_error(req, 400, "malformed request URI");
+    else if (reads_allowed(am, req, c.path, c.query)) { /* answered */
+    } else if (strncmp(c.path, AM_API_TASKS, strlen(AM_API_TASKS)) == 0) route_task(&c, c.path + strlen(AM_API_TASKS));
+    else route(&c, NULL);
     if (parsed) evhttp_uri_free(parsed);
 }
 

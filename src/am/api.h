@@ -6,6 +6,7 @@
 #define TONY_AM_API_H
 
 #include "am/am_internal.h"
+#include "am/api_routes.h"
 
 /* Listens on bind_host, any free port; am->url names am->host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
@@ -13,6 +14,9 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
  * symbol so that the request fuzzer (tests/fuzz/fuzz_api.c) can hand it
  * requests without a socket. */
 void am_api_handle(struct evhttp_request *req, void *arg);
+/* The API's route table (api_routes.h), *n routes: what routing, the
+ * 404/405 answers and docs/api.md's route list are made of. */
+const am_route *am_api_routes(size_t *n);
 /* Answers every executor waiting at the barrier: go, or "ending" once the
  * attempt is over (AM_ACT_RELEASE_GANG). */
 void am_api_release_waiters(tony_am *am);

@@ -57,6 +57,14 @@
                                         with its process running: that process's pid */
 #define AM_API_RETURNING "returning" /* register, true: the executor of a lost coordinator, waiting at its gang
                                         barrier, comes back to its successor (a long poll as ever) */
+/* register: which kind of registration this is. An executor from before
+ * this field (none names it) is told by its fields as then: "adopt" set is
+ * AM_API_REG_ADOPT, "returning" true AM_API_REG_RETURN, else
+ * AM_API_REG_JOIN; the coordinator accepts that for one release. */
+#define AM_API_REG_KIND "kind"
+#define AM_API_REG_JOIN "join"     /* a task joins the attempt (a kept container's: the next one) */
+#define AM_API_REG_ADOPT "adopt"   /* back from a lost coordinator, its process running (AM_API_ADOPT: its pid) */
+#define AM_API_REG_RETURN "return" /* back from a lost coordinator, from its gang barrier */
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */

@@ -34,6 +34,7 @@
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "executor/activity.h"
+#include "executor/life.h"
 #include "executor/metrics.h"
 #include "executor/stacks.h"
 #include "executor/logcap.h"
@@ -45,14 +46,8 @@
 
 #define REGISTER_TIMEOUT_MS 25000
 #define CALL_TIMEOUT_MS 5000
-#define STOP_GRACE_MS 2000
 /* The coordinator holds a watch up to 15 s (am/watch.h); a bit more. */
 #define WATCH_TIMEOUT_MS 20000
-/* Coordinator loss: after this many failed heartbeats in a row the
- * executor looks for the next coordinator (where the backend can start
- * one), every SEARCH_EVERY_MS, its process running meanwhile. */
-#define SEARCH_AFTER_FAILURES 2
-#define SEARCH_EVERY_MS 2000
 /* Exit code when the command ran longer than the execution timeout, as
  * timeout(1) does. */
 #define EXIT_TIMED_OUT 124
@@ -250,9 +245,10 @@ static void move_to_next(executor *x) {
     free(line);
 }
 
-/* What registering says: where the task's port is, its logs, its container. */
-static json_t *registration(const executor *x) {
-    json_t *body = json_pack("{s:s,s:i}", AM_API_HOST, x->host, AM_API_PORT, x->port);
+/* What registering says: its kind (amapi.h's AM_API_REG_*), where the
+ * task's port is, its logs, its container. */
+static json_t *registration(const executor *x, const char *kind) {
+    json_t *body = json_pack("{s:s,s:s,s:i}", AM_API_REG_KIND, kind, AM_API_HOST, x->host, AM_API_PORT, x->port);
     /* As TonY's registerTensorBoardUrl: the coordinator shows the link. */
     if (x->tb_port > 0) json_object_set_new(body, AM_API_TB_PORT, json_integer(x->tb_port));
     json_object_set_new(body, AM_API_LOG_DIR, json_string(x->log_dir));
@@ -298,44 +294,35 @@ static bool follow_named_coordinator(executor *x) {
  * port, so the cluster spec is the one the lost coordinator would have
  * handed out). */
 static int register_task(executor *x, tony_exec_answer *go, tony_error *err) {
-    int failures = 0;
-    long long lost_since = 0, next_search = 0;
+    exec_life life;
+    exec_life_init(&life, x->recovery_ms, x->max_missed + 1);
     while (!stop_signal) {
         long status;
-        json_t *body = registration(x);
+        json_t *body = registration(x, x->returning ? AM_API_REG_RETURN : AM_API_REG_JOIN);
+        /* for a coordinator from before AM_API_REG_KIND */
         if (x->returning) json_object_set_new(body, AM_API_RETURNING, json_true());
         tony_exec_answer a;
         int kind = ask(x, NULL, AM_API_REGISTER, body, REGISTER_TIMEOUT_MS, &a, &status, err);
         if (kind < 0) {
             tony_exec_answer_free(&a);
-            long long now = now_ms();
-            if (++failures >= SEARCH_AFTER_FAILURES && may_come_back(x)) {
-                if (!lost_since) {
-                    lost_since = now;
-                    tony_warn("the coordinator does not answer (%s): waiting at the gang barrier for its successor, "
-                              "up to %lld s (tony.am.recovery-timeout-ms)", err->msg, x->recovery_ms / 1000);
-                }
-                if (now - lost_since > x->recovery_ms) {
-                    tony_err(err, "no coordinator took this task back within %lld s (tony.am.recovery-timeout-ms)",
-                             x->recovery_ms / 1000);
-                    return -1;
-                }
-                if (now >= next_search) {
-                    next_search = now + SEARCH_EVERY_MS;
-                    if (follow_named_coordinator(x)) {
-                        x->returning = true;
-                        continue;
-                    }
-                }
-            } else if (failures > x->max_missed) {
-                tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
-                return -1;
+            exec_act act;
+            exec_life_call_failed(&life, now_ms(), may_come_back(x), &act);
+            if (act.lost)
+                tony_warn("the coordinator does not answer (%s): waiting at the gang barrier for its successor, "
+                          "up to %lld s (tony.am.recovery-timeout-ms)", err->msg, x->recovery_ms / 1000);
+            if (act.exit && act.why == EXEC_WHY_NO_SUCCESSOR)
+                return tony_err(err, "no coordinator took this task back within %lld s (tony.am.recovery-timeout-ms)",
+                                x->recovery_ms / 1000);
+            if (act.exit) return tony_err_wrap(err, "cannot register with the coordinator at %s", x->am_url);
+            if (act.search && follow_named_coordinator(x)) {
+                exec_life_found(&life, EXEC_FOUND_MOVED, now_ms(), &act);
+                x->returning = true;
+                continue;
             }
             tony_sleep_ms(x->heartbeat_ms);
             continue;
         }
-        failures = 0;
-        lost_since = 0;
+        exec_life_answered(&life);
         if (kind == EXEC_ANS_GO) {
             *go = a;
             return 0;
@@ -492,18 +479,16 @@ static void *watch_main(void *arg) {
  * for the next coordinator (backend.h, tony_backend_task_find_coordinator)
  * and comes back to it. */
 
-typedef enum { BACK_NOT_YET, BACK_ADOPTED, BACK_REFUSED, BACK_NEXT } back_result;
-
 /* One look: a coordinator other than the lost one is named, and takes the
  * task back with its process (pid) running. */
-static back_result come_back(executor *x, pid_t pid) {
+static exec_found come_back(executor *x, pid_t pid) {
     char *url = NULL, *old = am_url_copy(x);
     tony_error err;
     int rc = tony_backend_task_find_coordinator(&url, &err);
-    back_result res = BACK_NOT_YET;
+    exec_found res = EXEC_FOUND_NONE;
     if (rc < 0) tony_info("looking for the next coordinator: %s", err.msg);
     if (rc == 0 && strcmp(url, old) != 0) {
-        json_t *body = registration(x);
+        json_t *body = registration(x, AM_API_REG_ADOPT);
         json_object_set_new(body, AM_API_ADOPT, json_integer(pid));
         long status;
         tony_exec_answer a;
@@ -521,10 +506,10 @@ static back_result come_back(executor *x, pid_t pid) {
             url = NULL;
             pthread_mutex_unlock(&x->url_lock);
             x->returning = true;
-            res = adopted ? BACK_ADOPTED : BACK_NEXT;
+            res = adopted ? EXEC_FOUND_ADOPTED : EXEC_FOUND_NEXT;
         } else if (kind == EXEC_ANS_REFUSED && status == 409) {
             tony_error_log("the coordinator at %s does not take this task back: %s", url, a.error ? a.error : "?");
-            res = BACK_REFUSED;
+            res = EXEC_FOUND_REFUSED;
         } else {
             tony_info("the coordinator at %s does not answer yet: %s", url, kind >= 0 ? "an unknown answer" : err.msg);
         }
@@ -556,13 +541,13 @@ static json_t *report_end_elsewhere(executor *x, pid_t pid, json_t *fin, long *s
               "(tony.am.recovery-timeout-ms)", x->recovery_ms / 1000);
     long long until = now_ms() + x->recovery_ms;
     while (!stop_signal && now_ms() < until) {
-        back_result back = come_back(x, pid);
-        if (back == BACK_REFUSED || back == BACK_NEXT) return NULL; /* BACK_NEXT: x->next_attempt says where */
+        exec_found back = come_back(x, pid);
+        if (back == EXEC_FOUND_REFUSED || back == EXEC_FOUND_NEXT) return NULL; /* NEXT: x->next_attempt says where */
         tony_error err;
         json_incref(fin);
         json_t *ans = call(x, AM_API_FINISHED, fin, CALL_TIMEOUT_MS, status, &err);
         if (ans) return ans;
-        tony_sleep_ms(SEARCH_EVERY_MS);
+        tony_sleep_ms(EXEC_LIFE_SEARCH_EVERY_MS);
     }
     if (!stop_signal) tony_error_log("no coordinator heard of the task's end within %lld s", x->recovery_ms / 1000);
     return NULL;
@@ -575,10 +560,10 @@ static void start_watch(watch *w, bool *watching) {
 }
 
 /* One heartbeat: how the task is, and the answer acted on (refreshed
- * credentials, a hang's stacks, a stop). Returns whether the coordinator
- * answered (herr says why not). */
-static bool heartbeat(executor *x, pid_t pid, tony_activity *activity, long long now, bool *stacks_sent,
-                      long long *stop_at, tony_error *herr) {
+ * credentials, a hang's stacks). Returns the answer's kind (a stop is the
+ * caller's), or -1 when the coordinator did not answer (herr says why). */
+static int heartbeat(executor *x, pid_t pid, tony_activity *activity, long long now, bool *stacks_sent,
+                     tony_error *herr) {
     json_t *hb = json_object();
     if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
     json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
@@ -591,16 +576,8 @@ static bool heartbeat(executor *x, pid_t pid, tony_activity *activity, long long
         send_stacks(x, pid);
         *stacks_sent = true;
     }
-    if (kind == EXEC_ANS_STOP || kind == EXEC_ANS_STALE) {
-        /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
-        tony_warn("the coordinator says this attempt is %s; stopping", kind == EXEC_ANS_STOP ? "ending" : "over");
-        if (!*stop_at) {
-            kill_group(pid, SIGTERM);
-            *stop_at = now + STOP_GRACE_MS;
-        }
-    }
     tony_exec_answer_free(&a);
-    return kind >= 0;
+    return kind;
 }
 
 /* The answer to "finished": "next" keeps the container for an in-place
@@ -647,9 +624,35 @@ static void note_out_of_memory(const executor *x, int wait_status, const char *e
     fclose(f);
 }
 
+/* The one stop path: what the state machine (life.h) decided, said in the
+ * log and done to the user's process group. detail: why the last call
+ * failed, for the log. */
+static void carry_out(const executor *x, const exec_life *life, pid_t pid, const exec_act *a, const char *detail) {
+    if (a->lost)
+        tony_warn("the coordinator does not answer (%s): the task runs on while its next coordinator is looked for, "
+                  "up to %lld s (tony.am.recovery-timeout-ms)", detail ? detail : "?", x->recovery_ms / 1000);
+    if (!a->signal) return;
+    switch (a->why) {
+    case EXEC_WHY_COORDINATOR: tony_warn("the coordinator says this attempt is ending; stopping"); break;
+    case EXEC_WHY_STALE: tony_warn("the coordinator says this attempt is over; stopping"); break;
+    case EXEC_WHY_SIGNAL: tony_info("signal %d: stopping the user's process group", (int)stop_signal); break;
+    case EXEC_WHY_TIMEOUT:
+        tony_error_log("the command ran longer than its execution timeout (%lld ms); killing it", life->timeout_ms);
+        break;
+    case EXEC_WHY_MISSED:
+        tony_error_log("%d heartbeats in a row failed (%s); stopping the task", life->failed, detail ? detail : "?");
+        break;
+    case EXEC_WHY_NO_SUCCESSOR:
+        tony_error_log("no coordinator took this task back within %lld s; stopping the task", x->recovery_ms / 1000);
+        break;
+    default: /* the grace's end; come_back said the rest */
+        break;
+    }
+    kill_group(pid, a->signal);
+}
+
 static int run_user_process(executor *x, const tony_exec_answer *go, tony_error *err) {
     const char *command = go->command; /* never empty (reply.c) */
-    long long timeout_ms = go->timeout_ms;
     tony_env env = {0};
     tony_env_merge(&env, &go->env);
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
@@ -712,99 +715,69 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     bool watching;
     start_watch(&wt, &watching);
 
-    long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms, stop_at = 0;
-    long long lost_since = 0, next_search = 0; /* the coordinator lost: since when, the next look for another */
-    bool rewatch = false; /* taken back by another coordinator: watch it once the old watch ended */
-    int failed_hb = 0, wait_status = 0, code = -1;
-    bool timed_out = false;
+    exec_life life;
+    exec_life_init(&life, x->recovery_ms, x->max_missed);
+    long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms;
+    exec_life_started(&life, go->timeout_ms, start);
+    int wait_status = 0, code = -1;
+    exec_act act;
     for (;;) {
         tony_reap_orphans(pid);
         pid_t w = waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) break;
         long long now = now_ms();
-        if (watching && atomic_load(&wt.stop) && !stop_at) {
-            tony_warn("the coordinator says this attempt is ending; stopping");
-            kill_group(pid, SIGTERM);
-            stop_at = now + STOP_GRACE_MS;
+        if (watching && atomic_load(&wt.stop)) {
+            exec_life_stop(&life, EXEC_WHY_COORDINATOR, now, &act);
+            carry_out(x, &life, pid, &act, NULL);
         }
-        if (stop_signal && !stop_at) {
-            tony_info("signal %d: stopping the user's process group", (int)stop_signal);
-            kill_group(pid, SIGTERM);
-            stop_at = now + STOP_GRACE_MS;
+        if (stop_signal) {
+            exec_life_stop(&life, EXEC_WHY_SIGNAL, now, &act);
+            carry_out(x, &life, pid, &act, NULL);
         }
-        if (timeout_ms > 0 && !timed_out && now - start > timeout_ms) {
-            tony_error_log("the command ran longer than its execution timeout (%lld ms); killing it", timeout_ms);
-            timed_out = true;
-            kill_group(pid, SIGKILL);
-        }
-        if (stop_at && now > stop_at) kill_group(pid, SIGKILL);
-        if (now >= next_hb) {
-            next_hb = now + x->heartbeat_ms;
-            bool answered = heartbeat(x, pid, &activity, now, &stacks_sent, &stop_at, &herr);
-            if (!answered && ++failed_hb >= SEARCH_AFTER_FAILURES && !stop_at && may_come_back(x)) {
-                /* Coordinator loss: the process runs on, for a bounded
-                 * time, while the next coordinator is looked for. */
-                if (!lost_since) {
-                    lost_since = now;
-                    tony_warn("the coordinator does not answer (%s): the task runs on while its next coordinator "
-                              "is looked for, up to %lld s (tony.am.recovery-timeout-ms)",
-                              herr.msg, x->recovery_ms / 1000);
-                }
-                back_result back = BACK_NOT_YET;
-                if (now >= next_search) {
-                    next_search = now + SEARCH_EVERY_MS;
-                    back = come_back(x, pid);
-                }
-                if (back == BACK_ADOPTED) {
-                    failed_hb = 0;
-                    lost_since = 0;
-                    rewatch = watching;
-                } else if (back == BACK_NEXT) {
-                    /* its end goes to the new coordinator (which calls it
-                     * stale); then the executor registers for the next attempt */
-                    failed_hb = 0;
-                    lost_since = 0;
-                    kill_group(pid, SIGTERM);
-                    stop_at = now + STOP_GRACE_MS;
-                } else if (back == BACK_REFUSED || now - lost_since > x->recovery_ms) {
-                    if (back != BACK_REFUSED)
-                        tony_error_log("no coordinator took this task back within %lld s; stopping the task",
-                                       x->recovery_ms / 1000);
-                    kill_group(pid, SIGTERM);
-                    stop_at = now + STOP_GRACE_MS;
-                }
-            } else if (!answered) {
-                /* A coordinator that is gone must not leave the user's
-                 * process running unwatched. */
-                if (failed_hb >= x->max_missed && !stop_at) {
-                    tony_error_log("%d heartbeats in a row failed (%s); stopping the task", failed_hb, herr.msg);
-                    kill_group(pid, SIGTERM);
-                    stop_at = now + STOP_GRACE_MS;
-                }
-            } else {
-                failed_hb = 0;
-                lost_since = 0;
-            }
-        }
-        /* the watch on the lost coordinator ends (its call fails or times
+        exec_life_tick(&life, now, watching && atomic_load(&wt.ended), &act);
+        carry_out(x, &life, pid, &act, NULL);
+        /* the watch on the lost coordinator ended (its call failed or timed
          * out): a new one on the coordinator that took the task back */
-        if (rewatch && atomic_load(&wt.ended)) {
+        if (act.rewatch) {
             pthread_join(wt.thread, NULL);
             start_watch(&wt, &watching);
-            rewatch = false;
+        }
+        if (now >= next_hb) {
+            next_hb = now + x->heartbeat_ms;
+            int kind = heartbeat(x, pid, &activity, now, &stacks_sent, &herr);
+            if (kind == EXEC_ANS_STOP || kind == EXEC_ANS_STALE) {
+                /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
+                exec_life_stop(&life, kind == EXEC_ANS_STOP ? EXEC_WHY_COORDINATOR : EXEC_WHY_STALE, now, &act);
+                carry_out(x, &life, pid, &act, NULL);
+            }
+            if (kind >= 0) {
+                exec_life_answered(&life);
+            } else {
+                /* Coordinator loss: where another may take the task back,
+                 * the process runs on, for a bounded time, while it is
+                 * looked for; elsewhere a coordinator that is gone must not
+                 * leave the process running unwatched. */
+                exec_life_call_failed(&life, now, may_come_back(x), &act);
+                carry_out(x, &life, pid, &act, herr.msg);
+                if (act.search) {
+                    exec_life_found(&life, come_back(x, pid), now, &act);
+                    carry_out(x, &life, pid, &act, NULL);
+                }
+            }
         }
         if (scan) tony_outscan_poll(scan, 0);
         tony_logcaps_poll(&caps);
-        if (now >= next_metrics && !stop_at) {
+        if (now >= next_metrics && !exec_life_stopping(&life)) {
             send_metrics(x);
             next_metrics = now_ms() + x->metrics_ms;
         }
         tony_sleep_ms(50);
     }
+    bool timed_out = life.timed_out;
     kill_group(pid, SIGKILL); /* leftovers of the user's group */
     /* and what escaped it (reap.h); briefly when the backend stops the
      * container, whose own grace (3 s locally) is running out */
-    int left = tony_reap_descendants(stop_signal ? STOP_GRACE_MS / 4 : STOP_GRACE_MS);
+    int left = tony_reap_descendants(stop_signal ? EXEC_LIFE_GRACE_MS / 4 : EXEC_LIFE_GRACE_MS);
     if (left) tony_info("ended %d process(es) the task left behind", left);
     tony_activity_free(&activity);
     if (!timed_out) note_out_of_memory(x, wait_status, errp);

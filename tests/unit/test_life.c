@@ -1,0 +1,307 @@
+/* The executor's state machine (executor/life.h), one test per transition:
+ * the process's stop, grace, kill and execution timeout; the coordinator's
+ * loss, the search every few seconds, the return (adopted, a newer attempt,
+ * refused) and the recovery timeout; the same at the gang barrier, where
+ * giving up ends the wait. Times are plain numbers: no clock, no process. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "executor/life.h"
+
+#define RECOVERY_MS 10000
+#define FAIL_LIMIT 5
+
+static exec_life running(long long now) {
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    exec_life_started(&l, 0, now);
+    return l;
+}
+
+/* Fails calls until the coordinator is taken for lost (recoverable). */
+static void lose(exec_life *l, long long now) {
+    exec_act a;
+    for (int i = 0; i < EXEC_LIFE_SEARCH_AFTER; i++) exec_life_call_failed(l, now, true, &a);
+    assert_true(a.lost);
+    assert_true(a.search);
+    assert_int_equal(l->coord, EXEC_SEARCHING);
+}
+
+static void test_waiting_to_running(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    assert_int_equal(l.proc, EXEC_WAITING);
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+    exec_life_started(&l, 500, 100);
+    assert_int_equal(l.proc, EXEC_RUNNING);
+    assert_false(exec_life_stopping(&l));
+}
+
+static void test_stop_starts_grace(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_COORDINATOR, 1000, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_COORDINATOR);
+    assert_int_equal(l.proc, EXEC_GRACE);
+    assert_int_equal(l.kill_at, 1000 + EXEC_LIFE_GRACE_MS);
+    assert_true(exec_life_stopping(&l));
+}
+
+static void test_second_stop_is_nothing(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_SIGNAL, 1000, &a);
+    exec_life_stop(&l, EXEC_WHY_COORDINATOR, 1500, &a);
+    assert_int_equal(a.signal, 0);
+    assert_int_equal(l.kill_at, 1000 + EXEC_LIFE_GRACE_MS);
+}
+
+static void test_grace_ends_in_kill(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_SIGNAL, 1000, &a);
+    exec_life_tick(&l, 1000 + EXEC_LIFE_GRACE_MS, false, &a);
+    assert_int_equal(a.signal, 0); /* not before the grace is over */
+    exec_life_tick(&l, 1001 + EXEC_LIFE_GRACE_MS, false, &a);
+    assert_int_equal(a.signal, SIGKILL);
+    assert_int_equal(l.proc, EXEC_KILLED);
+    exec_life_tick(&l, 5000 + EXEC_LIFE_GRACE_MS, false, &a);
+    assert_int_equal(a.signal, 0); /* killed once */
+    exec_life_stop(&l, EXEC_WHY_SIGNAL, 9000, &a);
+    assert_int_equal(a.signal, 0);
+}
+
+static void test_timeout_kills(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, 0, FAIL_LIMIT);
+    exec_life_started(&l, 3000, 100);
+    exec_act a;
+    exec_life_tick(&l, 3100, false, &a);
+    assert_int_equal(a.signal, 0);
+    exec_life_tick(&l, 3101, false, &a);
+    assert_int_equal(a.signal, SIGKILL);
+    assert_int_equal(a.why, EXEC_WHY_TIMEOUT);
+    assert_true(l.timed_out);
+    assert_int_equal(l.proc, EXEC_KILLED);
+}
+
+static void test_timeout_in_grace_kills(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, 0, FAIL_LIMIT);
+    exec_life_started(&l, 3000, 0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_COORDINATOR, 2500, &a);
+    exec_life_tick(&l, 3001, false, &a);
+    assert_int_equal(a.signal, SIGKILL);
+    assert_int_equal(a.why, EXEC_WHY_TIMEOUT);
+    assert_true(l.timed_out);
+}
+
+static void test_no_timeout_runs_on(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_tick(&l, 1LL << 40, false, &a);
+    assert_int_equal(a.signal, 0);
+    assert_int_equal(l.proc, EXEC_RUNNING);
+}
+
+static void test_one_failure_is_a_blip(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_call_failed(&l, 1000, true, &a);
+    assert_false(a.lost || a.search || a.signal);
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+    exec_life_answered(&l);
+    assert_int_equal(l.failed, 0);
+    exec_life_call_failed(&l, 2000, true, &a);
+    assert_false(a.lost);
+}
+
+static void test_lost_starts_search(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    assert_int_equal(l.lost_since, 1000);
+    assert_int_equal(l.proc, EXEC_RUNNING); /* the process runs on */
+}
+
+static void test_search_every_few_seconds(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    exec_act a;
+    exec_life_found(&l, EXEC_FOUND_NONE, 1000, &a);
+    assert_int_equal(l.coord, EXEC_SEARCHING);
+    exec_life_call_failed(&l, 1000 + EXEC_LIFE_SEARCH_EVERY_MS - 1, true, &a);
+    assert_false(a.search || a.lost);
+    exec_life_call_failed(&l, 1000 + EXEC_LIFE_SEARCH_EVERY_MS, true, &a);
+    assert_true(a.search);
+    assert_false(a.lost); /* said once */
+}
+
+static void test_adopted_rejoins_and_rewatches(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    exec_act a;
+    exec_life_found(&l, EXEC_FOUND_ADOPTED, 1000, &a);
+    assert_int_equal(a.signal, 0);
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+    assert_int_equal(l.failed, 0);
+    exec_life_tick(&l, 1100, false, &a);
+    assert_false(a.rewatch); /* the old watch still runs */
+    exec_life_tick(&l, 1200, true, &a);
+    assert_true(a.rewatch);
+    exec_life_tick(&l, 1300, true, &a);
+    assert_false(a.rewatch);
+}
+
+static void test_next_attempt_stops(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    exec_act a;
+    exec_life_found(&l, EXEC_FOUND_NEXT, 1000, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_NEXT_ATTEMPT);
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+    assert_int_equal(l.proc, EXEC_GRACE);
+}
+
+static void test_refused_gives_up(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    exec_act a;
+    exec_life_found(&l, EXEC_FOUND_REFUSED, 1000, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_REFUSED);
+    assert_int_equal(l.coord, EXEC_GIVEN_UP);
+    exec_life_answered(&l);
+    assert_int_equal(l.coord, EXEC_GIVEN_UP); /* no way back */
+}
+
+static void test_recovery_timeout_gives_up(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    lose(&l, 1000);
+    exec_act a;
+    exec_life_call_failed(&l, 1000 + RECOVERY_MS, true, &a);
+    assert_int_equal(a.signal, 0);
+    exec_life_call_failed(&l, 1001 + RECOVERY_MS, true, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_NO_SUCCESSOR);
+    assert_false(a.search); /* past the deadline: no more looks */
+    assert_int_equal(l.coord, EXEC_GIVEN_UP);
+}
+
+static void test_unrecoverable_misses_stop(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    for (int i = 1; i < FAIL_LIMIT; i++) {
+        exec_life_call_failed(&l, i * 1000, false, &a);
+        assert_false(a.signal || a.search || a.lost);
+    }
+    exec_life_call_failed(&l, FAIL_LIMIT * 1000, false, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_MISSED);
+    assert_int_equal(l.coord, EXEC_GIVEN_UP);
+}
+
+static void test_failures_while_stopping_ignored(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_COORDINATOR, 0, &a);
+    for (int i = 0; i < 2 * FAIL_LIMIT; i++) {
+        exec_life_call_failed(&l, i, true, &a);
+        assert_false(a.signal || a.search || a.lost);
+    }
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+}
+
+static void test_barrier_signal_exits(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_SIGNAL, 0, &a);
+    assert_true(a.exit);
+    assert_int_equal(a.signal, 0);
+}
+
+static void test_barrier_misses_exit(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, 0, FAIL_LIMIT);
+    exec_act a;
+    for (int i = 1; i < FAIL_LIMIT; i++) exec_life_call_failed(&l, i, false, &a);
+    assert_false(a.exit);
+    exec_life_call_failed(&l, FAIL_LIMIT, false, &a);
+    assert_true(a.exit);
+    assert_int_equal(a.why, EXEC_WHY_MISSED);
+}
+
+static void test_barrier_moved_keeps_searching(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    lose(&l, 0);
+    exec_act a;
+    exec_life_found(&l, EXEC_FOUND_MOVED, 0, &a);
+    assert_int_equal(l.coord, EXEC_SEARCHING); /* until the new one answers */
+    exec_life_answered(&l);
+    assert_int_equal(l.coord, EXEC_ANSWERING);
+    assert_int_equal(l.failed, 0);
+}
+
+static void test_barrier_recovery_timeout_exits(void **st) {
+    (void)st;
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    lose(&l, 0);
+    exec_act a;
+    exec_life_call_failed(&l, RECOVERY_MS + 1, true, &a);
+    assert_true(a.exit);
+    assert_int_equal(a.why, EXEC_WHY_NO_SUCCESSOR);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_waiting_to_running),
+        cmocka_unit_test(test_stop_starts_grace),
+        cmocka_unit_test(test_second_stop_is_nothing),
+        cmocka_unit_test(test_grace_ends_in_kill),
+        cmocka_unit_test(test_timeout_kills),
+        cmocka_unit_test(test_timeout_in_grace_kills),
+        cmocka_unit_test(test_no_timeout_runs_on),
+        cmocka_unit_test(test_one_failure_is_a_blip),
+        cmocka_unit_test(test_lost_starts_search),
+        cmocka_unit_test(test_search_every_few_seconds),
+        cmocka_unit_test(test_adopted_rejoins_and_rewatches),
+        cmocka_unit_test(test_next_attempt_stops),
+        cmocka_unit_test(test_refused_gives_up),
+        cmocka_unit_test(test_recovery_timeout_gives_up),
+        cmocka_unit_test(test_unrecoverable_misses_stop),
+        cmocka_unit_test(test_failures_while_stopping_ignored),
+        cmocka_unit_test(test_barrier_signal_exits),
+        cmocka_unit_test(test_barrier_misses_exit),
+        cmocka_unit_test(test_barrier_moved_keeps_searching),
+        cmocka_unit_test(test_barrier_recovery_timeout_exits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
