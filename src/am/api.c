@@ -16,6 +16,7 @@
 #include "am/api.h"
 
 #include "am/logfetch.h"
+#include "am/notebook_proxy.h"
 #include "am/record.h"
 #include "am/reply.h"
 #include "am/stacks.h"
@@ -904,7 +905,7 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
  * cookie and sends the browser on without it. Elsewhere (the API, the
  * TensorBoard redirect) ?token= is taken as is. */
 static bool page_path(const char *path) {
-    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
+    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0 || am_notebook_path(path);
 }
 
 static bool tensorboard_path(const char *path) {
@@ -992,6 +993,8 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
             }
             am_kick(am);
         }
+    } else if (am_notebook_path(path)) {
+        am_notebook_proxy(am, req);
     } else {
         am_reply_error(req, 404, "unknown path; see /v1/job");
     }
@@ -1001,7 +1004,8 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     tony_http_server_opts o = {.what = "the coordinator API",
                                .max_body = 1 << 20,
-                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                                                  EVHTTP_REQ_DELETE, /* Jupyter's REST API, proxied */
                                .handler = am_api_handle,
                                .arg = am};
     am->http = tony_http_server_new(am->base, &o);
