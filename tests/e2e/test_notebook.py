@@ -156,7 +156,7 @@ def test_notebook_execute_keeps_the_output(tony, tmp_path):
     kept = r.job_dir() / "shared" / "analysis.executed.ipynb"
     assert f"kept as {kept}" in r.out
     out = json.loads(kept.read_text())
-    assert out["cells"][0]["outputs"][0]["text"] == "answer 42\n"
+    assert "".join(out["cells"][0]["outputs"][0]["text"]) == "answer 42\n"
     # a failing cell fails the job, and its copy shows where
     bad = json.loads(json.dumps(NOTEBOOK))
     bad["cells"].append(dict(bad["cells"][0], id="c2", source="raise ValueError('broken data')"))
