@@ -42,19 +42,19 @@ bool am_notebook_path(const char *path) {
     return strncmp(path, AM_API_NOTEBOOK, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-static const am_task *notebook_task(const tony_am *am) {
-    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
-        const am_task *t = &am->fsm.job.tasks[i];
+static const am_task *notebook_task(const am_notebook_ctx *am) {
+    for (size_t i = 0; i < am->job->ntasks; i++) {
+        const am_task *t = &am->job->tasks[i];
         if (strcmp(t->role->name, TONY_NOTEBOOK_ROLE) == 0) return t;
     }
     return NULL;
 }
 
-static char *why_no_notebook(const tony_am *am, const am_task *t) {
+static char *why_no_notebook(const am_notebook_ctx *am, const am_task *t) {
     if (!t)
         return tony_sprintf("Job %s is no notebook job (no %s task); start one with `tony notebook`.", am->app_id,
                             TONY_NOTEBOOK_ROLE);
-    if (am_task_done(t) || am->fsm.state == AM_JOB_DONE)
+    if (am_task_done(t) || am->job_ended)
         return tony_sprintf("Job %s: its Jupyter server has ended (%s; idle shutdown after %s, or `tony kill`); "
                             "its log says why: tony logs %s --task %s:%d",
                             am->app_id, am_task_state_name(t->state), TONY_KEY_NOTEBOOK_IDLE_TIMEOUT, am->app_id,
@@ -184,7 +184,7 @@ static int connect_jupyter(struct bufferevent *up, int port) {
     return bufferevent_socket_connect(up, (struct sockaddr *)&a, sizeof a);
 }
 
-static void splice(tony_am *am, struct evhttp_request *req, const am_task *t, const char *method, const char *path,
+static void splice(const am_notebook_ctx *am, struct evhttp_request *req, const am_task *t, const char *method, const char *path,
                    const char *query) {
     struct bufferevent *up = bufferevent_socket_new(am->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!up || connect_jupyter(up, t->tb_port)) {
@@ -201,7 +201,7 @@ static void splice(tony_am *am, struct evhttp_request *req, const am_task *t, co
     s->evcon = evhttp_request_get_connection(req);
     s->lender = evhttp_connection_get_bufferevent(s->evcon);
     s->fd = bufferevent_getfd(s->lender);
-    write_request(bufferevent_get_output(up), req, method, path, query, am->reads.token);
+    write_request(bufferevent_get_output(up), req, method, path, query, am->reads->token);
     /* what the browser sent past this request (it may not wait for ours) */
     evbuffer_add_buffer(bufferevent_get_output(up), bufferevent_get_input(s->lender));
     /* evhttp keeps the connection (and frees it at the end, in splice_end)
@@ -216,7 +216,7 @@ static void splice(tony_am *am, struct evhttp_request *req, const am_task *t, co
     bufferevent_enable(s->down, EV_READ | EV_WRITE);
 }
 
-void am_notebook_proxy(tony_am *am, struct evhttp_request *req) {
+void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req) {
     struct evhttp_uri *u = evhttp_uri_parse(evhttp_request_get_uri(req));
     const char *path = u ? evhttp_uri_get_path(u) : NULL;
     const char *query = u ? evhttp_uri_get_query(u) : NULL;
@@ -225,7 +225,7 @@ void am_notebook_proxy(tony_am *am, struct evhttp_request *req) {
     TAILQ_INIT(&q);
     if (query && evhttp_parse_query_str(query, &q)) evhttp_clear_headers(&q);
     /* every method, not only GET: Jupyter's POSTs start kernels and run code */
-    tony_read_verdict v = path ? tony_read_check(&am->reads, req, path, &q) : TONY_READ_REFUSED;
+    tony_read_verdict v = path ? tony_read_check(am->reads, req, path, &q) : TONY_READ_REFUSED;
     evhttp_clear_headers(&q);
     if (!path || !method) {
         am_reply_error(req, 400, "malformed request for the notebook");

@@ -5,10 +5,22 @@
 #ifndef TONY_AM_NOTEBOOK_PROXY_H
 #define TONY_AM_NOTEBOOK_PROXY_H
 
+#include <event2/event.h>
 #include <event2/http.h>
 #include <stdbool.h>
 
-#include "am/am_internal.h"
+#include "am/job.h"
+#include "common/readtoken.h"
+
+/* What the proxy needs of the coordinator (not its handle, so that this
+ * module stays out of am_internal.h's include cycle). */
+typedef struct am_notebook_ctx {
+    struct event_base *base;
+    const tony_read_gate *reads; /* the job's read token: the check, and Jupyter's own token */
+    const am_job *job;           /* where its notebook task is */
+    const char *app_id;
+    bool job_ended;
+} am_notebook_ctx;
 
 /* Whether path is AM_API_NOTEBOOK or below it. */
 bool am_notebook_path(const char *path);
@@ -16,6 +28,6 @@ bool am_notebook_path(const char *path);
 /* Answers req (any method) by splicing its connection to the Jupyter server
  * of the job's notebook task; answers 403 without the read token and 503,
  * saying why, when no server runs. */
-void am_notebook_proxy(tony_am *am, struct evhttp_request *req);
+void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req);
 
 #endif
