@@ -75,10 +75,14 @@ static void pass_on(tony_strv *a, const char *name) {
     if (!o->takes_value && o->seen) tony_strv_pushf(a, "--%s", name);
 }
 
+/* As submit reads --python_binary_path: relative, inside the shipped venv;
+ * else a path from here is made absolute (the task runs elsewhere); a bare
+ * name is looked up on the task's PATH. */
 static char *interpreter(void) {
     const char *py = tony_args_value(notebook_opts, "python_binary_path");
     if (!py) return tony_strdup("python3");
     if (py[0] != '/' && tony_args_value(notebook_opts, "python_venv")) return tony_sprintf("venv/%s", py);
+    if (py[0] != '/' && strchr(py, '/')) return tony_abspath(py);
     return tony_strdup(py);
 }
 
@@ -106,7 +110,8 @@ static void say_where(const tony_client_job *job, void *arg) {
                job->id);
     } else {
         printf("tony: the notebook is at %s" AM_API_NOTEBOOK "/?" AM_API_TOKEN_PARAM "=%s (Jupyter, through the "
-               "coordinator; it serves a few seconds from now; `tony kill %s` ends it and its kernels)\n",
+               "coordinator, from a few seconds from now; its files are the task's work dir; `tony kill %s` ends it and "
+               "its kernels)\n",
                url, token, job->id);
     }
     fflush(stdout);
