@@ -81,7 +81,7 @@ static const char *method_name(enum evhttp_cmd_type c) {
  * check compares them). */
 static bool header_kept(const char *name) {
     static const char *dropped[] = {"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
-                                    "Content-Length", "Upgrade", "Authorization", AM_API_TOKEN_HEADER, "TE"};
+                                    "Content-Length", "Upgrade", "Authorization", AM_API_TOKEN_HEADER, "TE", "Expect"};
     for (size_t i = 0; i < sizeof dropped / sizeof *dropped; i++)
         if (strcasecmp(name, dropped[i]) == 0) return false;
     return true;
