@@ -35,6 +35,7 @@ typedef struct nb_splice {
     struct bufferevent *down; /* the browser's side (does not close fd) */
     struct bufferevent *up;   /* Jupyter's side */
     bool closing;
+    bool answered; /* Jupyter has sent something */
 } nb_splice;
 
 bool am_notebook_path(const char *path) {
@@ -146,6 +147,7 @@ static bool drained(const nb_splice *s) {
 static void on_read(struct bufferevent *from, void *arg) {
     nb_splice *s = arg;
     struct bufferevent *to = from == s->up ? s->down : s->up;
+    if (from == s->up && evbuffer_get_length(bufferevent_get_input(from))) s->answered = true;
     evbuffer_add_buffer(bufferevent_get_output(to), bufferevent_get_input(from));
     if (evbuffer_get_length(bufferevent_get_output(to)) >= NB_HIGH_WATER) bufferevent_disable(from, EV_READ);
 }
@@ -167,6 +169,16 @@ static void on_event(struct bufferevent *bev, short what, void *arg) {
     if (what & BEV_EVENT_CONNECTED) return;
     if (!s->closing) {
         on_read(bev, s);
+        if (bev == s->up && !s->answered) {
+            /* Jupyter went away before answering: the browser still gets
+             * an answer, not a bare reset */
+            static const char gone[] = "the notebook's Jupyter server closed the connection without answering; "
+                                       "try again, or see its log (tony logs)\n";
+            evbuffer_add_printf(bufferevent_get_output(s->down),
+                                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                                "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                                sizeof gone - 1, gone);
+        }
         s->closing = true;
         bufferevent_disable(s->up, EV_READ);
         bufferevent_disable(s->down, EV_READ);

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import PYTHON, TONY, job_processes, second_user, wait_for
+from conftest import PYTHON, TONY, http_get, job_processes, second_user, wait_for
 
 pytestmark = pytest.mark.ml
 
@@ -103,6 +103,13 @@ def test_notebook_kernel_through_the_proxy_and_kill(tony):
         assert api(base, "0" * 64, "/api/status")[0] == 403
         for method, body in (("GET", None), ("POST", {"name": "python3"}), ("DELETE", None)):
             assert api(base, None, "/api/kernels", method, body)[0] == 403, method
+        # a browser: the printed link sets the coordinator's cookie and sends it on without the token;
+        # the cookie alone then reaches Jupyter
+        status, headers, _ = http_get(url, stranger=True, follow=False)
+        assert status in (302, 303), status
+        assert urllib.parse.urljoin(url, headers["Location"]) == base + "/notebook/", headers["Location"]
+        cookie = headers["Set-Cookie"].split(";")[0]
+        assert http_get(base + "/notebook/api/status", headers={"Cookie": cookie}, stranger=True)[0] == 200
         code, kernel = api(base, token, "/api/kernels", "POST", {"name": "python3"})
         assert code == 201, kernel
         assert run_cell(netloc, token, kernel["id"], "print(6 * 7)").strip() == "42"
