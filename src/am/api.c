@@ -994,7 +994,8 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
             am_kick(am);
         }
     } else if (am_notebook_path(path)) {
-        am_notebook_proxy(&(am_notebook_ctx){am->base, &am->reads, &am->fsm.job, am->app_id, am->fsm.state == AM_JOB_DONE},
+        am_notebook_proxy(&(am_notebook_ctx){am->base, &am->reads, &am->fsm.job, am->app_id, am->host,
+                                             am->fsm.state == AM_JOB_DONE},
                           req);
     } else {
         am_reply_error(req, 404, "unknown path; see /v1/job");

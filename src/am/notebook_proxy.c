@@ -64,6 +64,14 @@ static char *why_no_notebook(const am_notebook_ctx *am, const am_task *t) {
                         t->role->name, t->index, am_task_state_name(t->state));
 }
 
+/* The server listens on its task's loopback: the coordinator reaches it only
+ * on the same machine. Elsewhere its own loopback port may be anyone's, who
+ * must not get Jupyter's token. */
+static bool runs_here(const am_notebook_ctx *am, const am_task *t) {
+    return strcmp(t->host, "127.0.0.1") == 0 || strcmp(t->host, "localhost") == 0 ||
+           (am->host && strcmp(t->host, am->host) == 0);
+}
+
 static const char *method_name(enum evhttp_cmd_type c) {
     switch (c) {
     case EVHTTP_REQ_GET: return "GET";
@@ -248,7 +256,13 @@ void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req) {
                        " header");
     } else if (v == TONY_READ_ALLOWED) {
         const am_task *t = notebook_task(am);
-        if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening) {
+        if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening && !runs_here(am, t)) {
+            char *msg = tony_sprintf("Job %s: its Jupyter server runs on %s, not on the coordinator's machine (%s), "
+                                     "and the proxy reaches it only there (not yet across nodes)",
+                                     am->app_id, t->host, am->host ? am->host : "?");
+            am_reply_text(req, 501, msg);
+            free(msg);
+        } else if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening) {
             splice(am, req, t, method, path, query);
         } else {
             char *why = why_no_notebook(am, t);

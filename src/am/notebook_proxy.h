@@ -19,6 +19,7 @@ typedef struct am_notebook_ctx {
     const tony_read_gate *reads; /* the job's read token: the check, and Jupyter's own token */
     const am_job *job;           /* where its notebook task is */
     const char *app_id;
+    const char *host; /* the coordinator's: the server is reached on its loopback only when the task runs here */
     bool job_ended;
 } am_notebook_ctx;
 
