@@ -7,6 +7,7 @@
 #include "am/am.h"
 #include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
+#include "client/notebook.h"
 #include "common/self.h"
 #include "executor/executor.h"
 
@@ -60,6 +61,7 @@ static const verb verbs[] = {
     {"list", tony_cmd_list, "list jobs"},
     {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},
     {"conf", tony_cmd_conf, "list every configuration key: type, default, backends (tony conf keys [--json])"},
+    {"notebook", tony_cmd_notebook, "a Jupyter server as a job, behind the coordinator (or --execute NB.ipynb as a job)"},
     {"portal", tony_cmd_portal, "serve a web UI over the job history (TonY's history portal)"},
     {"pack", tony_cmd_pack, NULL},
     {"am", run_am, NULL},

@@ -19,6 +19,7 @@
 
 #include "am/api_routes.h"
 #include "am/logfetch.h"
+#include "am/notebook_proxy.h"
 #include "am/record.h"
 #include "am/reply.h"
 #include "am/stacks.h"
@@ -898,7 +899,7 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
  * cookie and sends the browser on without it. Elsewhere (the API, the
  * TensorBoard redirect) ?token= is taken as is. */
 static bool page_path(const char *path) {
-    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
+    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0 || am_notebook_path(path);
 }
 
 static bool tensorboard_path(const char *path) {
@@ -973,6 +974,15 @@ static void on_finish(am_call *c) {
     am_kick(c->am);
 }
 
+/* The notebook's Jupyter, proxied (notebook_proxy.h checks the read token
+ * for every method itself). */
+static void on_notebook(am_call *c) {
+    tony_am *am = c->am;
+    am_notebook_proxy(&(am_notebook_ctx){am->base, &am->reads, &am->fsm.job, am->app_id, am->host,
+                                         am->fsm.state == AM_JOB_DONE},
+                      c->req);
+}
+
 /* The fields of an executor's call: "attempt", always, first. */
 #define BODY(...) AM_API_ATTEMPT ", " __VA_ARGS__
 
@@ -987,6 +997,10 @@ static const am_route routes[] = {
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},
     {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`302` to the job's TensorBoard (below), or `404` with why, as text", on_tensorboard},
+    {AM_MATCH_SUBTREE, AM_API_NOTEBOOK, AM_METHOD_ANY, AM_WHO_READER, false, NULL,
+     "the notebook's Jupyter server (`tony notebook`), proxied with its WebSockets; any method, the read token "
+     "required for each",
+     on_notebook},
     {AM_MATCH_EXACT, AM_API_JOB_KILL, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL, "kill the job", on_kill},
     {AM_MATCH_EXACT, AM_API_JOB_FINISH, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL,
      "the client is done reading the final state", on_finish},
@@ -1054,7 +1068,8 @@ static bool executor_call(am_call *c, const am_route *r) {
  * 404 when no route has the path, 405 naming the methods when none has
  * the method, else who may call is checked and the handler runs. */
 static void route(am_call *c, const char *verb) {
-    am_method method = evhttp_request_get_command(c->req) == EVHTTP_REQ_POST ? AM_METHOD_POST : AM_METHOD_GET;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
+    am_method method = cmd == EVHTTP_REQ_GET ? AM_METHOD_GET : cmd == EVHTTP_REQ_POST ? AM_METHOD_POST : AM_METHOD_OTHER;
     const am_route *r = NULL;
     am_route_verdict v = am_route_find(routes, NROUTES, c->path, verb, method, &r);
     if (v == AM_ROUTE_NO_PATH && verb) {
@@ -1114,7 +1129,8 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     tony_http_server_opts o = {.what = "the coordinator API",
                                .max_body = 1 << 20,
-                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST,
+                               .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                                                  EVHTTP_REQ_DELETE, /* Jupyter's REST API, proxied */
                                .handler = am_api_handle,
                                .arg = am};
     am->http = tony_http_server_new(am->base, &o);

@@ -27,7 +27,7 @@ am_route_verdict am_route_find(const am_route *routes, size_t n, const char *pat
     am_route_verdict v = AM_ROUTE_NO_PATH;
     for (size_t i = 0; i < n; i++) {
         if (!matches(&routes[i], path, verb)) continue;
-        if (routes[i].method == method) {
+        if (routes[i].method == method || routes[i].method == AM_METHOD_ANY) {
             *found = &routes[i];
             return AM_ROUTE_FOUND;
         }
@@ -37,13 +37,14 @@ am_route_verdict am_route_find(const am_route *routes, size_t n, const char *pat
 }
 
 const char *am_route_methods(const am_route *routes, size_t n, const char *path, const char *verb) {
-    bool get = false, post = false;
+    bool get = false, post = false, any = false;
     for (size_t i = 0; i < n; i++) {
         if (!matches(&routes[i], path, verb)) continue;
         get |= routes[i].method == AM_METHOD_GET;
         post |= routes[i].method == AM_METHOD_POST;
+        any |= routes[i].method == AM_METHOD_ANY;
     }
-    return get && post ? "GET or POST" : post ? "POST" : "GET";
+    return any ? "any method" : get && post ? "GET or POST" : post ? "POST" : "GET";
 }
 
 char *am_route_verbs(const am_route *routes, size_t n, const char *sep, const char *last_sep) {
@@ -76,7 +77,7 @@ char *am_route_markdown(const am_route *routes, size_t n) {
     tony_buf_puts(&b, "| method and path | who | body | what |\n| --- | --- | --- | --- |\n");
     for (size_t i = 0; i < n; i++) {
         const am_route *r = &routes[i];
-        const char *method = r->method == AM_METHOD_GET ? "GET" : "POST";
+        const char *method = r->method == AM_METHOD_GET ? "GET" : r->method == AM_METHOD_POST ? "POST" : "ANY";
         switch (r->match) {
         case AM_MATCH_EXACT: tony_buf_printf(&b, "| `%s %s` ", method, r->path); break;
         case AM_MATCH_FILES: tony_buf_printf(&b, "| `%s %s<file>` ", method, r->path); break;

@@ -19,7 +19,9 @@ typedef enum {
     AM_MATCH_TASK,    /* AM_API_TASKS<role>/<index>/<verb>: path is the verb */
 } am_match;
 
-typedef enum { AM_METHOD_GET, AM_METHOD_POST } am_method;
+/* A request's method is GET, POST or OTHER (PUT, PATCH, DELETE: only a
+ * route of ANY takes those); a route's is GET, POST or ANY. */
+typedef enum { AM_METHOD_GET, AM_METHOD_POST, AM_METHOD_OTHER, AM_METHOD_ANY } am_method;
 
 /* Who may call: the job's read token holders (reads_allowed checked it
  * before routing), its client (signed with the job's key), or the task's
@@ -48,8 +50,8 @@ typedef enum { AM_ROUTE_FOUND, AM_ROUTE_NO_PATH, AM_ROUTE_NO_METHOD } am_route_v
  * by their verb (verb; NULL for other paths). */
 am_route_verdict am_route_find(const am_route *routes, size_t n, const char *path, const char *verb, am_method method,
                                const am_route **found);
-/* The methods a path (or task verb) allows, as "GET", "POST" or "GET or
- * POST", for a 405. */
+/* The methods a path (or task verb) allows, as "GET", "POST", "GET or
+ * POST" or "any method", for a 405. */
 const char *am_route_methods(const am_route *routes, size_t n, const char *path, const char *verb);
 /* The task verbs, each once, joined by sep ("|" or ", "); the caller frees it. */
 char *am_route_verbs(const am_route *routes, size_t n, const char *sep, const char *last_sep);

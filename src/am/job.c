@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "common/jobjson.h"
 #include "common/strv.h"
+#include "conf/keys.h"
 
 void am_job_init(am_job *j, const tony_plan *plan) {
     memset(j, 0, sizeof *j);
@@ -75,6 +76,8 @@ bool am_task_done(const am_task *t) {
 }
 
 bool am_job_reserves_tb_port(const am_job *j, const am_task *t) {
+    /* a notebook job's Jupyter server listens there (am/notebook_proxy.h) */
+    if (tony_plan_role(j->plan, TONY_NOTEBOOK_ROLE)) return strcmp(t->role->name, TONY_NOTEBOOK_ROLE) == 0;
     if (tony_plan_role(j->plan, "tensorboard")) return strcmp(t->role->name, "tensorboard") == 0;
     return tony_plan_is_chief(j->plan, t->role->name, t->index);
 }

@@ -6,6 +6,9 @@
 #include "backend/client.h" /* the CLI's exit codes (TONY_EXIT_OK, ...), the backends' too */
 
 int tony_cmd_submit(int argc, char **argv);
+/* tony_cmd_submit, calling started (when not NULL) once the job started,
+ * before it is followed: what `tony notebook` says of its server. */
+int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job *job, void *ctx), void *ctx);
 int tony_cmd_status(int argc, char **argv);
 int tony_cmd_kill(int argc, char **argv);
 int tony_cmd_logs(int argc, char **argv);

@@ -375,7 +375,9 @@ static void name_after_framework(tony_conf *c, const tony_plan *plan) {
     free(name);
 }
 
-int tony_cmd_submit(int argc, char **argv) {
+int tony_cmd_submit(int argc, char **argv) { return tony_submit_run(argc, argv, NULL, NULL); }
+
+int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job *job, void *ctx), void *ctx) {
     tony_strv positional = {0};
     tony_error err = {{0}};
     tony_conf *conf = NULL;
@@ -431,6 +433,7 @@ int tony_cmd_submit(int argc, char **argv) {
     err.msg[0] = '\0';
     code = ops->submit(&sub, &job, &err);
     if (code == TONY_EXIT_OK && detach) code = tony_client_backend_wait_started(job, &err);
+    if (code == TONY_EXIT_OK && started) started(job, ctx);
     if (code == TONY_EXIT_OK && detach)
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", job->id, job->id);
     else if (code == TONY_EXIT_OK)

@@ -16,6 +16,7 @@
 #define AM_API_TASKS "/v1/tasks/"        /* + <role>/<index>/<verb> */
 #define AM_API_TENSORBOARD "/tensorboard" /* a redirect to the task serving TensorBoard */
 #define AM_API_UI "/ui/"                 /* the web page's files */
+#define AM_API_NOTEBOOK "/notebook"      /* `tony notebook`: its Jupyter server, proxied (am/notebook_proxy.h) */
 /* Sent by the web page: the job is being watched (its coordinator lingers). */
 #define AM_API_UI_HEADER "X-Tony-UI"
 

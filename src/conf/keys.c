@@ -133,6 +133,10 @@ static const tony_key keys[] = {
     {TONY_KEY_APP_TRAINING_STAGE, LIST, NULL, ALL,
      "Comma list of job types that start after the prepare stage; defaults to the job types not in it.", NULL},
     {TONY_KEY_APP_TENSORBOARD_LOG_DIR, STR, NULL, ALL, "Log directory for a TensorBoard sidecar run by the job.", NULL},
+    {TONY_KEY_NOTEBOOK_IDLE_TIMEOUT, DUR, "1h", ALL,
+     "`tony notebook`: a Jupyter server with no activity (no request, no busy kernel) this long shuts down and the "
+     "job ends; kernels idle this long are culled. 0: never.",
+     NULL},
     {TONY_KEY_APP_BACKEND, STR, NULL, ALL,
      "Where tasks run: local, yarn or slurm; unset means the client picks one from the environment.", NULL},
     {TONY_KEY_OTHER_NAMENODES, LIST, NULL, YARN, "Comma list of extra NameNode URIs to get delegation tokens from.",

@@ -44,6 +44,10 @@
 #define TONY_KEY_APP_PREPARE_STAGE "tony.application.prepare-stage"
 #define TONY_KEY_APP_TRAINING_STAGE "tony.application.training-stage"
 #define TONY_KEY_APP_TENSORBOARD_LOG_DIR "tony.application.tensorboard-log-dir"
+#define TONY_KEY_NOTEBOOK_IDLE_TIMEOUT "tony.notebook.idle-timeout"
+/* The role `tony notebook` runs its Jupyter server as (tony.notebook.*: its
+ * memory, vcores and GPUs); the coordinator proxies the task of this role. */
+#define TONY_NOTEBOOK_ROLE "notebook"
 #define TONY_KEY_APP_BACKEND "tony.application.backend"
 #define TONY_KEY_OTHER_NAMENODES "tony.other.namenodes"
 #define TONY_KEY_PYTHON_EXEC_PATH "tony.python-exec-path"

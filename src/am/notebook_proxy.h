@@ -1,0 +1,34 @@
+/* The coordinator's reverse proxy to a `tony notebook` job's Jupyter server:
+ * every request under AM_API_NOTEBOOK (HTTP, and WebSocket for the kernels'
+ * channels) goes to the server, which listens on the task's loopback only,
+ * and only with the job's read token, the same check as the web page's. */
+#ifndef TONY_AM_NOTEBOOK_PROXY_H
+#define TONY_AM_NOTEBOOK_PROXY_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdbool.h>
+
+#include "am/job.h"
+#include "common/readtoken.h"
+
+/* What the proxy needs of the coordinator (not its handle, so that this
+ * module stays out of am_internal.h's include cycle). */
+typedef struct am_notebook_ctx {
+    struct event_base *base;
+    const tony_read_gate *reads; /* the job's read token: the check, and Jupyter's own token */
+    const am_job *job;           /* where its notebook task is */
+    const char *app_id;
+    const char *host; /* the coordinator's: the server is reached on its loopback only when the task runs here */
+    bool job_ended;
+} am_notebook_ctx;
+
+/* Whether path is AM_API_NOTEBOOK or below it. */
+bool am_notebook_path(const char *path);
+
+/* Answers req (any method) by splicing its connection to the Jupyter server
+ * of the job's notebook task; answers 403 without the read token and 503,
+ * saying why, when no server runs. */
+void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req);
+
+#endif

@@ -1,0 +1,218 @@
+/* `tony notebook` (client/notebook.h): builds the job a notebook user needs
+ * (one task of role notebook running Jupyter, or nbclient with --execute)
+ * and hands it to `tony submit`, whose flags it takes, then says where the
+ * server is: the coordinator's AM_API_NOTEBOOK path with the read token. */
+#include "client/notebook.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "client/confargs.h"
+#include "common/amapi.h"
+#include "common/fs.h"
+#include "common/jobdir.h"
+#include "common/strv.h"
+#include "common/taskenv.h"
+#include "conf/keys.h"
+
+static tony_opt notebook_opts[] = {
+    {"execute", NULL, true, false, "run this .ipynb as a job and keep the executed copy (exit status follows it)", false, {0}},
+    {"python_venv", NULL, true, false, "zipped virtualenv with jupyter_server (and nbclient), unpacked into venv/", false, {0}},
+    {"python_binary_path", NULL, true, false, "interpreter; relative: inside venv/ (default python3)", false, {0}},
+    {"src_dir", NULL, true, false, "directory shipped to the task (with --execute: default the notebook's)", false, {0}},
+    {"shell_env", NULL, true, true, "K=V for Jupyter and its kernels (repeatable)", false, {0}},
+    TONY_CONF_OPTS,
+    {"backend", NULL, true, false, "local, yarn or slurm (tony.application.backend)", false, {0}},
+    {"detach", NULL, false, false, "print the job id and the notebook's URL and return", false, {0}},
+    {"help", "h", false, false, "show this help", false, {0}},
+    {NULL, NULL, false, false, NULL, false, {0}},
+};
+
+/* Jupyter's server with its idle checks every quarter of the timeout (its
+ * own look is once a minute, too coarse for a timeout of minutes), bound to
+ * the task's loopback on the port the executor reserved (TB_PORT), under
+ * the proxy's path; its token, the job's read token, comes in the
+ * environment, where other users cannot read it. */
+static const char jupyter_py[] =
+    "import sys\\n"
+    "from jupyter_server.serverapp import ServerApp\\n"
+    "from tornado import ioloop\\n"
+    "class TonyServer(ServerApp):\\n"
+    "    def init_shutdown_no_activity(self):\\n"
+    "        t = self.shutdown_no_activity_timeout\\n"
+    "        if t > 0:\\n"
+    "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\\n"
+    "TonyServer.launch_instance()\\n";
+
+/* The notebook run by nbclient, stopping at the first failing cell; the
+ * executed copy is written either way, where every task and the user see
+ * it (TONY_JOB_DIR). */
+static const char execute_py[] =
+    "import os, sys, nbformat, nbclient\\n"
+    "src = os.environ[\"TONY_NOTEBOOK\"]\\n"
+    "out = os.path.join(os.environ.get(\"" TASKENV_JOB_DIR "\") or \".\", os.environ[\"TONY_NOTEBOOK_OUT\"])\\n"
+    "nb = nbformat.read(src, as_version=4)\\n"
+    "rc = 0\\n"
+    "try:\\n"
+    "    nbclient.NotebookClient(nb, resources={\"metadata\": {\"path\": os.path.dirname(os.path.abspath(src))}}).execute()\\n"
+    "except nbclient.exceptions.CellExecutionError as e:\\n"
+    "    print(e, file=sys.stderr)\\n"
+    "    rc = 1\\n"
+    "nbformat.write(nb, out)\\n"
+    "print(\"tony: the executed notebook is \" + os.path.abspath(out), flush=True)\\n"
+    "sys.exit(rc)\\n";
+
+/* Options given to `tony notebook` that `tony submit` takes as they are. */
+static void pass_on(tony_strv *a, const char *name) {
+    tony_opt *o = tony_args_get(notebook_opts, name);
+    for (size_t i = 0; i < o->values.len; i++) {
+        tony_strv_pushf(a, "--%s", name);
+        tony_strv_push(a, o->values.items[i]);
+    }
+    if (!o->takes_value && o->seen) tony_strv_pushf(a, "--%s", name);
+}
+
+/* As submit reads --python_binary_path: relative, inside the shipped venv;
+ * else a path from here is made absolute (the task runs elsewhere); a bare
+ * name is looked up on the task's PATH. */
+static char *interpreter(void) {
+    const char *py = tony_args_value(notebook_opts, "python_binary_path");
+    if (!py) return tony_strdup("python3");
+    if (py[0] != '/' && tony_args_value(notebook_opts, "python_venv")) return tony_sprintf("venv/%s", py);
+    if (py[0] != '/' && strchr(py, '/')) return tony_abspath(py);
+    return tony_strdup(py);
+}
+
+typedef struct started_ctx {
+    const char *out_name; /* --execute: the executed copy's file name */
+} started_ctx;
+
+static void say_where(const tony_client_job *job, void *arg) {
+    const started_ctx *c = arg;
+    if (c->out_name) {
+        char *shared = tony_path_join(job->job_dir, TONY_JOBDIR_SHARED);
+        char *kept = tony_path_join(shared, c->out_name);
+        printf("tony: the executed notebook will be kept as %s\n", kept);
+        free(kept);
+        free(shared);
+        return;
+    }
+    char *url = NULL, *token = NULL;
+    int pid;
+    /* the coordinator writes its URL a moment after it started */
+    for (int i = 0; i < 100 && tony_jobdir_am_url(job->job_dir, &url, &pid, NULL); i++) usleep(100 * 1000);
+    if (!url || tony_jobdir_read_token(job->job_dir, &token, NULL)) {
+        printf("tony: the notebook is at the job's web page URL with " AM_API_NOTEBOOK "/ after the host "
+               "(`tony status %s` shows it)\n",
+               job->id);
+    } else {
+        printf("tony: the notebook is at %s" AM_API_NOTEBOOK "/?" AM_API_TOKEN_PARAM "=%s (Jupyter, through the "
+               "coordinator, from a few seconds from now; its files are the task's work dir; `tony kill %s` ends it and "
+               "its kernels)\n",
+               url, token, job->id);
+    }
+    fflush(stdout);
+    free(url);
+    free(token);
+}
+
+/* --execute NB: ships NB's directory (unless --src_dir does) and names the
+ * copy NAME.executed.ipynb. */
+static int execute_args(const char *nb, tony_strv *a, char **out_name, tony_error *err) {
+    if (!tony_args_value(notebook_opts, "src_dir")) {
+        char *abs = tony_abspath(nb);
+        FILE *f = fopen(abs, "r");
+        if (!f) {
+            free(abs);
+            return tony_err(err, "--execute %s: cannot read it; give the path of a .ipynb file", nb);
+        }
+        fclose(f);
+        char *slash = strrchr(abs, '/');
+        *slash = '\0';
+        tony_strv_push(a, "--src_dir");
+        tony_strv_push(a, *abs ? abs : "/");
+        free(abs);
+        nb = tony_basename(nb);
+    }
+    const char *base = tony_basename(nb);
+    size_t n = strlen(base);
+    if (n > 6 && strcmp(base + n - 6, ".ipynb") == 0) n -= 6;
+    *out_name = tony_sprintf("%.*s.executed.ipynb", (int)n, base);
+    tony_strv_push(a, "--shell_env");
+    tony_strv_pushf(a, "TONY_NOTEBOOK=%s", nb);
+    tony_strv_push(a, "--shell_env");
+    tony_strv_pushf(a, "TONY_NOTEBOOK_OUT=%s", *out_name);
+    return 0;
+}
+
+static int idle_seconds(long long *secs, tony_error *err) {
+    tony_conf *c = tony_conf_new();
+    long long ms = 0;
+    int rc = tony_confargs_load(notebook_opts, c, err);
+    if (!rc) rc = tony_conf_get_duration_ms(c, TONY_KEY_NOTEBOOK_IDLE_TIMEOUT, 3600000, &ms, err);
+    tony_conf_free(c);
+    *secs = ms <= 0 ? 0 : ms < 1000 ? 1 : ms / 1000;
+    return rc;
+}
+
+int tony_cmd_notebook(int argc, char **argv) {
+    tony_strv positional = {0}, a = {0};
+    tony_error err = {{0}};
+    char *py = NULL, *out_name = NULL;
+    int code = TONY_EXIT_USAGE;
+    long long idle = 0;
+    if (tony_args_parse(argc, argv, notebook_opts, &positional, &err)) goto fail;
+    if (tony_args_get(notebook_opts, "help")->seen) {
+        tony_args_usage("usage: tony notebook [--execute NB.ipynb] [options]\n"
+                        "A Jupyter server (jupyter_server in the task's Python) as a job of one task of role " TONY_NOTEBOOK_ROLE
+                        "\n(tony." TONY_NOTEBOOK_ROLE ".memory/vcores/gpus), reached through the coordinator with the "
+                        "job's token;\nidle shutdown after " TONY_KEY_NOTEBOOK_IDLE_TIMEOUT ".",
+                        notebook_opts);
+        code = TONY_EXIT_OK;
+        goto out;
+    }
+    if (positional.len) {
+        tony_err(&err, "unexpected argument '%s' (to run a notebook as a job: --execute %s)", positional.items[0],
+                 positional.items[0]);
+        goto fail;
+    }
+    if (idle_seconds(&idle, &err)) goto fail;
+    const char *nb = tony_args_value(notebook_opts, "execute");
+    tony_strv_push(&a, "notebook");
+    if (nb && execute_args(nb, &a, &out_name, &err)) goto fail;
+    py = interpreter();
+    tony_strv_push(&a, "--executes");
+    if (nb)
+        tony_strv_pushf(&a, "exec %s -c $'%s'", py, execute_py);
+    else
+        tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c $'%s' "
+                                        "--ServerApp.ip=127.0.0.1 --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
+                                        "--ServerApp.port_retries=0 --ServerApp.base_url=" AM_API_NOTEBOOK "/ "
+                                        "--ServerApp.open_browser=False --ServerApp.allow_remote_access=True --ServerApp.allow_root=True "
+                                        "--ServerApp.root_dir=. --ServerApp.shutdown_no_activity_timeout=%lld "
+                                        "--MappingKernelManager.cull_idle_timeout=%lld "
+                                        "--MappingKernelManager.cull_interval=%lld "
+                                        "--MappingKernelManager.cull_connected=True",
+                                        py, jupyter_py, idle, idle, idle ? (idle / 4 > 60 ? 60 : idle / 4 + 1) : 300);
+    tony_strv_push(&a, "--conf");
+    tony_strv_push(&a, "tony.application.framework=standalone");
+    tony_strv_push(&a, "--conf");
+    tony_strv_push(&a, "tony." TONY_NOTEBOOK_ROLE ".instances=1");
+    static const char *const passed[] = {"python_venv", "src_dir", "shell_env", "conf", "conf_file", "backend", "detach"};
+    for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) pass_on(&a, passed[i]);
+    started_ctx ctx = {out_name};
+    code = tony_submit_run((int)a.len - 1, a.items + 1, say_where, &ctx);
+    goto out;
+fail:
+    fprintf(stderr, "tony notebook: error: %s\n", err.msg);
+out:
+    free(py);
+    free(out_name);
+    tony_strv_free(&a);
+    tony_strv_free(&positional);
+    tony_args_free(notebook_opts);
+    return code;
+}
