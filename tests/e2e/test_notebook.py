@@ -81,17 +81,25 @@ def run_cell(netloc, token, kernel, code):
     out = []
     with websockets.connect(ws_url, additional_headers={"X-Tony-Token": token}, open_timeout=10) as ws:
         ws.send(json.dumps(msg))
+        # The reply (shell channel) and the output (iopub) are not ordered
+        # between channels: the cell is done once both the reply and iopub's
+        # "idle" for it have come.
         end = time.time() + 30
-        while time.time() < end:
+        replied = idle = False
+        while time.time() < end and not (replied and idle):
             m = json.loads(ws.recv(timeout=30))
             if m.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if m["msg_type"] == "stream":
                 out.append(m["content"]["text"])
+            if m["msg_type"] == "status" and m["content"].get("execution_state") == "idle":
+                idle = True
             if m["msg_type"] == "execute_reply":
                 assert m["content"]["status"] == "ok", m
-                return "".join(out)
-    raise AssertionError(f"no execute_reply in 30 s; got {out}")
+                replied = True
+        if replied and idle:
+            return "".join(out)
+    raise AssertionError(f"no execute_reply and idle in 30 s; got {out}")
 
 
 def test_notebook_kernel_through_the_proxy_and_kill(tony):
