@@ -1,0 +1,74 @@
+"""Issue 26: one coordinator with 2,000 tasks, so that work quadratic in the
+tasks fails CI. The coordinator is the real one (`tony submit` on the local
+backend, one container process per task); the executors are simulated by
+bench/scale_harness.py, which speaks the signed API for each container as
+src/executor/executor.c does (register, started, heartbeats, metrics, the
+watch, finished, the in-place restart). The limits are generous, several
+times what this machine takes: a regression to n^2 work per task or per
+heartbeat at n = 2,000 passes them."""
+import json
+import os
+import sys
+import time
+
+from conftest import REPO, TONY
+
+sys.path.insert(0, str(REPO / "bench"))
+from scale_harness import ScaleJob  # noqa: E402
+
+N = 2000
+
+
+def running_count(j):
+    body, _ = j.get("/v1/job?metrics=0")
+    return sum(t["state"] == "RUNNING" for t in json.loads(body)["tasks"])
+
+
+def test_two_thousand_tasks_gang_heartbeats_restart_in_place_and_kill(tmp_path):
+    j = ScaleJob(TONY, N, tmp_path, workers=2)
+    try:
+        j.submit()
+        # the gang: every task holds its spec, soon after the last registration
+        t_go = j.wait_all("go", 0, 240)
+        gang = t_go - j.wait_all("reg", 0, 1)
+        assert gang < 90, f"the gang of {N} took {gang:.1f} s from the last registration"
+
+        # heartbeats flow, at about the job's 1 Hz per task, and are answered
+        time.sleep(3)
+        h0, f0, t0 = j.heartbeats(), j.failures(), time.monotonic()
+        time.sleep(5)
+        rate = (j.heartbeats() - h0) / (time.monotonic() - t0)
+        assert rate > N * 0.4, f"only {rate:.0f} heartbeats/s answered for {N} tasks at 1 Hz"
+        assert j.failures() - f0 < N * 0.05, f"{j.failures() - f0} calls failed in 5 s"
+        assert running_count(j) == N
+        am_log = j.am_log()
+        assert "missed" not in am_log, am_log[-3000:]
+
+        # one task's process fails: every other task is told to stop, and all
+        # start again in place (their containers kept)
+        t0 = time.monotonic()
+        j.fail_one()
+        restarted = j.wait_all("go", 1, 180) - t0
+        assert restarted < 120, f"the in-place restart of {N} tasks took {restarted:.1f} s"
+        assert f"attempt 1: keeping {N - 1} container(s) in place, asking for 1" in j.am_log()
+
+        # the kill: every task told (its watch answered "stop"), the coordinator ends
+        time.sleep(2)
+        t0 = time.monotonic()
+        kill = j.kill()
+        assert kill.returncode == 0, kill.stderr
+        assert "did not take the kill request" not in kill.stderr, kill.stderr
+        told = j.wait_all("stop", 1, 120) - t0
+        assert told < 30, f"{N} tasks were told of the kill in {told:.1f} s"
+        j.wait_am_gone(120)
+        assert json.loads((j.job / "status.json").read_text())["final_status"] == "KILLED"
+        # every container (its stand-in process) ended with the job
+        pids = [int(line.split(" ")[3]) for line in j.announce.read_text().splitlines()]
+        assert len(pids) == N + 1  # the failed task's container was replaced
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+            time.sleep(0.2)
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
+        assert not alive, f"{len(alive)} containers outlived the killed job"
+    finally:
+        j.close()
