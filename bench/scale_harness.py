@@ -491,7 +491,11 @@ class ScaleJob:
                 raise TimeoutError(f"only {len(self.tasks_with(kind, attempt))} of {n} tasks logged {kind!r} for "
                                    f"attempt {attempt} within {timeout} s")
             if self.am_pid and not os.path.exists(f"/proc/{self.am_pid}"):
-                raise RuntimeError(f"the coordinator exited; its log: {self.am_log()[-3000:]}")
+                self.drain(2)  # what the executors heard before it went
+                if len(self.tasks_with(kind, attempt)) >= n:
+                    break
+                raise RuntimeError(f"the coordinator exited with {len(self.tasks_with(kind, attempt))} of {n} tasks "
+                                   f"having logged {kind!r} for attempt {attempt}; its log: {self.am_log()[-3000:]}")
             self.drain(0.2)
         return max(t for (k, task, a), t in self.log.items() if k == kind and a == attempt)
 
