@@ -99,6 +99,8 @@ def one_n(tony, n, floor_bin, window, workers):
             t_go = j.wait_all("go", 0, 600)
             r["gang_s"] = t_go - j.wait_all("reg", 0, 1)
             r["submit_to_gang_s"] = t_go - j.t_submit
+            time.sleep(0.5)
+            r["go_kb"] = j.go_bytes() / n / 1024
             time.sleep(8)  # past the first samples and the started calls
             c0, h0, t0 = cpu_s(j.am_pid), j.heartbeats(), time.monotonic()
             time.sleep(window)
@@ -147,18 +149,37 @@ def main():
     ap.add_argument("--workers", type=int, default=0, help="harness processes (0: one per 1,000 tasks, 1 to 4)")
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
     ap.add_argument("--json", default=None, help="also write the raw figures here")
+    ap.add_argument("--from-json", default=None, help="write the section from figures --json saved, running nothing")
     a = ap.parse_args()
-    rows = []
+    rows = json.loads(Path(a.from_json).read_text()) if a.from_json else []
     with tempfile.TemporaryDirectory() as tmp:
-        floor_bin = build_floor(tmp)
-        for n in (int(x) for x in a.tasks.split(",")):
+        floor_bin = None if a.from_json else build_floor(tmp)
+        for n in [] if a.from_json else (int(x) for x in a.tasks.split(",")):
             workers = a.workers or max(1, min(4, n // 1000))
             r = one_n(a.tony, n, floor_bin, a.window, workers)
+            r["workers"] = workers
             print(json.dumps(r), flush=True)
             rows.append(r)
+    if a.from_json:
+        a.tasks = ",".join(str(r["n"]) for r in rows)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
-    print(render(rows))
+    text = f"""# {SECTION}
+
+The real coordinator (`tony submit --detach`, local backend: one container process per task) with N simulated
+executors: `bench/scale_harness.py` speaks the signed API for each container as `src/executor/executor.c` does
+(register long poll, started, heartbeats every 1 s (the default interval), a metrics sample every 5 s, the watch
+long poll, finished, in-place restart), from {rows[0].get('workers', 'a few')} asyncio processes; each container is a
+sleeping stand-in. This machine: {os.cpu_count()} CPUs shared with other work, so the harness and the coordinator
+compete; the coordinator's CPU is its own (/proc), per heartbeat it answered. The floor: `bench/scale/floor.c`, a
+bare libevent evhttp server answering a fixed reply, under the same signed heartbeat requests (a connection each,
+as the executor's libcurl makes them) at the rate the coordinator got, in the same run. CPU times are counted in
+clock ticks (10 ms): small windows are coarse. Produced by `bench/scale_bench.py --tasks {a.tasks}`.
+
+{render(rows)}
+"""
+    replace_section(a.out, SECTION, text)
+    print(text)
 
 
 def render(rows):
@@ -168,6 +189,7 @@ def render(rows):
     return "\n".join([head,
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
                       line("submit -> all hold their spec (s)", "submit_to_gang_s", "{:.1f}"),
+                      line("one task's \"go\" answer (KiB)", "go_kb", "{:.1f}"),
                       line("heartbeats answered / s (harness rate)", "hb_per_s", "{:.0f}"),
                       line("coordinator CPU, steady (% of a core)", "cpu_pct", "{:.1f}"),
                       line("coordinator CPU per heartbeat (µs)", "cpu_per_hb_us", "{:.0f}"),

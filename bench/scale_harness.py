@@ -170,7 +170,10 @@ class SimExecutor:
                 raise CallFailed(f"HTTP {status} to {verb}: no status in its answer")
             return status, {API["STATUS"]: m.group(1).decode(), "bytes": len(out)}
         try:
-            return status, json.loads(out)
+            ans = json.loads(out)
+            if isinstance(ans, dict):
+                ans.setdefault("bytes", len(out))
+            return status, ans
         except ValueError:
             raise CallFailed(f"HTTP {status} to {verb} without JSON") from None
 
@@ -195,6 +198,7 @@ class SimExecutor:
             st = ans.get(API["STATUS"])
             if status == 200 and st == API["GO"]:
                 self.go_bytes = ans.get("bytes", 0)
+                self.w.go_bytes[0] += self.go_bytes
                 self.w.event("go", self)
                 return True
             if status == 200 and st == API["NEXT"]:
@@ -314,6 +318,7 @@ class Worker:
         self.events, self.counters = events, counters
         self.fail_task, self.fail_now = fail_task, fail_now
         self.batch = []
+        self.go_bytes = [0]  # bytes of the "go" answers it got (flush publishes them)
 
     @staticmethod
     def rng_phase(i):
@@ -338,6 +343,7 @@ class Worker:
     async def flush(self):
         while True:
             await asyncio.sleep(0.2)
+            self.counters[2 * self.nworkers + self.k] = self.go_bytes[0]
             if self.batch:
                 self.events.put(self.batch)
                 self.batch = []
@@ -424,7 +430,7 @@ class ScaleJob:
         self.fail_task = fail_task
         self.extra_conf = list(extra_conf)
         self.events = mp.Queue()
-        self.counters = mp.RawArray("q", 2 * workers)
+        self.counters = mp.RawArray("q", 3 * workers)  # per worker: heartbeats, failed calls; then "go" bytes
         self.fail_now = mp.Event()
         self.procs = []
         self.log = {}  # (kind, task, attempt) -> first time; ("reg"/"go"/"stop"...)
@@ -501,6 +507,10 @@ class ScaleJob:
 
     def heartbeats(self):
         return sum(self.counters[2 * k] for k in range(self.nworkers))
+
+    def go_bytes(self):
+        """Bytes of every "go" answer received: each holds the whole spec."""
+        return sum(self.counters[2 * self.nworkers + k] for k in range(self.nworkers))
 
     def failures(self):
         return sum(self.counters[2 * k + 1] for k in range(self.nworkers))
