@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "am/api.h"
@@ -433,7 +434,18 @@ static char *self_exe(void) {
     return command;
 }
 
+/* Each task holds a connection open (its long poll) and its container a
+ * descriptor or two: the soft descriptor limit (often 1024) goes up to the
+ * hard one, so that thousands of tasks fit (issue 26). */
+static void raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max) return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl)) tony_debug("cannot raise the descriptor limit: %s", strerror(errno));
+}
+
 static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
+    raise_fd_limit();
     am->job_dir = tony_abspath(o->job_dir);
     am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
     am->on_cluster = o->yarn;

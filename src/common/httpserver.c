@@ -51,6 +51,7 @@ struct tony_http_server {
     void *arg;
     conn *conns;
     size_t nconns;
+    size_t nfresh; /* of them not adopted yet: the newest, near the list's head */
     struct event *adopt_ev;  /* picks up new connections right after evhttp made them */
     struct event *resume_ev; /* accepting again after a failed accept() */
     bool paused_full, paused_error, freeing;
@@ -80,6 +81,7 @@ static size_t conn_cap(const tony_http_server *s) {
 }
 
 static void unlink_conn(tony_http_server *s, conn *c) {
+    if (!c->evcon) s->nfresh--;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -110,6 +112,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg) {
 }
 
 static void adopt(conn *c, struct evhttp_connection *evcon) {
+    c->srv->nfresh--;
     c->evcon = evcon;
     evhttp_connection_set_closecb(evcon, on_close, c);
     bufferevent_decref(c->bev);
@@ -122,7 +125,10 @@ static void adopt(conn *c, struct evhttp_connection *evcon) {
 static void adopt_new(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     tony_http_server *s = arg;
-    for (conn *c = s->conns, *next; c; c = next) {
+    /* only until the fresh ones are found: a walk over every connection
+     * at each accept would cost 10,000 steps each with as many long polls
+     * open (issue 26) */
+    for (conn *c = s->conns, *next; c && s->nfresh; c = next) {
         next = c->next;
         if (c->evcon) continue;
         bufferevent_data_cb readcb;
@@ -169,6 +175,7 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg) {
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     s->nconns++;
+    s->nfresh++;
     event_active(s->adopt_ev, EV_TIMEOUT, 0);
     update_accepting(s);
     return bev;

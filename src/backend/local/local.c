@@ -72,6 +72,16 @@ typedef struct local_backend {
     container **items;
     size_t len, cap;
     struct event *memory_timer;
+    /* Session sweeps (a signal to every process of a container's session)
+     * wait for one pass over /proc that does them all: a stop or an exit
+     * of every container at once (a kill of 10,000 tasks) then costs one
+     * scan, not one each (issue 26). Sorted by sid when swept. */
+    struct sweep {
+        pid_t sid;
+        int sig;
+    } *sweeps;
+    size_t nsweeps, capsweeps;
+    struct event *sweep_event;
     const tony_local_placement *placement; /* NULL: containers run on this machine */
     /* Roles with an image (from check_plan's plan): their specs, and what
      * runs them, found once. */
@@ -334,6 +344,56 @@ static const tony_role *image_of(const local_backend *b, const char *role) {
     return NULL;
 }
 
+static int sweep_cmp(const void *a, const void *b) {
+    pid_t x = ((const struct sweep *)a)->sid, y = ((const struct sweep *)b)->sid;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    const struct sweep *items;
+    size_t n;
+} sweep_set;
+
+static void sweep_visit(void *ctx, const tony_proc_info *p) {
+    const sweep_set *s = ctx;
+    struct sweep key = {.sid = p->sid};
+    const struct sweep *hit = bsearch(&key, s->items, s->n, sizeof key, sweep_cmp);
+    if (!hit || p->pid == getpid()) return;
+    /* the same session may be asked twice (a stop, then its exit): each signal */
+    while (hit > s->items && hit[-1].sid == p->sid) hit--;
+    for (; hit < s->items + s->n && hit->sid == p->sid; hit++) kill(p->pid, hit->sig);
+}
+
+/* Does the sweeps asked for so far, in one pass over /proc. */
+static void flush_sweeps(local_backend *b) {
+    if (!b->nsweeps) return;
+    qsort(b->sweeps, b->nsweeps, sizeof *b->sweeps, sweep_cmp);
+    sweep_set s = {b->sweeps, b->nsweeps};
+    tony_proc_scan(sweep_visit, &s);
+    b->nsweeps = 0;
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    flush_sweeps(arg);
+}
+
+/* Sends sig to every process of session sid, from the loop's next turn
+ * (with every other sweep asked meanwhile). */
+static void sweep_session(local_backend *b, pid_t sid, int sig) {
+    if (sid <= 1) return;
+    if (b->nsweeps == b->capsweeps) {
+        b->capsweeps = b->capsweeps ? 2 * b->capsweeps : 64;
+        b->sweeps = tony_xrealloc(b->sweeps, b->capsweeps * sizeof *b->sweeps);
+    }
+    b->sweeps[b->nsweeps++] = (struct sweep){sid, sig};
+    if (!b->sweep_event) b->sweep_event = evtimer_new(b->ev, on_sweep, b);
+    if (!evtimer_pending(b->sweep_event, NULL)) {
+        struct timeval now = {0, 0};
+        evtimer_add(b->sweep_event, &now);
+    }
+}
+
 /* What is left of a container in an image once its runtime's process
  * ended: one killed by a signal (a stop's SIGKILL) cannot have removed it
  * (--rm), and it may still run. Otherwise the runtime did. */
@@ -345,7 +405,7 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
     container *c = ctx;
     local_backend *b = c->owner;
     /* The container is over: nothing of the task may outlive it. */
-    tony_proc_kill_session(pid, SIGKILL);
+    sweep_session(b, pid, SIGKILL);
     int code = tony_proc_exit_code(wait_status);
     if (c->image_name) image_ended(b, c, wait_status);
     int status = code;
@@ -510,8 +570,8 @@ static int local_launch(tony_backend *base, const tony_launch *l, tony_error *er
  * still reaches it when /proc cannot be read (no descriptors left). */
 static void signal_container(container *c, int sig) {
     if (c->pid <= 0) return;
-    tony_proc_kill_session(c->pid, sig);
     kill(c->pid, sig);
+    sweep_session(c->owner, c->pid, sig);
 }
 
 /* The signal that asks a container to stop, and the one that ends it. A
@@ -573,15 +633,28 @@ static void local_stop(tony_backend *base, const char *role, int index, int atte
     stop_container(b, c);
 }
 
+/* A running container's session and its place in b->items. */
 typedef struct {
-    local_backend *b;
+    pid_t sid;
+    size_t i;
+} rss_slot;
+
+typedef struct {
+    rss_slot *slots; /* sorted by sid: a process finds its container by bsearch, not by a walk (issue 26) */
+    size_t n;
     long long *rss_kb; /* per container, indexed like b->items */
 } rss_scan;
 
+static int rss_slot_cmp(const void *a, const void *b) {
+    pid_t x = ((const rss_slot *)a)->sid, y = ((const rss_slot *)b)->sid;
+    return (x > y) - (x < y);
+}
+
 static void rss_visit(void *ctx, const tony_proc_info *p) {
     rss_scan *s = ctx;
-    for (size_t i = 0; i < s->b->len; i++)
-        if (s->b->items[i]->state == C_RUNNING && s->b->items[i]->pid == p->sid) s->rss_kb[i] += p->rss_kb;
+    rss_slot key = {.sid = p->sid};
+    const rss_slot *hit = bsearch(&key, s->slots, s->n, sizeof key, rss_slot_cmp);
+    if (hit) s->rss_kb[hit->i] += p->rss_kb;
 }
 
 /* One pass over /proc per tick measures every container's session. */
@@ -589,8 +662,12 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     local_backend *b = arg;
     if (b->len == 0) return;
-    rss_scan s = {b, tony_xcalloc(b->len, sizeof(long long))};
+    rss_scan s = {tony_xcalloc(b->len, sizeof(rss_slot)), 0, tony_xcalloc(b->len, sizeof(long long))};
+    for (size_t i = 0; i < b->len; i++)
+        if (b->items[i]->state == C_RUNNING && b->items[i]->pid > 0) s.slots[s.n++] = (rss_slot){b->items[i]->pid, i};
+    qsort(s.slots, s.n, sizeof *s.slots, rss_slot_cmp);
     tony_proc_scan(rss_visit, &s);
+    free(s.slots);
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
         long long used_mb = s.rss_kb[i] / 1024;
@@ -674,6 +751,7 @@ static int local_active(const tony_backend *base) { return (int)((const local_ba
 
 static void local_shutdown(tony_backend *base) {
     local_backend *b = (local_backend *)base;
+    flush_sweeps(b);
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
         if (c->state != C_QUEUED && c->pid > 0) {
@@ -699,6 +777,9 @@ static void local_free(tony_backend *base) {
     free(b->self_root);
     free(b->cache_dir);
     if (b->memory_timer) event_free(b->memory_timer);
+    flush_sweeps(b);
+    if (b->sweep_event) event_free(b->sweep_event);
+    free(b->sweeps);
     if (b->placement && b->placement->free) b->placement->free(b->placement->ctx);
     free(b);
 }
