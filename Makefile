@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PY         := $(BUILD)/pyenv/bin/python
 
-.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-e2e-ml test-airflow test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images test-azkaban azkaban deps-containers clean
+.PHONY: all deps deps-build build asan fuzz-build fuzz fuzz-seeds demo dist test test-unit test-asan test-e2e test-e2e-plain test-airflow test-fuzz test-hadoop test-hadoop33 test-secure test-slurm test-images test-azkaban azkaban deps-containers clean
 
 all: build
 
@@ -64,24 +64,26 @@ test-unit: build
 	@scripts/check-clock --self-test && scripts/check-clock
 	@cd $(BUILD) && ctest --output-on-failure
 
-# The end-to-end suite without the ML trainings (ASan adds nothing to
-# Python), with the ASan+UBSan build; test_packages.py installs what
+# The end-to-end suite without the ML trainings and the scale test
+# (test-e2e-plain's), with the ASan+UBSan build; test_packages.py installs what
 # `make dist` made (the Release flavour, by this platform's own compiler),
 # so a Release-only warning fails it too.
 test-asan: asan dist
 	@cd $(ASAN_BUILD) && ctest --output-on-failure
 	@TONY_BIN=$(CURDIR)/$(ASAN_BUILD)/bin/tony TONY_DIST_DIR=$(CURDIR)/$(BUILD)/dist \
-	  $(PY) -m pytest -q -m "not ml and not hadoop and not slurm and not images and not airflow" tests/e2e
+	  $(PY) -m pytest -q -m "not ml and not scale and not hadoop and not slurm and not images and not airflow" tests/e2e
 
-# The end-to-end tests that train for real (marked ml: TensorFlow, PyTorch,
-# Horovod, the README's examples), with the plain build. `make test` runs
-# the local end-to-end suite once: these here, the rest in test-asan.
-test-e2e-ml: build
+# The end-to-end tests that want the plain build: those that train for real
+# (marked ml: TensorFlow, PyTorch, Horovod, Jupyter, the README's examples;
+# ASan adds nothing to Python) and the 2,000-task scale test (marked scale:
+# under ASan it would measure ASan). `make test` runs the local end-to-end
+# suite once: these here, the rest in test-asan.
+test-e2e-plain: build
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony \
-	  $(PY) -m pytest -q -m "ml and not hadoop and not slurm and not images and not airflow" tests/e2e
+	  $(PY) -m pytest -q -m "(ml or scale) and not hadoop and not slurm and not images and not airflow" tests/e2e
 
 # The whole local end-to-end suite with the plain build (for a developer;
-# `make test` splits it into test-e2e-ml and test-asan instead).
+# `make test` splits it into test-e2e-plain and test-asan instead).
 test-e2e: build dist
 	@TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony TONY_DIST_DIR=$(CURDIR)/$(BUILD)/dist \
 	  $(PY) -m pytest -q -m "not hadoop and not slurm and not images and not airflow" tests/e2e
@@ -162,7 +164,7 @@ test-slurm: build deps-containers
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
 test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e-ml test-airflow test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
+	@$(MAKE) --no-print-directory test-unit test-e2e-plain test-airflow test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2

@@ -27,6 +27,8 @@ PYTHON = sys.executable  # the test venv's interpreter: sees torch, tensorflow
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "ml: runs a real TensorFlow or PyTorch training (slow)")
+    config.addinivalue_line("markers", "scale: one coordinator with thousands of simulated tasks; make test runs it "
+                                       "with the plain build (make test-e2e-plain), where its limits mean something")
     config.addinivalue_line("markers", "hadoop: runs against the real Hadoop test cluster (make test-hadoop)")
     config.addinivalue_line("markers", "secure: runs against the kerberized Hadoop test cluster (make test-secure)")
     config.addinivalue_line("markers", "hadoop33: also run against a Hadoop 3.3 cluster (make test-hadoop33): the "

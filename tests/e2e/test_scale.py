@@ -11,10 +11,14 @@ import os
 import sys
 import time
 
+import pytest
+
 from conftest import REPO, TONY
 
 sys.path.insert(0, str(REPO / "bench"))
 from scale_harness import ScaleJob  # noqa: E402
+
+pytestmark = pytest.mark.scale
 
 
 def sanitized(binary):
@@ -23,8 +27,8 @@ def sanitized(binary):
         return b"__asan_init" in f.read()
 
 
-# Under ASan (several times slower, and run again by `make test-asan`) the
-# same paths at 500 tasks, for the sanitizers: the gang's answers are
+# Under ASan (several times slower; `make test` runs this file with the plain
+# build, `make test-e2e-plain`, a developer may run it with any) the same paths at 500 tasks, for the sanitizers: the gang's answers are
 # quadratic in bytes (bench/REPORT.md, "Scale"), and at 2,000 tasks they do
 # not all arrive before the first tasks' missed-heartbeat expiry there.
 N = 500 if sanitized(TONY) else 2000
