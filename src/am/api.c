@@ -211,7 +211,8 @@ void am_api_release_waiters(tony_am *am) {
     am_watch_release(am);
     for (size_t i = 0; i < n; i++) {
         am_waiter *w = &ws[i];
-        if (!w->early) {
+        bool joining = w->task->out && !am->fsm.job.attempt_over && am->fsm.state != AM_JOB_DONE;
+        if (!w->early && !joining) {
             answer_waiter(am, w);
         } else if (am->fsm.state == AM_JOB_DONE ||
                    (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
@@ -220,6 +221,8 @@ void am_api_release_waiters(tony_am *am) {
                           json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
             json_decref(w->early);
         } else {
+            /* kept: a kept executor for the next attempt, or one out of the
+             * world waiting to join it (fsm.h, growing back) */
             am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);
             am->waiters[am->nwaiters++] = *w;
             am->capwaiters = am->nwaiters;
