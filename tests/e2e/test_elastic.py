@@ -175,3 +175,86 @@ def test_a_job_starts_with_its_minimum_when_the_pool_holds_no_more(tony):
     assert "elastic-settle-ms" in ev[0]["text"]
     rigid = tony.run("submit", *base, "--executes", cmd)
     assert rigid.rc == 2 and "the job needs 3 vcores at once but tony.local.vcores=2" in rigid.err, rigid
+
+
+# ---- growing back and `tony scale` (issue 24 items 4 and 6) ----
+
+WORLD_CMD = 'echo "world $TONY_WORLD_VERSION rank $RANK of $WORLD_SIZE"; exec sleep 120'
+ELASTIC3 = ["--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+            "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=1000", *SMALL]
+
+
+def says(job, attempt, i, words, timeout=60):
+    out = job / f"attempts/{attempt}/worker-{i}/stdout"
+    wait_for(lambda: out.exists() and words in out.read_text(), timeout, what=f"worker:{i} in attempt {attempt}: "
+             f"{words}")
+
+
+def world_events(home):
+    return [(e["world_size"], e["out"]) for e in events_of(home) if e["type"] == "WORLD_CHANGED"]
+
+
+def test_scale_shrinks_and_grows_a_running_job(tony):
+    """`tony scale JOB worker=2` stops worker:2 and restarts the other two in
+    place in a world of 2; `worker=3` asks for worker:2 again and, once it
+    registered and the settle time passed, the world is 3 again. Refusals
+    (out of bounds, unknown role, bad syntax) exit 2 naming what is wrong
+    and change nothing."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    for word, err in [("worker=4", "worker=4 is out of bounds: the job runs 2 to 3 worker task(s)"),
+                      ("worker=1", "worker=1 is out of bounds"),
+                      ("ps=2", "the job has no role 'ps' (its roles: worker)"),
+                      ("worker", "'worker' is not ROLE=N"), ("worker=two", "'worker=two' is not ROLE=N")]:
+        bad = tony.run("scale", str(job), word)
+        assert bad.rc == 2 and err in bad.err, (word, bad)
+    s = tony.run("scale", str(job), "worker=2")
+    assert s.rc == 0 and "worker=2 asked for" in s.out, s
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    says(job, 1, 1, "world 1 rank 1 of 2")
+    assert not (job / "attempts/1/worker-2").exists()
+    s = tony.run("scale", str(job), "worker=3")
+    assert s.rc == 0, s
+    for i in range(3):
+        says(job, 2, i, f"world 2 rank {i} of 3")
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    assert tony.run("kill", str(job)).rc == 0
+
+
+def test_scale_refuses_a_job_that_is_not_elastic(tony):
+    r = tony.submit("--detach", "--executes", WORLD_CMD, "--conf", "tony.application.framework=pytorch",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    says(job, 0, 0, "rank 0 of 1")
+    bad = tony.run("scale", str(job), "worker=1")
+    assert bad.rc == 2 and "the job is not elastic" in bad.err, bad
+    assert tony.run("kill", str(job)).rc == 0
+    gone = tony.run("scale", str(job), "worker=1")
+    assert gone.rc == 3 and "not running" in gone.err, gone
+
+
+def test_a_lost_worker_grows_back_when_its_container_can_start_again(tony):
+    """worker:2's executor is killed and its replacement cannot start (its
+    task dir is taken): the world goes on with 2. Once the dir is free, the
+    task is asked for again after its backoff, registers, and the world
+    grows back to 3 in the next attempt."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    (job / "attempts/1").mkdir(parents=True, exist_ok=True)
+    (job / "attempts/1/worker-2").write_text("taken\n")
+    dead = executor_of(tony.home, "worker:2", 0)
+    assert dead
+    os.kill(dead, signal.SIGKILL)
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    (job / "attempts/1/worker-2").unlink()
+    for i in range(3):
+        says(job, 2, i, f"world 2 rank {i} of 3")
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    assert tony.run("kill", str(job)).rc == 0
