@@ -216,6 +216,14 @@ def test_scale_shrinks_and_grows_a_running_job(tony):
     says(job, 1, 0, "world 1 rank 0 of 2")
     says(job, 1, 1, "world 1 rank 1 of 2")
     assert not (job / "attempts/1/worker-2").exists()
+    # the world on the job's JSON (status.json and GET /v1/job)
+    def world():
+        st = json.loads((job / "status.json").read_text())
+        return st if st.get("world", {}).get("version") == 1 else None
+    st = wait_for(world, 30, what="world 1 in status.json")
+    assert st["world"] == {"version": 1, "size": 2, "roles": {"worker": {"in": 2, "min": 2, "max": 3,
+                                                                        "target": 2}}}, st["world"]
+    assert [(t["index"], t["out"]) for t in st["tasks"]] == [(0, False), (1, False), (2, True)]
     s = tony.run("scale", str(job), "worker=3")
     assert s.rc == 0, s
     for i in range(3):
