@@ -266,3 +266,34 @@ def test_a_lost_worker_grows_back_when_its_container_can_start_again(tony):
         says(job, 2, i, f"world 2 rank {i} of 3")
     assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
     assert tony.run("kill", str(job)).rc == 0
+
+
+@pytest.mark.ml
+def test_ddp_is_scaled_down_and_up_while_it_trains(tony, tmp_path):
+    """A PyTorch DDP training (gloo) scaled to 2 workers and back to 3 while
+    it trains: each world's ranks see its size in RANK/WORLD_SIZE and go on
+    from the last checkpoint; the job finishes in the world of 3."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
+    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
+                    "--executes", "elastic_ddp.py", "--task_params", "200",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=1000",
+                    "--conf", "tony.worker.memory=512m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    says(job, 0, 0, "step 10 ", timeout=120)
+    assert tony.run("scale", str(job), "worker=2").rc == 0
+    for i in range(2):
+        says(job, 1, i, f"world 1 rank {i} of 2 env {i}/2 task worker:{i} from step")
+    says(job, 1, 0, "world 2\n")  # a step trained in the world of 2
+    assert tony.run("scale", str(job), "worker=3").rc == 0
+    st = wait_for(lambda: final_status(job), 120, what="the job's end")
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 2, st
+    for i in range(3):
+        out = (job / f"attempts/2/worker-{i}/stdout").read_text()
+        m = re.search(rf"world 2 rank {i} of 3 env {i}/3 task worker:{i} from step (\d+)", out)
+        assert m and int(m.group(1)) >= 5, out
+        assert f"done rank {i} of 3" in out and "step 200 " in out, out
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
