@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from conftest import wait_for
+from conftest import call, wait_for
 from test_faults import executor_of
 from test_ml import TORCH_PY
 
@@ -211,6 +211,13 @@ def test_scale_shrinks_and_grows_a_running_job(tony):
                       ("worker", "'worker' is not ROLE=N"), ("worker=two", "'worker=two' is not ROLE=N")]:
         bad = tony.run("scale", str(job), word)
         assert bad.rc == 2 and err in bad.err, (word, bad)
+    # unsigned, or signed with another key: refused, nothing changes
+    url = json.loads((job / "am.json").read_text())["url"]
+    body = json.dumps({"role": "worker", "instances": 2})
+    secret = (job / "secret").read_text().strip()
+    assert call(url + "/v1/job/scale", "POST", body)[0] == 403
+    assert call(url + "/v1/job/scale", "POST", body, secret="0" * len(secret))[0] == 403
+    assert call(url + "/v1/job/scale", "POST", '{"role": "worker"}', secret=secret)[0] == 400
     s = tony.run("scale", str(job), "worker=2")
     assert s.rc == 0 and "worker=2 asked for" in s.out, s
     says(job, 1, 0, "world 1 rank 0 of 2")
