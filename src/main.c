@@ -8,6 +8,7 @@
 #include "backend/yarn/yarn_backend.h"
 #include "client/client.h"
 #include "client/notebook.h"
+#include "client/scale.h"
 #include "common/self.h"
 #include "executor/executor.h"
 
@@ -57,6 +58,7 @@ static const verb verbs[] = {
     {"submit", tony_cmd_submit, "submit a job and follow it to the end (TonY's flags)"},
     {"status", tony_cmd_status, "show a job's state and tasks"},
     {"kill", tony_cmd_kill, "kill a running job"},
+    {"scale", tony_cmd_scale, "resize a role of a running elastic job (tony scale JOB worker=4)"},
     {"logs", tony_cmd_logs, "print the tasks' stdout and stderr"},
     {"list", tony_cmd_list, "list jobs"},
     {"history", tony_cmd_history, "past jobs from the history files; one job's events, metrics and right-sizing"},

@@ -146,6 +146,13 @@ function renderJob(job) {
   fs.className = "badge " + stateClass(job.final_status);
   const restarts = job.attempt > 0 ? ` (${job.attempt} restart${job.attempt > 1 ? "s" : ""})` : "";
   setText($("attempt"), `${job.attempt}${restarts}` + (job.retries_left != null ? `, ${job.retries_left} left` : ""));
+  // an elastic job's world: its version and size, each role's count of its bounds
+  $("world-box").hidden = !job.world;
+  if (job.world) {
+    const roles = Object.entries(job.world.roles || {}).map(([r, w]) =>
+      `${r} ${w.in} of ${w.min}..${w.max}` + (w.target !== w.max ? ` (scaled to ${w.target})` : ""));
+    setText($("world"), `${job.world.size} task(s), version ${job.world.version}: ${roles.join(", ")}`);
+  }
   setText($("started"), fmtTime(job.started_ms));
   setText($("backend"), job.backend || "–");
   // the framework as the user set it: a default says so

@@ -211,7 +211,8 @@ void am_api_release_waiters(tony_am *am) {
     am_watch_release(am);
     for (size_t i = 0; i < n; i++) {
         am_waiter *w = &ws[i];
-        if (!w->early) {
+        bool joining = w->task->out && !am->fsm.job.attempt_over && am->fsm.state != AM_JOB_DONE;
+        if (!w->early && !joining) {
             answer_waiter(am, w);
         } else if (am->fsm.state == AM_JOB_DONE ||
                    (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
@@ -220,6 +221,8 @@ void am_api_release_waiters(tony_am *am) {
                           json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
             json_decref(w->early);
         } else {
+            /* kept: a kept executor for the next attempt, or one out of the
+             * world waiting to join it (fsm.h, growing back) */
             am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);
             am->waiters[am->nwaiters++] = *w;
             am->capwaiters = am->nwaiters;
@@ -968,6 +971,34 @@ static void on_kill(am_call *c) {
     am_kick(c->am);
 }
 
+/* POST scale: the job's client resizes a role of an elastic job (fsm.h,
+ * am_fsm_scale): 200 once the target is set, 400 for the user's mistake
+ * (not elastic, no such role, out of bounds), 409 when the job cannot
+ * take it now; the error says which. */
+static void on_scale(am_call *c) {
+    tony_am *am = c->am;
+    json_t *body = read_body(c->req);
+    const char *role = body ? json_string_value(json_object_get(body, AM_API_SCALE_ROLE)) : NULL;
+    json_t *n = body ? json_object_get(body, AM_API_SCALE_INSTANCES) : NULL;
+    if (!role || !json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > INT_MAX) {
+        json_decref(body);
+        am_reply_error(c->req, 400, "the body must be {\"" AM_API_SCALE_ROLE "\": ROLE, \"" AM_API_SCALE_INSTANCES
+                                    "\": N}");
+        return;
+    }
+    tony_error err;
+    am_scale_result r = am_fsm_scale(&am->fsm, role, (int)json_integer_value(n), am_now_ms(), &am->pending, &err);
+    if (r == AM_SCALE_OK) {
+        tony_info("scale requested: %s=%lld", role, (long long)json_integer_value(n));
+        am_reply_json(c->req, 200, ok_json());
+        am->status_dirty = true;
+        am_kick(am);
+    } else {
+        am_reply_error(c->req, r == AM_SCALE_BAD ? 400 : 409, err.msg);
+    }
+    json_decref(body);
+}
+
 static void on_finish(am_call *c) {
     am_reply_json(c->req, 200, ok_json());
     c->am->client_finished = true;
@@ -1002,6 +1033,11 @@ static const am_route routes[] = {
      "required for each",
      on_notebook},
     {AM_MATCH_EXACT, AM_API_JOB_KILL, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL, "kill the job", on_kill},
+    {AM_MATCH_EXACT, AM_API_JOB_SCALE, AM_METHOD_POST, AM_WHO_CLIENT, false,
+     AM_API_SCALE_ROLE ", " AM_API_SCALE_INSTANCES,
+     "`tony scale`: the role's tasks in an elastic job's world (within its min-instances..instances); 400 or 409 "
+     "with why",
+     on_scale},
     {AM_MATCH_EXACT, AM_API_JOB_FINISH, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL,
      "the client is done reading the final state", on_finish},
     {AM_MATCH_TASK, AM_API_LOG, AM_METHOD_GET, AM_WHO_READER, false, NULL,

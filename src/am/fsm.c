@@ -56,6 +56,8 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     f->retries_left = plan->retry_count;
     am_exclusion_init(&f->exclusion, plan->max_excluded_nodes);
     f->in_place = plan->restart_in_place;
+    f->world_target = tony_xcalloc(plan->nroles + 1, sizeof *f->world_target);
+    for (size_t r = 0; r < plan->nroles; r++) f->world_target[r] = plan->roles[r].instances;
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
 }
@@ -65,6 +67,7 @@ void am_fsm_free(am_fsm *f) {
     free(f->diagnostics);
     free(f->permanent);
     free(f->world_note);
+    free(f->world_target);
     am_cause_free(&f->root_cause);
     am_exclusion_free(&f->exclusion);
     memset(f, 0, sizeof *f);
@@ -79,6 +82,31 @@ static bool kept_for_next(const am_fsm *f, const am_task *t) {
 static void note_failure(am_job *j, am_task *t, long long when_ms);
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out);
 static void advance(am_fsm *f, long long now_ms, am_actions *out);
+static void take_registration(am_task *t, const am_registration *r, long long now_ms);
+
+/* t starts anew (NEW), with a line in its runs on the container it had;
+ * what stays across attempts (its identity, its place in the world) stays. */
+static void renew_task(am_job *j, am_task *t) {
+    am_task_run *runs = t->runs;
+    size_t nruns = t->nruns;
+    if (t->state != AM_TASK_NEW) {
+        runs = tony_xrealloc(runs, (nruns + 1) * sizeof *runs);
+        runs[nruns++] = (am_task_run){j->attempt, t->state, t->exit_status, t->started_ms != 0,
+                                      t->log_url ? tony_strdup(t->log_url) : NULL};
+    }
+    am_task kept = *t;
+    am_task_clear(t);
+    memset(t, 0, sizeof *t);
+    t->runs = runs;
+    t->nruns = nruns;
+    t->role = kept.role;
+    t->index = kept.index;
+    t->out = kept.out;
+    t->rejoin_planned = kept.rejoin_planned;
+    t->rejoin_at_ms = kept.rejoin_at_ms;
+    t->rejoin_tries = kept.rejoin_tries;
+    t->exit_status = TONY_EXIT_INVALID;
+}
 
 /* Forgets the last attempt's tasks and starts attempt number `attempt`;
  * each task that got a container keeps a line on it in its runs. A kept
@@ -89,24 +117,7 @@ static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
         am_task *t = &j->tasks[k];
         bool keep = kept_for_next(f, t);
         int container_attempt = t->container_attempt;
-        am_task_run *runs = t->runs;
-        size_t nruns = t->nruns;
-        if (t->state != AM_TASK_NEW) {
-            runs = tony_xrealloc(runs, (nruns + 1) * sizeof *runs);
-            runs[nruns++] = (am_task_run){j->attempt, t->state, t->exit_status, t->started_ms != 0,
-                                          t->log_url ? tony_strdup(t->log_url) : NULL};
-        }
-        const tony_role *role = t->role;
-        int index = t->index;
-        bool out = t->out;
-        am_task_clear(t);
-        memset(t, 0, sizeof *t);
-        t->runs = runs;
-        t->nruns = nruns;
-        t->role = role;
-        t->index = index;
-        t->out = out;
-        t->exit_status = TONY_EXIT_INVALID;
+        renew_task(j, t);
         if (keep) {
             t->state = AM_TASK_REQUESTED;
             t->requested_ms = now_ms;
@@ -256,16 +267,20 @@ static bool world_loss(const am_fsm *f) {
     return am_fsm_world_count(j, first->role) - gone >= first->role->min_instances;
 }
 
-/* t leaves the world (its container, if it is still asked for, stopped). */
+/* t leaves the world. A container whose executor has not registered yet
+ * stays asked for: when it comes, the world grows back to it; one whose
+ * executor is there (scaled down) is stopped. */
 static void leave_world(am_task *t, tony_buf *who, long long now_ms, am_actions *out) {
     t->out = true;
+    t->rejoin_planned = false;
     tony_buf_printf(who, "%s%s:%d", who->len ? ", " : "", t->role->name, t->index);
-    if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+    if (am_task_live(t) && t->stop_tries == 0 && t->host) stop_task(t, now_ms, out);
 }
 
-/* The world changed: its version, a note for the record, and the gang
- * goes once those left are all there. */
-static void world_changed(am_fsm *f, const tony_buf *who, const char *why, long long now_ms, am_actions *out) {
+/* The world changed (`what` says who left or joined, and why): its
+ * version, a note for the record, and the gang goes once those in the
+ * world are all there. */
+static void world_changed(am_fsm *f, const char *what, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
     f->world_version++;
     f->settle_at_ms = 0;
@@ -279,8 +294,7 @@ static void world_changed(am_fsm *f, const tony_buf *who, const char *why, long 
                         role->min_instances);
     }
     free(f->world_note);
-    f->world_note = tony_sprintf("%s left the world (%s); world %d is %d task(s): %s", who->data, why,
-                                 f->world_version, size, sizes.data);
+    f->world_note = tony_sprintf("%s; world %d is %d task(s): %s", what, f->world_version, size, sizes.data);
     tony_buf_free(&sizes);
     emit(out, AM_ACT_WORLD, NULL, 0, NULL);
     if (!j->attempt_over && am_job_gang_ready(j)) emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
@@ -323,10 +337,11 @@ static void settle_world(am_fsm *f, long long now_ms, am_actions *out) {
     tony_buf who = {0};
     for (size_t i = 0; i < j->ntasks; i++)
         if (missing(&j->tasks[i], NULL)) leave_world(&j->tasks[i], &who, now_ms, out);
-    char *why = tony_sprintf("not there %lld ms after the attempt started (tony.application.elastic-settle-ms)",
-                             j->plan->elastic_settle_ms);
-    world_changed(f, &who, why, now_ms, out);
-    free(why);
+    char *what = tony_sprintf("%s left the world (not there %lld ms after the attempt started "
+                              "(tony.application.elastic-settle-ms))",
+                              who.data, j->plan->elastic_settle_ms);
+    world_changed(f, what, now_ms, out);
+    free(what);
     tony_buf_free(&who);
 }
 
@@ -340,9 +355,180 @@ static bool leaves_unregistered(am_fsm *f, am_task *t, long long now_ms, am_acti
         return false;
     tony_buf who = {0};
     leave_world(t, &who, now_ms, out);
-    world_changed(f, &who, "its container ended before it registered", now_ms, out);
+    char *what = tony_sprintf("%s left the world (its container ended before it registered)", who.data);
+    world_changed(f, what, now_ms, out);
+    free(what);
     tony_buf_free(&who);
     return true;
+}
+
+static size_t role_no(const am_job *j, const tony_role *r) { return (size_t)(r - j->plan->roles); }
+
+/* A task out of the world whose executor registered: it waits to join. */
+static bool joining(const am_task *t) { return t->out && t->host && !am_task_done(t) && am_task_live(t); }
+
+/* A task of role r that is in the world or on its way there (a container
+ * asked for it, or its executor waiting to join). */
+static bool in_or_coming(const am_task *t) { return !t->out || am_task_live(t); }
+
+/* How long a task out of the world waits before it is asked for again:
+ * the settle time, doubled for each try that did not bring it back. */
+static long long rejoin_backoff_ms(const tony_plan *p, int tries) {
+    int shift = tries < AM_FSM_REJOIN_MAX_SHIFT ? tries : AM_FSM_REJOIN_MAX_SHIFT;
+    long long base = p->elastic_settle_ms > 0 ? p->elastic_settle_ms : 1;
+    return base << shift;
+}
+
+/* Growing back: tasks out of the world with no container are asked for
+ * again, lowest index first, while their role has fewer tasks in the
+ * world or coming than its target; each after its backoff. A relaunch in
+ * the same attempt starts the task anew (its last container's line kept
+ * in its runs). */
+static void ask_rejoin(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    for (size_t r = 0; r < j->plan->nroles; r++) {
+        const tony_role *role = &j->plan->roles[r];
+        int have = 0;
+        for (size_t i = 0; i < j->ntasks; i++) have += j->tasks[i].role == role && in_or_coming(&j->tasks[i]);
+        for (size_t i = 0; i < j->ntasks && have < f->world_target[r]; i++) {
+            am_task *t = &j->tasks[i];
+            if (t->role != role || in_or_coming(t) || t->stop_given_up) continue;
+            have++;
+            if (!t->rejoin_planned) {
+                t->rejoin_planned = true;
+                t->rejoin_at_ms = now_ms + rejoin_backoff_ms(j->plan, t->rejoin_tries);
+            }
+            if (now_ms < t->rejoin_at_ms) continue;
+            renew_task(j, t);
+            t->rejoin_planned = false;
+            t->rejoin_tries++;
+            t->state = AM_TASK_REQUESTED;
+            t->requested_ms = now_ms;
+            t->container_attempt = j->attempt;
+            emit(out, AM_ACT_REQUEST, t, 0, NULL);
+        }
+    }
+}
+
+/* The tasks waiting to join do, once grow_at_ms came, as far as their
+ * role's target allows (the others' containers are stopped). A world
+ * whose gang went already restarts in place with them (reworld); one
+ * still at the barrier takes them in. */
+static void grow_world(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    if (!f->grow_at_ms || now_ms < f->grow_at_ms || j->attempt_over || f->recovering) return;
+    f->grow_at_ms = 0;
+    bool live = am_job_gang_ready(j);
+    tony_buf who = {0};
+    for (size_t i = 0; i < j->ntasks; i++) {
+        am_task *t = &j->tasks[i];
+        if (!joining(t)) continue;
+        if (am_fsm_world_count(j, t->role) >= f->world_target[role_no(j, t->role)]) {
+            if (t->stop_tries == 0) stop_task(t, now_ms, out);
+            continue;
+        }
+        t->out = false;
+        t->rejoin_tries = 0;
+        tony_buf_printf(&who, "%s%s:%d", who.len ? ", " : "", t->role->name, t->index);
+    }
+    if (who.len) {
+        char *what = tony_sprintf("%s joined the world", who.data);
+        if (live) {
+            f->reworld = true;
+            end_attempt(j, AM_FINAL_FAILED, "%s: the world's tasks restart in place in the larger world", what);
+        }
+        world_changed(f, what, now_ms, out);
+        free(what);
+    }
+    tony_buf_free(&who);
+}
+
+/* An executor of a task out of the world registers (its container came):
+ * it waits to join, the first one starting the settle time's batch. */
+static am_reg_result join_request(am_fsm *f, am_task *t, const am_registration *r, long long now_ms) {
+    if (t->host) {
+        t->last_heartbeat_ms = now_ms;
+        return joining(t) ? AM_REG_AGAIN : AM_REG_ENDING;
+    }
+    if (t->state != AM_TASK_REQUESTED || t->exited) return AM_REG_ENDING;
+    take_registration(t, r, now_ms);
+    t->state = AM_TASK_REGISTERED;
+    t->last_heartbeat_ms = now_ms;
+    if (!f->grow_at_ms) f->grow_at_ms = now_ms + f->job.plan->elastic_settle_ms;
+    return AM_REG_NEW;
+}
+
+am_scale_result am_fsm_scale(am_fsm *f, const char *name, int n, long long now_ms, am_actions *out, tony_error *err) {
+    am_job *j = &f->job;
+    const tony_plan *p = j->plan;
+    if (f->state == AM_JOB_DONE) {
+        tony_err(err, "the job is over");
+        return AM_SCALE_BUSY;
+    }
+    if (!p->elastic) {
+        tony_err(err, "the job is not elastic: submit it with tony.<role>.min-instances below tony.<role>.instances "
+                      "to scale it (docs/elastic.md)");
+        return AM_SCALE_BAD;
+    }
+    const tony_role *role = tony_plan_role(p, name);
+    if (!role) {
+        tony_buf names = {0};
+        for (size_t r = 0; r < p->nroles; r++) tony_buf_printf(&names, "%s%s", r ? ", " : "", p->roles[r].name);
+        tony_err(err, "the job has no role '%s' (its roles: %s)", name, names.data);
+        tony_buf_free(&names);
+        return AM_SCALE_BAD;
+    }
+    if (n < role->min_instances || n > role->instances) {
+        tony_err(err, "%s=%d is out of bounds: the job runs %d to %d %s task(s) (tony.%s.min-instances is %d, "
+                      "tony.%s.instances is %d)",
+                 name, n, role->min_instances, role->instances, name, name, role->min_instances, name,
+                 role->instances);
+        return AM_SCALE_BAD;
+    }
+    if (j->attempt_over || f->restarting || f->recovering || f->state == AM_JOB_NEW) {
+        tony_err(err, "the job is between attempts; try again in a moment");
+        return AM_SCALE_BUSY;
+    }
+    size_t r = role_no(j, role);
+    f->world_target[r] = n;
+    bool live = am_job_gang_ready(j);
+    int count = am_fsm_world_count(j, role);
+    tony_buf who = {0};
+    for (size_t i = j->ntasks; i-- > 0 && count > n;) {
+        am_task *t = &j->tasks[i];
+        if (t->role != role || t->out) continue;
+        leave_world(t, &who, now_ms, out);
+        if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+        count--;
+    }
+    /* those on their way beyond the target are not waited for; those
+     * wanted are asked for at once */
+    int have = count;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        am_task *t = &j->tasks[i];
+        if (t->role != role || !t->out) continue;
+        if (am_task_live(t)) {
+            if (have >= n && t->stop_tries == 0) stop_task(t, now_ms, out);
+            have++;
+        } else {
+            t->rejoin_planned = true;
+            t->rejoin_at_ms = now_ms;
+            t->rejoin_tries = 0;
+        }
+    }
+    if (who.len) {
+        char *what = tony_sprintf("%s left the world (tony scale %s=%d)", who.data, name, n);
+        if (live) {
+            f->reworld = true;
+            end_attempt(j, AM_FINAL_FAILED, "%s: the world's tasks restart in place in the smaller world", what);
+        }
+        world_changed(f, what, now_ms, out);
+        free(what);
+    } else {
+        advance(f, now_ms, out);
+    }
+    tony_buf_free(&who);
+    return AM_SCALE_OK;
 }
 
 /* The attempt failed and every container has ended: the restart policy
@@ -373,8 +559,8 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
         return;
     }
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
-    if (world_loss(f)) {
-        char *d = tony_sprintf("%s\nThe job is elastic and %s keeps its minimum of %d without %s:%d: it goes on in "
+    if (f->reworld || world_loss(f)) {
+        char *d = f->reworld ? tony_strdup(j->attempt_diagnostics ? j->attempt_diagnostics : "") : tony_sprintf("%s\nThe job is elastic and %s keeps its minimum of %d without %s:%d: it goes on in "
                                "place, waiting up to %lld ms for a replacement (tony.application.elastic-settle-ms)",
                                j->attempt_diagnostics ? j->attempt_diagnostics : "", j->first_failed->role->name,
                                j->first_failed->role->min_instances, j->first_failed->role->name,
@@ -418,7 +604,7 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
 static bool restart_due(const am_fsm *f) {
     const am_job *j = &f->job;
     if (!j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out) return false;
-    if (f->state == AM_JOB_BACKOFF || world_loss(f)) return true;
+    if (f->state == AM_JOB_BACKOFF || f->reworld || world_loss(f)) return true;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
@@ -451,7 +637,7 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
 bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
     if (!f->in_place || f->state == AM_JOB_DONE) return false;
     /* once the restart is decided its retry is spent already */
-    if (!f->restarting && (f->killed || f->timed_out || (f->retries_left <= 0 && !world_loss(f)))) return false;
+    if (!f->restarting && (f->killed || f->timed_out || (f->retries_left <= 0 && !f->reworld && !world_loss(f)))) return false;
     if (!f->restarting && f->job.attempt_over && !restart_due(f)) return false;
     return am_fsm_may_keep(f, t);
 }
@@ -499,6 +685,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
             t->container_attempt = j->attempt;
             emit(out, AM_ACT_REQUEST, t, 0, NULL);
         }
+        if (j->plan->elastic && !f->recovering) ask_rejoin(f, now_ms, out);
         if (am_job_tracked_done(j)) settle(j);
         if (!j->attempt_over) {
             f->state = awaiting_registration(j) ? AM_JOB_REGISTERING : AM_JOB_RUNNING;
@@ -673,6 +860,8 @@ void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     if (!f->restarting) return;
     f->restarting = false;
     f->recover_failed = false;
+    f->reworld = false;
+    f->grow_at_ms = 0;
     free(f->permanent);
     f->permanent = NULL;
     reset_attempt(f, f->job.attempt + 1, now_ms);
@@ -691,7 +880,8 @@ void am_fsm_request_dropped(am_fsm *f, am_task *t, long long now_ms, am_actions 
 
 am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r, long long now_ms, am_actions *out) {
     /* while recovering only the lost coordinator's executors come back */
-    if (f->job.attempt_over || f->state == AM_JOB_DONE || f->recovering || t->out) return AM_REG_ENDING;
+    if (f->job.attempt_over || f->state == AM_JOB_DONE || f->recovering) return AM_REG_ENDING;
+    if (t->out) return join_request(f, t, r, now_ms);
     am_reg_result res = AM_REG_AGAIN;
     if (!t->host) {
         take_registration(t, r, now_ms);
@@ -960,6 +1150,8 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
         if (!t->host || t->exited || t->result_reported || am_task_done(t)) continue;
+        /* one waiting to join the world ends with its container, failing nothing */
+        if (t->out) continue;
         /* one waiting at the barrier sits in a long poll that long */
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
@@ -1088,6 +1280,7 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
     if (f->recovering && now_ms >= f->recover_until_ms) end_recovery(f, now_ms, out);
     if (!f->job.attempt_over) {
         settle_world(f, now_ms, out);
+        if (!f->job.attempt_over) grow_world(f, now_ms, out);
         check_heartbeats(f, now_ms, out);
         /* a task waited for after a coordinator loss is not a registration */
         if (!f->recovering) check_registration(&f->job, now_ms);

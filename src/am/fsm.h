@@ -15,6 +15,7 @@
 #include "am/hang.h"
 #include "am/exclusion.h"
 #include "am/job.h"
+#include "common/error.h"
 #include "conf/plan.h"
 
 /* The job's own state. Backends tell of containers only when they end, so
@@ -53,7 +54,7 @@ typedef enum {
     AM_ACT_FINISH,       /* the job is decided: final_status and diagnostics are set */
     AM_ACT_HANG,         /* task: idle past tony.task.progress-timeout; every task's stacks are being collected */
     AM_ACT_EXCLUDE_NODE, /* note: a node task's end marked bad; excluded if am_exclusion_has says so, else refused (the cap) */
-    AM_ACT_WORLD,        /* elastic jobs: the world changed (tasks left it); world_version and world_note say how */
+    AM_ACT_WORLD,        /* elastic jobs: the world changed (tasks left or joined it); world_version and world_note say how */
     AM_ACT_ADOPTED,      /* the recovery from a lost coordinator is over: f->adopted tasks came back; the
                             containers of the last coordinator that no task claimed are to be stopped */
 } am_action_kind;
@@ -120,7 +121,21 @@ typedef struct am_fsm {
     int world_version;      /* 0, then one more per change (TONY_WORLD_VERSION) */
     long long settle_at_ms; /* while the barrier waits for missing tasks: when it stops waiting; 0: not */
     char *world_note;       /* the last change in words: who left, the world's size (AM_ACT_WORLD) */
+    /* Growing back: a task out of the world is asked for again (after a
+     * backoff: tony.application.elastic-settle-ms, doubling per try, up to
+     * AM_FSM_REJOIN_MAX_SHIFT doublings) while its role has fewer tasks in
+     * the world or on their way than world_target (tony.<role>.instances,
+     * or what `tony scale` set). Its executor, once registered, waits; the
+     * first one starts grow_at_ms (its registration plus the settle time),
+     * when every one there joins the world at once: a world that was
+     * training restarts in place with them (reworld: the attempt ends on
+     * the world's account, not as a failure). */
+    int *world_target;      /* per role, in plan order */
+    long long grow_at_ms;   /* 0: no task waits to join */
+    bool reworld;           /* the attempt ends because the world changes (grow, or scale) */
 } am_fsm;
+
+#define AM_FSM_REJOIN_MAX_SHIFT 4
 
 /* barrier_poll_ms: how long an executor waiting at the gang barrier may
  * stay silent (its long poll's length, and some). */
@@ -258,6 +273,19 @@ void am_fsm_stacks_in(am_fsm *f, am_task *t, long long now_ms, am_actions *out);
  * there), and how many tasks of role r the world has. */
 int am_fsm_world_index(const am_job *j, const am_task *t);
 int am_fsm_world_count(const am_job *j, const tony_role *r);
+
+typedef enum {
+    AM_SCALE_OK,   /* the target is set; the world changes now or as containers come */
+    AM_SCALE_BAD,  /* not elastic, no such role, out of min..max: err says which (the user's mistake) */
+    AM_SCALE_BUSY, /* the job is over, or between attempts: err says so */
+} am_scale_result;
+
+/* `tony scale`: role's tasks in the world become n (its min-instances ..
+ * instances). Fewer: the highest-index tasks leave (their containers
+ * stopped) and a world that was training restarts in place without them.
+ * More: tasks out of the world are asked for at once and join as they
+ * register (growing back, above). */
+am_scale_result am_fsm_scale(am_fsm *f, const char *role, int n, long long now_ms, am_actions *out, tony_error *err);
 
 /* Single-node mode: the command runs in the coordinator. */
 void am_fsm_single_started(am_fsm *f);

@@ -80,6 +80,12 @@ typedef struct am_task {
      * tony.application.elastic-settle-ms); kept across attempts. The
      * world's tables (gang, tracked tasks, requests) pass it by. */
     bool out;
+    /* Growing back (fsm.h): a task out of the world without a container is
+     * asked for again at rejoin_at_ms (planned once rejoin_planned), after a
+     * backoff that doubles with each try that did not bring it back. */
+    bool rejoin_planned;
+    long long rejoin_at_ms;
+    int rejoin_tries;
 } am_task;
 
 typedef struct am_job {

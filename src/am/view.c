@@ -80,6 +80,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     if (t->state == AM_TASK_FINISHED && first && first != t && j->attempt_over && j->attempt_status == AM_FINAL_FAILED)
         json_object_set_new(o, JOB_TASK_STOPPED_BY, json_sprintf("%s:%d", first->role->name, first->index));
     json_object_set_new(o, JOB_TASK_KIND, json_string(tony_role_kind_name(t->role->kind)));
+    if (am->plan.elastic) json_object_set_new(o, JOB_TASK_OUT, json_boolean(t->out));
     task_runs_json(am, t, o);
     if (tony_plan_is_chief(&am->plan, t->role->name, t->index)) json_object_set_new(o, JOB_TASK_CHIEF, json_true());
     /* The executor says where its logs are (a container's log dir on its
@@ -158,6 +159,25 @@ static json_t *excluded_nodes_json(const tony_am *am) {
     return a;
 }
 
+/* An elastic job's world (fsm.h): its version, size and each role's
+ * count, bounds and target. */
+static json_t *world_json(const tony_am *am) {
+    const am_fsm *f = &am->fsm;
+    json_t *roles = json_object();
+    int size = 0;
+    for (size_t r = 0; r < am->plan.nroles; r++) {
+        const tony_role *role = &am->plan.roles[r];
+        int n = am_fsm_world_count(&f->job, role);
+        size += n;
+        json_object_set_new(roles, role->name,
+                            json_pack("{s:i,s:i,s:i,s:i}", JOB_WORLD_ROLE_IN, n, JOB_WORLD_ROLE_MIN, role->min_instances,
+                                      JOB_WORLD_ROLE_MAX, role->instances, JOB_WORLD_ROLE_TARGET,
+                                      f->world_target[r]));
+    }
+    return json_pack("{s:i,s:i,s:o}", JOB_WORLD_VERSION, f->world_version, JOB_WORLD_SIZE, size, JOB_WORLD_ROLES,
+                     roles);
+}
+
 json_t *am_job_json(const tony_am *am) {
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
@@ -187,6 +207,7 @@ json_t *am_job_json(const tony_am *am) {
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, JOB_TASKS, tasks);
     json_object_set_new(o, JOB_EXCLUDED_NODES, excluded_nodes_json(am));
+    if (am->plan.elastic) json_object_set_new(o, JOB_WORLD, world_json(am));
     /* this coordinator replaced a lost one (fsm.h, am_fsm_recover) */
     if (am->fsm.recover_until_ms)
         json_object_set_new(o, JOB_COORDINATOR_RESTARTED, json_pack("{s:b,s:i}", JOB_COORD_WAITING, am->fsm.recovering,

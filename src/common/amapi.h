@@ -12,6 +12,10 @@
 #define AM_API_JOB "/v1/job"             /* the job as JSON (?metrics=0: without each task's samples) */
 #define AM_API_JOB_KILL "/v1/job/kill"   /* POST: the user kills the job */
 #define AM_API_JOB_FINISH "/v1/job/finish" /* POST: the client read the final state */
+#define AM_API_JOB_SCALE "/v1/job/scale" /* POST {role, instances}: `tony scale` (elastic jobs, docs/elastic.md) */
+/* scale's body: the role and how many of its tasks the world is to have. */
+#define AM_API_SCALE_ROLE "role"
+#define AM_API_SCALE_INSTANCES "instances"
 #define AM_API_EVENTS "/v1/events"       /* ?since=SEQ: the event log */
 #define AM_API_TASKS "/v1/tasks/"        /* + <role>/<index>/<verb> */
 #define AM_API_TENSORBOARD "/tensorboard" /* a redirect to the task serving TensorBoard */

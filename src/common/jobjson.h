@@ -43,6 +43,7 @@
 #define JOB_TENSORBOARD_TASK "tensorboard_task" /* "role:index" of the task serving it */
 #define JOB_TENSORBOARD_PROXY_URL "tensorboard_proxy_url" /* added by YARN's client: through the RM's proxy */
 #define JOB_ADVICE "advice"             /* [{JOB_ADVICE_*}]: right-sizing, once the job is over */
+#define JOB_WORLD "world"               /* elastic jobs only (docs/elastic.md): {JOB_WORLD_*} */
 #define JOB_HISTORY_DIR "history_dir"
 #define JOB_HISTORY_FILE "history_file"
 
@@ -77,6 +78,17 @@
 #define JOB_TASK_METRICS "metrics"      /* {JOB_METRIC_*: number} */
 #define JOB_TASK_LAST_SAMPLE "last_sample" /* {JOB_SAMPLE_*: value} or null */
 #define JOB_TASK_SERIES "series"        /* metrics.json only: {JOB_SAMPLE_*: [values]} */
+#define JOB_TASK_OUT "out"              /* elastic jobs: true while the task is out of the world */
+
+/* An elastic job's world: its version (TONY_WORLD_VERSION), its size and
+ * each role's count in it, bounds and the size `tony scale` asked for. */
+#define JOB_WORLD_VERSION "version"
+#define JOB_WORLD_SIZE "size"
+#define JOB_WORLD_ROLES "roles"         /* {role: {JOB_WORLD_ROLE_*}} */
+#define JOB_WORLD_ROLE_IN "in"
+#define JOB_WORLD_ROLE_MIN "min"
+#define JOB_WORLD_ROLE_MAX "max"
+#define JOB_WORLD_ROLE_TARGET "target"
 /* The role of a single-node job's one task. */
 #define JOB_SINGLE_NODE_ROLE "am"
 

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from conftest import wait_for
+from conftest import call, wait_for
 from test_faults import executor_of
 from test_ml import TORCH_PY
 
@@ -175,3 +175,132 @@ def test_a_job_starts_with_its_minimum_when_the_pool_holds_no_more(tony):
     assert "elastic-settle-ms" in ev[0]["text"]
     rigid = tony.run("submit", *base, "--executes", cmd)
     assert rigid.rc == 2 and "the job needs 3 vcores at once but tony.local.vcores=2" in rigid.err, rigid
+
+
+# ---- growing back and `tony scale` (issue 24 items 4 and 6) ----
+
+WORLD_CMD = 'echo "world $TONY_WORLD_VERSION rank $RANK of $WORLD_SIZE"; exec sleep 120'
+ELASTIC3 = ["--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+            "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=1000", *SMALL]
+
+
+def says(job, attempt, i, words, timeout=60):
+    out = job / f"attempts/{attempt}/worker-{i}/stdout"
+    wait_for(lambda: out.exists() and words in out.read_text(), timeout, what=f"worker:{i} in attempt {attempt}: "
+             f"{words}")
+
+
+def world_events(home):
+    return [(e["world_size"], e["out"]) for e in events_of(home) if e["type"] == "WORLD_CHANGED"]
+
+
+def test_scale_shrinks_and_grows_a_running_job(tony):
+    """`tony scale JOB worker=2` stops worker:2 and restarts the other two in
+    place in a world of 2; `worker=3` asks for worker:2 again and, once it
+    registered and the settle time passed, the world is 3 again. Refusals
+    (out of bounds, unknown role, bad syntax) exit 2 naming what is wrong
+    and change nothing."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    for word, err in [("worker=4", "worker=4 is out of bounds: the job runs 2 to 3 worker task(s)"),
+                      ("worker=1", "worker=1 is out of bounds"),
+                      ("ps=2", "the job has no role 'ps' (its roles: worker)"),
+                      ("worker", "'worker' is not ROLE=N"), ("worker=two", "'worker=two' is not ROLE=N")]:
+        bad = tony.run("scale", str(job), word)
+        assert bad.rc == 2 and err in bad.err, (word, bad)
+    # unsigned, or signed with another key: refused, nothing changes
+    url = json.loads((job / "am.json").read_text())["url"]
+    body = json.dumps({"role": "worker", "instances": 2})
+    secret = (job / "secret").read_text().strip()
+    assert call(url + "/v1/job/scale", "POST", body)[0] == 403
+    assert call(url + "/v1/job/scale", "POST", body, secret="0" * len(secret))[0] == 403
+    assert call(url + "/v1/job/scale", "POST", '{"role": "worker"}', secret=secret)[0] == 400
+    s = tony.run("scale", str(job), "worker=2")
+    assert s.rc == 0 and "worker=2 asked for" in s.out, s
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    says(job, 1, 1, "world 1 rank 1 of 2")
+    assert not (job / "attempts/1/worker-2").exists()
+    # the world on the job's JSON (status.json and GET /v1/job)
+    def world():
+        st = json.loads((job / "status.json").read_text())
+        return st if st.get("world", {}).get("version") == 1 else None
+    st = wait_for(world, 30, what="world 1 in status.json")
+    assert st["world"] == {"version": 1, "size": 2, "roles": {"worker": {"in": 2, "min": 2, "max": 3,
+                                                                        "target": 2}}}, st["world"]
+    assert [(t["index"], t["out"]) for t in st["tasks"]] == [(0, False), (1, False), (2, True)]
+    s = tony.run("scale", str(job), "worker=3")
+    assert s.rc == 0, s
+    for i in range(3):
+        says(job, 2, i, f"world 2 rank {i} of 3")
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    assert tony.run("kill", str(job)).rc == 0
+
+
+def test_scale_refuses_a_job_that_is_not_elastic(tony):
+    r = tony.submit("--detach", "--executes", WORLD_CMD, "--conf", "tony.application.framework=pytorch",
+                    "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    says(job, 0, 0, "rank 0 of 1")
+    bad = tony.run("scale", str(job), "worker=1")
+    assert bad.rc == 2 and "the job is not elastic" in bad.err, bad
+    assert tony.run("kill", str(job)).rc == 0
+    gone = tony.run("scale", str(job), "worker=1")
+    assert gone.rc == 3 and "not running" in gone.err, gone
+
+
+def test_a_lost_worker_grows_back_when_its_container_can_start_again(tony):
+    """worker:2's executor is killed and its replacement cannot start (its
+    task dir is taken): the world goes on with 2. Once the dir is free, the
+    task is asked for again after its backoff, registers, and the world
+    grows back to 3 in the next attempt."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    (job / "attempts/1").mkdir(parents=True, exist_ok=True)
+    (job / "attempts/1/worker-2").write_text("taken\n")
+    dead = executor_of(tony.home, "worker:2", 0)
+    assert dead
+    os.kill(dead, signal.SIGKILL)
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    (job / "attempts/1/worker-2").unlink()
+    for i in range(3):
+        says(job, 2, i, f"world 2 rank {i} of 3")
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    assert tony.run("kill", str(job)).rc == 0
+
+
+@pytest.mark.ml
+def test_ddp_is_scaled_down_and_up_while_it_trains(tony, tmp_path):
+    """A PyTorch DDP training (gloo) scaled to 2 workers and back to 3 while
+    it trains: each world's ranks see its size in RANK/WORLD_SIZE and go on
+    from the last checkpoint; the job finishes in the world of 3."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
+    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
+                    "--executes", "elastic_ddp.py", "--task_params", "200",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=1000",
+                    "--conf", "tony.worker.memory=512m")
+    assert r.rc == 0, r
+    job = r.job_dir()
+    says(job, 0, 0, "step 10 ", timeout=120)
+    assert tony.run("scale", str(job), "worker=2").rc == 0
+    for i in range(2):
+        says(job, 1, i, f"world 1 rank {i} of 2 env {i}/2 task worker:{i} from step")
+    says(job, 1, 0, "world 2\n")  # a step trained in the world of 2
+    assert tony.run("scale", str(job), "worker=3").rc == 0
+    st = wait_for(lambda: final_status(job), 120, what="the job's end")
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 2, st
+    for i in range(3):
+        out = (job / f"attempts/2/worker-{i}/stdout").read_text()
+        m = re.search(rf"world 2 rank {i} of 3 env {i}/3 task worker:{i} from step (\d+)", out)
+        assert m and int(m.group(1)) >= 5, out
+        assert f"done rank {i} of 3" in out and "step 200 " in out, out
+    assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]

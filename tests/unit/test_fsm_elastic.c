@@ -3,7 +3,10 @@
  * replacement does not come within the settle time leaves the world and
  * the others go on, ranks renumbered; one that comes in time keeps the
  * world; a replacement that cannot start leaves at once; a job starts with
- * its minimum; below the minimum, and without elasticity, nothing changes. */
+ * its minimum; below the minimum, and without elasticity, nothing changes.
+ * Growing back: a late replacement joins after the settle time, arrivals
+ * batched into one restart; one that cannot start is asked again after a
+ * backoff; `tony scale` shrinks and grows within min..max. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,7 +85,8 @@ static void test_lost_worker_without_replacement_leaves_the_world(void **state) 
     am_fsm_tick(&f->fsm, 300 + SETTLE, fresh(f));
     assert_int_equal(count(f, AM_ACT_WORLD), 1);
     assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
-    assert_true(stops(f, task(f, "worker", 2))); /* its replacement's container is not waited for */
+    /* its replacement is not waited for, but stays asked for (it may grow the world back) */
+    assert_false(stops(f, task(f, "worker", 2)));
     assert_true(task(f, "worker", 2)->out);
     assert_int_equal(f->fsm.world_version, 1);
     assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
@@ -90,8 +94,8 @@ static void test_lost_worker_without_replacement_leaves_the_world(void **state) 
     assert_non_null(strstr(f->fsm.world_note, "worker 2 of 3 (min 2)"));
     assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 2);
     assert_int_equal(am_fsm_world_index(f->job, task(f, "worker", 1)), 1);
-    /* the stopped replacement's end decides nothing; a late one is refused */
-    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, 1400, fresh(f));
+    /* the replacement's end decides nothing; a registration after it is refused */
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_ABORTED, NULL, 1400, fresh(f));
     assert_false(f->job->attempt_over);
     am_registration r = {.host = "127.0.0.1", .port = 1};
     assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 1500, fresh(f)), AM_REG_ENDING);
@@ -274,6 +278,180 @@ static void test_a_rigid_job_is_unchanged(void **state) {
     destroy(f);
 }
 
+
+/* Every task in the world stops in place; the next attempt starts with
+ * those kept (none asked for anew) and goes once they all registered. */
+static void restart_in_place(fixture *f, long long now) {
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        if (!t->out && t->started_ms) am_fsm_result_reported(&f->fsm, t, 143, false, now, fresh(f));
+    }
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, now + 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    for (size_t i = 0; i < f->job->ntasks; i++)
+        if (!f->job->tasks[i].out) reg(f, &f->job->tasks[i], now + 2);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+}
+
+/* The replacement comes after the world went on without it: it waits,
+ * and after the settle time the world grows back to it, restarting in
+ * place on the world's account. */
+static void test_a_late_replacement_grows_the_world_back(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 2);
+    am_fsm_tick(&f->fsm, 300 + SETTLE, fresh(f));
+    assert_true(task(f, "worker", 2)->out);
+    for (int i = 0; i < 2; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 1400);
+    am_registration r = {.host = "127.0.0.1", .port = 1002};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 2000, fresh(f)), AM_REG_NEW);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 0); /* it waits to join */
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 2500, fresh(f)), AM_REG_AGAIN);
+    am_fsm_tick(&f->fsm, 2000 + SETTLE - 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    assert_false(f->job->attempt_over);
+    am_fsm_tick(&f->fsm, 2000 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_false(task(f, "worker", 2)->out);
+    assert_int_equal(f->fsm.world_version, 2);
+    assert_non_null(strstr(f->fsm.world_note, "worker:2 joined the world; world 2 is 3 task(s)"));
+    assert_true(f->job->attempt_over);
+    for (int i = 0; i < 3; i++) assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", i)));
+    restart_in_place(f, 3100);
+    assert_int_equal(f->fsm.retries_left, 0);
+    assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 3);
+    assert_int_equal(am_fsm_world_index(f->job, task(f, "worker", 2)), 2);
+    destroy(f);
+}
+
+/* Three containers arriving one after another within the settle time
+ * make one change of the world and one restart, not three. */
+static void test_arrivals_are_batched_into_one_restart(void **state) {
+    (void)state;
+    static const char *WIDE[] = {"tony.application.framework=pytorch", "tony.worker.instances=4",
+                                 "tony.worker.min-instances=1", "tony.application.elastic-settle-ms=1000", NULL};
+    fixture *f = make(WIDE);
+    bool one[] = {true, false, false, false};
+    begin(f, one);
+    am_fsm_tick(&f->fsm, SETTLE, fresh(f));
+    assert_int_equal(f->fsm.world_version, 1);
+    assert_int_equal(count(f, AM_ACT_STOP), 0); /* the three stay asked for */
+    am_fsm_started(&f->fsm, task(f, "worker", 0), 10, SETTLE + 10);
+    for (int i = 1; i < 4; i++) {
+        am_registration r = {.host = "127.0.0.1", .port = 1000 + i};
+        assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", i), &r, 2000 + 300 * i, fresh(f)), AM_REG_NEW);
+        am_fsm_tick(&f->fsm, 2000 + 300 * i, fresh(f));
+        assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    }
+    am_fsm_tick(&f->fsm, 2300 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_int_equal(f->fsm.world_version, 2);
+    assert_non_null(strstr(f->fsm.world_note, "worker:1, worker:2, worker:3 joined the world"));
+    restart_in_place(f, 4000);
+    assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 4);
+    destroy(f);
+}
+
+/* A task that left because its container could not start is asked for
+ * again after the settle time, then after twice as long, and so on. */
+static void test_a_task_that_cannot_start_is_asked_again_after_a_backoff(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    lose(f, 2);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_ABORTED, "cannot start", 500, fresh(f));
+    assert_true(task(f, "worker", 2)->out);
+    am_fsm_tick(&f->fsm, 500 + SETTLE - 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    am_fsm_tick(&f->fsm, 500 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    assert_int_equal(task(f, "worker", 2)->nruns, 2); /* its attempt-0 container and the one that failed */
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_ABORTED, "cannot start", 2000, fresh(f));
+    assert_false(f->job->attempt_over);
+    am_fsm_tick(&f->fsm, 2000 + 2 * SETTLE - 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    am_fsm_tick(&f->fsm, 2000 + 2 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    /* this time it comes: the world grows back after the settle time */
+    for (int i = 0; i < 2; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 3000);
+    am_registration r = {.host = "127.0.0.1", .port = 1002};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 4100, fresh(f)), AM_REG_NEW);
+    am_fsm_tick(&f->fsm, 4100 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_false(task(f, "worker", 2)->out);
+    destroy(f);
+}
+
+static am_scale_result scale(fixture *f, const char *role, int n, long long now, tony_error *err) {
+    return am_fsm_scale(&f->fsm, role, n, now, fresh(f), err);
+}
+
+/* `tony scale`'s refusals: each names what is wrong. */
+static void test_scale_refusals(void **state) {
+    (void)state;
+    tony_error err;
+    fixture *f = make(RIGID);
+    begin(f, NULL);
+    assert_int_equal(scale(f, "worker", 2, 100, &err), AM_SCALE_BAD);
+    assert_non_null(strstr(err.msg, "the job is not elastic"));
+    destroy(f);
+    f = make(ELASTIC);
+    begin(f, NULL);
+    assert_int_equal(scale(f, "ps", 2, 100, &err), AM_SCALE_BAD);
+    assert_string_equal(err.msg, "the job has no role 'ps' (its roles: worker)");
+    assert_int_equal(scale(f, "worker", 1, 100, &err), AM_SCALE_BAD);
+    assert_non_null(strstr(err.msg, "worker=1 is out of bounds: the job runs 2 to 3 worker task(s) "
+                                    "(tony.worker.min-instances is 2, tony.worker.instances is 3)"));
+    assert_int_equal(scale(f, "worker", 4, 100, &err), AM_SCALE_BAD);
+    assert_int_equal(count(f, AM_ACT_WORLD), 0);
+    assert_int_equal(scale(f, "worker", 3, 100, &err), AM_SCALE_OK); /* as it is: nothing changes */
+    assert_int_equal(count(f, AM_ACT_WORLD) + count(f, AM_ACT_REQUEST) + count(f, AM_ACT_STOP), 0);
+    am_fsm_kill(&f->fsm, 200, fresh(f));
+    assert_int_equal(scale(f, "worker", 2, 300, &err), AM_SCALE_BUSY);
+    destroy(f);
+}
+
+/* Scaling a training world down stops the highest-index task and restarts
+ * the others in place; scaling it up asks for that task at once, and the
+ * world grows when it registers (after the settle time). */
+static void test_scale_shrinks_and_grows_a_running_world(void **state) {
+    (void)state;
+    tony_error err;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    assert_int_equal(scale(f, "worker", 2, 100, &err), AM_SCALE_OK);
+    assert_true(stops(f, task(f, "worker", 2)));
+    assert_false(stops(f, task(f, "worker", 0)));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_non_null(strstr(f->fsm.world_note, "worker:2 left the world (tony scale worker=2); world 1 is 2 task(s)"));
+    assert_true(f->job->attempt_over);
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 2)));
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), TONY_EXIT_KILLED_BY_APPMASTER, NULL, 150, fresh(f));
+    restart_in_place(f, 200);
+    assert_int_equal(f->fsm.retries_left, 0);
+    assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 2);
+    /* no regrowth: the target is 2 now */
+    am_fsm_tick(&f->fsm, 200 + 2 * SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0);
+    for (int i = 0; i < 2; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 300);
+
+    assert_int_equal(scale(f, "worker", 3, 500, &err), AM_SCALE_OK);
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1);
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    assert_false(f->job->attempt_over);
+    am_registration r = {.host = "127.0.0.1", .port = 1002};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 2), &r, 800, fresh(f)), AM_REG_NEW);
+    am_fsm_tick(&f->fsm, 800 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_WORLD), 1);
+    assert_int_equal(f->fsm.world_version, 2);
+    restart_in_place(f, 2000);
+    assert_int_equal(am_fsm_world_count(f->job, task(f, "worker", 0)->role), 3);
+    destroy(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lost_worker_without_replacement_leaves_the_world),
@@ -285,6 +463,11 @@ int main(void) {
         cmocka_unit_test(test_at_the_minimum_the_policy_decides),
         cmocka_unit_test(test_missed_heartbeats_are_a_loss),
         cmocka_unit_test(test_a_rigid_job_is_unchanged),
+        cmocka_unit_test(test_a_late_replacement_grows_the_world_back),
+        cmocka_unit_test(test_arrivals_are_batched_into_one_restart),
+        cmocka_unit_test(test_a_task_that_cannot_start_is_asked_again_after_a_backoff),
+        cmocka_unit_test(test_scale_refusals),
+        cmocka_unit_test(test_scale_shrinks_and_grows_a_running_world),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
