@@ -375,6 +375,18 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
     am->single_pid = 0;
     am->single_exited = true;
     am->single_exit_code = code;
+    if (code != 0 && !am->fsm.killed) {
+        /* the root cause a failed task has, from the command's own log */
+        char *errp = tony_path_join(am->single.log_dir, "stderr");
+        char *errfile = tony_path_join(am->single.log_dir, TONY_TORCH_ERROR_FILE);
+        char *tail = tony_lastwords_tail(errp, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+        char *report = tony_lastwords_torch_error(errfile, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
+        am_cause_set_single(&am->fsm.root_cause, am->fsm.job.attempt, code, am->host, report, tail);
+        free(report);
+        free(tail);
+        free(errfile);
+        free(errp);
+    }
     am_fsm_single_exited(&am->fsm, code, am_now_ms(), &am->pending);
     carry_out(am);
 }

@@ -30,6 +30,17 @@ void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
     c->diagnostics = dup_or_null(t->diagnostics);
 }
 
+void am_cause_set_single(am_root_cause *c, int attempt, int exit_status, const char *host, const char *error,
+                         const char *stderr_tail) {
+    am_cause_free(c);
+    c->task = tony_sprintf("%s:0", JOB_SINGLE_NODE_ROLE);
+    c->attempt = attempt;
+    c->exit_status = exit_status;
+    c->host = dup_or_null(host);
+    c->error = dup_or_null(error);
+    c->stderr_tail = dup_or_null(stderr_tail);
+}
+
 /* Each line of text, indented, on b. */
 static void put_indented(tony_buf *b, const char *text) {
     for (const char *p = text; *p;) {

@@ -24,6 +24,11 @@ typedef struct am_root_cause {
 /* c becomes the root cause of attempt `attempt` that t (the first task to
  * fail) gives; what c held before is freed. */
 void am_cause_set(am_root_cause *c, const am_task *t, int attempt);
+/* The same for a single-node job's command (no task: it runs in the
+ * coordinator's place, JOB_SINGLE_NODE_ROLE:0): its exit status, where it
+ * ran and its last words (either may be NULL), read by the caller. */
+void am_cause_set_single(am_root_cause *c, int attempt, int exit_status, const char *host, const char *error,
+                         const char *stderr_tail);
 void am_cause_free(am_root_cause *c);
 /* "Root cause: worker:1 failed first ...", with its last words indented;
  * NULL when none is known. */

@@ -1305,7 +1305,13 @@ void am_fsm_single_exited(am_fsm *f, int code, long long now_ms, am_actions *out
     char meaning[160], *diag;
     if (f->timed_out) diag = tony_strdup("Timed out (tony.application.timeout or tony.worker.timeout)");
     else if (code == 0) diag = tony_strdup("Single node training succeeded");
-    else diag = tony_sprintf("Single node training failed: %s", tony_exit_status_meaning(code, meaning, sizeof meaning));
+    else {
+        /* with the root cause am.c read from its log, as a task's failure */
+        char *cause = am_cause_text(&f->root_cause);
+        diag = tony_sprintf("Single node training failed: %s%s%s", tony_exit_status_meaning(code, meaning, sizeof meaning),
+                            cause ? "\n" : "", cause ? cause : "");
+        free(cause);
+    }
     finish(f, code == 0 && !f->timed_out ? AM_FINAL_SUCCEEDED : AM_FINAL_FAILED, diag, now_ms, out);
     free(diag);
 }

@@ -5,11 +5,12 @@
  * ours) and the two sockets are spliced byte for byte until either closes. */
 #include "am/notebook_proxy.h"
 
-#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -62,14 +63,6 @@ static char *why_no_notebook(const am_notebook_ctx *am, const am_task *t) {
                             t->role->name, t->index);
     return tony_sprintf("Job %s: its Jupyter server is starting (%s:%d is %s); try again in a few seconds.", am->app_id,
                         t->role->name, t->index, am_task_state_name(t->state));
-}
-
-/* The server listens on its task's loopback: the coordinator reaches it only
- * on the same machine. Elsewhere its own loopback port may be anyone's, who
- * must not get Jupyter's token. */
-static bool runs_here(const am_notebook_ctx *am, const am_task *t) {
-    return strcmp(t->host, "127.0.0.1") == 0 || strcmp(t->host, "localhost") == 0 ||
-           (am->host && strcmp(t->host, am->host) == 0);
 }
 
 static const char *method_name(enum evhttp_cmd_type c) {
@@ -198,20 +191,38 @@ static void on_event(struct bufferevent *bev, short what, void *arg) {
     if (drained(s)) splice_end(s);
 }
 
-static int connect_jupyter(struct bufferevent *up, int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return bufferevent_socket_connect(up, (struct sockaddr *)&a, sizeof a);
+/* The server listens on its task's registered host (NM_HOST: loopback on
+ * the local backend, the node's name on YARN), so that is where it is
+ * reached, wherever the coordinator runs. The name is resolved here, as the
+ * coordinator's other lookups of task hosts are: a node's own name, from
+ * /etc/hosts or the cluster's DNS. */
+static int connect_jupyter(struct bufferevent *up, const char *host, int port) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res) return -1;
+    /* IPv4 first where the name has both: tony's servers listen there, and
+     * a node (or a container) without IPv6 has only that */
+    const struct addrinfo *a = res;
+    for (const struct addrinfo *r = res; r; r = r->ai_next)
+        if (r->ai_family == AF_INET) {
+            a = r;
+            break;
+        }
+    int rc = bufferevent_socket_connect(up, a->ai_addr, (int)a->ai_addrlen);
+    freeaddrinfo(res);
+    return rc;
 }
 
 static void splice(const am_notebook_ctx *am, struct evhttp_request *req, const am_task *t, const char *method, const char *path,
                    const char *query) {
     struct bufferevent *up = bufferevent_socket_new(am->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!up || connect_jupyter(up, t->tb_port)) {
+    if (!up || connect_jupyter(up, t->host, t->tb_port)) {
         if (up) bufferevent_free(up);
-        char *msg = tony_sprintf("cannot reach the Jupyter server of %s:%d on 127.0.0.1:%d; try again, or see "
-                                 "tony logs %s --task %s:%d",
-                                 t->role->name, t->index, t->tb_port, am->app_id, t->role->name, t->index);
+        char *msg = tony_sprintf("cannot reach the Jupyter server of %s:%d on %s:%d from the coordinator's machine (%s); "
+                                 "try again, or see tony logs %s --task %s:%d",
+                                 t->role->name, t->index, t->host, t->tb_port, am->host ? am->host : "?", am->app_id,
+                                 t->role->name, t->index);
         am_reply_error(req, 502, msg);
         free(msg);
         return;
@@ -256,13 +267,7 @@ void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req) {
                        " header");
     } else if (v == TONY_READ_ALLOWED) {
         const am_task *t = notebook_task(am);
-        if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening && !runs_here(am, t)) {
-            char *msg = tony_sprintf("Job %s: its Jupyter server runs on %s, not on the coordinator's machine (%s), "
-                                     "and the proxy reaches it only there (not yet across nodes)",
-                                     am->app_id, t->host, am->host ? am->host : "?");
-            am_reply_text(req, 501, msg);
-            free(msg);
-        } else if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening) {
+        if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening && t->host) {
             splice(am, req, t, method, path, query);
         } else {
             char *why = why_no_notebook(am, t);

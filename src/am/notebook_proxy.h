@@ -1,7 +1,8 @@
 /* The coordinator's reverse proxy to a `tony notebook` job's Jupyter server:
  * every request under AM_API_NOTEBOOK (HTTP, and WebSocket for the kernels'
- * channels) goes to the server, which listens on the task's loopback only,
- * and only with the job's read token, the same check as the web page's. */
+ * channels) goes to the server, which listens on its task's registered host
+ * (loopback on the local backend, the node on YARN), and only with the job's
+ * read token, the same check as the web page's. */
 #ifndef TONY_AM_NOTEBOOK_PROXY_H
 #define TONY_AM_NOTEBOOK_PROXY_H
 
@@ -19,7 +20,7 @@ typedef struct am_notebook_ctx {
     const tony_read_gate *reads; /* the job's read token: the check, and Jupyter's own token */
     const am_job *job;           /* where its notebook task is */
     const char *app_id;
-    const char *host; /* the coordinator's: the server is reached on its loopback only when the task runs here */
+    const char *host; /* the coordinator's, for messages: the server is reached on its task's host */
     bool job_ended;
 } am_notebook_ctx;
 

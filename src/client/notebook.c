@@ -32,10 +32,14 @@ static tony_opt notebook_opts[] = {
 };
 
 /* Jupyter's server with its idle checks every quarter of the timeout (its
- * own look is once a minute, too coarse for a timeout of minutes), bound to
- * the task's loopback on the port the executor reserved (TB_PORT), under
- * the proxy's path; its token, the job's read token, comes in the
- * environment, where other users cannot read it. */
+ * own look is once a minute, too coarse for a timeout of minutes), under the
+ * proxy's path, on the port the executor reserved (TB_PORT) of the host the
+ * executor registers (NM_HOST, else the machine's name), which is where the
+ * coordinator's proxy connects: loopback on the local backend, the node's
+ * address on YARN, where the coordinator runs on another node in general.
+ * There it is on the cluster's network, but answers nothing without its
+ * token, the job's read token, which comes in the environment, where other
+ * users cannot read it (docs/workflows.md says what that exposes). */
 static const char jupyter_py[] =
     "import sys\\n"
     "from jupyter_server.serverapp import ServerApp\\n"
@@ -189,7 +193,7 @@ int tony_cmd_notebook(int argc, char **argv) {
         tony_strv_pushf(&a, "exec %s -c $'%s'", py, execute_py);
     else
         tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c $'%s' "
-                                        "--ServerApp.ip=127.0.0.1 --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
+                                        "--ServerApp.ip=\"${" TASKENV_NM_HOST ":-$(hostname)}\" --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
                                         "--ServerApp.port_retries=0 --ServerApp.base_url=" AM_API_NOTEBOOK "/ "
                                         "--ServerApp.open_browser=False --ServerApp.allow_remote_access=True --ServerApp.allow_root=True "
                                         "--ServerApp.root_dir=. --ServerApp.shutdown_no_activity_timeout=%lld "

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -119,23 +120,32 @@ static int reserve_port(int *fd_out, int *port_out, tony_error *err) {
     return 0;
 }
 
+static bool accepts(const struct sockaddr *a, socklen_t len) {
+    int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    int rc = connect(fd, a, len);
+    close(fd);
+    return rc == 0;
+}
+
 /* Whether something accepts connections on the task's TB_PORT: the link is
  * shown only once TensorBoard (the sidecar, or whatever the chief starts)
- * really serves there. Loopback answers at once, so this never blocks. */
-static bool port_listening(int port) {
+ * really serves there. Loopback, then the host the task registered (where a
+ * notebook's Jupyter listens, for a coordinator on another node): both are
+ * this machine's own addresses, which answer at once, so this never blocks. */
+static bool port_listening(const char *host, int port) {
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = in6addr_loopback};
-    const struct sockaddr *addrs[] = {(const struct sockaddr *)&a4, (const struct sockaddr *)&a6};
-    const socklen_t lens[] = {sizeof a4, sizeof a6};
-    for (int i = 0; i < 2; i++) {
-        int fd = socket(addrs[i]->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) continue;
-        int rc = connect(fd, addrs[i], lens[i]);
-        close(fd);
-        if (rc == 0) return true;
-    }
-    return false;
+    if (accepts((const struct sockaddr *)&a4, sizeof a4) || accepts((const struct sockaddr *)&a6, sizeof a6)) return true;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0) return false;
+    bool up = false;
+    for (const struct addrinfo *r = res; r && !up; r = r->ai_next) up = accepts(r->ai_addr, r->ai_addrlen);
+    freeaddrinfo(res);
+    return up;
 }
 
 static char *am_url_copy(const executor *x) {
@@ -565,7 +575,7 @@ static void start_watch(watch *w, bool *watching) {
 static int heartbeat(executor *x, pid_t pid, tony_activity *activity, long long now, bool *stacks_sent,
                      tony_error *herr) {
     json_t *hb = json_object();
-    if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->tb_port)));
+    if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->host, x->tb_port)));
     json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
     json_object_set_new(hb, AM_API_IDLE_MS, json_integer(tony_activity_idle_ms(activity, now)));
     long status;

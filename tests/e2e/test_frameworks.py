@@ -16,6 +16,7 @@ import re
 import pytest
 
 from conftest import PYTHON, REPO
+from test_yarn_jobs import yarn  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.ml
 EXAMPLES = str(REPO / "tests" / "e2e" / "examples")
@@ -208,3 +209,30 @@ def test_tensorflow_multi_worker_mirrored_keras(tony):
     losses = [epoch_losses(r.log("worker", i)) for i in range(2)]
     assert len(losses[0]) == 10 and losses[0] == losses[1], losses
     assert losses[0][-1] < losses[0][0] / 5, losses
+
+
+@pytest.mark.hadoop
+def test_jax_and_lightning_fabric_on_yarn(yarn, scripts):
+    """On YARN (the test cluster: each task in a NodeManager's container,
+    the coordinator in its own): JAX's no-argument initialize() finds tony's
+    cluster, and Lightning Fabric's two nodes place themselves from
+    torchrun's variables, as on the local backend. One test: the cluster's
+    containers are the slow part, the two jobs run one after the other."""
+    (scripts / "gather.py").write_text(JAX_GATHER)
+    r = yarn.submit("--src_dir", str(scripts), "--python_binary_path", PYTHON, "--executes", "gather.py",
+                    "--conf", "tony.application.framework=jax", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=1g", timeout=300)
+    app_id = yarn.app_id(r)
+    assert r.rc == 0, yarn.task_log(app_id, "worker", 0, "stderr")[-3000:]
+    for i in range(2):
+        out = yarn.task_log(app_id, "worker", i)
+        assert f"process {i} of 2 gathered [0, 1]" in out, yarn.task_log(app_id, "worker", i, "stderr")[-3000:]
+    r = yarn.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON, "--executes", "fabric_two_nodes.py",
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=2g", timeout=300)
+    app_id = yarn.app_id(r)
+    assert r.rc == 0, yarn.task_log(app_id, "worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        out = yarn.task_log(app_id, "worker", i)
+        assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
+        assert "weights agree True" in out, out

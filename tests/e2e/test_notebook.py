@@ -4,8 +4,7 @@ task, reached only through the coordinator's /notebook proxy with the job's
 read token: a kernel started over REST and a cell run over the kernel's
 WebSocket channel, refusals without the token (and of the server itself to a
 second local user who finds its port), idle shutdown, `tony kill` leaving no
-process, and `--execute` keeping the executed notebook. YARN is not covered
-here (the proxy reaches the server on the coordinator's loopback)."""
+process, and `--execute` keeping the executed notebook. YARN: test_yarn_notebook.py."""
 import json
 import subprocess
 import time

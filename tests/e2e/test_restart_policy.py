@@ -214,3 +214,17 @@ def test_bad_policy_is_refused_at_submit(tony):
                     "--conf", "tony.worker.restart-policy=always")
     assert r.rc != 0, r
     assert "tony.worker.restart-policy must be on-failure, never or exit-code, got 'always'" in r.text, r
+
+
+def test_single_node_failure_has_root_cause(tony, tmp_path):
+    """A single-node command (no instances: it runs in the coordinator's
+    place) that fails has the root cause a failed task has: in the job's
+    JSON (`tony status --json`) and in its diagnostics."""
+    r = tony.submit(*script(tmp_path, "raises.py", "raise ValueError('no such shard: /data/shard-3')\n"))
+    assert r.rc != 0, r
+    st = json.loads(tony.run("status", r.job_dir().name, "--json", check_rc=0).out)
+    cause = st["root_cause"]
+    assert cause["task"] == "am:0" and cause["attempt"] == 0 and cause["exit_status"] == 1, cause
+    assert "ValueError: no such shard: /data/shard-3" in cause["stderr_tail"], cause
+    assert cause["text"].startswith("Root cause: am:0 failed first"), cause
+    assert "no such shard" in st["diagnostics"], st["diagnostics"]
