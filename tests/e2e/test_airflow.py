@@ -249,15 +249,15 @@ def test_deferrable_completes_in_the_trigger(airflow_env, tony, tmp_path):
 
 
 def test_deferrable_failure_shows_the_stderr(airflow_env, tony, tmp_path):
-    """A job failing while the trigger waits fails the task with the cause.
-    A single-node job has no root cause in tony's status: the message still
-    holds the failed task's stderr."""
+    """A job failing while the trigger waits fails the task with the cause:
+    a single-node job's too (am:0), with its stderr's end."""
     run = DagRun(airflow_env, tony, tmp_path, executes='sh -c "echo no-such-table >&2; exit 3"',
                  deferrable=True).run()
     assert run.state == "failed", run.log[-6000:]
     assert "running trigger in line" in run.log
     assert re.search(r"TonyJobError: tony job \S+ ended FAILED", run.log), run.log[-6000:]
-    assert re.search(r"The end of \S+/stderr:\n\s+no-such-table", run.log), run.log[-6000:]
+    assert re.search(r"Root cause: am:0 failed first .*exit code 3.*The end of its stderr:\n\s+no-such-table", run.log,
+                     re.S), run.log[-6000:]
 
 
 def test_retry_reattaches_to_the_running_job(airflow_env, tony, tmp_path):

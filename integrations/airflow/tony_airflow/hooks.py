@@ -54,8 +54,9 @@ def failure_message(app_id: str, job: dict) -> str:
     else:
         if diag:
             msg += f"\n{diag}"
-        # No root cause (a single-node job has none): the failed task's own
-        # stderr, where it is readable from here (the local backend).
+        # No root cause (a job killed, or a tony from before single-node
+        # runs had one): the failed task's own stderr, where it is readable
+        # from here (the local backend).
         for task in job.get(J.JOB_TASKS) or []:
             path = task.get(J.JOB_TASK_STDERR)
             if task.get(J.JOB_TASK_STATE) in J.TASK_FAILED_STATES and path and os.access(path, os.R_OK):
