@@ -6,6 +6,7 @@
  * returns. */
 #include "am/am.h"
 
+#include <event2/dns.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -557,6 +558,7 @@ static void am_teardown(tony_am *am) {
     if (am->sigint) event_free(am->sigint);
     am_record_free(am);
     tony_reaper_free(am->reaper);
+    if (am->dns) evdns_base_free(am->dns, 0);
     if (am->base) event_base_free(am->base);
     am_fsm_free(&am->fsm);
     tony_plan_free(&am->plan);

@@ -53,6 +53,7 @@ typedef struct am_lastfetch am_lastfetch;
 
 typedef struct tony_am {
     struct event_base *base;
+    struct evdns_base *dns; /* the notebook proxy's lookups of task hosts (made on first use) */
     tony_http_server *http;
     tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
     tony_reaper *reaper;

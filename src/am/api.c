@@ -1009,7 +1009,8 @@ static void on_finish(am_call *c) {
  * for every method itself). */
 static void on_notebook(am_call *c) {
     tony_am *am = c->am;
-    am_notebook_proxy(&(am_notebook_ctx){am->base, &am->reads, &am->fsm.job, am->app_id, am->host,
+    if (!am->dns) am->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+    am_notebook_proxy(&(am_notebook_ctx){am->base, am->dns, &am->reads, &am->fsm.job, am->app_id, am->host,
                                          am->fsm.state == AM_JOB_DONE},
                       c->req);
 }

@@ -8,7 +8,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,31 +192,17 @@ static void on_event(struct bufferevent *bev, short what, void *arg) {
 
 /* The server listens on its task's registered host (NM_HOST: loopback on
  * the local backend, the node's name on YARN), so that is where it is
- * reached, wherever the coordinator runs. The name is resolved here, as the
- * coordinator's other lookups of task hosts are: a node's own name, from
- * /etc/hosts or the cluster's DNS. */
-static int connect_jupyter(struct bufferevent *up, const char *host, int port) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    if (getaddrinfo(host, ps, &hints, &res) != 0 || !res) return -1;
-    /* IPv4 first where the name has both: tony's servers listen there, and
-     * a node (or a container) without IPv6 has only that */
-    const struct addrinfo *a = res;
-    for (const struct addrinfo *r = res; r; r = r->ai_next)
-        if (r->ai_family == AF_INET) {
-            a = r;
-            break;
-        }
-    int rc = bufferevent_socket_connect(up, a->ai_addr, (int)a->ai_addrlen);
-    freeaddrinfo(res);
-    return rc;
+ * reached, wherever the coordinator runs. The name is resolved by libevent's
+ * resolver (/etc/hosts included), off the loop, as nmlog.c resolves nodes'
+ * names; a failed lookup or connect ends the splice with a 502 (on_event). */
+static int connect_jupyter(const am_notebook_ctx *am, struct bufferevent *up, const char *host, int port) {
+    return bufferevent_socket_connect_hostname(up, am->dns, AF_UNSPEC, host, port);
 }
 
 static void splice(const am_notebook_ctx *am, struct evhttp_request *req, const am_task *t, const char *method, const char *path,
                    const char *query) {
     struct bufferevent *up = bufferevent_socket_new(am->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!up || connect_jupyter(up, t->host, t->tb_port)) {
+    if (!up || connect_jupyter(am, up, t->host, t->tb_port)) {
         if (up) bufferevent_free(up);
         char *msg = tony_sprintf("cannot reach the Jupyter server of %s:%d on %s:%d from the coordinator's machine (%s); "
                                  "try again, or see tony logs %s --task %s:%d",

@@ -6,6 +6,7 @@
 #ifndef TONY_AM_NOTEBOOK_PROXY_H
 #define TONY_AM_NOTEBOOK_PROXY_H
 
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
  * module stays out of am_internal.h's include cycle). */
 typedef struct am_notebook_ctx {
     struct event_base *base;
+    struct evdns_base *dns;      /* resolves the task's host off the loop; NULL: a blocking lookup */
     const tony_read_gate *reads; /* the job's read token: the check, and Jupyter's own token */
     const am_job *job;           /* where its notebook task is */
     const char *app_id;

@@ -104,6 +104,21 @@ print(f"done rank {rank} of {size} loss {loss.item():.4f}", flush=True)
 '''
 
 
+def submit_elastic_ddp(tony, tmp_path, steps, settle_ms):
+    """DDP_SCRIPT for steps steps on 3 workers of which 2 are the minimum,
+    detached; its job dir."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
+    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
+                    "--executes", "elastic_ddp.py", "--task_params", str(steps),
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
+                    "--conf", "tony.worker.min-instances=2", "--conf", f"tony.application.elastic-settle-ms={settle_ms}",
+                    "--conf", "tony.worker.memory=512m")
+    assert r.rc == 0, r
+    return r.job_dir()
+
+
 def events_of(home):
     path = next(home.glob("history/intermediate/*/events.jsonl"), None) or \
         next(home.glob("history/finished/*/*/*/*/events.jsonl"))
@@ -122,16 +137,7 @@ def test_ddp_loses_a_worker_and_goes_on_with_the_others(tony, tmp_path):
     can start no container): the job goes on with workers 0 and 1, ranks 0
     and 1 of a world of 2, from the last checkpoint, and finishes; the
     world's change is an event of the job's history."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
-    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
-                    "--executes", "elastic_ddp.py", "--task_params", "60",
-                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
-                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=2000",
-                    "--conf", "tony.worker.memory=512m")
-    assert r.rc == 0, r
-    job = r.job_dir()
+    job = submit_elastic_ddp(tony, tmp_path, 60, 2000)
     first = job / "attempts/0/worker-0/stdout"
     wait_for(lambda: first.exists() and "step 15 " in first.read_text(), 120, what="step 15")
     # the replacement of worker:2 cannot start: its task dir is a file
@@ -280,16 +286,7 @@ def test_ddp_is_scaled_down_and_up_while_it_trains(tony, tmp_path):
     """A PyTorch DDP training (gloo) scaled to 2 workers and back to 3 while
     it trains: each world's ranks see its size in RANK/WORLD_SIZE and go on
     from the last checkpoint; the job finishes in the world of 3."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
-    r = tony.submit("--detach", "--src_dir", str(src), "--python_binary_path", TORCH_PY,
-                    "--executes", "elastic_ddp.py", "--task_params", "200",
-                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=3",
-                    "--conf", "tony.worker.min-instances=2", "--conf", "tony.application.elastic-settle-ms=1000",
-                    "--conf", "tony.worker.memory=512m")
-    assert r.rc == 0, r
-    job = r.job_dir()
+    job = submit_elastic_ddp(tony, tmp_path, 200, 1000)
     says(job, 0, 0, "step 10 ", timeout=120)
     assert tony.run("scale", str(job), "worker=2").rc == 0
     for i in range(2):
