@@ -18,6 +18,7 @@
  * the word "adopt" in it meets a coordinator that replaced a lost one and
  * waits for its tasks to come back (container "c1" is one left running). */
 #include <event2/buffer.h>
+#include <event2/dns.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
@@ -133,6 +134,8 @@ static void am_fini(tony_am *am) {
     tony_apiauth_replay_free(am->auth_replay);
     tony_host_check_free(&am->hosts);
     event_free(am->act_ev);
+    /* made on first use by a /notebook request (api.c), freed as am.c does */
+    if (am->dns) evdns_base_free(am->dns, 0);
     event_base_free(am->base);
 }
 
