@@ -1,6 +1,8 @@
-/* The xgboost runtime: the Rabit tracker env of XGBoost's collective. Worker 0
- * runs the tracker (xgboost.tracker.RabitTracker) on its reserved port, and
- * every worker connects to it. */
+/* The xgboost runtime: the Rabit tracker env of XGBoost's collective, as
+ * Kubeflow's XGBoost runtime sets it. The user's code on worker 0 starts the
+ * tracker (xgboost.tracker.RabitTracker) on worker 0's reserved port, and
+ * every worker passes these to xgboost.collective (XGBoost 2+ reads no
+ * DMLC_* variable itself). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,9 @@ static int worker_instances(const tony_plan *plan) {
 
 static int xgb_task_env(const tony_runtime_task *task, tony_env *env, tony_error *err) {
     tony_env_setf(env, "DMLC_NUM_WORKER", "%d", worker_instances(task->plan));
-    /* A hint only: the tracker hands out its own ranks in connection order. */
+    /* The worker's index: what scripts read as their rank to decide who starts
+     * the tracker (Kubeflow sets the same). The tracker ranks the workers by
+     * host unless told sortby="task", so its ranks may differ. */
     tony_env_setf(env, "DMLC_TASK_ID", "%d", task->index);
     bool tracker = strcmp(task->role, "worker") == 0 && task->index == 0;
     if (tracker)
