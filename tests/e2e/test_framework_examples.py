@@ -49,3 +49,35 @@ def test_xgboost_kubeflow_distributed_example(tony):
         connected |= set(re.findall(r"^Worker (\d)/2 connected$", out, re.M))
     assert connected == {"0", "1"}, outs
     assert sum("Model saved to /workspace/xgboost_model.json" in out for out in outs) == 1, outs
+
+
+def test_tensorflow_parameter_server_strategy_resnet_cifar(tony):
+    """TensorFlow's ParameterServerStrategy example (the TensorFlow team's
+    tensorflow/ecosystem resnet_cifar_ps_strategy.py), unedited, on a chief,
+    a ps and two workers: each task reads TF_CONFIG itself; the ps and the
+    workers serve in server.join() until stopped (untracked roles), and the
+    chief, the coordinator, schedules every step on the workers with the
+    variables on the ps, evaluates inline after each epoch and checkpoints.
+    Its own log says the training accuracy and the evaluation accuracy rose,
+    and the ps wrote its checkpoint shards.
+    Adapted by resnet_cifar_stand_in.py: the Model Garden's ResNet-56 and
+    CIFAR-10 input become a small conv net and generated images, and its
+    182 epochs of 781 steps become 3 of 20; TF_USE_LEGACY_KERAS=1 (it is
+    written for Keras 2: tf_keras)."""
+    r = tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                    "--executes", "tensorflow/resnet_cifar_stand_in.py",
+                    "--task_params", "--stand-in-epochs 3 --logtostderr",
+                    "--shell_env", "TF_USE_LEGACY_KERAS=1",
+                    "--shell_env", "TF_NUM_INTRAOP_THREADS=1", "--shell_env", "TF_NUM_INTEROP_THREADS=2",
+                    "--conf", "tony.application.framework=tensorflow",
+                    "--conf", "tony.chief.instances=1", "--conf", "tony.ps.instances=1",
+                    "--conf", "tony.worker.instances=2", "--conf", "tony.application.untracked.jobtypes=ps,worker",
+                    "--conf", "tony.chief.memory=2g", "--conf", "tony.ps.memory=2g", "--conf", "tony.worker.memory=2g",
+                    timeout=300)
+    log = r.log("chief", 0, "stderr")
+    assert r.rc == 0, log[-3000:]
+    train = [float(x) for x in re.findall(r"Finished joining at epoch \d+\. Training accuracy: ([\d.]+)\.", log)]
+    evals = [float(x) for x in re.findall(r"Finished joining at epoch \d+\. Evaluation accuracy: ([\d.]+)\.", log)]
+    assert len(train) == 3 and len(evals) == 3, log[-3000:]
+    assert train[-1] > train[0] and evals[-1] >= 0.8, (train, evals)
+    assert (r.job_dir() / "shared" / "cifar10_ckpt" / "ckpt-3.index").exists(), log[-3000:]
