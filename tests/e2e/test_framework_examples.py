@@ -4,6 +4,7 @@ with their origin and run on the local backend with 2+ processes, each
 checked on its own output. What this CPU-only, offline machine lacks is
 adapted by a runner beside each example, never in it (docs/frameworks.md,
 "The frameworks' official examples")."""
+import math
 import re
 
 import pytest
@@ -81,3 +82,34 @@ def test_tensorflow_parameter_server_strategy_resnet_cifar(tony):
     assert len(train) == 3 and len(evals) == 3, log[-3000:]
     assert train[-1] > train[0] and evals[-1] >= 0.8, (train, evals)
     assert (r.job_dir() / "shared" / "cifar10_ckpt" / "ckpt-3.index").exists(), log[-3000:]
+
+
+def test_lightning_trainer_transformer_two_nodes(tony):
+    """Lightning's Trainer example (examples/pytorch/basics/transformer.py of
+    Lightning 2.2.5), unedited, as two nodes of one process: num_nodes=2 and
+    the budget come from Lightning's own PL_TRAINER_* variables (the example
+    sets only gradient clipping and 20 epochs in code; 16 steps end it
+    first). Lightning detects torchelastic from tony's variables, places each
+    task by GROUP_RANK and LOCAL_RANK, runs DDP over gloo across the two, and
+    its own messages say so on each rank; rank 0 reports the test loss, well
+    below a guess's (ln 11: the generated text's 10 words and <eos>).
+    Adapted by torch113_wikitext_stand_in.py: generated text instead of
+    WikiText-2's download, and Lightning's ShardedTensor hooks skipped
+    (torch 1.13's do not import under Python 3.11)."""
+    budget = ["PL_TRAINER_NUM_NODES=2", "PL_TRAINER_ACCELERATOR=cpu", "PL_TRAINER_DEVICES=1",
+              "PL_TRAINER_MAX_STEPS=16", "PL_TRAINER_LIMIT_TRAIN_BATCHES=4", "PL_TRAINER_LIMIT_VAL_BATCHES=1",
+              "PL_TRAINER_NUM_SANITY_VAL_STEPS=0", "PL_TRAINER_LIMIT_TEST_BATCHES=2",
+              "PL_TRAINER_ENABLE_PROGRESS_BAR=False", "PL_TRAINER_LOGGER=False", "OMP_NUM_THREADS=1"]
+    r = tony.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
+                    "--executes", "lightning/torch113_wikitext_stand_in.py",
+                    *[a for e in budget for a in ("--shell_env", e)],
+                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.worker.memory=2g", timeout=300)
+    logs = [r.log("worker", i) + r.log("worker", i, "stderr") for i in range(2)]
+    assert r.rc == 0, logs[0][-3000:] + logs[1][-3000:]
+    for i in range(2):
+        assert f"Initializing distributed: GLOBAL_RANK: {i}, MEMBER: {i + 1}/2" in logs[i], logs[i][-3000:]
+    assert "All distributed processes registered. Starting with 2 processes" in logs[0], logs[0][-3000:]
+    assert "`Trainer.fit` stopped: `max_steps=16` reached." in logs[0], logs[0][-3000:]
+    m = re.search(r"test_loss\s*│\s*([\d.]+)", logs[0])
+    assert m and float(m.group(1)) < 0.8 * math.log(11), logs[0][-3000:]
