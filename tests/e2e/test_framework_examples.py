@@ -1,7 +1,9 @@
 """The frameworks' official multi-node examples that tests/e2e/test_frameworks.py
-does not run (issue 23, item 4), vendored unedited in tests/e2e/examples/
-with their origin and run on the local backend with 2+ processes, each
-checked on its own output. What this CPU-only, offline machine lacks is
+does not run (issue 23, item 4): Kubeflow Trainer's distributed XGBoost
+example, TensorFlow's ParameterServerStrategy example (tensorflow/ecosystem)
+and Lightning's Trainer example (transformer.py), vendored unedited in
+tests/e2e/examples/ with their origin and run on the local backend with 2+
+processes, each checked on its own output. What this CPU-only, offline machine lacks is
 adapted by a runner beside each example, never in it (docs/frameworks.md,
 "The frameworks' official examples")."""
 import math
