@@ -1,6 +1,7 @@
 /* The executor's life is a straight line with one loop at the end, so it is
  * written as plain blocking code: the only things it waits on are its
- * coordinator (HTTP with timeouts) and its one child. With in-place
+ * coordinator (HTTP with timeouts) and its children (the user's command,
+ * once or tony.<role>.nproc-per-node times). With in-place
  * restarts (tony.application.restart-mode) the line repeats: after its
  * process ended the coordinator may keep the container, and the executor
  * registers again for the next attempt with a fresh port. */
@@ -423,7 +424,8 @@ static void send_stacks(const executor *x, const task_procs *procs) {
      * would take the silence for a lost executor (fsm.c) */
     long long expiry = x->heartbeat_ms * (x->max_missed < 3 ? 3 : x->max_missed);
     long long budget = expiry / 2 < TONY_STACKS_BUDGET_MS ? expiry / 2 : TONY_STACKS_BUDGET_MS;
-    char *text = tony_stacks_dump(procs->pid, (size_t)procs->n, share_container_group(), getenv(TASKENV_PY_SPY), budget);
+    char *text =
+        tony_stacks_dump(procs->pid, (size_t)procs->n, share_container_group(), getenv(TASKENV_PY_SPY), budget);
     long status;
     tony_error err;
     json_t *ans = call(x, AM_API_STACKS, json_pack("{s:s}", AM_API_STACKS_TEXT, text), CALL_TIMEOUT_MS, &status, &err);
@@ -586,8 +588,8 @@ static void start_watch(watch *w, bool *watching) {
 /* One heartbeat: how the task is, and the answer acted on (refreshed
  * credentials, a hang's stacks). Returns the answer's kind (a stop is the
  * caller's), or -1 when the coordinator did not answer (herr says why). */
-static int heartbeat(executor *x, const task_procs *procs, tony_activity *activity, long long now, bool *stacks_sent,
-                     tony_error *herr) {
+static int heartbeat(executor *x, const task_procs *procs, tony_activity *activity, long long now,
+                     bool *stacks_sent, tony_error *herr) {
     json_t *hb = json_object();
     if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->host, x->tb_port)));
     json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));

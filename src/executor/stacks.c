@@ -226,7 +226,8 @@ char *tony_stacks_dump(const pid_t *user_pids, size_t npids, bool share_group, c
             break;
         }
     }
-    if (n == 0) tony_buf_printf(&out, "no process of the task runs (user process %d)\n", npids ? (int)user_pids[0] : -1);
+    if (n == 0)
+        tony_buf_printf(&out, "no process of the task runs (user process %d)\n", npids ? (int)user_pids[0] : -1);
     free(in);
     free(m.pids), free(m.ppids), free(m.pgrps);
     /* JSON carries text: whatever a helper printed that is not UTF-8 is replaced */
