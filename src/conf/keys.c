@@ -214,6 +214,10 @@ static const tony_key keys[] = {
     {"tony.<role>.min-instances", INT, NULL, ALL,
      "Elastic jobs (ours, docs/elastic.md): the fewest tasks of the job type the job trains with; "
      "tony.<role>.instances is the most. Unset means tony.<role>.instances (not elastic).", NULL},
+    {"tony.<role>.nproc-per-node", INT, "1", ALL,
+     "Processes each task of the job type runs, as torchrun's --nproc_per_node (ours, docs/frameworks.md): "
+     "pytorch only; each gets its own LOCAL_RANK and RANK, and with tony.<role>.gpus set it may not exceed them.",
+     NULL},
     {TONY_KEY_WORKER_TIMEOUT, MS, "0", ALL,
      "Time limit of every user process in ms (all job types, despite the name); 0 means no limit.", NULL},
     {"tony.<role>.timeout", MS, NULL, ALL, "TonY's per-job-type time limit.",

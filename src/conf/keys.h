@@ -86,6 +86,7 @@
 #define TONY_KEY_ROLE_RESTART_POLICY_FMT "tony.%s.restart-policy"
 #define TONY_KEY_ROLE_MAX_INSTANCES_FMT "tony.%s.max-instances"
 #define TONY_KEY_ROLE_MIN_INSTANCES_FMT "tony.%s.min-instances"
+#define TONY_KEY_ROLE_NPROC_PER_NODE_FMT "tony.%s.nproc-per-node"
 #define TONY_KEY_WORKER_TIMEOUT "tony.worker.timeout"
 #define TONY_KEY_TENSORBOARD_INSTANCES "tony.tensorboard.instances"
 #define TONY_KEY_TENSORBOARD_COMMAND "tony.tensorboard.command"

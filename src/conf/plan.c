@@ -94,6 +94,12 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
     if (rc) return -1;
     if (get_role_int(c, name, "vcores", 1, &r->vcores, err)) return -1;
     if (get_role_int(c, name, "gpus", 0, &r->gpus, err)) return -1;
+    key = tony_sprintf(TONY_KEY_ROLE_NPROC_PER_NODE_FMT, name);
+    rc = get_nonneg_int(c, key, 1, &r->nproc_per_node, err);
+    if (rc == 0 && r->nproc_per_node < 1)
+        rc = tony_err(err, "%s must be 1 or more (the processes each %s task runs), got 0", key, name);
+    free(key);
+    if (rc) return -1;
 
     const char *cmd = get_role_str(c, name, "command");
     if (!cmd) cmd = get_str(c, TONY_KEY_CONTAINERS_COMMAND);

@@ -46,6 +46,10 @@ typedef struct tony_role {
     long long memory_mb;
     int vcores;
     int gpus;
+    /* tony.<t>.nproc-per-node: the processes each task runs (torchrun's
+     * --nproc_per_node), 1 or more; the runtime refuses more than 1 where
+     * its framework has no meaning for it. */
+    int nproc_per_node;
     char *command;         /* tony.<t>.command, else tony.containers.command; never NULL when instances > 0 */
     char *resources;       /* tony.<t>.resources joined with tony.containers.resources (raw list) */
     char *node_label;      /* tony.<t>.node-label or NULL */

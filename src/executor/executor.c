@@ -1,6 +1,7 @@
 /* The executor's life is a straight line with one loop at the end, so it is
  * written as plain blocking code: the only things it waits on are its
- * coordinator (HTTP with timeouts) and its one child. With in-place
+ * coordinator (HTTP with timeouts) and its children (the user's command,
+ * once or tony.<role>.nproc-per-node times). With in-place
  * restarts (tony.application.restart-mode) the line repeats: after its
  * process ended the coordinator may keep the container, and the executor
  * registers again for the next attempt with a fresh port. */
@@ -369,9 +370,23 @@ static void send_metrics(const executor *x) {
  * signals that group only): a process that left it would outlive it. */
 static bool share_container_group(void) { return getenv(TASKENV_SHARE_PROCESS_GROUP) != NULL; }
 
-static void kill_group(pid_t pgid, int sig) {
-    if (share_container_group()) tony_proc_kill_group_but_me(getpgrp(), sig);
-    else if (pgid > 0) kill(-pgid, sig);
+/* The user's processes: one, or tony.<role>.nproc-per-node of them, local
+ * rank i in pid[i]. Each leads a process group of its own (tony_proc_spawn
+ * makes every child a leader; none can join another's group), so a signal
+ * to the task goes to each group: one stop path still reaches them all. */
+typedef struct task_procs {
+    pid_t *pid;
+    bool *live; /* not reaped yet */
+    int n;
+} task_procs;
+
+static void kill_group(const task_procs *p, int sig) {
+    if (share_container_group()) {
+        tony_proc_kill_group_but_me(getpgrp(), sig);
+        return;
+    }
+    for (int i = 0; i < p->n; i++)
+        if (p->pid[i] > 0) kill(-p->pid[i], sig);
 }
 
 /* TORCHELASTIC_ERROR_FILE in the log dir, unless the user set their own:
@@ -403,13 +418,14 @@ static void add_last_words(const executor *x, json_t *fin) {
 
 /* Hang diagnosis (am/hang.h): the coordinator asked for the stacks of every
  * process of the task; they go to it once per attempt. */
-static void send_stacks(const executor *x, pid_t pid) {
+static void send_stacks(const executor *x, const task_procs *procs) {
     tony_info("the coordinator diagnoses a hang: dumping the stacks of the task's processes");
     /* no heartbeats meanwhile: the dump ends well before the coordinator
      * would take the silence for a lost executor (fsm.c) */
     long long expiry = x->heartbeat_ms * (x->max_missed < 3 ? 3 : x->max_missed);
     long long budget = expiry / 2 < TONY_STACKS_BUDGET_MS ? expiry / 2 : TONY_STACKS_BUDGET_MS;
-    char *text = tony_stacks_dump(pid, share_container_group(), getenv(TASKENV_PY_SPY), budget);
+    char *text =
+        tony_stacks_dump(procs->pid, (size_t)procs->n, share_container_group(), getenv(TASKENV_PY_SPY), budget);
     long status;
     tony_error err;
     json_t *ans = call(x, AM_API_STACKS, json_pack("{s:s}", AM_API_STACKS_TEXT, text), CALL_TIMEOUT_MS, &status, &err);
@@ -572,8 +588,8 @@ static void start_watch(watch *w, bool *watching) {
 /* One heartbeat: how the task is, and the answer acted on (refreshed
  * credentials, a hang's stacks). Returns the answer's kind (a stop is the
  * caller's), or -1 when the coordinator did not answer (herr says why). */
-static int heartbeat(executor *x, pid_t pid, tony_activity *activity, long long now, bool *stacks_sent,
-                     tony_error *herr) {
+static int heartbeat(executor *x, const task_procs *procs, tony_activity *activity, long long now,
+                     bool *stacks_sent, tony_error *herr) {
     json_t *hb = json_object();
     if (x->tb_port > 0) json_object_set_new(hb, AM_API_TENSORBOARD_UP, json_boolean(port_listening(x->host, x->tb_port)));
     json_object_set_new(hb, TONY_HEARTBEAT_CREDENTIALS_HAVE, json_integer(x->credentials));
@@ -583,7 +599,7 @@ static int heartbeat(executor *x, pid_t pid, tony_activity *activity, long long 
     int kind = ask(x, NULL, AM_API_HEARTBEAT, hb, CALL_TIMEOUT_MS, &a, &status, herr);
     if (kind == EXEC_ANS_OK) install_credentials(x, &a);
     if (kind == EXEC_ANS_OK && a.dump_stacks && !*stacks_sent) {
-        send_stacks(x, pid);
+        send_stacks(x, procs);
         *stacks_sent = true;
     }
     tony_exec_answer_free(&a);
@@ -637,7 +653,8 @@ static void note_out_of_memory(const executor *x, int wait_status, const char *e
 /* The one stop path: what the state machine (life.h) decided, said in the
  * log and done to the user's process group. detail: why the last call
  * failed, for the log. */
-static void carry_out(const executor *x, const exec_life *life, pid_t pid, const exec_act *a, const char *detail) {
+static void carry_out(const executor *x, const exec_life *life, const task_procs *procs, const exec_act *a,
+                      const char *detail) {
     if (a->lost)
         tony_warn("the coordinator does not answer (%s): the task runs on while its next coordinator is looked for, "
                   "up to %lld s (tony.am.recovery-timeout-ms)", detail ? detail : "?", x->recovery_ms / 1000);
@@ -655,10 +672,44 @@ static void carry_out(const executor *x, const exec_life *life, pid_t pid, const
     case EXEC_WHY_NO_SUCCESSOR:
         tony_error_log("no coordinator took this task back within %lld s; stopping the task", x->recovery_ms / 1000);
         break;
+    case EXEC_WHY_SIBLING:
+        tony_error_log("a process of the task failed (exit code %d); stopping its %d other process(es)", life->code,
+                       life->nproc - life->ended);
+        break;
     default: /* the grace's end; come_back said the rest */
         break;
     }
-    kill_group(pid, a->signal);
+    kill_group(procs, a->signal);
+}
+
+/* Starts the task's processes: local rank i gets the task's env made its
+ * own (runtime.h), all of them the task's stdout and stderr (appended, so
+ * that none overwrites another's lines, as torchrun's workers share its
+ * output). On a failure the ones started are killed and reaped. */
+static int spawn_all(const tony_env *all, char *const argv[], const char *out, const char *errp, task_procs *p,
+                     tony_error *err) {
+    for (int i = 0; i < p->n; i++) {
+        tony_env own = {0};
+        tony_env_merge(&own, all);
+        tony_runtime_process_env(&own, i);
+        /* On this machine (the local backend) the logs are private; a YARN
+         * container's log dir is read by its NodeManager. */
+        tony_spawn s = {.argv = argv, .envp = own.kv.items, .stdout_path = out, .stderr_path = errp,
+                        .keep_group = share_container_group(), .private_output = getenv(TASKENV_PRIVATE_LOGS) != NULL,
+                        .die_with_parent = true};
+        int rc = tony_proc_spawn(&s, &p->pid[i], err);
+        tony_env_free(&own);
+        if (rc == 0) {
+            p->live[i] = true;
+            continue;
+        }
+        if (p->n > 1) tony_err_wrap(err, "local rank %d of %d", i, p->n);
+        p->n = i; /* the ones started */
+        kill_group(p, SIGKILL);
+        for (int k = 0; k < i; k++) waitpid(p->pid[k], NULL, 0);
+        return -1;
+    }
+    return 0;
 }
 
 static int run_user_process(executor *x, const tony_exec_answer *go, tony_error *err) {
@@ -685,36 +736,37 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_unset(&all, TASKENV_SECRET);
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
     tony_backend_task_user_env(&all);
-    tony_strv envp = all.kv;
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     char *argv[] = {"bash", "-c", (char *)command, NULL};
-    /* On this machine (the local backend) the logs are private; a YARN
-     * container's log dir is read by its NodeManager. */
-    tony_spawn s = {.argv = argv, .envp = envp.items, .stdout_path = out, .stderr_path = errp,
-                    .keep_group = share_container_group(), .private_output = getenv(TASKENV_PRIVATE_LOGS) != NULL,
-                    .die_with_parent = true};
-    pid_t pid;
-    int rc = tony_proc_spawn(&s, &pid, err);
-    /* The child has its copies until exec closes them; the ports are free
-     * for the user's process from here on. */
+    task_procs procs = {.n = tony_runtime_nproc(&all)};
+    procs.pid = tony_xcalloc((size_t)procs.n, sizeof *procs.pid);
+    procs.live = tony_xcalloc((size_t)procs.n, sizeof *procs.live);
+    int rc = spawn_all(&all, argv, out, errp, &procs, err);
+    pid_t pid = procs.pid[0]; /* local rank 0: the task's pid for the coordinator (started, adoption) */
+    /* The children have their copies until exec closes them; the ports are
+     * free for the user's processes from here on. */
     close(x->port_fd);
     if (x->tb_fd >= 0) close(x->tb_fd);
     x->port_fd = x->tb_fd = -1;
-    tony_strv_free(&envp);
+    tony_env_free(&all);
     tony_logpolicies policies = {0};
     tony_outscan *scan = rc ? NULL : start_outscan(go, &policies, out, errp);
     if (rc) {
         free(out), free(errp), free(progress);
+        free(procs.pid), free(procs.live);
         return -1;
     }
-    tony_info("started `%s` as pid %d", command, (int)pid);
+    if (procs.n == 1) tony_info("started `%s` as pid %d", command, (int)pid);
+    else tony_info("started %d processes of `%s` (tony.%s.nproc-per-node), local rank 0 as pid %d", procs.n, command,
+                   x->role, (int)pid);
     tony_logcaps caps;
     tony_logcaps_start(&caps, out, errp, getenv(TASKENV_LOG_MAX_SIZE));
 
     long status;
     tony_error herr;
     json_decref(call(x, AM_API_STARTED, json_pack("{s:i}", AM_API_PID, (int)pid), CALL_TIMEOUT_MS, &status, &herr));
-    /* A first sample at once, so that even a short task has one. */
+    /* A first sample at once, so that even a short task has one (the
+     * sampler counts every descendant of the executor: all the processes). */
     tony_metrics_sampler_set_group(x->sampler, pid);
     send_metrics(x);
     const char *watched[] = {out, errp, progress};
@@ -728,24 +780,33 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     exec_life life;
     exec_life_init(&life, x->recovery_ms, x->max_missed);
     long long start = now_ms(), next_hb = start + x->heartbeat_ms, next_metrics = start + x->metrics_ms;
-    exec_life_started(&life, go->timeout_ms, start);
+    exec_life_started(&life, procs.n, go->timeout_ms, start);
     int wait_status = 0, code = -1;
     exec_act act;
     for (;;) {
-        tony_reap_orphans(pid);
-        pid_t w = waitpid(pid, &wait_status, WNOHANG);
-        if (w == pid) break;
+        tony_reap_orphans(procs.pid, (size_t)procs.n);
         long long now = now_ms();
+        for (int i = 0; i < procs.n; i++) {
+            int st = 0;
+            if (!procs.live[i] || waitpid(procs.pid[i], &st, WNOHANG) != procs.pid[i]) continue;
+            procs.live[i] = false;
+            int c = tony_proc_exit_code(st);
+            if (procs.n > 1) tony_info("local rank %d (pid %d) exited with code %d", i, (int)procs.pid[i], c);
+            exec_life_exited(&life, c, now, &act);
+            if (act.failure) wait_status = st; /* the task's end is this one's */
+            carry_out(x, &life, &procs, &act, NULL);
+        }
+        if (exec_life_done(&life)) break;
         if (watching && atomic_load(&wt.stop)) {
             exec_life_stop(&life, EXEC_WHY_COORDINATOR, now, &act);
-            carry_out(x, &life, pid, &act, NULL);
+            carry_out(x, &life, &procs, &act, NULL);
         }
         if (stop_signal) {
             exec_life_stop(&life, EXEC_WHY_SIGNAL, now, &act);
-            carry_out(x, &life, pid, &act, NULL);
+            carry_out(x, &life, &procs, &act, NULL);
         }
         exec_life_tick(&life, now, watching && atomic_load(&wt.ended), &act);
-        carry_out(x, &life, pid, &act, NULL);
+        carry_out(x, &life, &procs, &act, NULL);
         /* the watch on the lost coordinator ended (its call failed or timed
          * out): a new one on the coordinator that took the task back */
         if (act.rewatch) {
@@ -754,11 +815,11 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
         }
         if (now >= next_hb) {
             next_hb = now + x->heartbeat_ms;
-            int kind = heartbeat(x, pid, &activity, now, &stacks_sent, &herr);
+            int kind = heartbeat(x, &procs, &activity, now, &stacks_sent, &herr);
             if (kind == EXEC_ANS_STOP || kind == EXEC_ANS_STALE) {
                 /* "stop": the coordinator is finishing; "stale": a newer attempt runs */
                 exec_life_stop(&life, kind == EXEC_ANS_STOP ? EXEC_WHY_COORDINATOR : EXEC_WHY_STALE, now, &act);
-                carry_out(x, &life, pid, &act, NULL);
+                carry_out(x, &life, &procs, &act, NULL);
             }
             if (kind >= 0) {
                 exec_life_answered(&life);
@@ -768,10 +829,10 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
                  * looked for; elsewhere a coordinator that is gone must not
                  * leave the process running unwatched. */
                 exec_life_call_failed(&life, now, may_come_back(x), &act);
-                carry_out(x, &life, pid, &act, herr.msg);
+                carry_out(x, &life, &procs, &act, herr.msg);
                 if (act.search) {
                     exec_life_found(&life, come_back(x, pid), now, &act);
-                    carry_out(x, &life, pid, &act, NULL);
+                    carry_out(x, &life, &procs, &act, NULL);
                 }
             }
         }
@@ -784,15 +845,16 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
         tony_sleep_ms(50);
     }
     bool timed_out = life.timed_out;
-    kill_group(pid, SIGKILL); /* leftovers of the user's group */
-    /* and what escaped it (reap.h); briefly when the backend stops the
+    kill_group(&procs, SIGKILL); /* leftovers of the user's groups */
+    /* and what escaped them (reap.h); briefly when the backend stops the
      * container, whose own grace (3 s locally) is running out */
     int left = tony_reap_descendants(stop_signal ? EXEC_LIFE_GRACE_MS / 4 : EXEC_LIFE_GRACE_MS);
     if (left) tony_info("ended %d process(es) the task left behind", left);
+    free(procs.pid), free(procs.live);
     tony_activity_free(&activity);
     if (!timed_out) note_out_of_memory(x, wait_status, errp);
     free(out), free(errp), free(progress);
-    code = timed_out ? EXIT_TIMED_OUT : tony_proc_exit_code(wait_status);
+    code = timed_out ? EXIT_TIMED_OUT : life.code;
     tony_info("user process exited with code %d", code);
     /* what the process wrote last (the traceback) is read before the report */
     if (scan) tony_outscan_poll(scan, 1);

@@ -11,11 +11,17 @@ void exec_life_init(exec_life *l, long long recovery_ms, int fail_limit) {
                      .recovery_ms = recovery_ms, .fail_limit = fail_limit};
 }
 
-void exec_life_started(exec_life *l, long long timeout_ms, long long now) {
+void exec_life_started(exec_life *l, int nproc, long long timeout_ms, long long now) {
     l->proc = EXEC_RUNNING;
     l->timeout_ms = timeout_ms;
     l->started_ms = now;
+    l->nproc = nproc > 0 ? nproc : 1;
+    l->ended = 0;
+    l->code = 0;
+    l->failed_one = false;
 }
+
+bool exec_life_done(const exec_life *l) { return l->proc != EXEC_WAITING && l->ended >= l->nproc; }
 
 bool exec_life_stopping(const exec_life *l) { return l->proc == EXEC_GRACE || l->proc == EXEC_KILLED; }
 
@@ -67,6 +73,20 @@ void exec_life_tick(exec_life *l, long long now, bool watch_ended, exec_act *a) 
         l->rewatch = false;
         a->rewatch = true;
     }
+}
+
+/* As torchrun's agent: the processes of a node train together, so the
+ * first to fail fails the node, and the others are stopped rather than
+ * left to hang in a collective that lost a member. */
+void exec_life_exited(exec_life *l, int code, long long now, exec_act *a) {
+    memset(a, 0, sizeof *a);
+    if (l->proc == EXEC_WAITING || l->ended >= l->nproc) return;
+    l->ended++;
+    if (code == 0 || l->failed_one) return;
+    l->failed_one = true;
+    l->code = code;
+    a->failure = true;
+    if (l->ended < l->nproc) stop(l, EXEC_WHY_SIBLING, now, a);
 }
 
 void exec_life_stop(exec_life *l, exec_why why, long long now, exec_act *a) {

@@ -9,6 +9,9 @@
  *   the process:     WAITING (at the gang barrier, no process) -> RUNNING
  *                    -> GRACE (SIGTERM sent) -> KILLED (SIGKILL sent);
  *                    RUNNING -> KILLED directly on the execution timeout.
+ *                    "The process" is the task's nproc processes
+ *                    (tony.<role>.nproc-per-node) together: the first to
+ *                    fail stops the others, and its exit code is the task's.
  *   the coordinator: ANSWERING -> SEARCHING (calls failed, the backend can
  *                    start another) -> ANSWERING again (rejoined) or
  *                    GIVEN_UP (refused, or tony.am.recovery-timeout-ms
@@ -42,6 +45,7 @@ typedef enum {
     EXEC_WHY_NO_SUCCESSOR, /* no coordinator took the task back within the recovery timeout */
     EXEC_WHY_REFUSED,      /* the next coordinator does not take the task back */
     EXEC_WHY_NEXT_ATTEMPT, /* the next coordinator goes on with a newer attempt */
+    EXEC_WHY_SIBLING,      /* one of the task's processes failed: the others cannot go on without it */
 } exec_why;
 
 /* How a look for the next coordinator went (the loop's I/O, fed back). */
@@ -61,6 +65,7 @@ typedef struct exec_act {
     bool search;  /* look for the next coordinator, then exec_life_found */
     bool rewatch; /* start a new watch on the coordinator that took the task back */
     bool exit;    /* at the barrier: stop waiting, registering failed (why says how) */
+    bool failure; /* the process that just ended is the task's first failure: its end is the task's */
 } exec_act;
 
 typedef struct exec_life {
@@ -71,6 +76,10 @@ typedef struct exec_life {
     int fail_limit;          /* failed calls in a row that give up where no coordinator can come back */
     long long timeout_ms;    /* the command's execution timeout, 0: none */
     long long started_ms;    /* when the process started */
+    int nproc;               /* the task's processes (1 or more) */
+    int ended;               /* how many of them ended */
+    int code;                /* the task's exit code so far: 0, or the first failure's */
+    bool failed_one;         /* one of them ended non-zero */
     long long kill_at;       /* GRACE: SIGKILL after this */
     bool timed_out;          /* killed for its execution timeout */
     int failed;              /* calls in a row that got no answer */
@@ -82,8 +91,15 @@ typedef struct exec_life {
 /* At the gang barrier: registration's calls fail; fail_limit of them in a
  * row end the wait where no coordinator can come back. */
 void exec_life_init(exec_life *l, long long recovery_ms, int fail_limit);
-/* The user's process started at now; timeout_ms 0: it may run for ever. */
-void exec_life_started(exec_life *l, long long timeout_ms, long long now);
+/* The task's nproc processes started at now; timeout_ms 0: they may run
+ * for ever. */
+void exec_life_started(exec_life *l, int nproc, long long timeout_ms, long long now);
+/* One of them ended with code (0..255, 128+signal). The first non-zero
+ * code is the task's (act.failure says so) and stops the others that still
+ * run; a zero leaves them alone: the task ends when all did. */
+void exec_life_exited(exec_life *l, int code, long long now, exec_act *a);
+/* Whether every process of the task ended. */
+bool exec_life_done(const exec_life *l);
 /* Time passed; watch_ended: the watch thread on the old coordinator is done. */
 void exec_life_tick(exec_life *l, long long now, bool watch_ended, exec_act *a);
 /* A request to stop the process (why: the coordinator, a signal). At the

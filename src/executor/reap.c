@@ -86,12 +86,14 @@ static void reap_zombies(void) {
     while (waitpid(-1, NULL, WNOHANG) > 0) {}
 }
 
-void tony_reap_orphans(pid_t keep) {
+void tony_reap_orphans(const pid_t *keep, size_t nkeep) {
     for (int i = 0; i < 1024; i++) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
         /* a look at which child ended, without reaping it: keep's status is its wait's */
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 || si.si_pid == keep) return;
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
+        for (size_t k = 0; k < nkeep; k++)
+            if (si.si_pid == keep[k]) return;
         waitpid(si.si_pid, NULL, WNOHANG);
     }
 }

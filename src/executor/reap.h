@@ -7,6 +7,7 @@
 #ifndef TONY_EXECUTOR_REAP_H
 #define TONY_EXECUTOR_REAP_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Makes the calling process the subreaper of its descendants; 0, or -1
@@ -14,10 +15,11 @@
 int tony_reap_become_subreaper(void);
 
 /* Reaps the orphans that ended while the task runs (each holds a pid as a
- * zombie until then), leaving keep (the user's main process, which its
- * own wait reaps) alone; once keep ended, what is left waits for
- * tony_reap_descendants. Never blocks. */
-void tony_reap_orphans(pid_t keep);
+ * zombie until then), leaving the nkeep processes of keep (the user's
+ * processes the executor started, which their own waits reap) alone; once
+ * one of those ended, what is left waits for the next call, after its wait.
+ * Never blocks. */
+void tony_reap_orphans(const pid_t *keep, size_t nkeep);
 
 /* Ends every live descendant of the calling process: SIGTERM, up to
  * grace_ms for them to go, then SIGKILL, until none is left (one that

@@ -36,12 +36,22 @@ static void collect(void *ctx, const tony_proc_info *p) {
     m->pgrps[m->len++] = p->pgrp;
 }
 
-/* The task's processes, in pid order (the scan's): its group, then
- * descendants that left it (a grown list, to a fixed point). */
-static bool *select_task(const members *m, pid_t user_pid, bool share_group) {
+/* Whether pid is one of the task's processes the executor started (each
+ * leads its own group unless the container's group is shared). */
+static bool started(pid_t pid, const pid_t *user_pids, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (user_pids[k] == pid) return true;
+    return false;
+}
+
+/* The task's processes, in pid order (the scan's): its groups, then
+ * descendants that left them (a grown list, to a fixed point). */
+static bool *select_task(const members *m, const pid_t *user_pids, size_t n, bool share_group) {
     bool *in = tony_xcalloc(m->len ? m->len : 1, sizeof *in);
-    pid_t group = share_group ? getpgrp() : user_pid, me = getpid();
-    for (size_t i = 0; i < m->len; i++) in[i] = m->pids[i] != me && (m->pgrps[i] == group || m->pids[i] == user_pid);
+    pid_t me = getpid(), mine = getpgrp();
+    for (size_t i = 0; i < m->len; i++)
+        in[i] = m->pids[i] != me && (share_group ? m->pgrps[i] == mine : started(m->pgrps[i], user_pids, n));
+    for (size_t i = 0; i < m->len; i++) in[i] = in[i] || started(m->pids[i], user_pids, n);
     for (bool grew = true; grew;) {
         grew = false;
         for (size_t i = 0; i < m->len; i++)
@@ -188,12 +198,13 @@ static void dump_python(pid_t pid, char state, const char *spy_conf, const char 
                          "py-spy, or set tony.task.py-spy-path)\n", spy_conf);
 }
 
-char *tony_stacks_dump(pid_t user_pid, bool share_group, const char *py_spy, long long budget_ms) {
+char *tony_stacks_dump(const pid_t *user_pids, size_t npids, bool share_group, const char *py_spy,
+                       long long budget_ms) {
     long long deadline = tony_now_ms() + budget_ms;
     const char *spy = py_spy && *py_spy ? py_spy : "py-spy";
     members m = {0};
     tony_proc_scan(collect, &m);
-    bool *in = select_task(&m, user_pid, share_group);
+    bool *in = select_task(&m, user_pids, npids, share_group);
     tony_buf out = {0};
     tony_buf_puts(&out, "");
     int n = 0;
@@ -215,7 +226,8 @@ char *tony_stacks_dump(pid_t user_pid, bool share_group, const char *py_spy, lon
             break;
         }
     }
-    if (n == 0) tony_buf_printf(&out, "no process of the task runs (user process %d)\n", (int)user_pid);
+    if (n == 0)
+        tony_buf_printf(&out, "no process of the task runs (user process %d)\n", npids ? (int)user_pids[0] : -1);
     free(in);
     free(m.pids), free(m.ppids), free(m.pgrps);
     /* JSON carries text: whatever a helper printed that is not UTF-8 is replaced */

@@ -12,6 +12,7 @@
 #define TONY_EXECUTOR_STACKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* The most one dump takes, every process together (the coordinator waits a
@@ -19,10 +20,12 @@
 #define TONY_STACKS_BUDGET_MS 10000
 #define TONY_STACKS_MAX_BYTES (512 * 1024)
 
-/* The processes of the user's task: its process group (user_pid's, or,
+/* The processes of the user's task: the npids processes the executor
+ * started (tony.<role>.nproc-per-node of them), their process groups (or,
  * with share_group, the executor's own but the executor) and every
- * descendant of user_pid. py_spy: a path or a name to look for on PATH and
+ * descendant of those. py_spy: a path or a name to look for on PATH and
  * beside each python (NULL: "py-spy"). Returns malloc'ed text, never NULL. */
-char *tony_stacks_dump(pid_t user_pid, bool share_group, const char *py_spy, long long budget_ms);
+char *tony_stacks_dump(const pid_t *user_pids, size_t npids, bool share_group, const char *py_spy,
+                       long long budget_ms);
 
 #endif

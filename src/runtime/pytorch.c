@@ -1,10 +1,12 @@
 /* The pytorch runtime: torchrun's contract (the variables torch's elastic
  * agent gives each process, which DDP's env://, Lightning, accelerate and
  * Kubeflow read), plus TonY's INIT_METHOD/WORLD for tcp:// scripts.
- * Model: a tony task is a node of its own running one process. */
+ * Model: a tony task is a node of its own running one process, or
+ * tony.<role>.nproc-per-node processes as torchrun's --nproc_per_node. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strv.h"
 #include "conf/keys.h"
 #include "runtime/runtime.h"
 
@@ -17,52 +19,70 @@ static int worker_instances(const tony_plan *plan) {
     return w ? w->instances : 0;
 }
 
-/* The torch process group is every tracked task: the workers first (rank i
- * is worker:i, as in TonY, and rank 0 is where MASTER_ADDR points), then the
- * other tracked roles in plan order. Untracked and sidecar roles (a ps, a
- * TensorBoard) are not part of it. *rank is -1 for them; *world counts the
- * group. */
-static void group_rank(const tony_plan *plan, const char *role, int index, int *rank, int *world) {
-    *rank = -1;
-    *world = 0;
-    const tony_role *w = tony_plan_role(plan, PT_MASTER_ROLE);
-    if (w && w->kind == TONY_ROLE_TRACKED) {
-        if (strcmp(role, PT_MASTER_ROLE) == 0) *rank = index;
-        *world = w->instances;
+static int nproc_of(const tony_role *r) { return r->nproc_per_node > 1 ? r->nproc_per_node : 1; }
+
+/* Where a task stands in the torch world. The nodes (torchrun's agents,
+ * here tasks) are every tracked task: the workers first (node i is
+ * worker:i, as in TonY, and node 0 is where MASTER_ADDR points), then the
+ * other tracked roles in plan order. Each node runs its role's
+ * nproc-per-node processes, numbered in node order, so node n's processes
+ * follow every process of the nodes before it. Untracked and sidecar roles
+ * (a ps, a TensorBoard) are not part of it: node is -1 for them. */
+typedef struct pt_place {
+    int node, nodes;    /* GROUP_RANK, GROUP_WORLD_SIZE */
+    int rank, world;    /* RANK of the node's local rank 0, WORLD_SIZE: over processes */
+    int nproc;          /* LOCAL_WORLD_SIZE */
+    int role_procs;     /* ROLE_WORLD_SIZE: the role's processes */
+} pt_place;
+
+static void add_role(const tony_role *r, const char *role, int index, pt_place *p) {
+    if (strcmp(r->name, role) == 0) {
+        p->node = p->nodes + index;
+        p->rank = p->world + index * nproc_of(r);
+        p->nproc = nproc_of(r);
+        p->role_procs = r->instances * nproc_of(r);
     }
+    p->nodes += r->instances;
+    p->world += r->instances * nproc_of(r);
+}
+
+static void place_of(const tony_plan *plan, const char *role, int index, pt_place *p) {
+    *p = (pt_place){.node = -1};
+    const tony_role *w = tony_plan_role(plan, PT_MASTER_ROLE);
+    if (w && w->kind == TONY_ROLE_TRACKED) add_role(w, role, index, p);
     for (size_t i = 0; i < plan->nroles; i++) {
         const tony_role *r = &plan->roles[i];
         if (r->kind != TONY_ROLE_TRACKED || strcmp(r->name, PT_MASTER_ROLE) == 0) continue;
-        if (strcmp(r->name, role) == 0) *rank = *world + index;
-        *world += r->instances;
+        add_role(r, role, index, p);
     }
 }
 
 static int pt_task_env(const tony_runtime_task *task, tony_env *env, tony_error *err) {
     const tony_plan *plan = task->plan;
-    int rank, world;
-    group_rank(plan, task->role, task->index, &rank, &world);
-    if (rank < 0) return 0; /* not a torch process of this job */
-    const tony_role *role = tony_plan_role(plan, task->role);
+    pt_place p;
+    place_of(plan, task->role, task->index, &p);
+    if (p.node < 0) return 0; /* not a torch process of this job */
 
     /* torchrun's meanings (torch/distributed/elastic/agent/server): RANK and
      * WORLD_SIZE over every process; GROUP_* over the nodes (agents), here
      * one per task; ROLE_* over the processes of one role; LOCAL_* within
-     * the node. One process per node makes RANK the node's rank and
-     * LOCAL_RANK 0 whatever else shares the host, which is what Lightning
-     * needs (it takes the node from GROUP_RANK/NODE_RANK and its device from
-     * LOCAL_RANK), and cuda:LOCAL_RANK is right because each task sees only
-     * its own GPUs (CUDA_VISIBLE_DEVICES). */
-    tony_env_setf(env, "RANK", "%d", rank);
-    tony_env_setf(env, "WORLD_SIZE", "%d", world);
-    tony_env_setf(env, "WORLD", "%d", world); /* TonY's name, kept for old scripts */
+     * the node. These are local rank 0's values: the executor gives each
+     * of the task's processes its own (tony_runtime_process_env). With one
+     * process per node LOCAL_RANK is 0 whatever else shares the host, which
+     * is what Lightning needs (it takes the node from GROUP_RANK/NODE_RANK
+     * and its device from LOCAL_RANK), and cuda:LOCAL_RANK is right because
+     * each task sees only its own GPUs (CUDA_VISIBLE_DEVICES), which all of
+     * its processes share, as torchrun's workers share their node's. */
+    tony_env_setf(env, "RANK", "%d", p.rank);
+    tony_env_setf(env, "WORLD_SIZE", "%d", p.world);
+    tony_env_setf(env, "WORLD", "%d", p.world); /* TonY's name, kept for old scripts */
     tony_env_set(env, "LOCAL_RANK", "0");
-    tony_env_set(env, "LOCAL_WORLD_SIZE", "1");
-    tony_env_setf(env, "GROUP_RANK", "%d", rank);
-    tony_env_setf(env, "GROUP_WORLD_SIZE", "%d", world);
-    tony_env_setf(env, "NODE_RANK", "%d", rank); /* Lightning's and Kubeflow's name for GROUP_RANK */
-    tony_env_setf(env, "ROLE_RANK", "%d", task->index);
-    tony_env_setf(env, "ROLE_WORLD_SIZE", "%d", role ? role->instances : 0);
+    tony_env_setf(env, "LOCAL_WORLD_SIZE", "%d", p.nproc);
+    tony_env_setf(env, "GROUP_RANK", "%d", p.node);
+    tony_env_setf(env, "GROUP_WORLD_SIZE", "%d", p.nodes);
+    tony_env_setf(env, "NODE_RANK", "%d", p.node); /* Lightning's and Kubeflow's name for GROUP_RANK */
+    tony_env_setf(env, "ROLE_RANK", "%d", task->index * p.nproc);
+    tony_env_setf(env, "ROLE_WORLD_SIZE", "%d", p.role_procs);
     tony_env_set(env, "ROLE_NAME", task->role);
     /* A tony attempt restarts every process, as torch's agent restarts its
      * workers: the attempt is torch's restart count, tony.am.retry-count its
@@ -101,7 +121,44 @@ static int pt_validate(const tony_plan *plan, tony_error *err) {
         return tony_err(err,
                         "the pytorch framework's 'worker' role hosts the rendezvous (rank 0) and must be tracked: "
                         "remove worker from " TONY_KEY_APP_UNTRACKED_JOBTYPES " and " TONY_KEY_APP_SIDECAR_JOBTYPES);
+    for (size_t i = 0; i < plan->nroles; i++) {
+        const tony_role *r = &plan->roles[i];
+        int n = nproc_of(r);
+        if (n == 1) continue;
+        if (r->kind != TONY_ROLE_TRACKED)
+            return tony_err(err,
+                            "tony.%s.nproc-per-node is %d, but %s is %s: its tasks are not part of the torch world, "
+                            "so they run one process; unset tony.%s.nproc-per-node",
+                            r->name, n, r->name,
+                            r->kind == TONY_ROLE_SIDECAR ? "a sidecar (" TONY_KEY_APP_SIDECAR_JOBTYPES ")"
+                                                         : "untracked (" TONY_KEY_APP_UNTRACKED_JOBTYPES ")",
+                            r->name);
+        /* Every process of a task sees all of the task's GPUs and takes
+         * cuda:LOCAL_RANK, as under torchrun: more processes than GPUs
+         * would have the last ones ask for a device that is not there. */
+        if (r->gpus > 0 && n > r->gpus)
+            return tony_err(err,
+                            "tony.%s.nproc-per-node (%d) is more than tony.%s.gpus (%d): each process of a task "
+                            "takes its own GPU (cuda:LOCAL_RANK); raise tony.%s.gpus to %d or lower "
+                            "tony.%s.nproc-per-node",
+                            r->name, n, r->name, r->gpus, r->name, n, r->name);
+    }
     return 0;
+}
+
+/* Local rank 0's RANK and ROLE_RANK (pt_task_env) are the task's first;
+ * local rank i has the i-th after them. */
+static void shift(tony_env *env, const char *name, int by) {
+    const char *v = tony_env_get(env, name);
+    long long base;
+    if (v && tony_parse_ll(v, &base)) tony_env_setf(env, name, "%lld", base + by);
+}
+
+void tony_runtime_process_env(tony_env *env, int local_rank) {
+    if (local_rank == 0 || !tony_env_get(env, "LOCAL_RANK")) return;
+    tony_env_setf(env, "LOCAL_RANK", "%d", local_rank);
+    shift(env, "RANK", local_rank);
+    shift(env, "ROLE_RANK", local_rank);
 }
 
 /* DDP all-reduces gradients every step: when one rank dies the others fail
@@ -114,6 +171,7 @@ static bool pt_lockstep(const tony_plan *plan) {
 
 const tony_runtime tony_runtime_pytorch = {
     .name = "pytorch",
+    .processes_per_task = true,
     .validate = pt_validate,
     .lockstep = pt_lockstep,
     .task_env = pt_task_env,

@@ -111,6 +111,21 @@ static int check_elastic(const tony_runtime *rt, const tony_plan *p, tony_error 
     return 0;
 }
 
+/* Several processes per task mean something only to a framework whose
+ * launcher runs them (torchrun's --nproc_per_node). */
+static int check_nproc(const tony_runtime *rt, const tony_plan *p, tony_error *err) {
+    if (rt->processes_per_task) return 0;
+    for (size_t i = 0; i < p->nroles; i++) {
+        const tony_role *r = &p->roles[i];
+        if (r->nproc_per_node > 1)
+            return tony_err(err, "tony.%s.nproc-per-node is %d, but the %s framework runs one process per task "
+                                 "(only pytorch's tasks run several, as torchrun's --nproc_per_node): unset "
+                                 "tony.%s.nproc-per-node, or run more tasks (tony.%s.instances)",
+                            r->name, r->nproc_per_node, rt->name, r->name, r->name);
+    }
+    return 0;
+}
+
 int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err) {
     if (tony_plan_from_conf(c, out, err)) return -1;
     const tony_runtime *rt = NULL;
@@ -119,6 +134,7 @@ int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err) {
     out->framework = tony_strdup(rt->name);
     /* A single-node job runs one command in the coordinator: there is no
      * cluster for a framework's rules (a pytorch worker role, ...) to apply to. */
+    if (!out->single_node && check_nproc(rt, out, err)) goto fail;
     if (!out->single_node && rt->validate && rt->validate(out, err)) goto fail;
     if (read_lockstep(c, rt, out, err)) goto fail;
     if (!out->single_node && check_elastic(rt, out, err)) goto fail;
@@ -218,6 +234,8 @@ int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task
     else
         tony_env_unset(env, TASKENV_IS_CHIEF);
     tony_env_set(env, TASKENV_DISTRIBUTED_MODE, plan->gang ? "GANG" : "FCFS");
+    const tony_role *role = tony_plan_role(plan, task->role);
+    tony_env_setf(env, TONY_RUNTIME_NPROC_ENV, "%d", role && role->nproc_per_node > 1 ? role->nproc_per_node : 1);
     /* FCFS tasks are independent (batch inference, TonY #501): a partial spec
      * would only mislead them, so they get none. */
     if (plan->gang && task->cluster_spec) {
@@ -231,6 +249,12 @@ int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task
     if (rt && rt->task_env && rt->task_env(task, env, err) < 0)
         return tony_err_wrap(err, "%s runtime, task %s:%d", rt->name, task->role, task->index);
     return check_exec_env(task, env, err);
+}
+
+int tony_runtime_nproc(const tony_env *env) {
+    long long n;
+    const char *v = tony_env_get(env, TONY_RUNTIME_NPROC_ENV);
+    return v && tony_parse_ll(v, &n) && n >= 1 && n <= INT_MAX ? (int)n : 1;
 }
 
 json_t *tony_runtime_placeholder_spec(const tony_plan *plan) {

@@ -49,7 +49,23 @@ typedef struct tony_runtime {
      * why not (NULL: it can, with its processes restarted in the new world). */
     const char *const *elastic_needs;
     const char *fixed_world;
+    /* Whether a task may run several processes (tony.<role>.nproc-per-node,
+     * torchrun's --nproc_per_node); false: the key is refused above 1. */
+    bool processes_per_task;
 } tony_runtime;
+
+/* Every task's env says how many processes the executor starts for it
+ * (tony.<role>.nproc-per-node; 1 where the framework has no such thing).
+ * Set by tony_runtime_build_env whatever the user's envs say. */
+#define TONY_RUNTIME_NPROC_ENV "TONY_NPROC_PER_NODE"
+/* The processes a task's env (go's, from the coordinator) asks for: 1
+ * when it says nothing (an older coordinator) or something unusable. */
+int tony_runtime_nproc(const tony_env *env);
+/* Turns the env of a task's local rank 0 (what build_env made) into local
+ * rank local_rank's: torchrun's LOCAL_RANK, RANK and ROLE_RANK are the
+ * only variables that differ between the processes of one node. Nothing
+ * for local rank 0, or for a task of no torch world. */
+void tony_runtime_process_env(tony_env *env, int local_rank);
 
 /* Case-insensitive lookup; NULL if unknown. */
 const tony_runtime *tony_runtime_find(const char *name);

@@ -2,7 +2,8 @@
  * the process's stop, grace, kill and execution timeout; the coordinator's
  * loss, the search every few seconds, the return (adopted, a newer attempt,
  * refused) and the recovery timeout; the same at the gang barrier, where
- * giving up ends the wait. Times are plain numbers: no clock, no process. */
+ * giving up ends the wait; a task's several processes (the first failure
+ * stops the others). Times are plain numbers: no clock, no process. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,7 +19,7 @@
 static exec_life running(long long now) {
     exec_life l;
     exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
-    exec_life_started(&l, 0, now);
+    exec_life_started(&l, 1, 0, now);
     return l;
 }
 
@@ -37,7 +38,7 @@ static void test_waiting_to_running(void **st) {
     exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
     assert_int_equal(l.proc, EXEC_WAITING);
     assert_int_equal(l.coord, EXEC_ANSWERING);
-    exec_life_started(&l, 500, 100);
+    exec_life_started(&l, 1, 500, 100);
     assert_int_equal(l.proc, EXEC_RUNNING);
     assert_false(exec_life_stopping(&l));
 }
@@ -84,7 +85,7 @@ static void test_timeout_kills(void **st) {
     (void)st;
     exec_life l;
     exec_life_init(&l, 0, FAIL_LIMIT);
-    exec_life_started(&l, 3000, 100);
+    exec_life_started(&l, 1, 3000, 100);
     exec_act a;
     exec_life_tick(&l, 3100, false, &a);
     assert_int_equal(a.signal, 0);
@@ -99,7 +100,7 @@ static void test_timeout_in_grace_kills(void **st) {
     (void)st;
     exec_life l;
     exec_life_init(&l, 0, FAIL_LIMIT);
-    exec_life_started(&l, 3000, 0);
+    exec_life_started(&l, 1, 3000, 0);
     exec_act a;
     exec_life_stop(&l, EXEC_WHY_COORDINATOR, 2500, &a);
     exec_life_tick(&l, 3001, false, &a);
@@ -280,6 +281,118 @@ static void test_barrier_recovery_timeout_exits(void **st) {
     assert_int_equal(a.why, EXEC_WHY_NO_SUCCESSOR);
 }
 
+/* ---- several processes per task (tony.<role>.nproc-per-node) ---- */
+
+static exec_life running_n(int nproc, long long now) {
+    exec_life l;
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    exec_life_started(&l, nproc, 0, now);
+    return l;
+}
+
+/* One process: its end is the task's, whatever its code, and stops nothing. */
+static void test_one_process_ends_task(void **st) {
+    (void)st;
+    exec_life l = running(0);
+    exec_act a;
+    assert_false(exec_life_done(&l));
+    exec_life_exited(&l, 3, 10, &a);
+    assert_true(a.failure);
+    assert_int_equal(a.signal, 0);
+    assert_true(exec_life_done(&l));
+    assert_int_equal(l.code, 3);
+}
+
+/* All exit 0: the task ends once the last did, with 0, and no one is stopped. */
+static void test_all_succeed(void **st) {
+    (void)st;
+    exec_life l = running_n(3, 0);
+    exec_act a;
+    for (int i = 0; i < 3; i++) {
+        assert_false(exec_life_done(&l));
+        exec_life_exited(&l, 0, 10 + i, &a);
+        assert_false(a.failure);
+        assert_int_equal(a.signal, 0);
+        assert_int_equal(l.proc, EXEC_RUNNING);
+    }
+    assert_true(exec_life_done(&l));
+    assert_int_equal(l.code, 0);
+}
+
+/* The first failure stops the others (grace, then kill by the one stop
+ * path) and its code is the task's; the stopped ones' codes are not. */
+static void test_first_failure_stops_siblings(void **st) {
+    (void)st;
+    exec_life l = running_n(3, 0);
+    exec_act a;
+    exec_life_exited(&l, 0, 5, &a); /* one done early: nothing happens */
+    assert_int_equal(a.signal, 0);
+    exec_life_exited(&l, 7, 100, &a);
+    assert_true(a.failure);
+    assert_int_equal(a.signal, SIGTERM);
+    assert_int_equal(a.why, EXEC_WHY_SIBLING);
+    assert_int_equal(l.proc, EXEC_GRACE);
+    assert_int_equal(l.kill_at, 100 + EXEC_LIFE_GRACE_MS);
+    assert_false(exec_life_done(&l));
+    /* the last one ignores SIGTERM: killed once the grace is over */
+    exec_life_tick(&l, 100 + EXEC_LIFE_GRACE_MS + 1, false, &a);
+    assert_int_equal(a.signal, SIGKILL);
+    exec_life_exited(&l, 128 + SIGKILL, 100 + EXEC_LIFE_GRACE_MS + 60, &a);
+    assert_false(a.failure);
+    assert_int_equal(a.signal, 0);
+    assert_true(exec_life_done(&l));
+    assert_int_equal(l.code, 7);
+}
+
+/* A stop from outside (the coordinator) ends them all; the first to go
+ * (by the SIGTERM) gives the code, and no second stop is sent. */
+static void test_stop_then_exits(void **st) {
+    (void)st;
+    exec_life l = running_n(2, 0);
+    exec_act a;
+    exec_life_stop(&l, EXEC_WHY_COORDINATOR, 50, &a);
+    assert_int_equal(a.signal, SIGTERM);
+    exec_life_exited(&l, 128 + SIGTERM, 60, &a);
+    assert_true(a.failure);
+    assert_int_equal(a.signal, 0); /* already in its grace */
+    exec_life_exited(&l, 0, 70, &a);
+    assert_true(exec_life_done(&l));
+    assert_int_equal(l.code, 128 + SIGTERM);
+}
+
+/* More ends than processes (a repeated report) change nothing; an end at
+ * the barrier, where nothing runs, is no event. */
+static void test_exits_bounded(void **st) {
+    (void)st;
+    exec_life l = running_n(1, 0);
+    exec_act a;
+    exec_life_exited(&l, 0, 1, &a);
+    exec_life_exited(&l, 9, 2, &a);
+    assert_false(a.failure);
+    assert_int_equal(l.code, 0);
+    assert_int_equal(l.ended, 1);
+    exec_life w;
+    exec_life_init(&w, RECOVERY_MS, FAIL_LIMIT);
+    exec_life_exited(&w, 1, 0, &a);
+    assert_false(a.failure);
+    assert_false(exec_life_done(&w));
+}
+
+/* An in-place restart starts the same machine again: the counts start over. */
+static void test_restart_counts_again(void **st) {
+    (void)st;
+    exec_life l = running_n(2, 0);
+    exec_act a;
+    exec_life_exited(&l, 1, 10, &a);
+    exec_life_exited(&l, 143, 20, &a);
+    assert_true(exec_life_done(&l));
+    exec_life_init(&l, RECOVERY_MS, FAIL_LIMIT);
+    exec_life_started(&l, 2, 0, 1000);
+    assert_false(exec_life_done(&l));
+    assert_int_equal(l.code, 0);
+    assert_int_equal(l.proc, EXEC_RUNNING);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiting_to_running),
@@ -302,6 +415,12 @@ int main(void) {
         cmocka_unit_test(test_barrier_misses_exit),
         cmocka_unit_test(test_barrier_moved_keeps_searching),
         cmocka_unit_test(test_barrier_recovery_timeout_exits),
+        cmocka_unit_test(test_one_process_ends_task),
+        cmocka_unit_test(test_all_succeed),
+        cmocka_unit_test(test_first_failure_stops_siblings),
+        cmocka_unit_test(test_stop_then_exits),
+        cmocka_unit_test(test_exits_bounded),
+        cmocka_unit_test(test_restart_counts_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

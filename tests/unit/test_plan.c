@@ -390,12 +390,47 @@ static void test_timeouts(void **state) {
     tony_conf_free(c);
 }
 
+/* tony.<role>.nproc-per-node: 1 by default, 1 or more, and only where the
+ * framework runs several processes per task (pytorch), on tracked roles,
+ * and no more than the task's GPUs when it has any. */
+static void test_nproc_per_node(void **state) {
+    (void)state;
+    tony_conf *c = CONF("tony.containers.command=python t.py", "tony.application.framework=pytorch",
+                        "tony.worker.instances=2", "tony.worker.nproc-per-node=4", "tony.evaluator.instances=1");
+    tony_plan p;
+    plan_ok(c, &p);
+    assert_int_equal(tony_plan_role(&p, "worker")->nproc_per_node, 4);
+    assert_int_equal(tony_plan_role(&p, "evaluator")->nproc_per_node, 1);
+    tony_plan_free(&p);
+    tony_conf_free(c);
+
+    FAILS(CONF("tony.containers.command=x", "tony.application.framework=pytorch", "tony.worker.instances=1",
+               "tony.worker.nproc-per-node=0"),
+          "tony.worker.nproc-per-node", "1 or more");
+    FAILS(CONF("tony.containers.command=x", "tony.worker.instances=1", "tony.worker.nproc-per-node=2"),
+          "tony.worker.nproc-per-node is 2", "tensorflow", "pytorch");
+    FAILS(CONF("tony.containers.command=x", "tony.application.framework=jax", "tony.worker.instances=1",
+               "tony.worker.nproc-per-node=2"),
+          "tony.worker.nproc-per-node", "jax");
+    FAILS(CONF("tony.containers.command=x", "tony.application.framework=pytorch", "tony.worker.instances=1",
+               "tony.ps.instances=1", "tony.ps.nproc-per-node=2"),
+          "tony.ps.nproc-per-node is 2", "untracked");
+    FAILS(CONF("tony.containers.command=x", "tony.application.framework=pytorch", "tony.worker.instances=1",
+               "tony.worker.gpus=1", "tony.worker.nproc-per-node=2", "tony.task.max-total-gpus=-1"),
+          "tony.worker.nproc-per-node (2) is more than tony.worker.gpus (1)");
+    c = CONF("tony.containers.command=x", "tony.application.framework=pytorch", "tony.worker.instances=1",
+             "tony.worker.gpus=2", "tony.worker.nproc-per-node=2", "tony.task.max-total-gpus=-1");
+    plan_ok(c, &p);
+    tony_plan_free(&p);
+    tony_conf_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roles),       cmocka_unit_test(test_docker),      cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_chief),       cmocka_unit_test(test_limits),      cmocka_unit_test(test_bad_numbers),
         cmocka_unit_test(test_framework),   cmocka_unit_test(test_stages),      cmocka_unit_test(test_single_node),
-        cmocka_unit_test(test_lockstep),    cmocka_unit_test(test_timeouts),
+        cmocka_unit_test(test_lockstep),    cmocka_unit_test(test_timeouts),    cmocka_unit_test(test_nproc_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,13 +69,13 @@ static void test_orphans_reaped_keep_left(void **state) {
     kill(orphan, SIGKILL);
     for (int i = 0; i < 100 && tony_proc_alive(orphan); i++) tony_sleep_ms(10);
     tony_sleep_ms(50);
-    tony_reap_orphans(keep);
-    tony_reap_orphans(keep);
+    tony_reap_orphans(&keep, 1);
+    tony_reap_orphans(&keep, 1);
     assert_int_equal(waitpid(orphan, NULL, WNOHANG), -1); /* already reaped */
     /* keep, once it ended, is left for its own wait */
     kill(keep, SIGTERM);
     for (int i = 0; i < 100 && tony_proc_alive(keep); i++) tony_sleep_ms(10);
-    tony_reap_orphans(keep);
+    tony_reap_orphans(&keep, 1);
     int st = 0;
     assert_int_equal(waitpid(keep, &st, 0), keep);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);

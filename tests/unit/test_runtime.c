@@ -320,6 +320,86 @@ static void test_pytorch_restart(void **state) {
     json_decref(spec);
 }
 
+/* Two processes per task (tony.<role>.nproc-per-node=2) in a plan of two
+ * tracked roles, two tasks each, the second role with one process: RANK
+ * and WORLD_SIZE count processes, GROUP_* and NODE_RANK tasks, ROLE_*
+ * the role's processes; the executor's per-process step
+ * (tony_runtime_process_env) gives local rank 1 the next rank. The
+ * restart count follows the attempt. */
+static void test_pytorch_nproc(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "pytorch", true);
+    add_role(&f, "trainer", 2, TONY_ROLE_TRACKED);
+    add_role(&f, "worker", 2, TONY_ROLE_TRACKED);
+    f.roles[1].nproc_per_node = 2;
+    f.plan.retry_count = 2;
+    json_t *spec = parse("{\"worker\":[\"hostA:2000\",\"hostA:2001\"],\"trainer\":[\"hostB:5\",\"hostB:6\"]}");
+    /* world: worker:0 ranks 0,1; worker:1 ranks 2,3; trainer:0 rank 4; trainer:1 rank 5 */
+    struct {
+        const char *role;
+        int index, local, rank, node, role_rank, role_world, nproc;
+    } want[] = {{"worker", 0, 0, 0, 0, 0, 4, 2},  {"worker", 0, 1, 1, 0, 1, 4, 2}, {"worker", 1, 0, 2, 1, 2, 4, 2},
+                {"worker", 1, 1, 3, 1, 3, 4, 2},  {"trainer", 0, 0, 4, 2, 0, 2, 1}, {"trainer", 1, 0, 5, 3, 1, 2, 1}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        tony_runtime_task t = {.plan = &f.plan, .role = want[k].role, .index = want[k].index, .cluster_spec = spec,
+                               .attempt = 1, .run_id = "application_1_0003"};
+        tony_env env = {0};
+        tony_error err = {{0}};
+        assert_int_equal(tony_runtime_build_env(rt("pytorch"), &t, &env, &err), 0);
+        assert_int_equal(tony_runtime_nproc(&env), want[k].nproc);
+        tony_runtime_process_env(&env, want[k].local);
+        char b[16];
+#define WANT(name, v) (snprintf(b, sizeof b, "%d", (v)), assert_env(&env, name, b))
+        WANT("RANK", want[k].rank);
+        WANT("LOCAL_RANK", want[k].local);
+        WANT("LOCAL_WORLD_SIZE", want[k].nproc);
+        WANT("WORLD_SIZE", 6);
+        WANT("WORLD", 6);
+        WANT("GROUP_RANK", want[k].node);
+        WANT("NODE_RANK", want[k].node);
+        WANT("GROUP_WORLD_SIZE", 4);
+        WANT("ROLE_RANK", want[k].role_rank);
+        WANT("ROLE_WORLD_SIZE", want[k].role_world);
+        WANT("TORCHELASTIC_RESTART_COUNT", 1);
+        WANT("TORCHELASTIC_MAX_RESTARTS", 2);
+#undef WANT
+        assert_env(&env, "ROLE_NAME", want[k].role);
+        assert_env(&env, "MASTER_ADDR", "hostA");
+        assert_env(&env, "MASTER_PORT", "2000");
+        assert_env(&env, "TORCHELASTIC_RUN_ID", "application_1_0003");
+        tony_env_free(&env);
+    }
+    json_decref(spec);
+}
+
+/* Every task's env says how many processes it runs, whatever the user's
+ * envs say; a task of no torch world keeps its variables as they are. */
+static void test_nproc_env_is_tonys(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"worker\":[\"h:1\"]}");
+    tony_env env = {0};
+    tony_env_set(&env, TONY_RUNTIME_NPROC_ENV, "8"); /* the user's own, from tony.execution.envs */
+    tony_env_set(&env, "RANK", "5");
+    env_of("tensorflow", &f.plan, spec, "worker", 0, &env);
+    assert_env(&env, TONY_RUNTIME_NPROC_ENV, "1");
+    assert_int_equal(tony_runtime_nproc(&env), 1);
+    tony_runtime_process_env(&env, 1);
+    assert_env(&env, "RANK", "5");
+    assert_env(&env, "LOCAL_RANK", NULL);
+    tony_env_free(&env);
+    /* an older coordinator's env, without the variable, or a bad one: 1 */
+    tony_env none = {0};
+    assert_int_equal(tony_runtime_nproc(&none), 1);
+    tony_env_set(&none, TONY_RUNTIME_NPROC_ENV, "two");
+    assert_int_equal(tony_runtime_nproc(&none), 1);
+    tony_env_free(&none);
+    json_decref(spec);
+}
+
 static void test_pytorch_validate_and_missing_worker(void **state) {
     (void)state;
     fixture f;
@@ -770,6 +850,8 @@ int main(void) {
         cmocka_unit_test(test_pytorch_env),
         cmocka_unit_test(test_pytorch_multi_role),
         cmocka_unit_test(test_pytorch_restart),
+        cmocka_unit_test(test_pytorch_nproc),
+        cmocka_unit_test(test_nproc_env_is_tonys),
         cmocka_unit_test(test_pytorch_validate_and_missing_worker),
         cmocka_unit_test(test_mxnet_env),
         cmocka_unit_test(test_jax_env),
