@@ -9,7 +9,9 @@ frameworks' official multi-node example scripts, vendored unedited in
 tests/e2e/examples/ with their origin (pytorch/examples' DDP multinode.py,
 Horovod's PyTorch synthetic benchmark, TensorFlow's MultiWorkerMirrored
 Keras example), each through a small runner beside it that adapts only
-what this CPU-only, offline machine lacks (see docs/frameworks.md)."""
+what this CPU-only, offline machine lacks (see docs/frameworks.md). JAX,
+Lightning Fabric and accelerate's test_ops also run on the Slurm and YARN
+test clusters."""
 import json
 import re
 
@@ -112,6 +114,19 @@ def test_lightning_fabric_two_nodes(tony):
         assert float(m.group(7)) < float(m.group(6)) / 10 and m.group(8) == "True", m.group(0)
 
 
+ACCELERATE_OPS = "accelerate.test_utils.scripts.test_ops"
+
+
+def assert_accelerate_placed(log):
+    """accelerate's own report, printed by each process of its checks: the
+    CPU group (gloo) of both tasks, each at its rank, one process a node."""
+    for i in range(2):
+        out = log(i)
+        assert "Distributed environment: DistributedType.MULTI_CPU  Backend: gloo" in out, out[-2000:]
+        assert "Num processes: 2" in out and f"Process index: {i}" in out and "Local process index: 0" in out, \
+            out[-2000:]
+
+
 @pytest.mark.parametrize("check", ["test_ops", "test_script"])
 def test_accelerate_own_checks(tony, check):
     """accelerate's own checks, from its package: test_ops (gather, broadcast,
@@ -122,29 +137,51 @@ def test_accelerate_own_checks(tony, check):
     module = f"accelerate.test_utils.scripts.{check}"
     r = torch_job(tony, "run_shipped.py", ("--in-job-dir " if check == "test_script" else "") + module)
     assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
-    for i in range(2):
-        out = r.log("worker", i)
-        assert "Distributed environment: DistributedType.MULTI_CPU  Backend: gloo" in out, out[-2000:]
-        assert "Num processes: 2" in out and f"Process index: {i}" in out and "Local process index: 0" in out
+    assert_accelerate_placed(lambda i: r.log("worker", i))
     if check == "test_script":
         assert "Training yielded the same results on one CPU or distributes setup with batch split." in \
             r.log("worker", 0)
 
 
+# accelerate's test_ops, after printing the PMI_* a Slurm step with the pmi2
+# plugin gives its one task (accelerate's fallbacks for RANK and WORLD_SIZE).
+ACCELERATE_OPS_SHOWING_PMI = f"""import json, os, runpy
+print("pmi env", json.dumps({{k: os.environ.get(k) for k in ("PMI_RANK", "PMI_SIZE")}}), flush=True)
+runpy.run_module("{ACCELERATE_OPS}", run_name="__main__", alter_sys=True)
+"""
+
+
 @pytest.mark.slurm
-def test_lightning_fabric_on_slurm(tony, slurm):
+def test_lightning_fabric_and_accelerate_on_slurm(tony, slurm, scripts):
     """On Slurm too, torchrun's variables place each task: Fabric asks for
     torchelastic (TORCHELASTIC_RUN_ID) before Slurm, and the one-task step's
-    SLURM_NTASKS=1, which its SLURMEnvironment would read, is gone anyway."""
+    SLURM_NTASKS=1, which its SLURMEnvironment would read, is gone anyway.
+    accelerate reads no SLURM_*, but falls back to PMI_RANK/PMI_SIZE, which
+    Slurm's pmi2 plugin (MpiDefault=pmi2 on many clusters; SLURM_MPI_TYPE
+    here) sets to 0 and 1 in every one-task step: its test_ops (gather,
+    broadcast, reduce across the two processes), run as the second job in
+    such steps, shows each process at the rank and world torchrun's
+    variables gave it."""
     tony.env.update(slurm.vars)
-    r = tony.run("submit", "--backend", "slurm", "--src_dir", EXAMPLES, "--python_binary_path", PYTHON,
-                 "--executes", "fabric_two_nodes.py", "--conf", "tony.application.framework=pytorch",
-                 "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=2g", timeout=300)
+
+    def submit(src_dir, executes):
+        return tony.run("submit", "--backend", "slurm", "--src_dir", src_dir, "--python_binary_path", PYTHON,
+                        "--executes", executes, "--conf", "tony.application.framework=pytorch",
+                        "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=2g", timeout=300)
+
+    r = submit(EXAMPLES, "fabric_two_nodes.py")
     assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
     for i in range(2):
         out = r.log("worker", i)
         assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
         assert "weights agree True" in out, out
+    (scripts / "ops.py").write_text(ACCELERATE_OPS_SHOWING_PMI)
+    tony.env["SLURM_MPI_TYPE"] = "pmi2"  # srun's own variable: what MpiDefault=pmi2 gives every step
+    r = submit(str(scripts), "ops.py")
+    assert r.rc == 0, r.log("worker", 1, "stderr")[-3000:]
+    for i in range(2):
+        assert 'pmi env {"PMI_RANK": "0", "PMI_SIZE": "1"}' in r.log("worker", i), r.log("worker", i)[-2000:]
+    assert_accelerate_placed(lambda i: r.log("worker", i))
 
 
 def test_pytorch_ddp_tutorial_multinode(tony):
@@ -212,12 +249,13 @@ def test_tensorflow_multi_worker_mirrored_keras(tony):
 
 
 @pytest.mark.hadoop
-def test_jax_and_lightning_fabric_on_yarn(yarn, scripts):
+def test_jax_lightning_fabric_and_accelerate_on_yarn(yarn, scripts):
     """On YARN (the test cluster: each task in a NodeManager's container,
     the coordinator in its own): JAX's no-argument initialize() finds tony's
-    cluster, and Lightning Fabric's two nodes place themselves from
-    torchrun's variables, as on the local backend. One test: the cluster's
-    containers are the slow part, the two jobs run one after the other."""
+    cluster, Lightning Fabric's two nodes place themselves from torchrun's
+    variables, as on the local backend, and so does accelerate in its own
+    test_ops. One test: the cluster's containers are the slow part, the
+    three jobs run one after the other."""
     (scripts / "gather.py").write_text(JAX_GATHER)
     r = yarn.submit("--src_dir", str(scripts), "--python_binary_path", PYTHON, "--executes", "gather.py",
                     "--conf", "tony.application.framework=jax", "--conf", "tony.worker.instances=2",
@@ -227,12 +265,18 @@ def test_jax_and_lightning_fabric_on_yarn(yarn, scripts):
     for i in range(2):
         out = yarn.task_log(app_id, "worker", i)
         assert f"process {i} of 2 gathered [0, 1]" in out, yarn.task_log(app_id, "worker", i, "stderr")[-3000:]
-    r = yarn.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON, "--executes", "fabric_two_nodes.py",
-                    "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
-                    "--conf", "tony.worker.memory=2g", timeout=300)
-    app_id = yarn.app_id(r)
-    assert r.rc == 0, yarn.task_log(app_id, "worker", 1, "stderr")[-3000:]
+
+    def torch_on_yarn(executes, *params):
+        r = yarn.submit("--src_dir", EXAMPLES, "--python_binary_path", PYTHON, "--executes", executes, *params,
+                        "--conf", "tony.application.framework=pytorch", "--conf", "tony.worker.instances=2",
+                        "--conf", "tony.worker.memory=2g", timeout=300)
+        app_id = yarn.app_id(r)
+        assert r.rc == 0, yarn.task_log(app_id, "worker", 1, "stderr")[-3000:]
+        return lambda i: yarn.task_log(app_id, "worker", i)
+
+    log = torch_on_yarn("fabric_two_nodes.py")
     for i in range(2):
-        out = yarn.task_log(app_id, "worker", i)
+        out = log(i)
         assert f"fabric rank {i} of 2 node {i} local 0 env TorchElasticEnvironment" in out, out
         assert "weights agree True" in out, out
+    assert_accelerate_placed(torch_on_yarn("run_shipped.py", "--task_params", ACCELERATE_OPS))
