@@ -111,10 +111,12 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
 }
 
 /* The task serving TensorBoard now: the one that reserved TB_PORT (the
- * sidecar, else the chief), running, with something listening there. */
+ * sidecar, else the chief), running, with something listening there. A
+ * notebook job's TB_PORT is Jupyter's (am_job_reserves_tb_port): none. */
 const am_task *am_view_tensorboard_task(const tony_am *am) {
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
         const am_task *t = &am->fsm.job.tasks[i];
+        if (strcmp(t->role->name, TONY_NOTEBOOK_ROLE) == 0) continue;
         if (t->tb_port > 0 && t->host && t->state == AM_TASK_RUNNING && t->tb_listening) return t;
     }
     return NULL;

@@ -1,19 +1,22 @@
 /* `tony notebook` (client/notebook.h): builds the job a notebook user needs
  * (one task of role notebook running Jupyter, or nbclient with --execute)
  * and hands it to `tony submit`, whose flags it takes, then says where the
- * server is: the coordinator's AM_API_NOTEBOOK path with the read token. */
+ * server is, once the coordinator's address is known: the coordinator's
+ * AM_API_NOTEBOOK path with the read token. */
 #include "client/notebook.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backend/client.h"
 #include "client/client.h"
 #include "client/confargs.h"
 #include "common/amapi.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/jobjson.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -92,7 +95,62 @@ static char *interpreter(void) {
 
 typedef struct started_ctx {
     const char *out_name; /* --execute: the executed copy's file name */
+    bool detach;
 } started_ctx;
+
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+/* The coordinator's URL (http://host:port, malloc'ed), or NULL when the
+ * job ended, or could not be looked at, before its coordinator answered,
+ * or on Ctrl-C. Where the client shares the job dir with the coordinator
+ * (local, Slurm: the backends with wait_started), am.json names it a
+ * moment after it started. Elsewhere (YARN) the backend's look at the job,
+ * as `tony status` takes it: the cluster's report, then the coordinator's
+ * own job, whose URL submit's follow shows as the job page's; asked again
+ * until the coordinator runs, however long a queue holds the job (Slurm's
+ * too, once am.json is late). */
+static char *coordinator_url(const tony_client_job *job, bool detach) {
+    char *url = NULL;
+    int pid;
+    tony_conf *conf = tony_conf_new();
+    tony_error err;
+    bool looks = tony_confargs_load(notebook_opts, conf, &err) == 0;
+    struct sigaction mine = {.sa_handler = on_stop}, old_int, old_term;
+    sigaction(SIGINT, &mine, &old_int);
+    sigaction(SIGTERM, &mine, &old_term);
+    stop_signal = 0;
+    bool told = false;
+    for (int i = 0; !stop_signal; i++) {
+        if (tony_jobdir_am_url(job->job_dir, &url, &pid, NULL) == 0) break;
+        if (!looks || (job->ops->wait_started && i < 100) || i % 10 != 0) {
+            tony_sleep_ms(100);
+            continue;
+        }
+        if (!told) {
+            printf("tony: waiting for the coordinator, to say where the notebook is (Ctrl-C %s)\n",
+                   detach ? "stops waiting; the job goes on" : "stops the job");
+            fflush(stdout);
+            told = true;
+        }
+        tony_client_state st = {0};
+        int code = job->ops->state(job->job_dir, conf, &st);
+        const char *u = st.live ? json_string_value(json_object_get(st.job, JOB_URL)) : NULL;
+        if (u && *u) url = tony_strdup(u);
+        bool over = code != TONY_EXIT_OK || st.final || tony_job_is_finished(st.job);
+        json_decref(st.job);
+        json_decref(st.extra);
+        free(st.headline);
+        if (url || over) break;
+        tony_sleep_ms(100);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    /* followed, the job is submit's to stop: its handler hears it now */
+    if (stop_signal && !detach) raise(stop_signal);
+    tony_conf_free(conf);
+    return url;
+}
 
 static void say_where(const tony_client_job *job, void *arg) {
     const started_ctx *c = arg;
@@ -104,10 +162,8 @@ static void say_where(const tony_client_job *job, void *arg) {
         free(shared);
         return;
     }
-    char *url = NULL, *token = NULL;
-    int pid;
-    /* the coordinator writes its URL a moment after it started */
-    for (int i = 0; i < 100 && tony_jobdir_am_url(job->job_dir, &url, &pid, NULL); i++) usleep(100 * 1000);
+    char *url = coordinator_url(job, c->detach), *token = NULL;
+    if (!url && stop_signal) return; /* Ctrl-C: the user stopped waiting */
     if (!url || tony_jobdir_read_token(job->job_dir, &token, NULL)) {
         printf("tony: the notebook is at the job's web page URL with " AM_API_NOTEBOOK "/ after the host "
                "(`tony status %s` shows it)\n",
@@ -207,7 +263,7 @@ int tony_cmd_notebook(int argc, char **argv) {
     tony_strv_push(&a, "tony." TONY_NOTEBOOK_ROLE ".instances=1");
     static const char *const passed[] = {"python_venv", "src_dir", "shell_env", "conf", "conf_file", "backend", "detach"};
     for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) pass_on(&a, passed[i]);
-    started_ctx ctx = {out_name};
+    started_ctx ctx = {out_name, tony_args_get(notebook_opts, "detach")->seen};
     code = tony_submit_run((int)a.len - 1, a.items + 1, say_where, &ctx);
     goto out;
 fail:

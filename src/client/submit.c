@@ -196,6 +196,10 @@ static int check_keys(const tony_conf *c, tony_error *err) {
         fprintf(stderr, "tony: note: %s (from %s) is no key tony reads; it is passed on as given\n",
                 unknown.items[i], tony_conf_get_source(c, unknown.items[i]));
     tony_strv_free(&unknown);
+    tony_strv idle = {0};
+    if (rc == 0) tony_conf_idle_role_keys(c, &idle);
+    for (size_t i = 0; i < idle.len; i++) fprintf(stderr, "tony: warning: %s\n", idle.items[i]);
+    tony_strv_free(&idle);
     return rc;
 }
 

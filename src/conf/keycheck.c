@@ -1,6 +1,7 @@
 /* The typo check against the registry (conf/keys.h): a key is known when
  * the registry has it or a pattern of it (tony.<role>.memory); an unknown
- * key close to a known one is refused with the known one. */
+ * key close to a known one is refused with the known one. Also the warning
+ * for a job type's resource keys that do nothing (no instances). */
 #include "conf/keycheck.h"
 
 #include <stdlib.h>
@@ -165,4 +166,70 @@ int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err
         if (unknown) tony_strv_push(unknown, key);
     }
     return 0;
+}
+
+/* The per-role keys that size a role's tasks, each with the coordinator's
+ * own key, which sizes a single-node job's command instead. */
+static const char *const sizing_attrs[] = {"memory", "vcores", "gpus", "resources"};
+
+static bool sizing_attr(const char *attr) {
+    for (size_t i = 0; i < sizeof sizing_attrs / sizeof *sizing_attrs; i++)
+        if (strcmp(attr, sizing_attrs[i]) == 0) return true;
+    return false;
+}
+
+/* Keys of the same shape that size something other than a job type's
+ * tasks: the coordinator, every container, the local pool. */
+static bool sizes_no_job_type(const char *key) {
+    static const char *const others[] = {TONY_KEY_AM_MEMORY,    TONY_KEY_AM_VCORES,           TONY_KEY_AM_GPUS,
+                                         TONY_KEY_AM_RESOURCES, TONY_KEY_CONTAINERS_RESOURCES, TONY_KEY_LOCAL_MEMORY,
+                                         TONY_KEY_LOCAL_VCORES, TONY_KEY_LOCAL_GPUS};
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (strcmp(key, others[i]) == 0) return true;
+    return false;
+}
+
+/* Whether some job type has instances above 0: else the job is single-node
+ * (conf/plan.h), whatever other role keys say. */
+static bool has_tasks(const tony_conf *c) {
+    tony_strv types = {0};
+    tony_conf_job_types(c, &types);
+    bool any = false;
+    for (size_t i = 0; i < types.len && !any; i++) {
+        char *key = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, types.items[i]);
+        long long n = 0;
+        any = tony_conf_get_ll(c, key, 0, &n, NULL) == 0 && n > 0;
+        free(key);
+    }
+    tony_strv_free(&types);
+    return any;
+}
+
+void tony_conf_idle_role_keys(const tony_conf *c, tony_strv *warnings) {
+    bool single = !has_tasks(c);
+    for (size_t i = 0; i < tony_conf_size(c); i++) {
+        const char *key = tony_conf_key_at(c, i), *source = tony_conf_get_source(c, key), *attr;
+        if (source && strcmp(source, "default") == 0) continue;
+        size_t tlen = type_of(key, &attr);
+        if (!tlen || !sizing_attr(attr) || sizes_no_job_type(key)) continue;
+        char *type = tony_sprintf("%.*s", (int)tlen, key + 5);
+        char *instances = tony_sprintf(TONY_KEY_ROLE_INSTANCES_FMT, type);
+        /* instances=0 turns a type off on purpose: its keys may stay */
+        if (!tony_conf_get(c, instances)) {
+            const char *from = source && *source ? source : "--conf";
+            if (single)
+                tony_strv_pushf(warnings,
+                                "%s=%s (from %s) does nothing: no %s is set, so the job runs single-node, its command "
+                                "in the coordinator, sized by " TONY_KEY_AM_MEMORY ", " TONY_KEY_AM_VCORES " and "
+                                TONY_KEY_AM_GPUS "; set %s to run %s tasks, or use tony.am.%s",
+                                key, tony_conf_value_at(c, i), from, instances, instances, type, attr);
+            else
+                tony_strv_pushf(warnings,
+                                "%s=%s (from %s) does nothing: no %s is set, so the job runs no %s task; set %s to "
+                                "run some, or leave the key out",
+                                key, tony_conf_value_at(c, i), from, instances, type, instances);
+        }
+        free(instances);
+        free(type);
+    }
 }

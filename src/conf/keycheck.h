@@ -18,6 +18,13 @@
  * it is added to *unknown (may be NULL), for a note. */
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err);
 
+/* A warning (appended to *warnings) for each per-role sizing key the user
+ * set (tony.<role>.memory, .vcores, .gpus, .resources) of a job type with
+ * no tony.<role>.instances: the key does nothing. Without any instances the
+ * job is single-node and tony.am.* size its command, which the warning
+ * says. A warning, not a refusal: the job may still be the one wanted. */
+void tony_conf_idle_role_keys(const tony_conf *c, tony_strv *warnings);
+
 /* The known key closest to key, or NULL when none is close (exposed for
  * the unit tests); free it. */
 char *tony_conf_suggest_key(const char *key);

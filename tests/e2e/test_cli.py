@@ -435,6 +435,33 @@ def test_misspelled_keys_are_refused_with_the_key_meant(tony, tmp_path, dry_run)
     assert "tony.worker.fpga (from --conf) is no key tony reads" in r.err and "my.own.key" not in r.err, r
 
 
+def test_role_sizing_keys_of_a_role_without_instances_are_warned_about(tony, tmp_path):
+    """tony.worker.gpus=1 without tony.worker.instances ran a single-node
+    job and the key silently did nothing: the job still runs (it may be the
+    one wanted), with a warning naming the key, the instances key to set and
+    the coordinator's key that sizes a single-node command."""
+    r = tony.submit("--executes", "echo single", "--conf", "tony.worker.gpus=1", "--conf", "tony.am.memory=512m")
+    assert r.rc == 0, r
+    assert (r.job_dir() / "attempts/0/am/stdout").read_text().strip() == "single"
+    assert ("tony: warning: tony.worker.gpus=1 (from --conf) does nothing: no tony.worker.instances is set, so the "
+            "job runs single-node") in r.err, r
+    assert "set tony.worker.instances to run worker tasks, or use tony.am.gpus" in r.err, r
+    assert "tony.am.memory" not in r.err.split("sized by")[0], r  # the coordinator's own key is no role's
+    # a job with tasks: a role's sizing keys without its instances (from a
+    # file too, named); a role turned off with instances=0 keeps its keys quietly
+    xml = conf_xml(tmp_path / "roles.xml", **{"tony.ps.vcores": "2"})
+    r = tony.submit("--dry-run", "--conf_file", str(xml), "--executes", "true", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.evaluator.memory=1g", "--conf", "tony.chief.instances=0",
+                    "--conf", "tony.chief.memory=1g", "--conf", "tony.local.memory=8g")
+    assert r.rc == 0, r
+    warned = [l for l in r.err.splitlines() if l.startswith("tony: warning:")]
+    assert sorted(warned) == [
+        "tony: warning: tony.evaluator.memory=1g (from --conf) does nothing: no tony.evaluator.instances is set, so "
+        "the job runs no evaluator task; set tony.evaluator.instances to run some, or leave the key out",
+        f"tony: warning: tony.ps.vcores=2 (from {xml}) does nothing: no tony.ps.instances is set, so the job runs no "
+        "ps task; set tony.ps.instances to run some, or leave the key out"], r
+
+
 def test_entry_point_missing_from_src_dir_is_refused_at_submit(tony, scripts):
     """Every task would fail at once with "No such file" (after a queue's
     wait, on a cluster): the submit says so, naming the flag and the dir."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call, wait_for
+
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("TONY_TEST_IMAGE", "localhost/tony-test:1")
 # ps runs in this one: the test image again, with another marker.
@@ -222,6 +224,76 @@ def test_tony_kill_leaves_no_container(tony, images, tmp_path):
     assert len(containers(app)) == 3
     assert tony.run("kill", app).rc == 0
     assert no_container_within(app, 10) == []
+
+
+SLOW_RM_S = 4
+
+
+def slow_podman(tmp_path):
+    """A podman first on PATH whose `rm` takes SLOW_RM_S seconds more, and
+    logs when it starts and when it ended; anything else is podman's own."""
+    bindir = tmp_path / "slow-bin"
+    bindir.mkdir()
+    log = tmp_path / "rm.log"
+    real = shutil.which("podman")
+    wrapper = bindir / "podman"
+    wrapper.write_text(f"""#!/bin/sh
+if [ "$1" = rm ]; then
+    echo "start $*" >> {log}
+    sleep {SLOW_RM_S}
+    {real} "$@"
+    rc=$?
+    echo "end $*" >> {log}
+    exit $rc
+fi
+exec {real} "$@"
+""")
+    wrapper.chmod(0o755)
+    return bindir, log
+
+
+def runtime_pid(app, role, index):
+    """The runtime's `run` of a task's container: its executor's session leader."""
+    needle = f"--name=tony-{app}-{role}-{index}-".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"run" in args and any(a.startswith(needle) for a in args):
+            return int(pid)
+    raise AssertionError(f"no runtime process of {role}:{index} of {app}")
+
+
+def test_removal_of_a_killed_container_leaves_the_coordinator_answering(tony, images, tmp_path):
+    """A runtime killed by a signal leaves its container, which the
+    coordinator removes (`podman rm`): that took the coordinator's loop for
+    as long as the rm ran. Now the rm runs beside the loop, and the task's
+    end is told only once its container is gone."""
+    bindir, log = slow_podman(tmp_path)
+    tony.env["PATH"] = f"{bindir}:{tony.env['PATH']}"
+    r, app = start_sleeping_job(tony, tmp_path)
+    url = json.loads((r.job_dir() / "am.json").read_text())["url"]
+    os.kill(runtime_pid(app, "worker", 0), signal.SIGKILL)
+    wait_for(lambda: log.exists() and f"tony-{app}-worker-0-" in log.read_text(), timeout=15, what="the rm")
+    slowest, looks = 0.0, 0
+    while "end" not in log.read_text():
+        t0 = time.time()
+        code, job = call(url + "/v1/job")
+        slowest = max(slowest, time.time() - t0)
+        assert code == 200, job
+        if "end" not in log.read_text():
+            # asked while the rm ran: worker:0's end not told yet
+            (w0,) = [t for t in job["tasks"] if (t["role"], t["index"]) == ("worker", 0)]
+            assert w0["state"] == "RUNNING", w0
+            looks += 1
+        time.sleep(0.2)
+    assert looks >= 3 and slowest < 1.5, (looks, slowest)
+    # then told: worker:0's runtime was killed (SIGKILL, 137)
+    wait_for(lambda: r.task("worker", 0)["state"] != "RUNNING", timeout=15, what="worker:0's end")
+    assert r.task("worker", 0).get("exit_status") == 137, r.task("worker", 0)
+    tony.run("kill", app, timeout=60)
+    assert no_container_within(app, 15) == []
 
 
 def test_sigkilled_coordinator_leaves_no_container(tony, images, tmp_path):

@@ -101,6 +101,20 @@ def run_cell(netloc, token, kernel, code):
     raise AssertionError(f"no execute_reply and idle in 30 s; got {out}")
 
 
+def jupyter_port(pids):
+    """The port of the Jupyter server among pids (from its command line: the
+    task's TB_PORT, which the coordinator's proxy connects to)."""
+    for pid in pids:
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for a in args:
+            if a.startswith(b"--ServerApp.port="):
+                return int(a.split(b"=", 1)[1])
+    raise AssertionError(f"no Jupyter server among {pids}")
+
+
 def test_notebook_kernel_through_the_proxy_and_kill(tony):
     proc, url = start_notebook(tony, "--conf", "tony.notebook.idle-timeout=5m")
     try:
@@ -127,7 +141,10 @@ def test_notebook_kernel_through_the_proxy_and_kill(tony):
         # Jupyter itself, found on the loopback by a second local user, wants its token
         code, job = api(base, token, "/v1/job", prefix="")
         assert code == 200, job
-        port = urllib.parse.urlsplit(job["tensorboard_url"]).port
+        # a notebook job has no TensorBoard: Jupyter's port is no TensorBoard's
+        assert "tensorboard_url" not in job, job
+        assert http_get(base + "/tensorboard/", stranger=True, follow=False)[0] == 403
+        port = jupyter_port(job_processes(tony.home))
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
                                 "%{http_code}", f"http://127.0.0.1:{port}/notebook/api/kernels"],
                                capture_output=True, text=True, timeout=20)

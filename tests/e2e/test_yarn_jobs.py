@@ -218,6 +218,34 @@ def test_more_gpus_than_any_node_is_refused(yarn):
 
 
 @pytest.mark.hadoop33
+def test_list_of_a_detached_job_followed_by_status_shows_its_end(yarn):
+    """A detached job followed with `tony status --json` (as Airflow's
+    trigger does) until the coordinator says SUCCEEDED: YARN still said
+    RUNNING / UNDEFINED then (the coordinator waits for its client before it
+    unregisters), and `tony list` kept showing that after YARN recorded the
+    app SUCCEEDED."""
+    r = yarn.submit("--detach", "--executes", "true", "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    app_id = yarn.app_id(r)
+
+    def done():
+        st = json.loads(yarn.tony.run("status", app_id, "--json", check_rc=0).out)
+        return st if st.get("final_status") == "SUCCEEDED" else None
+    last = wait_for(done, timeout=120, interval=0.5, what="the coordinator's SUCCEEDED")
+    # what the trigger saw last: the job over, YARN's app not yet
+    assert (last["yarn"]["state"], last["yarn"]["finalStatus"]) == ("RUNNING", "UNDEFINED"), last["yarn"]
+
+    def row():
+        (job,) = json.loads(yarn.tony.run("list", "--json", check_rc=0).out)["jobs"]
+        return job
+    assert (row()["state"], row()["final_status"]) == ("FINISHED", "SUCCEEDED"), row()
+    app = yarn.cluster.wait_app(app_id)
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app
+    assert (row()["state"], row()["final_status"]) == ("FINISHED", "SUCCEEDED"), row()
+    plain = yarn.tony.run("list", check_rc=0).out
+    assert re.search(rf"{app_id}\s+yarn\s+FINISHED\s+SUCCEEDED", plain), plain
+
+
 def test_kill_leaves_nothing_running(yarn):
     p = yarn.popen_submit("--executes", "sleep 300", "--conf", "tony.worker.instances=2")
     try:

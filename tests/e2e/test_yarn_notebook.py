@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 
 from conftest import PYTHON, read_token, second_user, wait_for
-from test_notebook import api, run_cell, websockets
+from test_notebook import api, jupyter_port, parts, run_cell, websockets
 from test_yarn_jobs import container_pids, yarn  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.hadoop
@@ -22,13 +22,18 @@ pytestmark = pytest.mark.hadoop
 def test_yarn_notebook_kernel_through_the_proxy_and_kill(yarn):
     r = yarn.tony.run("notebook", "--backend", "yarn", "--detach", "--python_binary_path", str(PYTHON),
                       "--conf", "tony.notebook.memory=1g", "--conf", "tony.am.memory=256m",
-                      "--conf", "tony.notebook.idle-timeout=5m", timeout=120)
+                      "--conf", "tony.notebook.idle-timeout=5m", timeout=180)
     assert r.rc == 0, r
     app_id = yarn.app_id(r)
     try:
-        base = wait_for(lambda: yarn.api_url(app_id), timeout=90, what="the coordinator's API")
-        netloc = urllib.parse.urlsplit(base).netloc
-        token = read_token(r.job_dir())
+        # the whole URL, once the coordinator runs, as on the local backend
+        # (it printed the path alone before)
+        printed = [l for l in r.out.splitlines() if "the notebook is at http" in l]
+        assert printed, r
+        url = printed[0].split("the notebook is at ")[1].split()[0]
+        base, netloc, token = parts(url)
+        assert token == read_token(r.job_dir()), url
+        assert urllib.parse.urlsplit(base).port == urllib.parse.urlsplit(yarn.api_url(app_id)).port, url
         wait_for(lambda: api(base, token, "/api/status")[0] == 200, timeout=90, what="Jupyter behind the proxy")
         # without the token: the coordinator refuses, for every method
         assert api(base, "0" * 64, "/api/status")[0] == 403
@@ -45,14 +50,16 @@ def test_yarn_notebook_kernel_through_the_proxy_and_kill(yarn):
         # there it wants its token from anyone who finds the port
         code, job = api(base, token, "/v1/job", prefix="")
         assert code == 200, job
+        assert "tensorboard_url" not in job, job  # Jupyter's port is no TensorBoard's
+        # Jupyter listens where the task registered (the node's name), and
+        # there it wants its token from anyone who finds the port
         task = next(t for t in job["tasks"] if t["role"] == "notebook")
-        jupyter = urllib.parse.urlsplit(job["tensorboard_url"])
-        assert jupyter.hostname == task["host"], (job["tensorboard_url"], task)
+        pids = container_pids("TONY_TASK_ID=notebook:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")
+        assert pids
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
-                                "%{http_code}", f"http://{jupyter.netloc}/notebook/api/kernels"],
+                                "%{http_code}", f"http://{task['host']}:{jupyter_port(pids)}/notebook/api/kernels"],
                                capture_output=True, text=True, timeout=20)
         assert probe.stdout == "403", probe
-        assert container_pids("TONY_TASK_ID=notebook:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")
     finally:
         yarn.tony.run("kill", app_id, timeout=60)
     assert yarn.cluster.wait_app(app_id)["state"] == "KILLED"

@@ -1,6 +1,7 @@
 /* The typo check of tony.* keys (conf/keycheck.h): misspelled keys, job
  * types and families refused with the key meant; TonY's own keys, per-type
- * resources, families under a prefix and keys outside tony.* let through. */
+ * resources, families under a prefix and keys outside tony.* let through;
+ * the warning for a job type's sizing keys that do nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,11 +84,55 @@ static void test_a_file_is_named(void **state) {
     tony_conf_free(c);
 }
 
+/* The warnings for a configuration of TonY's defaults plus the pairs given
+ * (--conf), joined by newlines ("" for none). */
+static char *idle_warnings(const char *const *kv) {
+    tony_conf *c = tony_conf_new();
+    tony_conf_load_defaults(c);
+    for (; *kv; kv += 2) tony_conf_set_cli(c, kv[0], kv[1]);
+    tony_strv w = {0};
+    tony_conf_idle_role_keys(c, &w);
+    char *joined = tony_strv_join(&w, "\n");
+    tony_strv_free(&w);
+    tony_conf_free(c);
+    return joined;
+}
+
+static void test_sizing_keys_of_a_type_without_instances_are_warned_about(void **state) {
+    (void)state;
+    /* single-node: the coordinator's keys size the command */
+    char *w = idle_warnings((const char *const[]){"tony.worker.gpus", "1", "tony.am.memory", "1g", NULL});
+    assert_non_null(strstr(w, "tony.worker.gpus=1 (from --conf) does nothing: no tony.worker.instances is set"));
+    assert_non_null(strstr(w, "single-node") && strstr(w, "or use tony.am.gpus"));
+    assert_null(strchr(w, '\n')); /* tony.am.memory is the coordinator's, no job type's */
+    free(w);
+    /* with tasks: every sizing key of a type that runs none, nothing else */
+    w = idle_warnings((const char *const[]){"tony.worker.instances", "2", "tony.ps.memory", "1g", "tony.ps.vcores",
+                                            "2", "tony.evaluator.resources", "a.zip", "tony.chief.instances", "0",
+                                            "tony.chief.gpus", "1", "tony.ps.command", "x", "tony.worker.memory", "1g",
+                                            "tony.local.memory", "8g", "tony.containers.resources", "b.zip", NULL});
+    assert_non_null(strstr(w, "tony.ps.memory=1g (from --conf) does nothing: no tony.ps.instances is set, so the job "
+                              "runs no ps task"));
+    assert_non_null(strstr(w, "tony.ps.vcores=2"));
+    assert_non_null(strstr(w, "tony.evaluator.resources=a.zip"));
+    assert_null(strstr(w, "chief")); /* instances=0: turned off on purpose */
+    assert_null(strstr(w, "command"));
+    assert_null(strstr(w, "worker"));
+    assert_null(strstr(w, "local"));
+    assert_null(strstr(w, "containers"));
+    free(w);
+    /* the defaults alone warn of nothing */
+    w = idle_warnings((const char *const[]){NULL});
+    assert_string_equal(w, "");
+    free(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_typos_are_refused_with_the_key_meant),
         cmocka_unit_test(test_what_tony_allows_passes),
         cmocka_unit_test(test_a_file_is_named),
+        cmocka_unit_test(test_sizing_keys_of_a_type_without_instances_are_warned_about),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

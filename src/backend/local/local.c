@@ -8,7 +8,9 @@
  * (tony.docker.*) runs its executor in a container of it: the session is
  * then the container runtime's `run` (backend/container.h), whose memory
  * limit is the runtime's; with a placement that allows it (image_run), the
- * launcher runs the runtime's `run`. */
+ * launcher runs the runtime's `run`. The runtime's `rm` of a container left
+ * by a killed `run` goes to a worker thread (common/workq.h): it can take
+ * seconds, and the coordinator's loop must not wait on it. */
 #include "backend/local/local.h"
 
 #include <errno.h>
@@ -28,13 +30,18 @@
 #include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
+#include "common/workq.h"
 #include "conf/resource.h"
 #include "conf/keys.h"
 
 #define MEMORY_CHECK_MS 500
 #define STOP_GRACE_MS 3000
+#define REMOVE_THREADS 4 /* `rm`s of killed containers at once */
 
-typedef enum { C_QUEUED, C_RUNNING, C_STOPPING } container_state;
+/* C_REMOVING: its process ended, the runtime's `rm` of what it left runs;
+ * the exit is reported (and its resources released) once that is done, so
+ * that nothing of a container the coordinator counts as ended still runs. */
+typedef enum { C_QUEUED, C_RUNNING, C_STOPPING, C_REMOVING } container_state;
 
 typedef struct container {
     char *role;
@@ -50,6 +57,7 @@ typedef struct container {
     bool killed_for_memory;
     bool kill_sent; /* stopping: the grace period is over, SIGKILL sent */
     char *image_name; /* in an image: the container's name (the runtime's), else NULL */
+    int exit_status;  /* C_REMOVING: the status reported once the container is removed */
     char *diagnostics;
     char *task_dir;
     /* queued launches keep their request */
@@ -88,6 +96,8 @@ typedef struct local_backend {
     tony_role *images;
     size_t nimages;
     char *runtime;   /* the container runtime's path, NULL while no role has an image */
+    tony_workq *removals; /* the runtime's `rm`s, made with runtime */
+    bool closing;         /* shutdown: removals that end now report nothing */
     char *self_root; /* the self-contained tony the containers run */
     char *cache_dir; /* where it is made, once per build: the jobs root's cache/ */
     /* A single-node job's command in the coordinator's image (plan.am_image;
@@ -394,11 +404,44 @@ static void sweep_session(local_backend *b, pid_t sid, int sig) {
     }
 }
 
-/* What is left of a container in an image once its runtime's process
- * ended: one killed by a signal (a stop's SIGKILL) cannot have removed it
- * (--rm), and it may still run. Otherwise the runtime did. */
-static void image_ended(local_backend *b, container *c, int wait_status) {
-    if (WIFSIGNALED(wait_status)) tony_container_remove(b->runtime, c->image_name);
+/* A container's end, told: its resources back to the pool, its exit to
+ * the coordinator, and the queue may start what now fits. */
+static void container_ended(local_backend *b, container *c, int status) {
+    release(b, c);
+    report_exit(b, c, status);
+    try_start_queued(b);
+}
+
+/* One `rm` of a container of the runtime's (c), or of the coordinator's
+ * command's (c NULL). runtime and name are copies: the worker thread's. */
+typedef struct removal {
+    local_backend *b;
+    container *c;
+    char *runtime, *name;
+} removal;
+
+static void removal_run(void *arg) {
+    removal *r = arg;
+    tony_container_remove(r->runtime, r->name);
+}
+
+static void removal_done(void *arg, bool ran) {
+    removal *r = arg;
+    local_backend *b = r->b;
+    (void)ran; /* not run: cancelled at the end, after the sweep that removes it */
+    if (r->c && !b->closing) {
+        tony_debug("container %s:%d (attempt %d) removed", r->c->role, r->c->index, r->c->attempt);
+        container_ended(b, r->c, r->c->exit_status);
+    }
+    free(r->runtime);
+    free(r->name);
+    free(r);
+}
+
+static void remove_in_background(local_backend *b, container *c, const char *name) {
+    removal *r = tony_xcalloc(1, sizeof *r);
+    *r = (removal){b, c, tony_strdup(b->runtime), tony_strdup(name)};
+    tony_workq_submit(b->removals, NULL, removal_run, removal_done, r);
 }
 
 static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
@@ -407,7 +450,6 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
     /* The container is over: nothing of the task may outlive it. */
     sweep_session(b, pid, SIGKILL);
     int code = tony_proc_exit_code(wait_status);
-    if (c->image_name) image_ended(b, c, wait_status);
     int status = code;
     if (c->killed_for_memory) status = TONY_EXIT_KILLED_EXCEEDED_PMEM;
     else if (c->stop_requested) status = TONY_EXIT_KILLED_BY_APPMASTER;
@@ -417,9 +459,17 @@ static void on_executor_exit(void *ctx, pid_t pid, int wait_status) {
                                       tony_exit_status_meaning(code, buf, sizeof buf), c->task_dir);
     }
     tony_debug("container %s:%d (attempt %d, pid %d) ended: status %d", c->role, c->index, c->attempt, (int)pid, status);
-    release(b, c);
-    report_exit(b, c, status);
-    try_start_queued(b);
+    /* In an image, a runtime killed by a signal (a stop's SIGKILL) cannot
+     * have removed its container (--rm), which may still run; otherwise
+     * the runtime did. The end is told once it is removed. */
+    if (c->image_name && WIFSIGNALED(wait_status)) {
+        c->state = C_REMOVING;
+        c->exit_status = status;
+        if (c->kill_timer) event_del(c->kill_timer); /* its pid is reaped: no more signals */
+        remove_in_background(b, c, c->image_name);
+        return;
+    }
+    container_ended(b, c, status);
 }
 
 /* The command that runs c's executor in r's image, into argv: the
@@ -628,7 +678,7 @@ static void stop_container(local_backend *b, container *c) {
 static void local_stop(tony_backend *base, const char *role, int index, int attempt) {
     local_backend *b = (local_backend *)base;
     container *c = find(b, role, index, attempt);
-    if (!c) return;
+    if (!c || c->state == C_REMOVING) return; /* ended already; its end is told once removed */
     if (c->state != C_QUEUED) c->stop_requested = true;
     stop_container(b, c);
 }
@@ -726,6 +776,7 @@ static int adopt_images(local_backend *b, const tony_plan *plan, tony_error *err
     }
     if (!b->nimages && !b->am_image.docker_image) return 0;
     if (tony_container_runtime(want, &b->runtime, err)) return -1;
+    if (!(b->removals = tony_workq_new(b->ev, REMOVE_THREADS, err))) return -1;
     /* the single-node command is the user's own: it needs no tony */
     if (b->nimages && tony_container_self(b->cache_dir, &b->self_root, err)) return -1;
     tony_container_sweep(b->runtime, app_id(b));
@@ -752,9 +803,14 @@ static int local_active(const tony_backend *base) { return (int)((const local_ba
 static void local_shutdown(tony_backend *base) {
     local_backend *b = (local_backend *)base;
     flush_sweeps(b);
+    /* The removals under way end before the coordinator does; their
+     * containers are told no more than the ones stopped below. */
+    b->closing = true;
+    if (b->removals) tony_workq_drain(b->removals);
     for (size_t i = 0; i < b->len; i++) {
         container *c = b->items[i];
-        if (c->state != C_QUEUED && c->pid > 0) {
+        /* a C_REMOVING container's process is reaped: its pid may be another's */
+        if ((c->state == C_RUNNING || c->state == C_STOPPING) && c->pid > 0) {
             tony_proc_kill_session(c->pid, kill_signal(b));
             waitpid(c->pid, NULL, 0);
         }
@@ -765,6 +821,8 @@ static void local_shutdown(tony_backend *base) {
 
 static void local_free(tony_backend *base) {
     local_backend *b = (local_backend *)base;
+    b->closing = true;
+    if (b->removals) tony_workq_free(b->removals); /* first: its done callbacks still see b whole */
     for (size_t i = 0; i < b->len; i++) container_free(b->items[i]);
     free(b->items);
     free(b->gpu_busy);
@@ -816,8 +874,9 @@ static int local_am_command_argv(tony_backend *base, const tony_am_place *place,
 
 static void local_am_command_ended(tony_backend *base, int wait_status) {
     local_backend *b = (local_backend *)base;
-    /* as a task's (image_ended): a killed runtime left its container */
-    if (b->am_name && WIFSIGNALED(wait_status)) tony_container_remove(b->runtime, b->am_name);
+    /* as a task's (on_executor_exit): a killed runtime left its container;
+     * the coordinator's end waits for its removal (local_shutdown) */
+    if (b->am_name && WIFSIGNALED(wait_status)) remove_in_background(b, NULL, b->am_name);
 }
 
 static const tony_backend_ops local_ops = {

@@ -323,15 +323,26 @@ static int yarn_kill(const char *job_dir, const tony_conf *conf, json_t **final_
     return code;
 }
 
-/* The RM's state as last seen; `tony status` refreshes it. */
+/* The RM's state as last seen; `tony status` refreshes it. The RM's last
+ * report a client saw may be from after the job ended but before the
+ * coordinator unregistered (it waits a while for its client:
+ * tony.am.wait-client-signal-stop-timeout-sec), when YARN still says
+ * RUNNING, final status UNDEFINED: a detached job followed with `tony
+ * status`, as Airflow's trigger does, stops looking right then. The
+ * coordinator's final word (status.json) then stands for YARN's, which
+ * follows it; a final state from the RM is shown as it is. */
 static void yarn_list_row(const char *job_dir, tony_client_row *row) {
     json_t *rec = tony_yarn_record_load(job_dir);
+    json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
     const char *s = json_string_value(json_object_get(rec, "state"));
     const char *f = json_string_value(json_object_get(rec, "final_status"));
+    if (!tony_yarn_state_final(s) && tony_job_is_finished(job)) {
+        s = JOB_STATE_FINISHED;
+        f = json_string_value(json_object_get(job, JOB_FINAL_STATUS));
+    }
     snprintf(row->state, sizeof row->state, "%s", s ? s : "SUBMITTED");
     snprintf(row->final_status, sizeof row->final_status, "%s", f ? f : "");
     json_decref(rec);
-    json_t *job = tony_jobdir_read_json(job_dir, TONY_JOBDIR_STATUS);
     const char *fw = job ? json_string_value(json_object_get(job, JOB_FRAMEWORK)) : "";
     snprintf(row->framework, sizeof row->framework, "%s", fw ? fw : "");
     json_decref(job);
