@@ -10,11 +10,14 @@
    protobuf-c could weigh at best.
 2. Startup: exec to registration (the coordinator's "started" and "registered" log lines of the
    task), and the loader alone: `tony executor` without its env (it exits at its first check)
-   against /bin/true, 40 runs each.
+   against /bin/true, 40 runs each in turn (medians). Both are one machine's wall time: noisy where
+   other work shares its cores.
 3. With --heartbeats N: the coordinator's CPU per heartbeat with N real executors at a short
    interval (/proc/PID/stat of `tony am` over a window), for each binary given (--tony, and
    --baseline-tony for a before/after in the same run, alternating), beside the floor: nothing
-   but the N idle sleeps (the coordinator's CPU with heartbeats every 60 s is its idle cost).
+   but the N idle sleeps (the coordinator's CPU with heartbeats every 60 s is its idle cost), and the
+   bare evhttp server of bench/scale/floor.c: its CPU per request on a new connection each, and on one
+   kept connection.
 
 usage: build/pyenv/bin/python bench/executor_cost.py [--tony build/bin/tony] [--baseline-tony OLD]
            [--heartbeats 100 --interval-ms 100 --window-s 10] [--out bench/REPORT.md]
@@ -215,12 +218,22 @@ def startup_ms(job):
     return registered - started if started is not None and registered is not None else None
 
 
-def loader_ms(argv, runs=40):
+def loader_ms(argvs, runs=40):
+    """(wall, CPU) ms from exec to exit of each argv, medians, run in turn
+    (so that the machine's load hits all alike); the CPU (user + system,
+    from wait4) is what other work on the cores does not inflate."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    t0 = time.perf_counter()
+    wall, cpu = [[] for _ in argvs], [[] for _ in argvs]
     for _ in range(runs):
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - t0) * 1000 / runs
+        for i, argv in enumerate(argvs):
+            t0 = time.perf_counter()
+            p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, _, ru = os.wait4(p.pid, 0)
+            p.returncode = 0
+            wall[i].append((time.perf_counter() - t0) * 1000)
+            cpu[i].append((ru.ru_utime + ru.ru_stime) * 1000)
+    med = lambda t: sorted(t)[len(t) // 2]  # noqa: E731
+    return [(med(w), med(c)) for w, c in zip(wall, cpu)]
 
 
 # An idle program that needs the libraries the executor's own work uses: the
@@ -254,6 +267,35 @@ def minimal_program(workdir):
     return exe if r.returncode == 0 else None
 
 
+# What each dependency adds to a process's start: an empty program linked
+# with it (and so with everything it needs), against one linked with none.
+START_LIBS = [("nothing (libc)", []), ("libcrypto", ["-lcrypto"]), ("jansson + libevent", ["-ljansson", "-levent"]),
+              ("libcurl", ["-lcurl"]), ("libxml2", ["-lxml2"]), ("libarchive", ["-larchive"]),
+              ("Kerberos (krb5, gssapi)", ["-lkrb5", "-lgssapi_krb5"]), ("avro-c", ["-lavro"]),
+              ("protobuf-c", ["-lprotobuf-c"])]
+
+
+def start_cpu_by_library(runs=30):
+    """[(label, CPU ms)] to start and exit an empty program linked with each
+    of START_LIBS; [] without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return []
+    work = Path(tempfile.mkdtemp(prefix="tony-execcost-start-"))
+    try:
+        (work / "empty.c").write_text("int main(void) { return 0; }\n")
+        built = []
+        for i, (label, libs) in enumerate(START_LIBS):
+            exe = work / f"empty{i}"
+            if subprocess.run([cc, str(work / "empty.c"), "-o", str(exe), "-Wl,--no-as-needed", *libs],
+                              capture_output=True).returncode == 0:
+                built.append((label, [str(exe)]))
+        got = loader_ms([argv for _, argv in built], runs)
+        return [(label, cpu) for (label, _), (_, cpu) in zip(built, got)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def measure_memory(tony):
     job = Job(tony, 1, 1000, 120)
     try:
@@ -281,6 +323,43 @@ def heartbeat_cpu(tony, n, interval_ms, window_s):
         return (c1 - c0) / (t1 - t0) * 1000
     finally:
         job.end()
+
+
+def floor_us(rate, seconds, keep):
+    """The floor: bench/scale/floor.c (bare evhttp, a fixed reply), its CPU
+    per request at rate POSTs a second, on one kept connection or a new
+    connection each; None without a C compiler."""
+    import http.client
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    work = Path(tempfile.mkdtemp(prefix="tony-execcost-floor-"))
+    exe = work / "floor"
+    if subprocess.run([cc, "-O2", str(HERE / "scale" / "floor.c"), "-o", str(exe), "-levent"]).returncode:
+        return None
+    p = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(p.stdout.readline())
+        body = b'{"attempt":0,"idle_ms":0}'
+        conn, done = None, 0
+        c0, start = cpu_s(p.pid), time.monotonic()
+        while time.monotonic() - start < seconds:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("POST", "/v1/tasks/worker/0/heartbeat", body, {"Content-Type": "application/json"})
+            conn.getresponse().read()
+            done += 1
+            if not keep:
+                conn.close()
+                conn = None
+            lag = start + done / rate - time.monotonic()
+            if lag > 0:
+                time.sleep(lag)
+        return (cpu_s(p.pid) - c0) * 1e6 / max(done, 1)
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def kib(v):
@@ -326,13 +405,14 @@ def main():
             + f" | {kib(sl[key]) if sl else '?'} |" + (f" {kib(floor_min[0][key])} |" if floor_min else ""))
     say("| shared libraries mapped | " + " | ".join(str(mem[n]["libs"]) for n, _ in builds) + " | "
         + "see `ldd $(which sleep)` |" + (f" {floor_min[1]} |" if floor_min else ""))
-    loaders = {name: loader_ms([path, "executor"]) for name, path in builds}
-    true_ms = loader_ms(["/bin/true"])
-    say("| exec to registered (coordinator's log) | " + " | ".join(
+    *got, true_ms = loader_ms([[path, "executor"] for _, path in builds] + [["/bin/true"]])
+    loaders = {name: ms for (name, _), ms in zip(builds, got)}
+    say("| exec to registered (coordinator's log, one task) | " + " | ".join(
         f"{mem[n]['startup_ms']:.0f} ms" if mem[n]["startup_ms"] is not None else "?" for n, _ in builds) + " | | "
         + ("|" if floor_min else ""))
-    say("| exec to exit, without its env (the loader) | " + " | ".join(f"{loaders[n]:.1f} ms" for n, _ in builds)
-        + f" | {true_ms:.1f} ms (`/bin/true`) |" + (" |" if floor_min else ""))
+    say("| exec to exit, without its env (the loader): wall, CPU | "
+        + " | ".join(f"{loaders[n][0]:.1f} ms, {loaders[n][1]:.1f} ms" for n, _ in builds)
+        + f" | {true_ms[0]:.1f} ms, {true_ms[1]:.1f} ms (`/bin/true`) |" + (" |" if floor_min else ""))
     say()
     last = builds[-1][0]
     say(f"Per library family ({last}; KiB: RSS / PSS / USS):")
@@ -341,6 +421,17 @@ def main():
     say("| --- | ---: | ---: | ---: |")
     for g, (rss, pss, uss) in sorted(mem[last]["groups"].items(), key=lambda kv: -kv[1][1]):
         say(f"| {g} | {rss} | {pss} | {uss} |")
+
+    starts = start_cpu_by_library()
+    if starts:
+        say()
+        say("CPU to start (exec to exit) an empty program linked with one dependency of tony, and what it needs "
+            "(medians of 30):")
+        say()
+        say("| linked with | CPU |")
+        say("| --- | ---: |")
+        for label, cpu in starts:
+            say(f"| {label} | {cpu:.1f} ms |")
 
     if a.heartbeats:
         say()
@@ -360,6 +451,10 @@ def main():
         for name, _ in builds:
             busy, rest = min(got[name]), min(idle[name])
             say(f"| {name} | {busy / 10:.1f} % | {(busy - rest) * 1000 / rate:.0f} µs | {rest / 10:.1f} % |")
+        new, kept = floor_us(min(rate, 500), a.window_s, False), floor_us(min(rate, 500), a.window_s, True)
+        if new is not None:
+            say(f"| floor: bare evhttp (bench/scale/floor.c), a new connection per request | | {new:.0f} µs | |")
+            say(f"| floor: bare evhttp, one kept connection | | {kept:.0f} µs | |")
     if a.out:
         import sys
         sys.path.insert(0, str(HERE))
