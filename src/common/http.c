@@ -69,8 +69,8 @@ static CURL *new_handle(void) {
 
 /* This thread's kept handle (libcurl's handles are not to be shared by
  * threads: the executor's watch thread gets its own). The key only frees it
- * when its thread ends; the __thread copy is how it is found. */
-static __thread CURL *kept;
+ * when its thread ends; the thread-local copy is how it is found. */
+static _Thread_local CURL *kept;
 static pthread_key_t kept_key;
 static pthread_once_t kept_key_once = PTHREAD_ONCE_INIT;
 
