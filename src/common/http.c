@@ -1,6 +1,9 @@
-/* libcurl easy handles, one per call: calls are rare (a heartbeat a second),
- * so simplicity beats connection reuse here. Calls with the job's secret
- * are signed, and their answers checked, with common/apiauth.h. */
+/* libcurl easy handles. A thread's plain calls (the executor's heartbeats,
+ * its watch long poll, the CLI's reads) share one kept handle, so that they
+ * reuse its connection: a new TCP connection per heartbeat was most of the
+ * coordinator's cost per heartbeat at scale (bench/REPORT.md). Calls with
+ * the job's secret are signed, and their answers checked, with
+ * common/apiauth.h. */
 #include "common/http.h"
 
 #include <curl/curl.h>
@@ -62,6 +65,32 @@ static CURL *new_handle(void) {
     CURL *h = curl_easy_init();
     if (h && ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
     return h;
+}
+
+/* This thread's kept handle (libcurl's handles are not to be shared by
+ * threads: the executor's watch thread gets its own). The key only frees it
+ * when its thread ends; the thread-local copy is how it is found. */
+static _Thread_local CURL *kept;
+static pthread_key_t kept_key;
+static pthread_once_t kept_key_once = PTHREAD_ONCE_INIT;
+
+static void free_kept(void *h) { curl_easy_cleanup(h); }
+static void make_kept_key(void) { pthread_key_create(&kept_key, free_kept); }
+
+/* The kept handle, its options back to the defaults: curl_easy_reset keeps
+ * its open connections, which libcurl checks before reusing one, and a
+ * request that finds its reused connection closed by the server (idle
+ * timeout, a restarted coordinator) is sent again on a new one. */
+static CURL *kept_handle(void) {
+    if (kept) {
+        curl_easy_reset(kept);
+        if (ca_file) curl_easy_setopt(kept, CURLOPT_CAINFO, ca_file);
+        return kept;
+    }
+    pthread_once(&kept_key_once, make_kept_key);
+    kept = new_handle();
+    if (kept) pthread_setspecific(kept_key, kept);
+    return kept;
 }
 
 /* libcurl's words for a failed call, and for a certificate it could not
@@ -190,7 +219,10 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
     resp->body = NULL;
     resp->len = 0;
     resp->unsigned_answer = false;
-    CURL *h = new_handle();
+    /* SPNEGO and cookie logins keep state per connection and per handle:
+     * those get a handle of their own. */
+    bool keep = !negotiate && !cookie_name;
+    CURL *h = keep ? kept_handle() : new_handle();
     if (!h) return tony_err(err, "cannot create an HTTP handle");
     tony_buf out = {0};
     tony_buf_puts(&out, "");
@@ -203,7 +235,7 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
         const char *b = body ? body : "";
         if (tony_apiauth_sign_request(key, method, authority, target, b, strlen(b), next_ts(), &signed_req)) {
             curl_slist_free_all(headers);
-            curl_easy_cleanup(h);
+            if (!keep) curl_easy_cleanup(h);
             tony_buf_free(&out);
             free(authority), free(target);
             return tony_err(err, "%s %s: OpenSSL could not produce random bytes to sign the call", method, url);
@@ -259,7 +291,8 @@ static int call_once(const char *method, const char *url, const tony_apiauth_key
     }
     curl_slist_free_all(headers);
     free(auth), free(read_auth), free(host), free(authority), free(target), free(rh.sig);
-    curl_easy_cleanup(h);
+    if (keep) curl_easy_reset(h); /* nothing in it points at what was just freed */
+    else curl_easy_cleanup(h);
     return ret;
 }
 

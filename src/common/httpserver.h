@@ -25,10 +25,12 @@ typedef struct tony_http_server tony_http_server;
 /* One request's body, unless the server says otherwise. */
 #define TONY_HTTP_MAX_BODY (1024 * 1024)
 /* The most connections a server keeps open, whatever the descriptor limit.
- * Each task of a job holds one open (its register or watch long poll)
- * while its heartbeats come on others: a coordinator of 10,000 tasks needs
- * more than 10,000 (issue 26; at 1024, the 1025th task's calls waited in
- * the kernel's backlog until a long poll ended). */
+ * Each task of a job holds two open: its register or watch long poll, and
+ * the one its heartbeats are kept on (common/http.c): a coordinator of
+ * 10,000 tasks needs 20,000 (issue 26; at 1024, the 1025th task's calls
+ * waited in the kernel's backlog until a long poll ended). Past the cap the
+ * idlest (a kept one between heartbeats) is closed, and its task's next
+ * heartbeat connects anew. */
 #define TONY_HTTP_MAX_CONNS 65536
 
 typedef struct tony_http_server_opts {

@@ -99,6 +99,19 @@ def network_cut(port):
                 time.sleep(0.2)
 
 
+def drop_connections(port, pid=None):
+    """Tears down (ss -K) the established TCP connections to port on this
+    machine, or only those pid holds; returns how many."""
+    out = subprocess.run(["ss", "-Htnp", "state", "established", f"( dport = :{port} )"], check=True,
+                         capture_output=True, text=True).stdout
+    mine = [line.split()[2].rsplit(":", 1)[1] for line in out.splitlines()
+            if line.strip() and (pid is None or f"pid={pid}," in line)]
+    for local in mine:
+        subprocess.run(["ss", "-K", "-Htn", "state", "established", f"( dport = :{port} and sport = :{local} )"],
+                       check=True, capture_output=True)
+    return len(mine)
+
+
 def test_executor_cut_off_from_the_coordinator(tony):
     """worker:1's executor can no longer reach the coordinator: its
     heartbeats stop arriving, the coordinator declares it lost after 5
@@ -118,6 +131,9 @@ def test_executor_cut_off_from_the_coordinator(tony):
     assert len(tree) >= 2, tree  # the executor and the user's sleep
     with network_cut(port) as group:
         (group / "cgroup.procs").write_text(str(executor))
+        # A socket stays in the cgroup its process was in when it was made:
+        # the executor's kept connections are cut as a partition would cut them.
+        drop_connections(port, executor)
         cut_at = time.time()
         # lost after 5 missed heartbeats (1 s apart), then stopped
         wait_for(lambda: not any(alive(p) for p in tree), 30, what="the cut task's processes gone")
@@ -198,3 +214,45 @@ def test_job_dir_file_system_full(tony):
         events = (jhist.parent / "events.jsonl").read_text()
         assert events.endswith("\n")
         assert all(json.loads(x)["type"] for x in events.splitlines())
+
+
+def client_ports(port):
+    """The local ports of every TCP connection made to port on this machine
+    that the kernel still knows, closed ones too (the side that closes first
+    keeps it in TIME-WAIT for a minute): how many connections were opened."""
+    out = subprocess.run(["ss", "-Htan", f"( dport = :{port} )"], check=True, capture_output=True, text=True).stdout
+    return {line.split()[3].rsplit(":", 1)[1] for line in out.splitlines() if line.strip()}
+
+
+def test_executor_keeps_its_connection_and_reconnects(tony):
+    """An executor's calls share one kept connection per thread (its
+    heartbeats, its watch long poll), not a new one per heartbeat; when its
+    connections are torn down (ss -K, as a coordinator dropping them would)
+    its next heartbeat opens a new one unasked: no heartbeat goes missing,
+    and the job runs to its end."""
+    if os.geteuid() != 0 or not shutil.which("ss"):
+        pytest.skip("ss -K (iproute2) as root tears the connections down")
+    r = tony.submit("--detach", "--executes", "sleep 9", "--conf", "tony.worker.instances=2",
+                    "--conf", "tony.task.heartbeat-interval-ms=200", "--conf", "tony.task.max-missed-heartbeats=5",
+                    *SMALL)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    wait_for(lambda: (job / "status.json").exists() and
+             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
+             what="tasks running")
+    port = int(json.loads((job / "am.json").read_text())["url"].rsplit(":", 1)[1])
+    before = client_ports(port)
+    time.sleep(2)  # 10 heartbeats of each task: 20 connections when each made its own
+    opened = client_ports(port) - before
+    assert len(opened) <= 2, f"{len(opened)} connections opened for 20 heartbeats"
+    before = client_ports(port)  # first: a heartbeat may reconnect at once
+    assert drop_connections(port) >= 2, "no connection of the executors to tear down"
+    time.sleep(2)
+    reopened = client_ports(port) - before
+    # each executor's heartbeats reconnected (once), and keep that connection
+    assert 2 <= len(reopened) <= 4, reopened
+    wait_for(lambda: json.loads((job / "status.json").read_text()).get("final_status") not in (None, "UNDEFINED"),
+             60, what="the job's end")
+    st = json.loads((job / "status.json").read_text())
+    assert st["final_status"] == "SUCCEEDED" and st["attempt"] == 0, st
+    assert "missed" not in (job / "am.log").read_text()

@@ -4,7 +4,9 @@
  * signed answer is taken; an unsigned one, or one signed with another key,
  * is refused with unsigned_answer set and no body or status left to act
  * on; a coordinator whose clock is 10 minutes ahead answers the first try
- * with its time, and the call goes through on the second. */
+ * with its time, and the call goes through on the second. Calls reuse one
+ * kept connection, and a connection the server closed while idle is
+ * replaced unasked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,16 +38,35 @@ static struct evhttp *http;
 static int port;
 static pthread_t thread;
 static int requests_seen;
+/* the client port of each request seen: one per connection the client made */
+#define MAX_PORTS 64
+static unsigned short client_ports[MAX_PORTS];
+static int nports;
+/* the server closes a connection idle this long (evhttp's timeout) */
+#define IDLE_CLOSE_S 1
+
+static void note_client_port(struct evhttp_request *req) {
+    char *addr = NULL;
+    ev_uint16_t p = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr, &p);
+    for (int i = 0; i < nports; i++)
+        if (client_ports[i] == p) return;
+    if (nports < MAX_PORTS) client_ports[nports++] = p;
+}
 
 static void handle(struct evhttp_request *req, void *arg) {
     (void)arg;
     const char *path = evhttp_request_get_uri(req);
     if (strcmp(path, "/quit") == 0) {
         tony_http_reply_json(req, 200, json_object());
-        event_base_loopbreak(base);
+        /* not at once: the answer is still to be written (the caller would
+         * wait for it to its timeout) */
+        struct timeval soon = {0, 50000};
+        event_base_loopexit(base, &soon);
         return;
     }
     requests_seen++;
+    note_client_port(req);
     tony_apiauth_key key, other;
     tony_apiauth_key_from_secret(SECRET, &key);
     tony_apiauth_key_from_secret("someone else", &other);
@@ -84,6 +105,7 @@ static int setup(void **state) {
     base = event_base_new();
     http = evhttp_new(base);
     evhttp_set_gencb(http, handle, NULL);
+    evhttp_set_timeout(http, IDLE_CLOSE_S);
     struct evhttp_bound_socket *s = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
     if (!s) return -1;
     struct sockaddr_storage ss;
@@ -160,11 +182,43 @@ static void test_clock_corrected_once(void **state) {
     tony_http_response_free(&r);
 }
 
+static void test_connection_kept(void **state) {
+    (void)state;
+    tony_http_response r;
+    tony_error err;
+    assert_int_equal(post("/signed", SECRET, &r, &err), 0); /* a new connection, or the kept one */
+    tony_http_response_free(&r);
+    int before = nports;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(post("/signed", SECRET, &r, &err), 0);
+        assert_int_equal(r.status, 200);
+        tony_http_response_free(&r);
+    }
+    assert_int_equal(nports, before); /* all five on the first call's connection */
+}
+
+static void test_reconnects_after_idle_close(void **state) {
+    (void)state;
+    tony_http_response r;
+    tony_error err;
+    assert_int_equal(post("/signed", SECRET, &r, &err), 0);
+    tony_http_response_free(&r);
+    int before = nports;
+    tony_sleep_ms(IDLE_CLOSE_S * 1000 + 700); /* the server closed the idle connection meanwhile */
+    assert_int_equal(post("/signed", SECRET, &r, &err), 0);
+    assert_int_equal(r.status, 200);
+    assert_false(r.unsigned_answer);
+    tony_http_response_free(&r);
+    assert_int_equal(nports, before + 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_signed_answer_taken),
         cmocka_unit_test(test_unsigned_answers_refused),
         cmocka_unit_test(test_clock_corrected_once),
+        cmocka_unit_test(test_connection_kept),
+        cmocka_unit_test(test_reconnects_after_idle_close),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
