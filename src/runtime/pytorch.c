@@ -125,23 +125,28 @@ static int pt_validate(const tony_plan *plan, tony_error *err) {
         const tony_role *r = &plan->roles[i];
         int n = nproc_of(r);
         if (n == 1) continue;
+        char *key = tony_sprintf(TONY_KEY_ROLE_NPROC_PER_NODE_FMT, r->name);
+        char *gpus_key = tony_sprintf(TONY_KEY_ROLE_GPUS_FMT, r->name);
+        int rc = 0;
         if (r->kind != TONY_ROLE_TRACKED)
-            return tony_err(err,
-                            "tony.%s.nproc-per-node is %d, but %s is %s: its tasks are not part of the torch world, "
-                            "so they run one process; unset tony.%s.nproc-per-node",
-                            r->name, n, r->name,
-                            r->kind == TONY_ROLE_SIDECAR ? "a sidecar (" TONY_KEY_APP_SIDECAR_JOBTYPES ")"
-                                                         : "untracked (" TONY_KEY_APP_UNTRACKED_JOBTYPES ")",
-                            r->name);
+            rc = tony_err(err,
+                          "%s is %d, but %s is %s: its tasks are not part of the torch world, "
+                          "so they run one process; unset %s",
+                          key, n, r->name,
+                          r->kind == TONY_ROLE_SIDECAR ? "a sidecar (" TONY_KEY_APP_SIDECAR_JOBTYPES ")"
+                                                       : "untracked (" TONY_KEY_APP_UNTRACKED_JOBTYPES ")",
+                          key);
         /* Every process of a task sees all of the task's GPUs and takes
          * cuda:LOCAL_RANK, as under torchrun: more processes than GPUs
          * would have the last ones ask for a device that is not there. */
-        if (r->gpus > 0 && n > r->gpus)
-            return tony_err(err,
-                            "tony.%s.nproc-per-node (%d) is more than tony.%s.gpus (%d): each process of a task "
-                            "takes its own GPU (cuda:LOCAL_RANK); raise tony.%s.gpus to %d or lower "
-                            "tony.%s.nproc-per-node",
-                            r->name, n, r->name, r->gpus, r->name, n, r->name);
+        else if (r->gpus > 0 && n > r->gpus)
+            rc = tony_err(err,
+                          "%s (%d) is more than %s (%d): each process of a task "
+                          "takes its own GPU (cuda:LOCAL_RANK); raise %s to %d or lower %s",
+                          key, n, gpus_key, r->gpus, gpus_key, n, key);
+        free(key);
+        free(gpus_key);
+        if (rc < 0) return rc;
     }
     return 0;
 }
