@@ -242,6 +242,17 @@ def test_scale_shrinks_and_grows_a_running_job(tony):
     for i in range(3):
         says(job, 2, i, f"world 2 rank {i} of 3")
     assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    # a change of the world is no failure: each attempt ended RESIZED, in
+    # the job's JSON, the RESTART events (history) and `tony history`
+    st = wait_for(lambda: (lambda s: s if len(s.get("attempts", [])) == 2 else None)(
+        json.loads((job / "status.json").read_text())), 30, what="two ended attempts in status.json")
+    assert st["attempts"] == [{"attempt": 0, "end": "RESIZED"}, {"attempt": 1, "end": "RESIZED"}], st["attempts"]
+    assert not [r for t in st["tasks"] for r in t["runs"] if r["state"] == "FAILED"], st["tasks"]
+    restarts = [e for e in events_of(tony.home) if e["type"] == "RESTART"]
+    assert [e["end"] for e in restarts] == ["RESIZED", "RESIZED"], restarts
+    assert not any("failed" in e["text"] for e in restarts), restarts
+    h = tony.run("history", job.name)
+    assert h.rc == 0 and "attempt 0 ended for a change of the world" in h.out and "attempt 0 failed" not in h.out, h
     assert tony.run("kill", str(job)).rc == 0
 
 
@@ -278,6 +289,10 @@ def test_a_lost_worker_grows_back_when_its_container_can_start_again(tony):
     for i in range(3):
         says(job, 2, i, f"world 2 rank {i} of 3")
     assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    # the lost task failed; the attempt it ended was resized, not failed
+    st = json.loads((job / "status.json").read_text())
+    assert st["attempts"][0] == {"attempt": 0, "end": "RESIZED"}, st["attempts"]
+    assert st["tasks"][2]["runs"][0]["state"] == "FAILED", st["tasks"][2]
     assert tony.run("kill", str(job)).rc == 0
 
 
