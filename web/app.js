@@ -148,9 +148,9 @@ function renderJob(job) {
   // restarts after a failure, apart from an elastic world's changes (RESIZED: nothing failed)
   const ends = (job.attempts || []).filter((a) => a.attempt < job.attempt);
   const resized = ends.filter((a) => a.end === "RESIZED").length;
-  const failed = job.attempt - resized;
+  const retried = job.attempt - resized;
   const parts = [];
-  if (failed > 0) parts.push(`${failed} restart${failed > 1 ? "s" : ""}`);
+  if (retried > 0) parts.push(`${retried} restart${retried > 1 ? "s" : ""}`);
   if (resized > 0) parts.push(`${resized} world change${resized > 1 ? "s" : ""}`);
   const restarts = parts.length ? ` (${parts.join(", ")})` : "";
   setText($("attempt"), `${job.attempt}${restarts}` + (job.retries_left != null ? `, ${job.retries_left} left` : ""));

@@ -127,7 +127,7 @@ function lineChart(title, t, series, fmt, ref) {
 // plan's size) or the largest value. Its figure carries the steps in
 // data-steps ("size,size,...") for people's tools and tests.
 function stepChart(title, t, values, tEnd, ymax) {
-  const W = 720, H = 120, L = 40, R = 8, T = 22, B = 22;
+  const W = 720, H = 130, L = 40, R = 8, T = 32, B = 22;
   const fig = document.createElement("figure");
   fig.className = "plot plot-wide";
   fig.dataset.title = title;

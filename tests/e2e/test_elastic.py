@@ -7,12 +7,14 @@ import json
 import os
 import re
 import signal
+import subprocess
 
 import pytest
 
 from conftest import call, wait_for
 from test_faults import executor_of
 from test_ml import TORCH_PY
+from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools, page_link  # noqa: F401 (a fixture)
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
@@ -253,6 +255,26 @@ def test_scale_shrinks_and_grows_a_running_job(tony):
     assert not any("failed" in e["text"] for e in restarts), restarts
     h = tony.run("history", job.name)
     assert h.rc == 0 and "attempt 0 ended for a change of the world" in h.out and "attempt 0 failed" not in h.out, h
+    assert tony.run("kill", str(job)).rc == 0
+
+
+def test_the_page_plots_the_world_size_after_a_scale(tony, browser_tools):
+    """The page's timeline plots the world's size over time as steps: 3
+    (the plan) then 2 after `tony scale worker=2`; its summary counts one
+    world change and no restart. In Chromium (tests/browser/world_plot.mjs)."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    assert tony.run("scale", str(job), "worker=2").rc == 0
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    url = json.loads((job / "am.json").read_text())["url"]
+    cfg = {"url": page_link(url, job), "app_id": job.name, "steps": "3,2", "chromium": CHROMIUM,
+           "artifacts": str(ARTIFACTS)}
+    p = subprocess.run([browser_tools, str(BROWSER_DIR / "world_plot.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
     assert tony.run("kill", str(job)).rc == 0
 
 
