@@ -88,7 +88,16 @@ print(f"world {os.environ['TONY_WORLD_VERSION']} rank {rank} of {size} env {os.e
       f"{os.environ['WORLD_SIZE']} task {os.environ['TONY_TASK_ID']} from step {step}", flush=True)
 w = torch.arange(8.0)
 steps = int(sys.argv[1])
-while step < steps:
+# ELASTIC_STOP: a file whose appearance ends the training (every rank agrees
+# on it through an all-reduce, so none waits on a peer that stopped)
+stop = os.environ.get("ELASTIC_STOP")
+def stopping():
+    if not stop:
+        return False
+    flag = torch.tensor([1 if os.path.exists(stop) else 0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+while step < steps and not stopping():
     g = torch.Generator().manual_seed(step * 100 + rank)
     x = torch.randn(32, 8, generator=g)
     loss = ((ddp(x).squeeze(1) - x @ w) ** 2).mean()
