@@ -8,7 +8,8 @@ workers starts with the 3 the cluster has room for, grows to 4 once the
 sleeper is killed, and goes on with 3 when a worker's container is killed
 while another application waits for the room it frees; each world's ranks
 report their loss. Two elastic jobs that together need more than the
-cluster both finish."""
+cluster both finish; the same two without elasticity wait for each other
+until tony.container.allocation.timeout fails them."""
 import json
 import os
 import re
@@ -89,7 +90,7 @@ def world_sizes(y, app_id):
     return [int(n) for n in re.findall(r"; world \d+ is (\d+) task\(s\)", y.am_log(app_id))]
 
 
-def submit_elastic(y, tmp_path, name, workers, min_workers, steps, stop=None):
+def submit_elastic(y, tmp_path, name, workers, min_workers, steps, *extra, stop=None, queue="default"):
     src = tmp_path / f"src-{name}"
     src.mkdir()
     (src / "elastic_ddp.py").write_text(DDP_SCRIPT)
@@ -103,7 +104,8 @@ def submit_elastic(y, tmp_path, name, workers, min_workers, steps, stop=None):
                         "--conf", f"tony.application.elastic-settle-ms={SETTLE_MS}",
                         "--conf", f"tony.worker.memory={MB}m", "--conf", f"tony.am.memory={MB}m",
                         "--conf", "tony.application.restart-mode=in-place",
-                        "--conf", f"tony.application.shared-dir={shared}")
+                        "--conf", f"tony.application.shared-dir={shared}", "--conf", f"tony.yarn.queue={queue}",
+                        *extra)
 
 
 def test_ddp_starts_with_3_grows_to_4_and_goes_on_with_3_on_a_full_cluster(eyarn, tmp_path):
@@ -166,3 +168,58 @@ def test_ddp_starts_with_3_grows_to_4_and_goes_on_with_3_on_a_full_cluster(eyarn
     for i in (0, 2, 3):
         assert re.search(r"done rank \d of 3 loss [\d.]+", y.task_log(app, "worker", i)), i
 
+
+
+def submit_pair(y, tmp_path, tag, min_workers, *extra):
+    """Two DDP jobs of 3 workers (each min_workers at least), one in each
+    queue, so that the scheduler shares the room between them: together
+    they need 8 containers where the cluster has 5. Their processes and
+    app ids."""
+    procs, apps = [], []
+    for queue in ("default", "ml"):
+        before = set(y.app_ids())
+        p = submit_elastic(y, tmp_path, f"{tag}-{queue}", 3, min_workers, 40, *extra, queue=queue)
+        procs.append(p)
+        apps.append(wait_for(lambda: next(iter(set(y.app_ids()) - before), None), 90, what=f"{tag}-{queue}'s app id"))
+    return procs, apps
+
+
+def final_of(y, app_id):
+    return json.loads((y.tony.home / "jobs" / app_id / "status.json").read_text())
+
+
+def test_two_elastic_jobs_that_need_more_than_the_cluster_both_finish(eyarn, tmp_path):
+    """min=1: each starts with what it got (no gang of 3 to wait for), and
+    the one that finishes first leaves its room to the other."""
+    y = eyarn
+    procs, apps = submit_pair(y, tmp_path, "elastic", 1)
+    for p in procs:
+        out, err = p.communicate(timeout=400)
+        assert p.returncode == 0, out + err
+    for app in apps:
+        st = final_of(y, app)
+        assert st["final_status"] == "SUCCEEDED", st
+        done = [i for i in range(3) if re.search(r"done rank \d of \d loss", log_of(y, app, i))]
+        assert done, (app, [log_of(y, app, i)[-500:] for i in range(3)])
+
+
+def test_two_rigid_jobs_that_need_more_than_the_cluster(eyarn, tmp_path):
+    """The same two jobs without elasticity (min = max = 3): the scheduler
+    shares the 3 workers' room between them, so neither gang is whole and
+    both wait, as TonY's jobs do (without a timeout, forever).
+    tony.container.allocation.timeout (here 45 s) ends that wait: a job
+    still missing a worker then fails naming the timeout; the other fails
+    the same way, or (when its own timeout comes later than the first's
+    end frees its room) trains and succeeds. Both have never succeeded:
+    one at least fails on the timeout (in the runs made: both)."""
+    y = eyarn
+    procs, apps = submit_pair(y, tmp_path, "rigid", 3, "--conf", "tony.container.allocation.timeout=45000")
+    outcomes = []
+    for p, app in zip(procs, apps):
+        out, err = p.communicate(timeout=400)
+        st = final_of(y, app)
+        outcomes.append((p.returncode, st["final_status"], st.get("diagnostics", "")))
+    timed_out = [o for o in outcomes if o[1] == "FAILED" and "registration timeout" in o[2]
+                 and "tony.container.allocation.timeout" in o[2]]
+    assert timed_out, outcomes
+    assert all(o in timed_out or (o[0] == 0 and o[1] == "SUCCEEDED") for o in outcomes), outcomes
