@@ -31,6 +31,7 @@ const ui = {
   localSeq: 0,
   seenStates: new Map(),
   metricsBusy: false,
+  world: new Map(),   // elastic jobs: world version -> {t_ms, size}, from WORLD_CHANGED events (or seen by polls)
 };
 
 // ---------- formatting ----------
@@ -144,7 +145,14 @@ function renderJob(job) {
   setText(fs, showFinal ? job.final_status : "");
   fs.hidden = !showFinal;
   fs.className = "badge " + stateClass(job.final_status);
-  const restarts = job.attempt > 0 ? ` (${job.attempt} restart${job.attempt > 1 ? "s" : ""})` : "";
+  // restarts after a failure, apart from an elastic world's changes (RESIZED: nothing failed)
+  const ends = (job.attempts || []).filter((a) => a.attempt < job.attempt);
+  const resized = ends.filter((a) => a.end === "RESIZED").length;
+  const retried = job.attempt - resized;
+  const parts = [];
+  if (retried > 0) parts.push(`${retried} restart${retried > 1 ? "s" : ""}`);
+  if (resized > 0) parts.push(`${resized} world change${resized > 1 ? "s" : ""}`);
+  const restarts = parts.length ? ` (${parts.join(", ")})` : "";
   setText($("attempt"), `${job.attempt}${restarts}` + (job.retries_left != null ? `, ${job.retries_left} left` : ""));
   // an elastic job's world: its version and size, each role's count of its bounds
   $("world-box").hidden = !job.world;
@@ -153,6 +161,7 @@ function renderJob(job) {
       `${r} ${w.in} of ${w.min}..${w.max}` + (w.target !== w.max ? ` (scaled to ${w.target})` : ""));
     setText($("world"), `${job.world.size} task(s), version ${job.world.version}: ${roles.join(", ")}`);
   }
+  renderWorldPlot(job);
   setText($("started"), fmtTime(job.started_ms));
   setText($("backend"), job.backend || "–");
   // the framework as the user set it: a default says so
@@ -623,6 +632,37 @@ function renderPlots(m, row) {
 
 // ---------- the timeline ----------
 
+// An elastic job's world size over time, as a step plot above the events:
+// version 0 is every task of the plan (each role's max) from the job's
+// start; each WORLD_CHANGED event (its t_ms and world_size) a step. A
+// change the page saw only through the job's JSON (no event log, or its
+// event not read yet) steps at the time the page saw it.
+function renderWorldPlot(job) {
+  const box = $("world-plot");
+  if (!job.world) { box.hidden = true; return; }
+  if (!ui.world.has(0)) {
+    const max = Object.values(job.world.roles || {}).reduce((n, r) => n + (r.max || 0), 0);
+    ui.world.set(0, { t_ms: job.started_ms || Date.now(), size: max });
+  }
+  if (!ui.world.has(job.world.version)) ui.world.set(job.world.version, { t_ms: Date.now(), size: job.world.size, seen: true });
+  const pts = [...ui.world.entries()].sort((a, b) => a[0] - b[0]).map(([, p]) => p);
+  const end = job.finished_ms || Date.now();
+  const sig = pts.map((p) => `${p.t_ms}:${p.size}`).join(",") + "/" + Math.floor(end / 5000);
+  if (box.dataset.sig === sig) return;
+  box.dataset.sig = sig;
+  const max = Object.values(job.world.roles || {}).reduce((n, r) => n + (r.max || 0), 0);
+  box.replaceChildren(stepChart("World size (tasks)", pts.map((p) => p.t_ms), pts.map((p) => p.size), end, max));
+  box.hidden = false;
+}
+
+function noteWorldEvent(e) {
+  if (e.type !== "WORLD_CHANGED" || typeof e.world_version !== "number") return;
+  const p = ui.world.get(e.world_version);
+  // the event's own time wins over when a poll happened to see the change
+  if (!p || p.seen) ui.world.set(e.world_version, { t_ms: e.t_ms, size: e.world_size });
+  if (ui.job) renderWorldPlot(ui.job);
+}
+
 async function pollEvents() {
   if (ui.serverEvents === false || ui.gone) return;
   try {
@@ -640,7 +680,7 @@ async function pollEvents() {
       ui.serverEvents = true;
       $("events").replaceChildren(); // the server's log replaces what the page noted
     }
-    for (const e of d.events || []) addEvent(e);
+    for (const e of d.events || []) { addEvent(e); noteWorldEvent(e); }
     if (typeof d.next === "number") ui.eventsSince = d.next;
   } catch (e) {
     // gone: the job poll reports it

@@ -121,3 +121,38 @@ function lineChart(title, t, series, fmt, ref) {
   fig.append(svg, cap);
   return fig;
 }
+
+// A step chart (an elastic job's world size over time): values[i] holds
+// from t[i] until t[i+1], the last one until tEnd; y from 0 to ymax (the
+// plan's size) or the largest value. Its figure carries the steps in
+// data-steps ("size,size,...") for people's tools and tests.
+function stepChart(title, t, values, tEnd, ymax) {
+  const W = 720, H = 130, L = 40, R = 8, T = 32, B = 22;
+  const fig = document.createElement("figure");
+  fig.className = "plot plot-wide";
+  fig.dataset.title = title;
+  fig.dataset.steps = values.join(",");
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
+  const top = Math.max(ymax || 0, ...values, 1);
+  const t0 = t[0], t1 = Math.max(tEnd, t[t.length - 1], t0 + 1);
+  const x = (v) => L + ((v - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / top) * (H - T - B);
+  svg.append(svgEl("text", { x: 4, y: 14, class: "p-title" }, title));
+  for (const v of [0, top]) {
+    svg.append(svgEl("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "p-grid" }));
+    svg.append(svgEl("text", { x: L - 4, y: y(v) + 4, class: "p-axis", "text-anchor": "end" }, String(v)));
+  }
+  svg.append(svgEl("text", { x: L, y: H - 6, class: "p-axis" }, "0s"));
+  svg.append(svgEl("text", { x: W - R, y: H - 6, class: "p-axis", "text-anchor": "end" }, fmtDuration(t1 - t0)));
+  let d = "";
+  values.forEach((v, i) => {
+    const xa = x(t[i]).toFixed(1), xb = x(i + 1 < t.length ? t[i + 1] : t1).toFixed(1), ya = y(v).toFixed(1);
+    d += `${i ? "L" : "M"}${xa},${ya}L${xb},${ya}`;
+    svg.append(svgEl("text", { x: Number(xa) + 2, y: Number(ya) - 3, class: "p-axis" }, String(v)));
+  });
+  svg.append(svgEl("path", { d, class: "p-line s-world" }));
+  const cap = document.createElement("figcaption");
+  cap.textContent = `now ${values[values.length - 1]}, ${values.length - 1} change${values.length === 2 ? "" : "s"}`;
+  fig.append(svg, cap);
+  return fig;
+}

@@ -179,8 +179,12 @@ static void exclude_node(tony_am *am, const am_action *a) {
 static void restart(tony_am *am) {
     am_job *j = &am->fsm.job;
     am_record_restart(am);
-    tony_warn("attempt %d failed: %s -- restarting the job (%d restart(s) left)", j->attempt,
-              j->attempt_diagnostics ? j->attempt_diagnostics : "", am->fsm.retries_left);
+    if (am->fsm.attempt_end == AM_END_RESIZED)
+        tony_info("attempt %d ended for a change of the world: %s -- its tasks restart in place", j->attempt,
+                  j->attempt_diagnostics ? j->attempt_diagnostics : "");
+    else
+        tony_warn("attempt %d failed: %s -- restarting the job (%d restart(s) left)", j->attempt,
+                  j->attempt_diagnostics ? j->attempt_diagnostics : "", am->fsm.retries_left);
     am_fsm_next_attempt(&am->fsm, am_now_ms(), &am->pending);
     attempt_started(am);
     /* kept containers' executors already asked to join this attempt */

@@ -49,6 +49,17 @@ const char *am_final_status_name(am_final_status s) {
     }
 }
 
+const char *am_attempt_end_name(am_attempt_end e) {
+    switch (e) {
+    case AM_END_SUCCEEDED: return JOB_END_SUCCEEDED;
+    case AM_END_FAILED: return JOB_END_FAILED;
+    case AM_END_KILLED: return JOB_END_KILLED;
+    case AM_END_RESIZED: return JOB_END_RESIZED;
+    case AM_END_NONE: break;
+    }
+    return NULL;
+}
+
 void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, long long now_ms) {
     memset(f, 0, sizeof *f);
     am_job_init(&f->job, plan);
@@ -68,6 +79,7 @@ void am_fsm_free(am_fsm *f) {
     free(f->permanent);
     free(f->world_note);
     free(f->world_target);
+    free(f->ends);
     am_cause_free(&f->root_cause);
     am_exclusion_free(&f->exclusion);
     memset(f, 0, sizeof *f);
@@ -173,6 +185,12 @@ static void finish(am_fsm *f, am_final_status status, const char *diag, long lon
     free(f->diagnostics);
     f->diagnostics = tony_strdup(diag ? diag : "");
     f->finished_ms = now_ms;
+    /* the last attempt's end, unless a failure already decided it (a job
+     * killed while waiting to restart: its last attempt failed) */
+    if (f->attempt_end == AM_END_NONE)
+        f->attempt_end = status == AM_FINAL_SUCCEEDED ? AM_END_SUCCEEDED
+                         : status == AM_FINAL_KILLED  ? AM_END_KILLED
+                                                      : AM_END_FAILED;
     /* executors still polling at the barrier learn that it is over */
     emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     emit(out, AM_ACT_FINISH, NULL, 0, NULL);
@@ -560,6 +578,9 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     }
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
     if (f->reworld || world_loss(f)) {
+        /* a change of the world's membership, not a failure (a lost task's
+         * own end stays FAILED) */
+        f->attempt_end = AM_END_RESIZED;
         char *d = f->reworld ? tony_strdup(j->attempt_diagnostics ? j->attempt_diagnostics : "") : tony_sprintf("%s\nThe job is elastic and %s keeps its minimum of %d without %s:%d: it goes on in "
                                "place, waiting up to %lld ms for a replacement (tony.application.elastic-settle-ms)",
                                j->attempt_diagnostics ? j->attempt_diagnostics : "", j->first_failed->role->name,
@@ -573,6 +594,7 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
         after_failure(f, now_ms, out);
         return;
     }
+    f->attempt_end = AM_END_FAILED;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
@@ -861,6 +883,17 @@ void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     f->restarting = false;
     f->recover_failed = false;
     f->reworld = false;
+    /* the ending attempt's end, kept by its number */
+    int a = f->job.attempt;
+    if (a >= 0) {
+        if (a >= f->nends) {
+            f->ends = tony_xrealloc(f->ends, (size_t)(a + 1) * sizeof *f->ends);
+            for (int k = f->nends; k <= a; k++) f->ends[k] = AM_END_NONE;
+            f->nends = a + 1;
+        }
+        f->ends[a] = f->attempt_end;
+    }
+    f->attempt_end = AM_END_NONE;
     f->grow_at_ms = 0;
     free(f->permanent);
     f->permanent = NULL;

@@ -59,6 +59,21 @@ typedef enum {
                             containers of the last coordinator that no task claimed are to be stopped */
 } am_action_kind;
 
+/* How an attempt ended, for people (the job JSON's attempts, the RESTART
+ * event, history): an elastic world's change of membership ends the
+ * attempt to restart its tasks in place, which is not a failure. */
+typedef enum {
+    AM_END_NONE,      /* not decided yet */
+    AM_END_SUCCEEDED, /* the job's tracked tasks succeeded */
+    AM_END_FAILED,    /* a failure, judged by the restart policy */
+    AM_END_KILLED,    /* by the user */
+    AM_END_RESIZED,   /* the world changed: tasks joined (grown back, tony scale up), left (tony scale down),
+                         or one was lost while its role keeps its minimum (its own end stays FAILED) */
+} am_attempt_end;
+
+/* The job JSON's word for it (common/jobjson.h's JOB_END_*); NULL for AM_END_NONE. */
+const char *am_attempt_end_name(am_attempt_end e);
+
 typedef struct am_action {
     am_action_kind kind;
     am_task *task;
@@ -133,6 +148,13 @@ typedef struct am_fsm {
     int *world_target;      /* per role, in plan order */
     long long grow_at_ms;   /* 0: no task waits to join */
     bool reworld;           /* the attempt ends because the world changes (grow, or scale) */
+    /* How the current attempt ended, once decided (after its containers
+     * settled: the restart, or the job's end); and each earlier one's,
+     * indexed by attempt number (AM_END_NONE for one this coordinator did
+     * not see: a lost coordinator's). */
+    am_attempt_end attempt_end;
+    am_attempt_end *ends;
+    int nends;
 } am_fsm;
 
 #define AM_FSM_REJOIN_MAX_SHIFT 4

@@ -256,8 +256,9 @@ static void write_metrics(tony_am *am) {
         json_array_append_new(tasks, o);
     }
     json_array_append_new(json_object_get(root, JOB_HIST_ATTEMPTS),
-                          json_pack("{s:i,s:I,s:o}", JOB_HIST_ATTEMPT, am->fsm.job.attempt, JOB_HIST_INTERVAL_MS,
-                                    (json_int_t)am->plan.metrics_interval_ms, JOB_HIST_TASKS, tasks));
+                          json_pack("{s:i,s:I,s:o,s:s?}", JOB_HIST_ATTEMPT, am->fsm.job.attempt, JOB_HIST_INTERVAL_MS,
+                                    (json_int_t)am->plan.metrics_interval_ms, JOB_HIST_TASKS, tasks, JOB_ATT_END,
+                                    am_attempt_end_name(am->fsm.attempt_end)));
     char *text = json_dumps(root, JSON_COMPACT);
     tony_error err;
     if (tony_write_file(path, text, strlen(text), 0640, &err)) {
@@ -273,9 +274,19 @@ void am_record_restart(tony_am *am) {
     if (!am->events) return;
     write_metrics(am);
     if (am->history) am_history_sync(am->history);
-    am_events_add(am->events, wall_now(am), "RESTART", NULL, am->fsm.job.attempt,
-                  "attempt %d failed (%s); restarting the job, %d restart(s) left", am->fsm.job.attempt,
-                  am->fsm.job.attempt_diagnostics ? am->fsm.job.attempt_diagnostics : "", am->fsm.retries_left);
+    const am_fsm *f = &am->fsm;
+    const char *diag = f->job.attempt_diagnostics ? f->job.attempt_diagnostics : "";
+    json_t *data = json_pack("{s:s}", JOB_ATT_END, am_attempt_end_name(f->attempt_end));
+    /* an elastic world's change restarts in place on the world's account:
+     * no failure, no restart spent */
+    if (f->attempt_end == AM_END_RESIZED)
+        am_events_add_data(am->events, wall_now(am), "RESTART", NULL, f->job.attempt, data,
+                           "attempt %d ended for a change of the world (%s); its tasks restart in place, no restart "
+                           "spent (%d left)", f->job.attempt, diag, f->retries_left);
+    else
+        am_events_add_data(am->events, wall_now(am), "RESTART", NULL, f->job.attempt, data,
+                           "attempt %d failed (%s); restarting the job, %d restart(s) left", f->job.attempt, diag,
+                           f->retries_left);
 }
 
 void am_record_node_excluded(tony_am *am, const am_task *t, const am_excluded_node *e) {

@@ -180,6 +180,19 @@ static json_t *world_json(const tony_am *am) {
                      roles);
 }
 
+/* The attempts that ended, oldest first, with how (fsm.h's am_attempt_end):
+ * an elastic world's change is RESIZED, not FAILED. The current attempt
+ * is in once its end is decided. */
+static json_t *attempts_json(const am_fsm *f) {
+    json_t *a = json_array();
+    for (int k = 0; k <= f->job.attempt; k++) {
+        am_attempt_end e = k == f->job.attempt ? f->attempt_end : k < f->nends ? f->ends[k] : AM_END_NONE;
+        if (e != AM_END_NONE)
+            json_array_append_new(a, json_pack("{s:i,s:s}", JOB_ATT_ATTEMPT, k, JOB_ATT_END, am_attempt_end_name(e)));
+    }
+    return a;
+}
+
 json_t *am_job_json(const tony_am *am) {
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
@@ -208,6 +221,7 @@ json_t *am_job_json(const tony_am *am) {
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
     if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
     json_object_set_new(o, JOB_TASKS, tasks);
+    json_object_set_new(o, JOB_ATTEMPTS, attempts_json(&am->fsm));
     json_object_set_new(o, JOB_EXCLUDED_NODES, excluded_nodes_json(am));
     if (am->plan.elastic) json_object_set_new(o, JOB_WORLD, world_json(am));
     /* this coordinator replaced a lost one (fsm.h, am_fsm_recover) */

@@ -288,8 +288,18 @@ static void note_events(tony_follow *f, const json_t *job, tony_buf *msgs) {
         for (size_t n = 0; n < f->told.len && !said; n++) said = tony_str_ends_with(f->told.items[n], suffix);
         free(suffix);
         const char *why = said || a != f->attempt ? NULL : f->attempt_diag;
-        tony_buf_printf(msgs, "tony: attempt %lld failed%s%s; restarting the job: attempt %lld", a, why ? ": " : "",
-                        why ? why : "", a + 1);
+        /* an elastic world's change ends an attempt without a failure */
+        const char *end = "";
+        json_t *e;
+        size_t n;
+        json_array_foreach(json_object_get(job, JOB_ATTEMPTS), n, e)
+            if (json_integer_value(json_object_get(e, JOB_ATT_ATTEMPT)) == a) end = str(e, JOB_ATT_END);
+        if (strcmp(end, JOB_END_RESIZED) == 0)
+            tony_buf_printf(msgs, "tony: attempt %lld ended for a change of the world%s%s; its tasks restart in place: "
+                            "attempt %lld", a, why ? ": " : "", why ? why : "", a + 1);
+        else
+            tony_buf_printf(msgs, "tony: attempt %lld failed%s%s; restarting the job: attempt %lld", a, why ? ": " : "",
+                            why ? why : "", a + 1);
         long long left = json_integer_value(json_object_get(job, JOB_RETRIES_LEFT));
         if (a + 1 == attempt) tony_buf_printf(msgs, " (%lld restart%s left)", left, left == 1 ? "" : "s");
         tony_buf_puts(msgs, "\n");

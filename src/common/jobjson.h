@@ -43,6 +43,7 @@
 #define JOB_TENSORBOARD_TASK "tensorboard_task" /* "role:index" of the task serving it */
 #define JOB_TENSORBOARD_PROXY_URL "tensorboard_proxy_url" /* added by YARN's client: through the RM's proxy */
 #define JOB_ADVICE "advice"             /* [{JOB_ADVICE_*}]: right-sizing, once the job is over */
+#define JOB_ATTEMPTS "attempts"         /* [{JOB_ATT_*}]: the attempts that ended, oldest first */
 #define JOB_WORLD "world"               /* elastic jobs only (docs/elastic.md): {JOB_WORLD_*} */
 #define JOB_HISTORY_DIR "history_dir"
 #define JOB_HISTORY_FILE "history_file"
@@ -89,6 +90,10 @@
 #define JOB_WORLD_ROLE_MIN "min"
 #define JOB_WORLD_ROLE_MAX "max"
 #define JOB_WORLD_ROLE_TARGET "target"
+/* An attempt that ended (JOB_ATTEMPTS; metrics.json's attempts carry
+ * JOB_ATT_END too): its number and how it ended (JOB_END_*). */
+#define JOB_ATT_ATTEMPT "attempt"
+#define JOB_ATT_END "end"
 /* The role of a single-node job's one task. */
 #define JOB_SINGLE_NODE_ROLE "am"
 
@@ -186,6 +191,12 @@
 #define JOB_FINAL_STATUS_FAILED "FAILED"
 #define JOB_FINAL_STATUS_KILLED "KILLED"
 #define JOB_FINAL_STATUS_UNDEFINED "UNDEFINED"
+
+/* Words of an attempt's "end" (am/fsm.h's am_attempt_end). */
+#define JOB_END_SUCCEEDED "SUCCEEDED"
+#define JOB_END_FAILED "FAILED"
+#define JOB_END_KILLED "KILLED"
+#define JOB_END_RESIZED "RESIZED" /* an elastic world's membership changed: its tasks restarted in place */
 
 /* Words of a task's "state" (TonY's TaskStatus). */
 #define JOB_TASK_STATE_NEW "NEW"

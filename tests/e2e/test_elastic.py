@@ -7,12 +7,14 @@ import json
 import os
 import re
 import signal
+import subprocess
 
 import pytest
 
 from conftest import call, wait_for
 from test_faults import executor_of
 from test_ml import TORCH_PY
+from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools, page_link  # noqa: F401 (a fixture)
 
 SMALL = ["--conf", "tony.worker.memory=256m"]
 
@@ -86,7 +88,16 @@ print(f"world {os.environ['TONY_WORLD_VERSION']} rank {rank} of {size} env {os.e
       f"{os.environ['WORLD_SIZE']} task {os.environ['TONY_TASK_ID']} from step {step}", flush=True)
 w = torch.arange(8.0)
 steps = int(sys.argv[1])
-while step < steps:
+# ELASTIC_STOP: a file whose appearance ends the training (every rank agrees
+# on it through an all-reduce, so none waits on a peer that stopped)
+stop = os.environ.get("ELASTIC_STOP")
+def stopping():
+    if not stop:
+        return False
+    flag = torch.tensor([1 if os.path.exists(stop) else 0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+while step < steps and not stopping():
     g = torch.Generator().manual_seed(step * 100 + rank)
     x = torch.randn(32, 8, generator=g)
     loss = ((ddp(x).squeeze(1) - x @ w) ** 2).mean()
@@ -242,6 +253,37 @@ def test_scale_shrinks_and_grows_a_running_job(tony):
     for i in range(3):
         says(job, 2, i, f"world 2 rank {i} of 3")
     assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    # a change of the world is no failure: each attempt ended RESIZED, in
+    # the job's JSON, the RESTART events (history) and `tony history`
+    st = wait_for(lambda: (lambda s: s if len(s.get("attempts", [])) == 2 else None)(
+        json.loads((job / "status.json").read_text())), 30, what="two ended attempts in status.json")
+    assert st["attempts"] == [{"attempt": 0, "end": "RESIZED"}, {"attempt": 1, "end": "RESIZED"}], st["attempts"]
+    assert not [r for t in st["tasks"] for r in t["runs"] if r["state"] == "FAILED"], st["tasks"]
+    restarts = [e for e in events_of(tony.home) if e["type"] == "RESTART"]
+    assert [e["end"] for e in restarts] == ["RESIZED", "RESIZED"], restarts
+    assert not any("failed" in e["text"] for e in restarts), restarts
+    h = tony.run("history", job.name)
+    assert h.rc == 0 and "attempt 0 ended for a change of the world" in h.out and "attempt 0 failed" not in h.out, h
+    assert tony.run("kill", str(job)).rc == 0
+
+
+def test_the_page_plots_the_world_size_after_a_scale(tony, browser_tools):
+    """The page's timeline plots the world's size over time as steps: 3
+    (the plan) then 2 after `tony scale worker=2`; its summary counts one
+    world change and no restart. In Chromium (tests/browser/world_plot.mjs)."""
+    r = tony.submit("--detach", "--executes", WORLD_CMD, *ELASTIC3)
+    assert r.rc == 0, r
+    job = r.job_dir()
+    for i in range(3):
+        says(job, 0, i, f"world 0 rank {i} of 3")
+    assert tony.run("scale", str(job), "worker=2").rc == 0
+    says(job, 1, 0, "world 1 rank 0 of 2")
+    url = json.loads((job / "am.json").read_text())["url"]
+    cfg = {"url": page_link(url, job), "app_id": job.name, "steps": "3,2", "chromium": CHROMIUM,
+           "artifacts": str(ARTIFACTS)}
+    p = subprocess.run([browser_tools, str(BROWSER_DIR / "world_plot.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, f"browser check failed (screenshots in {ARTIFACTS}):\n{p.stderr}\n{p.stdout}"
     assert tony.run("kill", str(job)).rc == 0
 
 
@@ -278,6 +320,10 @@ def test_a_lost_worker_grows_back_when_its_container_can_start_again(tony):
     for i in range(3):
         says(job, 2, i, f"world 2 rank {i} of 3")
     assert world_events(tony.home) == [(2, ["worker:2"]), (3, [])]
+    # the lost task failed; the attempt it ended was resized, not failed
+    st = json.loads((job / "status.json").read_text())
+    assert st["attempts"][0] == {"attempt": 0, "end": "RESIZED"}, st["attempts"]
+    assert st["tasks"][2]["runs"][0]["state"] == "FAILED", st["tasks"][2]
     assert tony.run("kill", str(job)).rc == 0
 
 

@@ -65,7 +65,15 @@ static void lose(fixture *f, int lost) {
     }
     assert_int_equal(count(f, AM_ACT_RESTART), 1);
     assert_int_equal(f->fsm.retries_left, 0); /* tony.am.retry-count is 0 and stays so */
+    /* the lost task failed; the attempt ended for the world's change, not a failure */
+    assert_int_equal(task(f, "worker", lost)->state, AM_TASK_FAILED);
+    assert_int_equal(f->fsm.attempt_end, AM_END_RESIZED);
+    assert_string_equal(am_attempt_end_name(f->fsm.attempt_end), "RESIZED");
+    int ended = f->job->attempt;
     am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(f->fsm.attempt_end, AM_END_NONE);
+    assert_true(f->fsm.nends > ended);
+    assert_int_equal(f->fsm.ends[ended], AM_END_RESIZED);
     assert_int_equal(count(f, AM_ACT_REQUEST), 1); /* the replacement, alone */
     assert_ptr_equal(f->out.items[0].task, task(f, "worker", lost));
     for (int i = 0; i < 3; i++)
@@ -218,6 +226,7 @@ static void test_at_the_minimum_the_policy_decides(void **state) {
     am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 1710, fresh(f));
     assert_int_equal(f->fsm.state, AM_JOB_DONE);
     assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+    assert_int_equal(f->fsm.attempt_end, AM_END_FAILED); /* below the minimum: a failure */
     destroy(f);
 
     f = make(ELASTIC);
@@ -287,7 +296,11 @@ static void restart_in_place(fixture *f, long long now) {
         if (!t->out && t->started_ms) am_fsm_result_reported(&f->fsm, t, 143, false, now, fresh(f));
     }
     assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    /* a change of the world, not a failure: no task of it failed */
+    assert_int_equal(f->fsm.attempt_end, AM_END_RESIZED);
+    for (size_t i = 0; i < f->job->ntasks; i++) assert_int_not_equal(f->job->tasks[i].state, AM_TASK_FAILED);
     am_fsm_next_attempt(&f->fsm, now + 1, fresh(f));
+    assert_int_equal(f->fsm.ends[f->job->attempt - 1], AM_END_RESIZED);
     assert_int_equal(count(f, AM_ACT_REQUEST), 0);
     for (size_t i = 0; i < f->job->ntasks; i++)
         if (!f->job->tasks[i].out) reg(f, &f->job->tasks[i], now + 2);
@@ -452,6 +465,51 @@ static void test_scale_shrinks_and_grows_a_running_world(void **state) {
     destroy(f);
 }
 
+/* How each attempt ends, outside the world's changes: a script's failure
+ * that the policy retries is FAILED (and stays so in ends), a success
+ * SUCCEEDED, a kill KILLED, a rigid job's lost task FAILED. */
+static void test_attempt_ends_that_are_not_the_worlds(void **state) {
+    (void)state;
+    static const char *RETRY[] = {"tony.application.framework=pytorch", "tony.worker.instances=3",
+                                  "tony.worker.min-instances=2", "tony.application.elastic-settle-ms=1000",
+                                  "tony.am.retry-count=1", "tony.application.restart-backoff-ms=0", NULL};
+    fixture *f = make(RETRY);
+    begin(f, NULL);
+    report(f, 2, 1, 100); /* its process failed in a container that stays: the script's failure */
+    report(f, 0, 143, 200);
+    report(f, 1, 143, 200);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.attempt_end, AM_END_FAILED);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(f->fsm.ends[0], AM_END_FAILED);
+    for (int i = 0; i < 3; i++) reg(f, task(f, "worker", i), 400);
+    for (int i = 0; i < 3; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 410);
+    for (int i = 0; i < 3; i++) report(f, i, 0, 500);
+    for (int i = 0; i < 3; i++) am_fsm_exited(&f->fsm, task(f, "worker", i), 0, NULL, 510, fresh(f));
+    assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
+    assert_int_equal(f->fsm.attempt_end, AM_END_SUCCEEDED);
+    destroy(f);
+
+    f = make(ELASTIC);
+    begin(f, NULL);
+    am_fsm_kill(&f->fsm, 100, fresh(f));
+    for (int i = 0; i < 3; i++) am_fsm_exited(&f->fsm, task(f, "worker", i), 143, NULL, 110, fresh(f));
+    assert_int_equal(f->fsm.state, AM_JOB_DONE);
+    assert_int_equal(f->fsm.attempt_end, AM_END_KILLED);
+    destroy(f);
+
+    f = make(RIGID);
+    begin(f, NULL);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
+    report(f, 0, 143, 200);
+    report(f, 1, 143, 200);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 210, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 143, NULL, 210, fresh(f));
+    assert_int_equal(f->fsm.attempt_end, AM_END_FAILED);
+    assert_null(am_attempt_end_name(AM_END_NONE));
+    destroy(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lost_worker_without_replacement_leaves_the_world),
@@ -468,6 +526,7 @@ int main(void) {
         cmocka_unit_test(test_a_task_that_cannot_start_is_asked_again_after_a_backoff),
         cmocka_unit_test(test_scale_refusals),
         cmocka_unit_test(test_scale_shrinks_and_grows_a_running_world),
+        cmocka_unit_test(test_attempt_ends_that_are_not_the_worlds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
