@@ -159,6 +159,7 @@ static json_t *next_json(const tony_am *am, const am_task *t, int next) {
 
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
+    am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
     if (am->fsm.job.attempt_over && am_fsm_keeps_container(&am->fsm, w->task)) {
         am_reply_json(w->req, 200, next_json(am, w->task, am->fsm.job.attempt + 1));
         return;
@@ -179,11 +180,49 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
     am_reply_json(w->req, 200, go);
 }
 
+/* Where t's held poll (early: its early registration) is in am->waiters,
+ * plus 1; 0: none. */
+static size_t *waiter_slot(tony_am *am, const am_task *t, bool early) {
+    if (!am->waiter_slot) am->waiter_slot = tony_xcalloc(2 * am->fsm.job.ntasks + 2, sizeof *am->waiter_slot);
+    return &am->waiter_slot[2 * (size_t)(t - am->fsm.job.tasks) + early];
+}
+
+static void push_waiter(tony_am *am, am_waiter w) {
+    if (am->nwaiters == am->capwaiters) {
+        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
+        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
+    }
+    *waiter_slot(am, w.task, w.early != NULL) = am->nwaiters + 1;
+    am->waiters[am->nwaiters++] = w;
+}
+
+/* Takes waiter i out of the list (the last one takes its place). */
+static void drop_waiter(tony_am *am, size_t i) {
+    am_waiter *w = &am->waiters[i];
+    *waiter_slot(am, w->task, w->early != NULL) = 0;
+    if (i + 1 < am->nwaiters) {
+        *w = am->waiters[am->nwaiters - 1];
+        *waiter_slot(am, w->task, w->early != NULL) = i + 1;
+    }
+    am->nwaiters--;
+}
+
+/* Detaches the whole list (answering may add waiters back): its count in *n. */
+static am_waiter *detach_waiters(tony_am *am, size_t *n) {
+    am_waiter *ws = am->waiters;
+    *n = am->nwaiters;
+    for (size_t i = 0; i < *n; i++) *waiter_slot(am, ws[i].task, ws[i].early != NULL) = 0;
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
+    return ws;
+}
+
 static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json_t *early) {
-    /* One outstanding poll per task: a retried poll replaces the old one. */
-    for (size_t i = 0; i < am->nwaiters; i++) {
-        am_waiter *w = &am->waiters[i];
-        if (w->task != t || (w->early != NULL) != (early != NULL)) continue;
+    /* One outstanding poll per task: a retried poll replaces the old one,
+     * found by the task's slot, not a walk over every waiter (issue 26). */
+    size_t slot = *waiter_slot(am, t, early != NULL);
+    if (slot) {
+        am_waiter *w = &am->waiters[slot - 1];
         am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         json_decref(w->early);
         w->req = req;
@@ -191,19 +230,13 @@ static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json
         w->deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
         return;
     }
-    if (am->nwaiters == am->capwaiters) {
-        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
-        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
-    }
-    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS, early};
+    push_waiter(am, (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS, early});
 }
 
 void am_api_release_waiters(tony_am *am) {
     /* Detach the list first: answering may add waiters back. */
-    am_waiter *ws = am->waiters;
-    size_t n = am->nwaiters;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    size_t n;
+    am_waiter *ws = detach_waiters(am, &n);
     size_t early = 0;
     for (size_t i = 0; i < n; i++) early += ws[i].early != NULL;
     if (n > early && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n - early);
@@ -217,15 +250,14 @@ void am_api_release_waiters(tony_am *am) {
         } else if (am->fsm.state == AM_JOB_DONE ||
                    (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
             /* no next attempt for it: the kept executor exits */
+            if (!w->early) am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
             am_reply_json(w->req, 409,
                           json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
             json_decref(w->early);
         } else {
             /* kept: a kept executor for the next attempt, or one out of the
              * world waiting to join it (fsm.h, growing back) */
-            am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);
-            am->waiters[am->nwaiters++] = *w;
-            am->capwaiters = am->nwaiters;
+            push_waiter(am, *w);
         }
     }
     free(ws);
@@ -238,19 +270,19 @@ void am_api_expire_waiters(tony_am *am, long long now_ms) {
             i++;
             continue;
         }
-        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        json_decref(am->waiters[i].early);
-        am->waiters[i] = am->waiters[--am->nwaiters];
+        am_waiter *w = &am->waiters[i];
+        if (!w->early) am_fsm_poll_answered(&am->fsm, w->task, now_ms);
+        am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        json_decref(w->early);
+        drop_waiter(am, i);
     }
 }
 
 static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now);
 
 void am_api_admit_early(tony_am *am) {
-    am_waiter *ws = am->waiters;
-    size_t n = am->nwaiters;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    size_t n;
+    am_waiter *ws = detach_waiters(am, &n);
     for (size_t i = 0; i < n; i++) {
         am_waiter *w = &ws[i];
         if (!w->early) {
@@ -277,7 +309,9 @@ void am_api_free_waiters(tony_am *am) {
     am_watch_free(am);
     for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
     free(am->waiters);
+    free(am->waiter_slot);
     am->waiters = NULL;
+    am->waiter_slot = NULL;
     am->nwaiters = am->capwaiters = 0;
 }
 
