@@ -100,30 +100,188 @@ static json_t *cluster_spec(const tony_am *am) {
     return spec;
 }
 
-/* The body of a "go" answer for task t: command, env, timeout. */
-static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
-    json_t *spec = cluster_spec(am);
-    tony_env env = {0};
-    tony_env_merge(&env, &am->plan.shell_env);
+/* What every "go" answer of one world shares (issue 26: building the
+ * cluster spec, and the env values that list the cluster, for each task was
+ * O(N) each, O(N²) per gang). Valid while the attempt, the world's version
+ * and the set of registered hosts are those it was built for. */
+struct am_go_cache {
+    int attempt, world_version, hosts_version;
+    json_t *spec;            /* the cluster spec */
+    char *spec_text;         /* ... as compact JSON, the answer's cluster_spec */
+    tony_runtime_memo memo;  /* the runtime's texts (CLUSTER_SPEC, TF_CONFIG's cluster) */
+    char *big_raw, *big_esc; /* the last long env value and its JSON string (CLUSTER_SPEC: the same for all) */
+    size_t big_len, big_esc_len;
+    bool verified;           /* the first answer of this world was checked against json_dumps */
+    bool fallback;           /* ... and differed: json_dumps for every answer (never expected) */
+};
+
+static void go_cache_clear(am_go_cache *c) {
+    json_decref(c->spec);
+    free(c->spec_text);
+    tony_runtime_memo_clear(&c->memo);
+    free(c->big_raw);
+    free(c->big_esc);
+    bool fallback = c->fallback;
+    memset(c, 0, sizeof *c);
+    c->fallback = fallback;
+}
+
+static void go_cache_free(tony_am *am) {
+    if (!am->go) return;
+    go_cache_clear(am->go);
+    free(am->go);
+    am->go = NULL;
+}
+
+/* The cache for the world as it is now: built anew when it changed. */
+static am_go_cache *go_cache(tony_am *am) {
+    const am_job *j = &am->fsm.job;
+    am_go_cache *c = am->go;
+    if (c && c->spec && c->attempt == j->attempt && c->world_version == am->fsm.world_version &&
+        c->hosts_version == j->hosts_version)
+        return c;
+    if (!c) c = am->go = tony_xcalloc(1, sizeof *c);
+    go_cache_clear(c);
+    c->attempt = j->attempt;
+    c->world_version = am->fsm.world_version;
+    c->hosts_version = j->hosts_version;
+    c->spec = cluster_spec(am);
+    c->spec_text = json_dumps(c->spec, JSON_COMPACT);
+    if (am->rendezvous) {
+        json_t *scopes = am->runtime->rendezvous_scopes(c->spec);
+        am_rendezvous_set_scopes(am->rendezvous, scopes);
+        json_decref(scopes);
+    }
+    return c;
+}
+
+/* s[0..n) as a JSON string, as json_dumps writes it, appended to b; false
+ * (nothing appended) when s is not UTF-8, which jansson refuses. Printable
+ * ASCII, all a cluster spec is made of, is escaped here in one pass
+ * (jansson's escaping goes a code point at a time); the rest by jansson. */
+static bool append_json_string(tony_buf *b, const char *s, size_t n) {
+    size_t quotes = 0, i;
+    for (i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch > 0x7e) break;
+        quotes += ch == '"' || ch == '\\';
+    }
+    if (i < n) {
+        json_t *j = json_stringn(s, n);
+        char *js = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!js) return false;
+        tony_buf_puts(b, js);
+        free(js);
+        return true;
+    }
+    char *out = tony_xmalloc(n + quotes + 2), *o = out;
+    *o++ = '"';
+    for (i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\') *o++ = '\\';
+        *o++ = s[i];
+    }
+    *o++ = '"';
+    tony_buf_append(b, out, (size_t)(o - out));
+    free(out);
+    return true;
+}
+
+/* A long env value (the cluster listed): the same as the last one (CLUSTER_SPEC
+ * for every task) is copied from its escaped text; else escaped and kept. */
+static bool append_env_value(am_go_cache *c, tony_buf *b, const char *v) {
+    size_t n = strlen(v);
+    if (n < 4096) return append_json_string(b, v, n);
+    if (c->big_raw && c->big_len == n && memcmp(c->big_raw, v, n) == 0) {
+        tony_buf_append(b, c->big_esc, c->big_esc_len);
+        return true;
+    }
+    size_t at = b->len;
+    if (!append_json_string(b, v, n)) return false;
+    if (c->big_raw && c->big_len > n * 2) return true; /* keep the longer, shared one */
+    free(c->big_raw);
+    free(c->big_esc);
+    c->big_raw = tony_strdup(v);
+    c->big_len = n;
+    c->big_esc_len = b->len - at;
+    c->big_esc = tony_xmalloc(c->big_esc_len + 1);
+    memcpy(c->big_esc, b->data + at, c->big_esc_len);
+    c->big_esc[c->big_esc_len] = '\0';
+    return true;
+}
+
+/* A "go" answer's env: what the task's executor runs its process with. */
+/* memo: the world's texts, or NULL to make them anew. */
+static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime_memo *memo, tony_env *env,
+                       tony_error *err) {
+    tony_env_merge(env, &am->plan.shell_env);
     /* the container's env names the attempt it was asked for in; a kept
      * one runs this attempt's process */
-    am_task_attempt_env(am, &env);
+    am_task_attempt_env(am, env);
     /* elastic jobs: the world's counts and t's rank in it (taskenv.h) */
     tony_plan world;
     int index;
     am_task_world(am, t, &world, &index);
     tony_runtime_task rt = {.plan = &world, .role = t->role->name, .index = index,
                             .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
-                            .run_id = am->app_id};
+                            .run_id = am->app_id, .memo = memo};
     if (am->rendezvous) {
         rt.rendezvous_host = am->host;
         rt.rendezvous_port = am_rendezvous_port(am->rendezvous);
-        json_t *scopes = am->runtime->rendezvous_scopes(spec);
-        am_rendezvous_set_scopes(am->rendezvous, scopes);
-        json_decref(scopes);
     }
-    int built = tony_runtime_build_env(am->runtime, &rt, &env, err);
+    int built = tony_runtime_build_env(am->runtime, &rt, env, err);
     am_task_world_free(&world);
+    return built;
+}
+
+/* The "go" answer's text, written out from the world's cache: the bytes
+ * json_dumps(task_go_json(...), JSON_COMPACT) writes, without building
+ * and encoding N entries per task. NULL: the env cannot be built (err),
+ * or a value is no UTF-8 (*other: answer with task_go_json). */
+static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *other, tony_error *err) {
+    *other = false;
+    tony_env env = {0};
+    if (task_go_env(am, t, c->spec, &c->memo, &env, err)) {
+        tony_env_free(&env);
+        return NULL;
+    }
+    tony_buf b = {0};
+    bool ok = true;
+    tony_buf_puts(&b, "{\"" AM_API_STATUS "\":\"" AM_API_GO "\",\"" AM_API_COMMAND "\":");
+    ok = append_json_string(&b, t->role->command, strlen(t->role->command));
+    tony_buf_puts(&b, ",\"" AM_API_ENV "\":{");
+    bool first = true;
+    for (size_t i = 0; ok && i < env.kv.len; i++) {
+        const char *kv = env.kv.items[i], *eq = strchr(kv, '=');
+        if (!first) tony_buf_puts(&b, ",");
+        first = false;
+        ok = append_json_string(&b, kv, (size_t)(eq - kv));
+        if (ok) tony_buf_puts(&b, ":");
+        /* (task_go_json drops a key whose value is no UTF-8: the reference answers) */
+        ok = ok && append_env_value(c, &b, eq + 1);
+    }
+    tony_buf_printf(&b, "},\"" AM_API_CLUSTER_SPEC "\":%s,\"" AM_API_EXECUTION_TIMEOUT_MS "\":%lld,\"" AM_API_LOG_POLICIES
+                        "\":",
+                    c->spec_text ? c->spec_text : "{}", (long long)am->plan.execution_timeout_ms);
+    const char *lp = am->plan.log_policies ? am->plan.log_policies : "";
+    ok = ok && append_json_string(&b, lp, strlen(lp));
+    tony_buf_puts(&b, "}");
+    tony_env_free(&env);
+    if (!ok || !c->spec_text) {
+        tony_buf_free(&b);
+        *other = true;
+        return NULL;
+    }
+    return b.data;
+}
+
+/* The body of a "go" answer for task t: command, env, timeout (the
+ * reference task_go_text writes the same bytes of, faster). */
+static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
+    /* the world's texts made anew: the reference shares nothing */
+    json_t *spec = cluster_spec(am);
+    tony_env env = {0};
+    int built = task_go_env(am, t, spec, NULL, &env, err);
     if (built) {
         json_decref(spec);
         tony_env_free(&env);
@@ -157,6 +315,34 @@ static json_t *next_json(const tony_am *am, const am_task *t, int next) {
     return o;
 }
 
+/* The go answer for t, as text (task_go_text; once per world checked
+ * against json_dumps, the reference); NULL: its env cannot be built (err). */
+static char *go_answer(tony_am *am, const am_task *t, tony_error *err) {
+    am_go_cache *c = go_cache(am);
+    bool other = c->fallback;
+    char *text = other ? NULL : task_go_text(am, t, c, &other, err);
+    if (!text && !other) return NULL;
+    if (text && c->verified) return text;
+    json_t *go = task_go_json(am, t, err);
+    char *ref = go ? json_dumps(go, JSON_COMPACT) : NULL;
+    json_decref(go);
+    if (!go) {
+        free(text);
+        return NULL;
+    }
+    if (!ref) ref = tony_strdup("{\"" AM_API_ERROR "\":\"the server could not encode its answer\"}");
+    if (text && !c->verified) {
+        c->verified = true;
+        if (strcmp(text, ref) != 0) {
+            tony_warn("the \"go\" answer written from the world's cache differs from its JSON encoding; "
+                      "encoding each answer in full from now on");
+            c->fallback = true;
+        }
+    }
+    free(text);
+    return ref;
+}
+
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
     am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
@@ -168,7 +354,7 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "the attempt is ending"));
         return;
     }
-    json_t *go = task_go_json(am, w->task, &err);
+    char *go = go_answer(am, w->task, &err);
     if (!go) {
         char *why = tony_sprintf("cannot build the env of %s:%d: %s", w->task->role->name, w->task->index, err.msg);
         am_fsm_fail_permanently(&am->fsm, why, am_now_ms(), &am->pending);
@@ -177,7 +363,8 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         am_kick(am);
         return;
     }
-    am_reply_json(w->req, 200, go);
+    am_reply_json_text(w->req, 200, go);
+    free(go);
 }
 
 /* Where t's held poll (early: its early registration) is in am->waiters,
@@ -308,6 +495,7 @@ void am_api_admit_early(tony_am *am) {
 void am_api_free_waiters(tony_am *am) {
     am_watch_free(am);
     for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
+    go_cache_free(am);
     free(am->waiters);
     free(am->waiter_slot);
     am->waiters = NULL;

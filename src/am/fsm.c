@@ -95,7 +95,10 @@ static void renew_task(am_job *j, am_task *t) {
                                       t->log_url ? tony_strdup(t->log_url) : NULL};
     }
     am_task kept = *t;
-    if (t->host) j->nregistered--;
+    if (t->host) {
+        j->nregistered--;
+        j->hosts_version++;
+    }
     am_task_clear(t);
     memset(t, 0, sizeof *t);
     t->runs = runs;
@@ -732,6 +735,7 @@ void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
 static void take_registration(am_job *j, am_task *t, const am_registration *r, long long now_ms) {
     t->host = tony_strdup(r->host);
     j->nregistered++;
+    j->hosts_version++;
     t->port = r->port;
     t->tb_port = r->tb_port;
     if (r->log_dir && *r->log_dir) t->log_dir = tony_strdup(r->log_dir);

@@ -97,6 +97,7 @@ typedef struct am_job {
     am_task *tasks; /* every task of every role, in plan order then index */
     size_t ntasks;
     int nregistered; /* tasks with a host (registered this attempt): kept by fsm.c as hosts come and go */
+    int hosts_version; /* one more each time a task's host is set or cleared (what the cluster spec lists) */
     int attempt;
     /* How long an executor waiting at the gang barrier may stay silent: it
      * sits in a long poll that long, and re-polls at once after. */
