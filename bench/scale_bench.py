@@ -99,6 +99,7 @@ def one_n(tony, n, floor_bin, window, workers):
             t_go = j.wait_all("go", 0, 600)
             r["gang_s"] = t_go - j.wait_all("reg", 0, 1)
             r["submit_to_gang_s"] = t_go - j.t_submit
+            r["started_s"] = j.wait_all("reg", 0, 1) - j.t_submit
             time.sleep(0.5)
             r["go_kb"] = j.go_bytes() / n / 1024
             time.sleep(8)  # past the first samples and the started calls
@@ -193,6 +194,7 @@ def render(rows):
     head = "| N tasks | " + " | ".join(f"{r['n']:,}" for r in rows) + " |\n| --- |" + " ---: |" * len(rows)
     return "\n".join([head,
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
+                      line("submit -> every container started (s)", "started_s", "{:.1f}"),
                       line("submit -> all hold their spec (s)", "submit_to_gang_s", "{:.1f}"),
                       line("one task's \"go\" answer (KiB)", "go_kb", "{:.1f}"),
                       line("heartbeats answered / s (harness rate)", "hb_per_s", "{:.0f}"),

@@ -39,29 +39,59 @@
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 
-/* GET /v1/job[?metrics=0], with an ETag over the body: a browser polling
- * every second gets a bodiless 304 while nothing changed, however many tasks
- * the job has. Every metrics sample changes a task's "metrics" and
- * "last_sample", so on a job of hundreds of tasks something changes every
- * second; metrics=0 leaves them out, and the page asks for them only as
- * often as executors sample. */
-static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+static bool query_uint(const char *v, long long max, long long *out);
+
+/* What GET /v1/job's query asks for (amapi.h, AM_API_JOB_*); NULL, or why
+ * not (a 400). */
+typedef struct job_query {
+    bool metrics, paged;
+    long long offset, limit;
+} job_query;
+
+static const char *read_job_query(const char *query, job_query *jq) {
+    *jq = (job_query){.metrics = true, .limit = AM_API_JOB_LIMIT_MAX};
     struct evkeyvalq q;
     TAILQ_INIT(&q);
-    bool with_metrics = true;
-    if (query && evhttp_parse_query_str(query, &q) == 0) {
-        const char *m = evhttp_find_header(&q, "metrics");
-        if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0) {
-            evhttp_clear_headers(&q);
-            am_reply_error(req, 400, "metrics must be 0 (leave each task's metrics and last_sample out) or 1");
-            return;
-        }
-        with_metrics = !m || strcmp(m, "1") == 0;
-    }
+    if (!query || evhttp_parse_query_str(query, &q) != 0) return NULL;
+    const char *bad = NULL;
+    const char *m = evhttp_find_header(&q, AM_API_JOB_METRICS), *off = evhttp_find_header(&q, AM_API_JOB_OFFSET),
+               *lim = evhttp_find_header(&q, AM_API_JOB_LIMIT), *tasks = evhttp_find_header(&q, AM_API_JOB_TASKS);
+    if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0)
+        bad = AM_API_JOB_METRICS " must be 0 (leave each task's metrics and last_sample out) or 1";
+    else if (tasks && strcmp(tasks, "0") != 0 && strcmp(tasks, "1") != 0)
+        bad = AM_API_JOB_TASKS " must be 0 (no task listed: their total and counts by role and state) or 1";
+    else if (off && !query_uint(off, LLONG_MAX / 2, &jq->offset))
+        bad = AM_API_JOB_OFFSET " must be the place of the first task to list (0 or more)";
+    else if (lim && (!query_uint(lim, AM_API_JOB_LIMIT_MAX, &jq->limit) || jq->limit < 1))
+        bad = AM_API_JOB_LIMIT " must be how many tasks to list at most, 1 to 10000";
+    else if (tasks && strcmp(tasks, "0") == 0 && (off || lim))
+        bad = AM_API_JOB_TASKS "=0 lists no task: leave " AM_API_JOB_OFFSET " and " AM_API_JOB_LIMIT " out";
+    jq->metrics = !m || strcmp(m, "1") == 0;
+    jq->paged = off || lim || tasks;
+    if (tasks && strcmp(tasks, "0") == 0) jq->limit = 0;
     evhttp_clear_headers(&q);
+    return bad;
+}
+
+/* GET /v1/job[?metrics=0][&offset=&limit= | &tasks=0], with an ETag over
+ * the body: a browser polling every second gets a bodiless 304 while
+ * nothing changed, however many tasks the job has. Every metrics sample
+ * changes a task's "metrics" and "last_sample", so on a job of hundreds of
+ * tasks something changes every second; metrics=0 leaves them out, and the
+ * page asks for them only as often as executors sample. A job of thousands
+ * lists a page of its tasks, or none, with their counts (issue 26: 10,000
+ * tasks are ~10 MB listed whole). */
+static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    job_query jq;
+    const char *bad = read_job_query(query, &jq);
+    if (bad) {
+        am_reply_error(req, 400, bad);
+        return;
+    }
+    bool with_metrics = jq.metrics;
     if (evhttp_find_header(in, AM_API_UI_HEADER)) am->ui_seen_ms = am_now_ms();
-    json_t *job = am_job_json(am);
+    json_t *job = jq.paged ? am_job_json_page(am, (size_t)jq.offset, (size_t)jq.limit) : am_job_json(am);
     if (!with_metrics) {
         size_t i;
         json_t *t;
@@ -1246,7 +1276,9 @@ static const am_route routes[] = {
     {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
     {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
-     "the job and its tasks (below); also in `<job dir>/status.json`", on_job},
+     "the job and its tasks (below; `?offset=&limit=`: a page of them, `?tasks=0`: their counts only); also in "
+     "`<job dir>/status.json`",
+     on_job},
     {AM_MATCH_EXACT, AM_API_EVENTS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},
     {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,
