@@ -96,7 +96,11 @@ def one_n(tony, n, floor_bin, window, workers):
         j = ScaleJob(tony, n, tmp, workers=workers)
         try:
             j.submit()
+            j.wait_all("reg", 0, 600)
+            c_reg = cpu_s(j.am_pid)
             t_go = j.wait_all("go", 0, 600)
+            r["gang_cpu_s"] = cpu_s(j.am_pid) - c_reg
+            r["start_cpu_s"] = cpu_s(j.am_pid)
             r["gang_s"] = t_go - j.wait_all("reg", 0, 1)
             r["submit_to_gang_s"] = t_go - j.t_submit
             r["started_s"] = j.wait_all("reg", 0, 1) - j.t_submit
@@ -108,6 +112,7 @@ def one_n(tony, n, floor_bin, window, workers):
             dt = time.monotonic() - t0
             r["cpu_pct"] = (cpu_s(j.am_pid) - c0) / dt * 100
             r["hb_per_s"] = (j.heartbeats() - h0) / dt
+            r["load"] = os.getloadavg()[0]
             r["cpu_per_hb_us"] = (cpu_s(j.am_pid) - c0) / max(j.heartbeats() - h0, 1) * 1e6
             r["rss_mb"] = rss_bytes(j.am_pid) / 2**20
             gets = [j.get("/v1/job") for _ in range(3)]
@@ -196,8 +201,12 @@ def render(rows):
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
                       line("submit -> every container started (s)", "started_s", "{:.1f}"),
                       line("submit -> all hold their spec (s)", "submit_to_gang_s", "{:.1f}"),
+                      line("coordinator CPU, submit -> all hold their spec (s)", "start_cpu_s", "{:.2f}"),
+                      line("coordinator CPU, last container started -> all hold their spec (s)", "gang_cpu_s",
+                           "{:.2f}"),
                       line("one task's \"go\" answer (KiB)", "go_kb", "{:.1f}"),
                       line("heartbeats answered / s (harness rate)", "hb_per_s", "{:.0f}"),
+                      line("machine load average (1 min, steady state)", "load", "{:.1f}"),
                       line("coordinator CPU, steady (% of a core)", "cpu_pct", "{:.1f}"),
                       line("coordinator CPU per heartbeat (µs)", "cpu_per_hb_us", "{:.0f}"),
                       line("floor: bare evhttp CPU per request (µs)", "floor_us", "{:.0f}"),

@@ -290,9 +290,10 @@ static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *o
         /* (task_go_json drops a key whose value is no UTF-8: the reference answers) */
         ok = ok && append_env_value(c, &b, eq + 1);
     }
-    tony_buf_printf(&b, "},\"" AM_API_CLUSTER_SPEC "\":%s,\"" AM_API_EXECUTION_TIMEOUT_MS "\":%lld,\"" AM_API_LOG_POLICIES
-                        "\":",
-                    c->spec_text ? c->spec_text : "{}", (long long)am->plan.execution_timeout_ms);
+    tony_buf_puts(&b, "},\"" AM_API_CLUSTER_SPEC "\":");
+    tony_buf_puts(&b, c->spec_text ? c->spec_text : "{}");
+    tony_buf_printf(&b, ",\"" AM_API_EXECUTION_TIMEOUT_MS "\":%lld,\"" AM_API_LOG_POLICIES "\":",
+                    (long long)am->plan.execution_timeout_ms);
     const char *lp = am->plan.log_policies ? am->plan.log_policies : "";
     ok = ok && append_json_string(&b, lp, strlen(lp));
     tony_buf_puts(&b, "}");

@@ -73,9 +73,13 @@ static int tf_config_set(tony_env *env, const tony_runtime_task *task, char *clu
         if (owned) free(cluster);
         return tony_err(err, "cannot encode TF_CONFIG for %s:%d", task->role, task->index);
     }
-    char *js = tony_sprintf("{\"cluster\":%s,\"task\":{\"type\":%s,\"index\":%d}}", cluster, type_js, task->index);
-    tony_env_set(env, "TF_CONFIG", js);
-    free(js);
+    /* pieces, not printf: the cluster is hundreds of KB at thousands of tasks */
+    tony_buf js = {0};
+    tony_buf_puts(&js, "{\"cluster\":");
+    tony_buf_puts(&js, cluster);
+    tony_buf_printf(&js, ",\"task\":{\"type\":%s,\"index\":%d}}", type_js, task->index);
+    tony_env_set(env, "TF_CONFIG", js.data);
+    tony_buf_free(&js);
     free(type_js);
     if (owned) free(cluster);
     return 0;
