@@ -195,7 +195,7 @@ clock ticks (10 ms): small windows are coarse. Produced by `bench/scale_bench.py
 
 def render(rows):
     def line(name, key, fmt):
-        return f"| {name} | " + " | ".join(fmt.format(r[key]) for r in rows) + " |"
+        return f"| {name} | " + " | ".join(fmt.format(r[key]) if key in r else "–" for r in rows) + " |"
     head = "| N tasks | " + " | ".join(f"{r['n']:,}" for r in rows) + " |\n| --- |" + " ---: |" * len(rows)
     return "\n".join([head,
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
