@@ -40,6 +40,8 @@
 #include "conf/logpolicy.h"
 
 static bool query_uint(const char *v, long long max, long long *out);
+#define JOB_QUERY_STR_(x) #x
+#define JOB_QUERY_STR(x) JOB_QUERY_STR_(x)
 
 /* What GET /v1/job's query asks for (amapi.h, AM_API_JOB_*); NULL, or why
  * not (a 400). */
@@ -63,7 +65,7 @@ static const char *read_job_query(const char *query, job_query *jq) {
     else if (off && !query_uint(off, LLONG_MAX / 2, &jq->offset))
         bad = AM_API_JOB_OFFSET " must be the place of the first task to list (0 or more)";
     else if (lim && (!query_uint(lim, AM_API_JOB_LIMIT_MAX, &jq->limit) || jq->limit < 1))
-        bad = AM_API_JOB_LIMIT " must be how many tasks to list at most, 1 to 10000";
+        bad = AM_API_JOB_LIMIT " must be how many tasks to list at most, 1 to " JOB_QUERY_STR(AM_API_JOB_LIMIT_MAX);
     else if (tasks && strcmp(tasks, "0") == 0 && (off || lim))
         bad = AM_API_JOB_TASKS "=0 lists no task: leave " AM_API_JOB_OFFSET " and " AM_API_JOB_LIMIT " out";
     jq->metrics = !m || strcmp(m, "1") == 0;
@@ -139,8 +141,14 @@ struct am_go_cache {
     json_t *spec;            /* the cluster spec */
     char *spec_text;         /* ... as compact JSON, the answer's cluster_spec */
     tony_runtime_memo memo;  /* the runtime's texts (CLUSTER_SPEC, TF_CONFIG's cluster) */
-    char *big_raw, *big_esc; /* the last long env value and its JSON string (CLUSTER_SPEC: the same for all) */
-    size_t big_len, big_esc_len;
+    /* long env values by key, and their JSON strings: the same for every
+     * task (CLUSTER_SPEC) is escaped once; one that differs per task
+     * (TF_CONFIG) stops being kept after its second miss */
+    struct go_big {
+        char *key, *raw, *esc;
+        size_t len, esc_len;
+        int misses;
+    } big[4];
     bool verified;           /* the first answer of this world was checked against json_dumps */
     bool fallback;           /* ... and differed: json_dumps for every answer (never expected) */
 };
@@ -149,8 +157,11 @@ static void go_cache_clear(am_go_cache *c) {
     json_decref(c->spec);
     free(c->spec_text);
     tony_runtime_memo_clear(&c->memo);
-    free(c->big_raw);
-    free(c->big_esc);
+    for (size_t i = 0; i < sizeof c->big / sizeof *c->big; i++) {
+        free(c->big[i].key);
+        free(c->big[i].raw);
+        free(c->big[i].esc);
+    }
     bool fallback = c->fallback;
     memset(c, 0, sizeof *c);
     c->fallback = fallback;
@@ -217,26 +228,39 @@ static bool append_json_string(tony_buf *b, const char *s, size_t n) {
     return true;
 }
 
-/* A long env value (the cluster listed): the same as the last one (CLUSTER_SPEC
- * for every task) is copied from its escaped text; else escaped and kept. */
-static bool append_env_value(am_go_cache *c, tony_buf *b, const char *v) {
+/* A long env value (the cluster listed): the same as the key's last one
+ * (CLUSTER_SPEC, for every task) is copied from its escaped text. */
+static bool append_env_value(am_go_cache *c, tony_buf *b, const char *key, size_t klen, const char *v) {
     size_t n = strlen(v);
     if (n < 4096) return append_json_string(b, v, n);
-    if (c->big_raw && c->big_len == n && memcmp(c->big_raw, v, n) == 0) {
-        tony_buf_append(b, c->big_esc, c->big_esc_len);
+    struct go_big *g = NULL;
+    for (size_t i = 0; i < sizeof c->big / sizeof *c->big && !g; i++) {
+        struct go_big *e = &c->big[i];
+        if (!e->key) {
+            e->key = strndup(key, klen);
+            g = e;
+        } else if (strlen(e->key) == klen && strncmp(e->key, key, klen) == 0) {
+            g = e;
+        }
+    }
+    if (g && g->raw && g->len == n && memcmp(g->raw, v, n) == 0) {
+        tony_buf_append(b, g->esc, g->esc_len);
         return true;
     }
     size_t at = b->len;
     if (!append_json_string(b, v, n)) return false;
-    if (c->big_raw && c->big_len > n * 2) return true; /* keep the longer, shared one */
-    free(c->big_raw);
-    free(c->big_esc);
-    c->big_raw = tony_strdup(v);
-    c->big_len = n;
-    c->big_esc_len = b->len - at;
-    c->big_esc = tony_xmalloc(c->big_esc_len + 1);
-    memcpy(c->big_esc, b->data + at, c->big_esc_len);
-    c->big_esc[c->big_esc_len] = '\0';
+    if (!g || g->misses >= 2) return true;
+    g->misses += g->raw != NULL;
+    free(g->raw);
+    free(g->esc);
+    g->raw = g->esc = NULL;
+    if (g->misses >= 2) return true;
+    g->raw = tony_strdup(v);
+    g->len = n;
+    g->esc_len = b->len - at;
+    g->esc = tony_xmalloc(g->esc_len + 1);
+    memcpy(g->esc, b->data + at, g->esc_len);
+    g->esc[g->esc_len] = '\0';
     return true;
 }
 
@@ -288,7 +312,7 @@ static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *o
         ok = append_json_string(&b, kv, (size_t)(eq - kv));
         if (ok) tony_buf_puts(&b, ":");
         /* (task_go_json drops a key whose value is no UTF-8: the reference answers) */
-        ok = ok && append_env_value(c, &b, eq + 1);
+        ok = ok && append_env_value(c, &b, kv, (size_t)(eq - kv), eq + 1);
     }
     tony_buf_puts(&b, "},\"" AM_API_CLUSTER_SPEC "\":");
     tony_buf_puts(&b, c->spec_text ? c->spec_text : "{}");
