@@ -43,6 +43,9 @@ typedef struct am_waiter {
     json_t *early;
 } am_waiter;
 
+/* What the "go" answers of one world share, built once (api.c). */
+typedef struct am_go_cache am_go_cache;
+
 /* An executor's held watch (watch.c). */
 typedef struct am_watch am_watch;
 
@@ -81,6 +84,11 @@ typedef struct tony_am {
     long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
     am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
+    /* api.c: each task's held polls by its place in the job, [2k] at the
+     * barrier, [2k+1] early: its place in waiters plus 1 (0: none), so that
+     * a renewed poll finds the one it replaces without a walk (issue 26) */
+    size_t *waiter_slot;
+    am_go_cache *go; /* api.c: what every task's "go" answer shares in this world (issue 26) */
     am_watch *watches;    /* executors' watches, answered "stop" when due (watch.c) */
     size_t nwatches;
     struct event *tick;

@@ -39,29 +39,61 @@
 #include "common/strv.h"
 #include "conf/logpolicy.h"
 
-/* GET /v1/job[?metrics=0], with an ETag over the body: a browser polling
- * every second gets a bodiless 304 while nothing changed, however many tasks
- * the job has. Every metrics sample changes a task's "metrics" and
- * "last_sample", so on a job of hundreds of tasks something changes every
- * second; metrics=0 leaves them out, and the page asks for them only as
- * often as executors sample. */
-static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+static bool query_uint(const char *v, long long max, long long *out);
+#define JOB_QUERY_STR_(x) #x
+#define JOB_QUERY_STR(x) JOB_QUERY_STR_(x)
+
+/* What GET /v1/job's query asks for (amapi.h, AM_API_JOB_*); NULL, or why
+ * not (a 400). */
+typedef struct job_query {
+    bool metrics, paged;
+    long long offset, limit;
+} job_query;
+
+static const char *read_job_query(const char *query, job_query *jq) {
+    *jq = (job_query){.metrics = true, .limit = AM_API_JOB_LIMIT_MAX};
     struct evkeyvalq q;
     TAILQ_INIT(&q);
-    bool with_metrics = true;
-    if (query && evhttp_parse_query_str(query, &q) == 0) {
-        const char *m = evhttp_find_header(&q, "metrics");
-        if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0) {
-            evhttp_clear_headers(&q);
-            am_reply_error(req, 400, "metrics must be 0 (leave each task's metrics and last_sample out) or 1");
-            return;
-        }
-        with_metrics = !m || strcmp(m, "1") == 0;
-    }
+    if (!query || evhttp_parse_query_str(query, &q) != 0) return NULL;
+    const char *bad = NULL;
+    const char *m = evhttp_find_header(&q, AM_API_JOB_METRICS), *off = evhttp_find_header(&q, AM_API_JOB_OFFSET),
+               *lim = evhttp_find_header(&q, AM_API_JOB_LIMIT), *tasks = evhttp_find_header(&q, AM_API_JOB_TASKS);
+    if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0)
+        bad = AM_API_JOB_METRICS " must be 0 (leave each task's metrics and last_sample out) or 1";
+    else if (tasks && strcmp(tasks, "0") != 0 && strcmp(tasks, "1") != 0)
+        bad = AM_API_JOB_TASKS " must be 0 (no task listed: their total and counts by role and state) or 1";
+    else if (off && !query_uint(off, LLONG_MAX / 2, &jq->offset))
+        bad = AM_API_JOB_OFFSET " must be the place of the first task to list (0 or more)";
+    else if (lim && (!query_uint(lim, AM_API_JOB_LIMIT_MAX, &jq->limit) || jq->limit < 1))
+        bad = AM_API_JOB_LIMIT " must be how many tasks to list at most, 1 to " JOB_QUERY_STR(AM_API_JOB_LIMIT_MAX);
+    else if (tasks && strcmp(tasks, "0") == 0 && (off || lim))
+        bad = AM_API_JOB_TASKS "=0 lists no task: leave " AM_API_JOB_OFFSET " and " AM_API_JOB_LIMIT " out";
+    jq->metrics = !m || strcmp(m, "1") == 0;
+    jq->paged = off || lim || tasks;
+    if (tasks && strcmp(tasks, "0") == 0) jq->limit = 0;
     evhttp_clear_headers(&q);
+    return bad;
+}
+
+/* GET /v1/job[?metrics=0][&offset=&limit= | &tasks=0], with an ETag over
+ * the body: a browser polling every second gets a bodiless 304 while
+ * nothing changed, however many tasks the job has. Every metrics sample
+ * changes a task's "metrics" and "last_sample", so on a job of hundreds of
+ * tasks something changes every second; metrics=0 leaves them out, and the
+ * page asks for them only as often as executors sample. A job of thousands
+ * lists a page of its tasks, or none, with their counts (issue 26: 10,000
+ * tasks are ~10 MB listed whole). */
+static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    job_query jq;
+    const char *bad = read_job_query(query, &jq);
+    if (bad) {
+        am_reply_error(req, 400, bad);
+        return;
+    }
+    bool with_metrics = jq.metrics;
     if (evhttp_find_header(in, AM_API_UI_HEADER)) am->ui_seen_ms = am_now_ms();
-    json_t *job = am_job_json(am);
+    json_t *job = jq.paged ? am_job_json_page(am, (size_t)jq.offset, (size_t)jq.limit) : am_job_json(am);
     if (!with_metrics) {
         size_t i;
         json_t *t;
@@ -100,30 +132,211 @@ static json_t *cluster_spec(const tony_am *am) {
     return spec;
 }
 
-/* The body of a "go" answer for task t: command, env, timeout. */
-static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
-    json_t *spec = cluster_spec(am);
-    tony_env env = {0};
-    tony_env_merge(&env, &am->plan.shell_env);
+/* What every "go" answer of one world shares (issue 26: building the
+ * cluster spec, and the env values that list the cluster, for each task was
+ * O(N) each, O(N²) per gang). Valid while the attempt, the world's version
+ * and the set of registered hosts are those it was built for. */
+struct am_go_cache {
+    int attempt, world_version, hosts_version;
+    json_t *spec;            /* the cluster spec */
+    char *spec_text;         /* ... as compact JSON, the answer's cluster_spec */
+    tony_runtime_memo memo;  /* the runtime's texts (CLUSTER_SPEC, TF_CONFIG's cluster) */
+    /* long env values by key, and their JSON strings: the same for every
+     * task (CLUSTER_SPEC) is escaped once; one that differs per task
+     * (TF_CONFIG) stops being kept after its second miss */
+    struct go_big {
+        char *key, *raw, *esc;
+        size_t len, esc_len;
+        int misses;
+    } big[4];
+    bool verified;           /* the first answer of this world was checked against json_dumps */
+    bool fallback;           /* ... and differed: json_dumps for every answer (never expected) */
+};
+
+static void go_cache_clear(am_go_cache *c) {
+    json_decref(c->spec);
+    free(c->spec_text);
+    tony_runtime_memo_clear(&c->memo);
+    for (size_t i = 0; i < sizeof c->big / sizeof *c->big; i++) {
+        free(c->big[i].key);
+        free(c->big[i].raw);
+        free(c->big[i].esc);
+    }
+    bool fallback = c->fallback;
+    memset(c, 0, sizeof *c);
+    c->fallback = fallback;
+}
+
+static void go_cache_free(tony_am *am) {
+    if (!am->go) return;
+    go_cache_clear(am->go);
+    free(am->go);
+    am->go = NULL;
+}
+
+/* The cache for the world as it is now: built anew when it changed. */
+static am_go_cache *go_cache(tony_am *am) {
+    const am_job *j = &am->fsm.job;
+    am_go_cache *c = am->go;
+    if (c && c->spec && c->attempt == j->attempt && c->world_version == am->fsm.world_version &&
+        c->hosts_version == j->hosts_version)
+        return c;
+    if (!c) c = am->go = tony_xcalloc(1, sizeof *c);
+    go_cache_clear(c);
+    c->attempt = j->attempt;
+    c->world_version = am->fsm.world_version;
+    c->hosts_version = j->hosts_version;
+    c->spec = cluster_spec(am);
+    c->spec_text = json_dumps(c->spec, JSON_COMPACT);
+    if (am->rendezvous) {
+        json_t *scopes = am->runtime->rendezvous_scopes(c->spec);
+        am_rendezvous_set_scopes(am->rendezvous, scopes);
+        json_decref(scopes);
+    }
+    return c;
+}
+
+/* s[0..n) as a JSON string, as json_dumps writes it, appended to b; false
+ * (nothing appended) when s is not UTF-8, which jansson refuses. Printable
+ * ASCII, all a cluster spec is made of, is escaped here in one pass
+ * (jansson's escaping goes a code point at a time); the rest by jansson. */
+static bool append_json_string(tony_buf *b, const char *s, size_t n) {
+    size_t quotes = 0, i;
+    for (i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch > 0x7e) break;
+        quotes += ch == '"' || ch == '\\';
+    }
+    if (i < n) {
+        json_t *j = json_stringn(s, n);
+        char *js = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!js) return false;
+        tony_buf_puts(b, js);
+        free(js);
+        return true;
+    }
+    char *out = tony_xmalloc(n + quotes + 2), *o = out;
+    *o++ = '"';
+    for (i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\') *o++ = '\\';
+        *o++ = s[i];
+    }
+    *o++ = '"';
+    tony_buf_append(b, out, (size_t)(o - out));
+    free(out);
+    return true;
+}
+
+/* A long env value (the cluster listed): the same as the key's last one
+ * (CLUSTER_SPEC, for every task) is copied from its escaped text. */
+static bool append_env_value(am_go_cache *c, tony_buf *b, const char *key, size_t klen, const char *v) {
+    size_t n = strlen(v);
+    if (n < 4096) return append_json_string(b, v, n);
+    struct go_big *g = NULL;
+    for (size_t i = 0; i < sizeof c->big / sizeof *c->big && !g; i++) {
+        struct go_big *e = &c->big[i];
+        if (!e->key) {
+            e->key = strndup(key, klen);
+            g = e;
+        } else if (strlen(e->key) == klen && strncmp(e->key, key, klen) == 0) {
+            g = e;
+        }
+    }
+    if (g && g->raw && g->len == n && memcmp(g->raw, v, n) == 0) {
+        tony_buf_append(b, g->esc, g->esc_len);
+        return true;
+    }
+    size_t at = b->len;
+    if (!append_json_string(b, v, n)) return false;
+    if (!g || g->misses >= 2) return true;
+    g->misses += g->raw != NULL;
+    free(g->raw);
+    free(g->esc);
+    g->raw = g->esc = NULL;
+    if (g->misses >= 2) return true;
+    g->raw = tony_strdup(v);
+    g->len = n;
+    g->esc_len = b->len - at;
+    g->esc = tony_xmalloc(g->esc_len + 1);
+    memcpy(g->esc, b->data + at, g->esc_len);
+    g->esc[g->esc_len] = '\0';
+    return true;
+}
+
+/* A "go" answer's env: what the task's executor runs its process with. */
+/* memo: the world's texts, or NULL to make them anew. */
+static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime_memo *memo, tony_env *env,
+                       tony_error *err) {
+    tony_env_merge(env, &am->plan.shell_env);
     /* the container's env names the attempt it was asked for in; a kept
      * one runs this attempt's process */
-    am_task_attempt_env(am, &env);
+    am_task_attempt_env(am, env);
     /* elastic jobs: the world's counts and t's rank in it (taskenv.h) */
     tony_plan world;
     int index;
     am_task_world(am, t, &world, &index);
     tony_runtime_task rt = {.plan = &world, .role = t->role->name, .index = index,
                             .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
-                            .run_id = am->app_id};
+                            .run_id = am->app_id, .memo = memo};
     if (am->rendezvous) {
         rt.rendezvous_host = am->host;
         rt.rendezvous_port = am_rendezvous_port(am->rendezvous);
-        json_t *scopes = am->runtime->rendezvous_scopes(spec);
-        am_rendezvous_set_scopes(am->rendezvous, scopes);
-        json_decref(scopes);
     }
-    int built = tony_runtime_build_env(am->runtime, &rt, &env, err);
+    int built = tony_runtime_build_env(am->runtime, &rt, env, err);
     am_task_world_free(&world);
+    return built;
+}
+
+/* The "go" answer's text, written out from the world's cache: the bytes
+ * json_dumps(task_go_json(...), JSON_COMPACT) writes, without building
+ * and encoding N entries per task. NULL: the env cannot be built (err),
+ * or a value is no UTF-8 (*other: answer with task_go_json). */
+static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *other, tony_error *err) {
+    *other = false;
+    tony_env env = {0};
+    if (task_go_env(am, t, c->spec, &c->memo, &env, err)) {
+        tony_env_free(&env);
+        return NULL;
+    }
+    tony_buf b = {0};
+    bool ok = true;
+    tony_buf_puts(&b, "{\"" AM_API_STATUS "\":\"" AM_API_GO "\",\"" AM_API_COMMAND "\":");
+    ok = append_json_string(&b, t->role->command, strlen(t->role->command));
+    tony_buf_puts(&b, ",\"" AM_API_ENV "\":{");
+    bool first = true;
+    for (size_t i = 0; ok && i < env.kv.len; i++) {
+        const char *kv = env.kv.items[i], *eq = strchr(kv, '=');
+        if (!first) tony_buf_puts(&b, ",");
+        first = false;
+        ok = append_json_string(&b, kv, (size_t)(eq - kv));
+        if (ok) tony_buf_puts(&b, ":");
+        /* (task_go_json drops a key whose value is no UTF-8: the reference answers) */
+        ok = ok && append_env_value(c, &b, kv, (size_t)(eq - kv), eq + 1);
+    }
+    tony_buf_puts(&b, "},\"" AM_API_CLUSTER_SPEC "\":");
+    tony_buf_puts(&b, c->spec_text ? c->spec_text : "{}");
+    tony_buf_printf(&b, ",\"" AM_API_EXECUTION_TIMEOUT_MS "\":%lld,\"" AM_API_LOG_POLICIES "\":",
+                    (long long)am->plan.execution_timeout_ms);
+    const char *lp = am->plan.log_policies ? am->plan.log_policies : "";
+    ok = ok && append_json_string(&b, lp, strlen(lp));
+    tony_buf_puts(&b, "}");
+    tony_env_free(&env);
+    if (!ok || !c->spec_text) {
+        tony_buf_free(&b);
+        *other = true;
+        return NULL;
+    }
+    return b.data;
+}
+
+/* The body of a "go" answer for task t: command, env, timeout (the
+ * reference task_go_text writes the same bytes of, faster). */
+static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
+    /* the world's texts made anew: the reference shares nothing */
+    json_t *spec = cluster_spec(am);
+    tony_env env = {0};
+    int built = task_go_env(am, t, spec, NULL, &env, err);
     if (built) {
         json_decref(spec);
         tony_env_free(&env);
@@ -157,8 +370,37 @@ static json_t *next_json(const tony_am *am, const am_task *t, int next) {
     return o;
 }
 
+/* The go answer for t, as text (task_go_text; once per world checked
+ * against json_dumps, the reference); NULL: its env cannot be built (err). */
+static char *go_answer(tony_am *am, const am_task *t, tony_error *err) {
+    am_go_cache *c = go_cache(am);
+    bool other = c->fallback;
+    char *text = other ? NULL : task_go_text(am, t, c, &other, err);
+    if (!text && !other) return NULL;
+    if (text && c->verified) return text;
+    json_t *go = task_go_json(am, t, err);
+    char *ref = go ? json_dumps(go, JSON_COMPACT) : NULL;
+    json_decref(go);
+    if (!go) {
+        free(text);
+        return NULL;
+    }
+    if (!ref) ref = tony_strdup("{\"" AM_API_ERROR "\":\"the server could not encode its answer\"}");
+    if (text && !c->verified) {
+        c->verified = true;
+        if (strcmp(text, ref) != 0) {
+            tony_warn("the \"go\" answer written from the world's cache differs from its JSON encoding; "
+                      "encoding each answer in full from now on");
+            c->fallback = true;
+        }
+    }
+    free(text);
+    return ref;
+}
+
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
+    am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
     if (am->fsm.job.attempt_over && am_fsm_keeps_container(&am->fsm, w->task)) {
         am_reply_json(w->req, 200, next_json(am, w->task, am->fsm.job.attempt + 1));
         return;
@@ -167,7 +409,7 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         am_reply_json(w->req, 409, json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "the attempt is ending"));
         return;
     }
-    json_t *go = task_go_json(am, w->task, &err);
+    char *go = go_answer(am, w->task, &err);
     if (!go) {
         char *why = tony_sprintf("cannot build the env of %s:%d: %s", w->task->role->name, w->task->index, err.msg);
         am_fsm_fail_permanently(&am->fsm, why, am_now_ms(), &am->pending);
@@ -176,14 +418,53 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         am_kick(am);
         return;
     }
-    am_reply_json(w->req, 200, go);
+    am_reply_json_text(w->req, 200, go);
+    free(go);
+}
+
+/* Where t's held poll (early: its early registration) is in am->waiters,
+ * plus 1; 0: none. */
+static size_t *waiter_slot(tony_am *am, const am_task *t, bool early) {
+    if (!am->waiter_slot) am->waiter_slot = tony_xcalloc(2 * am->fsm.job.ntasks + 2, sizeof *am->waiter_slot);
+    return &am->waiter_slot[2 * (size_t)(t - am->fsm.job.tasks) + early];
+}
+
+static void push_waiter(tony_am *am, am_waiter w) {
+    if (am->nwaiters == am->capwaiters) {
+        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
+        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
+    }
+    *waiter_slot(am, w.task, w.early != NULL) = am->nwaiters + 1;
+    am->waiters[am->nwaiters++] = w;
+}
+
+/* Takes waiter i out of the list (the last one takes its place). */
+static void drop_waiter(tony_am *am, size_t i) {
+    am_waiter *w = &am->waiters[i];
+    *waiter_slot(am, w->task, w->early != NULL) = 0;
+    if (i + 1 < am->nwaiters) {
+        *w = am->waiters[am->nwaiters - 1];
+        *waiter_slot(am, w->task, w->early != NULL) = i + 1;
+    }
+    am->nwaiters--;
+}
+
+/* Detaches the whole list (answering may add waiters back): its count in *n. */
+static am_waiter *detach_waiters(tony_am *am, size_t *n) {
+    am_waiter *ws = am->waiters;
+    *n = am->nwaiters;
+    for (size_t i = 0; i < *n; i++) *waiter_slot(am, ws[i].task, ws[i].early != NULL) = 0;
+    am->waiters = NULL;
+    am->nwaiters = am->capwaiters = 0;
+    return ws;
 }
 
 static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json_t *early) {
-    /* One outstanding poll per task: a retried poll replaces the old one. */
-    for (size_t i = 0; i < am->nwaiters; i++) {
-        am_waiter *w = &am->waiters[i];
-        if (w->task != t || (w->early != NULL) != (early != NULL)) continue;
+    /* One outstanding poll per task: a retried poll replaces the old one,
+     * found by the task's slot, not a walk over every waiter (issue 26). */
+    size_t slot = *waiter_slot(am, t, early != NULL);
+    if (slot) {
+        am_waiter *w = &am->waiters[slot - 1];
         am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         json_decref(w->early);
         w->req = req;
@@ -191,19 +472,13 @@ static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json
         w->deadline_ms = am_now_ms() + AM_REGISTER_POLL_MS;
         return;
     }
-    if (am->nwaiters == am->capwaiters) {
-        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
-        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
-    }
-    am->waiters[am->nwaiters++] = (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS, early};
+    push_waiter(am, (am_waiter){req, t, am_now_ms() + AM_REGISTER_POLL_MS, early});
 }
 
 void am_api_release_waiters(tony_am *am) {
     /* Detach the list first: answering may add waiters back. */
-    am_waiter *ws = am->waiters;
-    size_t n = am->nwaiters;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    size_t n;
+    am_waiter *ws = detach_waiters(am, &n);
     size_t early = 0;
     for (size_t i = 0; i < n; i++) early += ws[i].early != NULL;
     if (n > early && !am->fsm.job.attempt_over) tony_info("gang complete: %zu task(s) may start", n - early);
@@ -217,15 +492,14 @@ void am_api_release_waiters(tony_am *am) {
         } else if (am->fsm.state == AM_JOB_DONE ||
                    (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
             /* no next attempt for it: the kept executor exits */
+            if (!w->early) am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
             am_reply_json(w->req, 409,
                           json_pack("{s:s,s:s}", AM_API_STATUS, AM_API_ENDING, AM_API_ERROR, "no next attempt"));
             json_decref(w->early);
         } else {
             /* kept: a kept executor for the next attempt, or one out of the
              * world waiting to join it (fsm.h, growing back) */
-            am->waiters = tony_xrealloc(am->waiters, (am->nwaiters + 1) * sizeof *am->waiters);
-            am->waiters[am->nwaiters++] = *w;
-            am->capwaiters = am->nwaiters;
+            push_waiter(am, *w);
         }
     }
     free(ws);
@@ -238,19 +512,19 @@ void am_api_expire_waiters(tony_am *am, long long now_ms) {
             i++;
             continue;
         }
-        am_reply_json(am->waiters[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        json_decref(am->waiters[i].early);
-        am->waiters[i] = am->waiters[--am->nwaiters];
+        am_waiter *w = &am->waiters[i];
+        if (!w->early) am_fsm_poll_answered(&am->fsm, w->task, now_ms);
+        am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        json_decref(w->early);
+        drop_waiter(am, i);
     }
 }
 
 static void register_task(tony_am *am, struct evhttp_request *req, am_task *t, json_t *body, long long now);
 
 void am_api_admit_early(tony_am *am) {
-    am_waiter *ws = am->waiters;
-    size_t n = am->nwaiters;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    size_t n;
+    am_waiter *ws = detach_waiters(am, &n);
     for (size_t i = 0; i < n; i++) {
         am_waiter *w = &ws[i];
         if (!w->early) {
@@ -276,8 +550,11 @@ void am_api_admit_early(tony_am *am) {
 void am_api_free_waiters(tony_am *am) {
     am_watch_free(am);
     for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
+    go_cache_free(am);
     free(am->waiters);
+    free(am->waiter_slot);
     am->waiters = NULL;
+    am->waiter_slot = NULL;
     am->nwaiters = am->capwaiters = 0;
 }
 
@@ -1024,7 +1301,9 @@ static const am_route routes[] = {
     {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
     {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
-     "the job and its tasks (below); also in `<job dir>/status.json`", on_job},
+     "the job and its tasks (below; `?offset=&limit=`: a page of them, `?tasks=0`: their counts only); also in "
+     "`<job dir>/status.json`",
+     on_job},
     {AM_MATCH_EXACT, AM_API_EVENTS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},
     {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,

@@ -94,7 +94,7 @@ static bool kept_for_next(const am_fsm *f, const am_task *t) {
 static void note_failure(am_job *j, am_task *t, long long when_ms);
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out);
 static void advance(am_fsm *f, long long now_ms, am_actions *out);
-static void take_registration(am_task *t, const am_registration *r, long long now_ms);
+static void take_registration(am_job *j, am_task *t, const am_registration *r, long long now_ms);
 
 /* t starts anew (NEW), with a line in its runs on the container it had;
  * what stays across attempts (its identity, its place in the world) stays. */
@@ -107,6 +107,10 @@ static void renew_task(am_job *j, am_task *t) {
                                       t->log_url ? tony_strdup(t->log_url) : NULL};
     }
     am_task kept = *t;
+    if (t->host) {
+        j->nregistered--;
+        j->hosts_version++;
+    }
     am_task_clear(t);
     memset(t, 0, sizeof *t);
     t->runs = runs;
@@ -466,12 +470,14 @@ static void grow_world(am_fsm *f, long long now_ms, am_actions *out) {
 static am_reg_result join_request(am_fsm *f, am_task *t, const am_registration *r, long long now_ms) {
     if (t->host) {
         t->last_heartbeat_ms = now_ms;
+        t->polling = joining(t);
         return joining(t) ? AM_REG_AGAIN : AM_REG_ENDING;
     }
     if (t->state != AM_TASK_REQUESTED || t->exited) return AM_REG_ENDING;
-    take_registration(t, r, now_ms);
+    take_registration(&f->job, t, r, now_ms);
     t->state = AM_TASK_REGISTERED;
     t->last_heartbeat_ms = now_ms;
+    t->polling = true;
     if (!f->grow_at_ms) f->grow_at_ms = now_ms + f->job.plan->elastic_settle_ms;
     return AM_REG_NEW;
 }
@@ -748,8 +754,10 @@ void am_fsm_start(am_fsm *f, long long now_ms, am_actions *out) {
 }
 
 /* Where t's executor is and what it reported, once per attempt. */
-static void take_registration(am_task *t, const am_registration *r, long long now_ms) {
+static void take_registration(am_job *j, am_task *t, const am_registration *r, long long now_ms) {
     t->host = tony_strdup(r->host);
+    j->nregistered++;
+    j->hosts_version++;
     t->port = r->port;
     t->tb_port = r->tb_port;
     if (r->log_dir && *r->log_dir) t->log_dir = tony_strdup(r->log_dir);
@@ -836,7 +844,7 @@ static bool same_attempt(am_fsm *f, int attempt) {
  * barrier go once the gang is whole. */
 static void came_back(am_fsm *f, am_task *t, const am_registration *r, int container_attempt, long long now_ms,
                       am_actions *out) {
-    take_registration(t, r, now_ms);
+    take_registration(&f->job, t, r, now_ms);
     t->container_attempt = container_attempt;
     t->last_heartbeat_ms = now_ms;
     f->adopted++;
@@ -869,10 +877,12 @@ am_reg_result am_fsm_rejoined(am_fsm *f, am_task *t, const am_registration *r, i
     if (!f->recovering || am_task_done(t) || f->state == AM_JOB_DONE) return AM_REG_ENDING;
     if (t->host) { /* its long poll again */
         t->last_heartbeat_ms = now_ms;
+        t->polling = attempt == f->job.attempt;
         return attempt == f->job.attempt ? AM_REG_AGAIN : AM_REG_ENDING;
     }
     if (!same_attempt(f, attempt)) return AM_REG_ENDING;
     t->state = AM_TASK_REGISTERED;
+    t->polling = true;
     f->rejoined++;
     came_back(f, t, r, container_attempt, now_ms, out);
     return AM_REG_NEW;
@@ -917,11 +927,12 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
     if (t->out) return join_request(f, t, r, now_ms);
     am_reg_result res = AM_REG_AGAIN;
     if (!t->host) {
-        take_registration(t, r, now_ms);
+        take_registration(&f->job, t, r, now_ms);
         if (!am_task_done(t)) t->state = AM_TASK_REGISTERED;
         res = AM_REG_NEW;
     }
     t->last_heartbeat_ms = now_ms;
+    t->polling = true; /* held until am_fsm_poll_answered */
     /* Without a gang (FCFS) each task goes as soon as it registers. */
     if (!f->job.plan->gang || am_job_gang_ready(&f->job)) emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     advance(f, now_ms, out);
@@ -981,8 +992,18 @@ static char *judge_failure(am_fsm *f, am_task *t, int exit_status, const char *d
     return tony_sprintf("%s. %s", t->log_fail, diagnostics ? diagnostics : "");
 }
 
+void am_fsm_poll_answered(am_fsm *f, am_task *t, long long now_ms) {
+    (void)f;
+    if (!t->polling) return;
+    t->polling = false;
+    /* the answer is its last sign of life: the executor re-polls, or
+     * starts its process, from here */
+    t->last_heartbeat_ms = now_ms;
+}
+
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {
     (void)f;
+    t->polling = false;
     t->pid = pid;
     t->started_ms = now_ms;
     t->last_heartbeat_ms = now_ms;
@@ -1185,7 +1206,10 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         if (!t->host || t->exited || t->result_reported || am_task_done(t)) continue;
         /* one waiting to join the world ends with its container, failing nothing */
         if (t->out) continue;
-        /* one waiting at the barrier sits in a long poll that long */
+        /* One waiting at the barrier with its long poll held is alive, however
+         * long the gang takes to form or to be answered (thousands of "go"
+         * answers take a while); between polls it sits in a poll that long. */
+        if (t->state == AM_TASK_REGISTERED && t->polling) continue;
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;

@@ -230,6 +230,11 @@ void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes);
 /* The executor says a log policy (conf/logpolicy.h) matched a line of its
  * task's output (stream: "stdout" or "stderr"); it counts if the task fails. */
 void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line);
+/* The register long poll of t's executor (held since am_fsm_registered or
+ * am_fsm_rejoined said NEW or AGAIN) was answered: "go", "wait", "next" or
+ * "ending". While held, a task at the barrier is not expired for missed
+ * heartbeats; from the answer on its silence counts again. */
+void am_fsm_poll_answered(am_fsm *f, am_task *t, long long now_ms);
 /* The executor started the user's process. */
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms);
 

@@ -113,11 +113,7 @@ int am_job_count_requested(const am_job *j) {
     return n;
 }
 
-int am_job_count_registered(const am_job *j) {
-    int n = 0;
-    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].host != NULL;
-    return n;
-}
+int am_job_count_registered(const am_job *j) { return j->nregistered; }
 
 bool am_job_gang_ready(const am_job *j) {
     /* Requested tasks that ended count as present: a prepare-stage task that

@@ -68,6 +68,10 @@ typedef struct am_task {
     int container_attempt; /* the attempt its container was asked for in */
     long long stop_asked_ms; /* in place: since when its executor has been told to stop its process (or exit); 0: not */
     bool lost;            /* declared dead for missed heartbeats: its executor no longer answers */
+    /* Its executor's register long poll is held (fsm.h, am_fsm_poll_answered):
+     * it waits at the gang barrier, alive whatever the time since its last
+     * heartbeat (a gang of thousands takes a while to answer). */
+    bool polling;
     bool node_judgement_due; /* a node-level failure waits for its container's end to name the node (exclusion.h) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */
@@ -92,6 +96,8 @@ typedef struct am_job {
     const tony_plan *plan;
     am_task *tasks; /* every task of every role, in plan order then index */
     size_t ntasks;
+    int nregistered; /* tasks with a host (registered this attempt): kept by fsm.c as hosts come and go */
+    int hosts_version; /* one more each time a task's host is set or cleared (what the cluster spec lists) */
     int attempt;
     /* How long an executor waiting at the gang barrier may stay silent: it
      * sits in a long poll that long, and re-polls at once after. */
@@ -124,7 +130,7 @@ bool am_job_reserves_tb_port(const am_job *j, const am_task *t);
 bool am_job_should_request(const am_job *j, const am_task *t);
 /* GANG: every requested task registered. */
 bool am_job_gang_ready(const am_job *j);
-/* Tasks requested so far / registered so far. */
+/* Tasks requested so far (a walk) / registered so far (a running count). */
 int am_job_count_requested(const am_job *j);
 int am_job_count_registered(const am_job *j);
 

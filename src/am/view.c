@@ -193,7 +193,31 @@ static json_t *attempts_json(const am_fsm *f) {
     return a;
 }
 
-json_t *am_job_json(const tony_am *am) {
+/* {role: {state: n}} over every task (the single-node one too). */
+static json_t *task_counts_json(const tony_am *am, const json_t *single) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) {
+        const am_task *t = &am->fsm.job.tasks[i];
+        json_t *role = json_object_get(o, t->role->name);
+        if (!role) json_object_set_new(o, t->role->name, role = json_object());
+        const char *state = am_task_state_name(t->state);
+        json_object_set_new(role, state, json_integer(json_integer_value(json_object_get(role, state)) + 1));
+    }
+    if (single)
+        json_object_set_new(o, json_string_value(json_object_get(single, JOB_TASK_ROLE)),
+                            json_pack("{s:i}", json_string_value(json_object_get(single, JOB_TASK_STATE)), 1));
+    return o;
+}
+
+static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit);
+
+json_t *am_job_json(const tony_am *am) { return job_json(am, false, 0, 0); }
+
+json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit) { return job_json(am, true, offset, limit); }
+
+/* paged: only tasks [offset, offset + limit) are listed, with the total
+ * and the counts of all (a job of 10,000 tasks is ~10 MB listed whole). */
+static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit) {
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
                                                                             : am_job_state_name(am->fsm.state);
@@ -217,9 +241,15 @@ json_t *am_job_json(const tony_am *am) {
     if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     if (am->fsm.state == AM_JOB_BACKOFF)
         json_object_set_new(o, JOB_RESTART_AT_MS, json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
+    json_t *single = am->plan.single_node && am->single.log_dir ? single_node_task_json(am) : NULL;
+    size_t total = am->fsm.job.ntasks + (single != NULL);
+    /* the advice, once the job is over, is over every task */
+    bool all = !paged || am->fsm.state == AM_JOB_DONE;
+    size_t from = all ? 0 : offset, to = all ? total : (offset < total && limit < total - offset ? offset + limit : total);
     json_t *tasks = json_array();
-    for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
-    if (am->plan.single_node && am->single.log_dir) json_array_append_new(tasks, single_node_task_json(am));
+    for (size_t i = from; i < to && i < am->fsm.job.ntasks; i++)
+        json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
+    if (single && from < total && to == total) json_array_append(tasks, single);
     json_object_set_new(o, JOB_TASKS, tasks);
     json_object_set_new(o, JOB_ATTEMPTS, attempts_json(&am->fsm));
     json_object_set_new(o, JOB_EXCLUDED_NODES, excluded_nodes_json(am));
@@ -237,6 +267,17 @@ json_t *am_job_json(const tony_am *am) {
     json_object_set_new(o, JOB_ADVICE, (am->fsm.state == AM_JOB_DONE)
                                           ? tony_sizing_advice(tasks, am->plan.sizing_min_run_ms)
                                           : json_array());
+    if (paged) {
+        if (all) { /* the page, out of every task's */
+            json_t *page = json_array();
+            for (size_t i = offset; i < total && i - offset < limit; i++)
+                json_array_append(page, json_array_get(tasks, i));
+            json_object_set_new(o, JOB_TASKS, page);
+        }
+        json_object_set_new(o, JOB_TASKS_TOTAL, json_integer((json_int_t)total));
+        json_object_set_new(o, JOB_TASK_COUNTS, task_counts_json(am, single));
+    }
+    json_decref(single);
     if (am->history) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
         char *where = am_history_where(am->history);

@@ -10,6 +10,10 @@
 
 /* The whole job. */
 json_t *am_job_json(const tony_am *am);
+/* The job with a page of its tasks, from offset, at most limit of them (0:
+ * none), and their total and counts by role and state (jobjson.h,
+ * JOB_TASKS_TOTAL): GET /v1/job?offset=&limit= or ?tasks=0. */
+json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit);
 /* One task of it (the job JSON's "tasks" entries). */
 json_t *am_task_json(const tony_am *am, const am_task *t);
 /* The task serving TensorBoard now: the one that reserved TB_PORT (the

@@ -10,6 +10,13 @@
 
 /* Paths (GET unless said). */
 #define AM_API_JOB "/v1/job"             /* the job as JSON (?metrics=0: without each task's samples) */
+/* GET /v1/job's query, each optional (none: the whole job, every task), all
+ * from the client: */
+#define AM_API_JOB_METRICS "metrics" /* 0: each task without its metrics and last_sample; 1 (default): with */
+#define AM_API_JOB_OFFSET "offset"   /* the first task listed, in the job's order (plan order, then index); 0 */
+#define AM_API_JOB_LIMIT "limit"     /* at most this many tasks listed (1..AM_API_JOB_LIMIT_MAX) */
+#define AM_API_JOB_LIMIT_MAX 10000
+#define AM_API_JOB_TASKS "tasks"     /* 0: no task listed, only their counts; 1 (default): listed */
 #define AM_API_JOB_KILL "/v1/job/kill"   /* POST: the user kills the job */
 #define AM_API_JOB_FINISH "/v1/job/finish" /* POST: the client read the final state */
 #define AM_API_JOB_SCALE "/v1/job/scale" /* POST {role, instances}: `tony scale` (elastic jobs, docs/elastic.md) */

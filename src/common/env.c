@@ -16,7 +16,14 @@ static int find_key(const tony_env *e, const char *key) {
 }
 
 void tony_env_set(tony_env *e, const char *key, const char *value) {
-    char *entry = tony_sprintf("%s=%s", key, value ? value : "");
+    /* copied, not printf'd: a value may be a cluster's list (TF_CONFIG,
+     * hundreds of KB), which glibc's printf copies in small pieces */
+    size_t kn = strlen(key), vn = value ? strlen(value) : 0;
+    char *entry = tony_xmalloc(kn + vn + 2);
+    memcpy(entry, key, kn);
+    entry[kn] = '=';
+    if (vn) memcpy(entry + kn + 1, value, vn);
+    entry[kn + 1 + vn] = '\0';
     int i = find_key(e, key);
     if (i >= 0) {
         free(e->kv.items[i]);

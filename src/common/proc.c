@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,49 @@ static void redirect(int target, const char *path, int errfd, bool private_outpu
     close(fd);
 }
 
+/* posix_spawn (a vfork underneath): the coordinator starts a container per
+ * task, and fork() copies its page tables, which grow with the job, each
+ * time: starting N containers was O(N^2) (issue 26; the kernel's
+ * copy_page_range was the top symbol while 2,000 started). What the child
+ * does is the fork path's, as file actions and attributes, in its order:
+ * a session or a process group, no signal blocked and every one at its
+ * default, the cwd, stdin from /dev/null, stdout/stderr appended, nothing
+ * but 0-2 inherited. posix_spawn reports a failed step by its errno only:
+ * the message names what the child was to use. */
+static int spawn_posix(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (s->new_session) flags |= POSIX_SPAWN_SETSID;
+    else if (!s->keep_group) flags |= POSIX_SPAWN_SETPGROUP; /* pgroup 0: its own */
+    posix_spawnattr_setflags(&at, flags);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    if (s->cwd) posix_spawn_file_actions_addchdir_np(&fa, s->cwd);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    mode_t mode = s->private_output ? 0600 : 0644;
+    if (s->stdout_path) posix_spawn_file_actions_addopen(&fa, 1, s->stdout_path, O_WRONLY | O_CREAT | O_APPEND, mode);
+    if (s->stderr_path) posix_spawn_file_actions_addopen(&fa, 2, s->stderr_path, O_WRONLY | O_CREAT | O_APPEND, mode);
+    /* Only stdin/out/err cross into a container or a user process: a
+     * caller's stray pipe must not be held open for a whole job. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    extern char **environ;
+    int rc = posix_spawnp(pid_out, s->argv[0], &fa, &at, s->argv, s->envp ? s->envp : environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc == 0) return 0;
+    return tony_err(err, "cannot start %s (in %s, output to %s): %s", s->argv[0], s->cwd ? s->cwd : ".",
+                    s->stdout_path ? s->stdout_path : "the caller's", strerror(rc));
+}
+
 int tony_proc_spawn(const tony_spawn *s, pid_t *pid_out, tony_error *err) {
+    /* PR_SET_PDEATHSIG is no spawn attribute: only such a child is forked */
+    if (!s->die_with_parent) return spawn_posix(s, pid_out, err);
     /* A close-on-exec pipe tells the parent whether exec worked, so a missing
      * program is an error here and not a mysterious exit code 127 later. */
     int pfd[2];

@@ -239,9 +239,14 @@ int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task
     /* FCFS tasks are independent (batch inference, TonY #501): a partial spec
      * would only mislead them, so they get none. */
     if (plan->gang && task->cluster_spec) {
-        char *js = json_dumps(task->cluster_spec, JSON_COMPACT);
-        if (!js) return tony_err(err, "cannot encode the cluster spec of %s:%d as JSON", task->role, task->index);
-        tony_env_set(env, TASKENV_CLUSTER_SPEC, js);
+        char *js = task->memo && task->memo->cluster_spec ? NULL : json_dumps(task->cluster_spec, JSON_COMPACT);
+        if (!js && !(task->memo && task->memo->cluster_spec))
+            return tony_err(err, "cannot encode the cluster spec of %s:%d as JSON", task->role, task->index);
+        if (js && task->memo) {
+            task->memo->cluster_spec = js;
+            js = NULL;
+        }
+        tony_env_set(env, TASKENV_CLUSTER_SPEC, js ? js : task->memo->cluster_spec);
         free(js);
     } else {
         tony_env_unset(env, TASKENV_CLUSTER_SPEC);
@@ -255,6 +260,12 @@ int tony_runtime_nproc(const tony_env *env) {
     long long n;
     const char *v = tony_env_get(env, TONY_RUNTIME_NPROC_ENV);
     return v && tony_parse_ll(v, &n) && n >= 1 && n <= INT_MAX ? (int)n : 1;
+}
+
+void tony_runtime_memo_clear(tony_runtime_memo *m) {
+    free(m->cluster_spec);
+    for (size_t i = 0; i < sizeof m->framework / sizeof *m->framework; i++) free(m->framework[i]);
+    memset(m, 0, sizeof *m);
 }
 
 json_t *tony_runtime_placeholder_spec(const tony_plan *plan) {

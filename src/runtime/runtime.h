@@ -12,6 +12,18 @@
 #include "common/error.h"
 #include "conf/plan.h"
 
+/* Text that is the same for every task of one cluster spec: made by the
+ * first task's build_env, reused by the next ones' (the coordinator answers
+ * thousands of tasks with one spec, and serializing it for each was
+ * quadratic: issue 26). The caller owns it, and empties it
+ * (tony_runtime_memo_clear) when the spec changes. */
+typedef struct tony_runtime_memo {
+    char *cluster_spec; /* CLUSTER_SPEC's value */
+    char *framework[2]; /* the runtime's own: tensorflow's TF_CONFIG cluster, for the others and for the evaluator */
+} tony_runtime_memo;
+
+void tony_runtime_memo_clear(tony_runtime_memo *m);
+
 /* What a runtime knows about the task it builds env for. */
 typedef struct tony_runtime_task {
     const tony_plan *plan;
@@ -29,6 +41,8 @@ typedef struct tony_runtime_task {
      * its id (TORCHELASTIC_RUN_ID); NULL run_id: not known (a dry run). */
     int attempt;
     const char *run_id;
+    /* NULL: every text is built anew */
+    tony_runtime_memo *memo;
 } tony_runtime_task;
 
 typedef struct tony_runtime {

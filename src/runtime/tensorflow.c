@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "common/strv.h"
 #include "runtime/runtime.h"
 
 /* Roles that are in the cluster spec but must not appear in TF_CONFIG's
@@ -17,6 +18,9 @@ static bool is_sidecar(const tony_plan *plan, const char *role) {
     return false;
 }
 
+static char *tf_cluster_json(const tony_runtime_task *task, bool self_is_evaluator);
+static int tf_config_set(tony_env *env, const tony_runtime_task *task, char *cluster, bool owned, tony_error *err);
+
 static int tf_task_env(const tony_runtime_task *task, tony_env *env, tony_error *err) {
     /* FCFS tasks start before the others registered and are meant to be
      * independent (TonY #501): a TF_CONFIG naming a partial cluster would make
@@ -26,6 +30,19 @@ static int tf_task_env(const tony_runtime_task *task, tony_env *env, tony_error 
         return 0;
     }
     bool self_is_evaluator = strcasecmp(task->role, "evaluator") == 0;
+    char **memo = task->memo ? &task->memo->framework[self_is_evaluator] : NULL;
+    if (!memo || !*memo) {
+        char *cl = tf_cluster_json(task, self_is_evaluator);
+        if (!cl) return tony_err(err, "cannot encode TF_CONFIG for %s:%d", task->role, task->index);
+        if (!memo) return tf_config_set(env, task, cl, true, err);
+        *memo = cl;
+    }
+    return tf_config_set(env, task, *memo, false, err);
+}
+
+/* TF_CONFIG's cluster: the spec without the roles TensorFlow must not
+ * see, as compact JSON (malloc'ed; NULL: not encodable). */
+static char *tf_cluster_json(const tony_runtime_task *task, bool self_is_evaluator) {
     json_t *cluster = json_object();
     const char *key;
     json_t *val;
@@ -39,14 +56,32 @@ static int tf_task_env(const tony_runtime_task *task, tony_env *env, tony_error 
         if (!self_is_evaluator && strcasecmp(key, "evaluator") == 0) continue;
         json_object_set(cluster, key, val);
     }
-    /* No "environment" key: TonY never sets it, and "cloud" changes how
-     * Estimator picks its master. */
-    json_t *tf = json_pack("{s:o, s:{s:s, s:i}}", "cluster", cluster, "task", "type", task->role, "index", task->index);
-    char *js = tf ? json_dumps(tf, JSON_COMPACT) : NULL;
-    json_decref(tf);
-    if (!js) return tony_err(err, "cannot encode TF_CONFIG for %s:%d", task->role, task->index);
-    tony_env_set(env, "TF_CONFIG", js);
-    free(js);
+    char *js = json_dumps(cluster, JSON_COMPACT);
+    json_decref(cluster);
+    return js;
+}
+
+/* TF_CONFIG = {"cluster": <cluster>, "task": {"type": <role>, "index": <i>}},
+ * as json_dumps(JSON_COMPACT) writes it, around the cluster's text made once
+ * (the memo); cluster is freed when owned. No "environment" key: TonY never
+ * sets it, and "cloud" changes how Estimator picks its master. */
+static int tf_config_set(tony_env *env, const tony_runtime_task *task, char *cluster, bool owned, tony_error *err) {
+    json_t *type = json_string(task->role);
+    char *type_js = type ? json_dumps(type, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    json_decref(type);
+    if (!type_js) {
+        if (owned) free(cluster);
+        return tony_err(err, "cannot encode TF_CONFIG for %s:%d", task->role, task->index);
+    }
+    /* pieces, not printf: the cluster is hundreds of KB at thousands of tasks */
+    tony_buf js = {0};
+    tony_buf_puts(&js, "{\"cluster\":");
+    tony_buf_puts(&js, cluster);
+    tony_buf_printf(&js, ",\"task\":{\"type\":%s,\"index\":%d}}", type_js, task->index);
+    tony_env_set(env, "TF_CONFIG", js.data);
+    tony_buf_free(&js);
+    free(type_js);
+    if (owned) free(cluster);
     return 0;
 }
 

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 
 import pytest
 
@@ -48,16 +49,40 @@ def test_two_thousand_tasks_gang_heartbeats_restart_in_place_and_kill(tmp_path):
         gang = t_go - j.wait_all("reg", 0, 1)
         assert gang < 90, f"the gang of {N} took {gang:.1f} s from the last registration"
 
-        # heartbeats flow, at about the job's 1 Hz per task, and are answered
-        time.sleep(3)
-        h0, f0, t0 = j.heartbeats(), j.failures(), time.monotonic()
-        time.sleep(5)
-        rate = (j.heartbeats() - h0) / (time.monotonic() - t0)
+        # heartbeats flow, at about the job's 1 Hz per task, and are answered:
+        # a 5 s window at that rate within 40 s of the gang (every answer
+        # arrives at once, and the harness's executors, a few Python processes,
+        # take a while to work through their first calls on a loaded machine)
+        deadline = time.monotonic() + 40
+        while True:
+            time.sleep(3)
+            h0, f0, t0 = j.heartbeats(), j.failures(), time.monotonic()
+            time.sleep(5)
+            rate = (j.heartbeats() - h0) / (time.monotonic() - t0)
+            failed = j.failures() - f0
+            if (rate > N * 0.4 and failed < N * 0.05) or time.monotonic() > deadline:
+                break
         assert rate > N * 0.4, f"only {rate:.0f} heartbeats/s answered for {N} tasks at 1 Hz"
-        assert j.failures() - f0 < N * 0.05, f"{j.failures() - f0} calls failed in 5 s"
+        assert failed < N * 0.05, f"{failed} calls failed in 5 s"
         assert running_count(j) == N
         am_log = j.am_log()
         assert "missed" not in am_log, am_log[-3000:]
+        # every "go" answer was written from the world's cache (api.c), its
+        # bytes those of the JSON encoding it is checked against once
+        assert "differs from its JSON encoding" not in am_log
+
+        # the job page of a large job: a page of its tasks, or only their counts
+        page = json.loads(j.get(f"/v1/job?offset={N - 10}&limit=20&metrics=0")[0])
+        assert [t["index"] for t in page["tasks"]] == list(range(N - 10, N))
+        assert page["tasks_total"] == N and page["task_counts"] == {"worker": {"RUNNING": N}}
+        assert "metrics" not in page["tasks"][0]
+        body, took = j.get("/v1/job?tasks=0")
+        counts = json.loads(body)
+        assert counts["tasks"] == [] and counts["tasks_total"] == N and counts["state"] == "RUNNING"
+        assert len(body) < 4096, f"GET /v1/job?tasks=0 of {N} tasks is {len(body)} bytes"
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            j.get("/v1/job?limit=0")
+        assert bad.value.code == 400 and "limit" in bad.value.read().decode()
 
         # one task's process fails: every other task is told to stop, and all
         # start again in place (their containers kept)

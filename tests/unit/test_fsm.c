@@ -396,8 +396,84 @@ static void test_barrier_waiters_not_expired(void **state) {
     reg(f, task(f, "worker", 0), 0);
     am_fsm_tick(&f->fsm, 5000, fresh(f));
     assert_int_equal(count(f, AM_ACT_LOST), 0);
-    am_fsm_tick(&f->fsm, 20600, fresh(f));
+    /* its poll answered "wait" at 15 s, and it never polls again: silent
+     * a poll's length and the heartbeats' expiry after that answer */
+    am_fsm_poll_answered(&f->fsm, task(f, "worker", 0), 15000);
+    am_fsm_tick(&f->fsm, 35500, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    am_fsm_tick(&f->fsm, 35501, fresh(f));
     assert_int_equal(count(f, AM_ACT_LOST), 1);
+    destroy(f);
+}
+
+/* Issue 26: a task whose register long poll is held waits at the barrier,
+ * alive however long the gang takes to form or to be answered (5,000 "go"
+ * answers took longer than 25 heartbeats, and the first tasks were
+ * declared lost); its silence counts again from the poll's answer. */
+static void test_held_poll_is_alive(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.task.heartbeat-interval-ms=100",
+                        "tony.task.max-missed-heartbeats=5", NULL};
+    fixture *f = make_polling(kv, 1000);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    am_task *w0 = task(f, "worker", 0), *w1 = task(f, "worker", 1);
+    reg(f, w0, 0);
+    assert_true(w0->polling);
+    /* far past interval x missed + the poll window: its poll is still held */
+    am_fsm_tick(&f->fsm, 60000, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    assert_int_equal(w0->state, AM_TASK_REGISTERED);
+    /* the gang completes; the answers take a minute to go out */
+    reg(f, w1, 60000);
+    assert_int_equal(count(f, AM_ACT_RELEASE_GANG), 1);
+    am_fsm_tick(&f->fsm, 120000, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    /* worker:1 got its "go" and started; worker:0's answer went at 120 s */
+    am_fsm_poll_answered(&f->fsm, w1, 120000);
+    am_fsm_started(&f->fsm, w1, 4001, 120000);
+    am_fsm_poll_answered(&f->fsm, w0, 120000);
+    assert_false(w0->polling);
+    assert_int_equal(w0->last_heartbeat_ms, 120000);
+    bool changed;
+    am_fsm_heartbeat(&f->fsm, w1, -1, 121400, &changed);
+    am_fsm_tick(&f->fsm, 121500, fresh(f)); /* 500 ms expiry + 1000 ms poll window */
+    assert_int_equal(count(f, AM_ACT_LOST), 0);
+    /* worker:0 never started nor polled again after its answer: lost */
+    am_fsm_tick(&f->fsm, 121501, fresh(f));
+    assert_int_equal(count(f, AM_ACT_LOST), 1);
+    assert_ptr_equal(f->out.items[0].task, w0);
+    assert_true(w0->lost);
+    destroy(f);
+}
+
+/* The count of registered tasks is a running one (issue 26: no walk per
+ * registration): it follows registrations and the next attempt's reset. */
+static void test_registered_count(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=3", "tony.am.retry-count=1", "tony.application.restart-backoff-ms=0",
+                        "tony.application.restart-mode=reallocate", NULL};
+    fixture *f = make(kv);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    assert_int_equal(am_job_count_registered(f->job), 0);
+    reg(f, task(f, "worker", 0), 1);
+    assert_int_equal(am_job_count_registered(f->job), 1);
+    /* a renewed poll is no new registration */
+    am_registration r = {.host = "127.0.0.1", .port = 1000};
+    assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 2, fresh(f)), AM_REG_AGAIN);
+    assert_int_equal(am_job_count_registered(f->job), 1);
+    reg(f, task(f, "worker", 1), 3);
+    reg(f, task(f, "worker", 2), 3);
+    assert_int_equal(am_job_count_registered(f->job), 3);
+    /* worker:1 fails: the attempt ends, every container is stopped, the next one starts afresh */
+    for (size_t i = 0; i < 3; i++) am_fsm_started(&f->fsm, &f->job->tasks[i], 10 + (int)i, 4);
+    exit_task(f, "worker", 1, 1);
+    stopped(f);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    assert_int_equal(f->job->attempt, 1);
+    assert_int_equal(am_job_count_registered(f->job), 0);
+    reg(f, task(f, "worker", 2), 301);
+    assert_int_equal(am_job_count_registered(f->job), 1);
     destroy(f);
 }
 
@@ -1386,6 +1462,8 @@ int main(void) {
         cmocka_unit_test(test_heartbeat_expiry),
         cmocka_unit_test(test_heartbeats_floor_of_three),
         cmocka_unit_test(test_barrier_waiters_not_expired),
+        cmocka_unit_test(test_held_poll_is_alive),
+        cmocka_unit_test(test_registered_count),
         cmocka_unit_test(test_registration_timeout),
         cmocka_unit_test(test_stages_order_requests),
         cmocka_unit_test(test_kill_stops_everything_and_never_restarts),

@@ -187,6 +187,57 @@ static void test_tf_chief_evaluator_tensorboard(void **state) {
     json_decref(spec);
 }
 
+/* Issue 26: the texts every task of one spec shares are made once (the
+ * memo) and each task's env is byte for byte what it is without one; TF_CONFIG
+ * is what json_dumps writes for {"cluster": ..., "task": {...}}. */
+static void test_memo_same_env(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "chief", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "evaluator", 1, TONY_ROLE_TRACKED);
+    add_role(&f, "tensorboard", 1, TONY_ROLE_SIDECAR);
+    add_role(&f, "worker", 3, TONY_ROLE_TRACKED);
+    json_t *spec = parse("{\"chief\":[\"c:1\"],\"evaluator\":[\"e:2\"],\"tensorboard\":[\"t:4\"],"
+                         "\"worker\":[\"w0:5\",\"w\\\"1:6\",\"w2:7\"]}");
+    const char *order[][2] = {{"worker", "2"}, {"evaluator", "0"}, {"chief", "0"}, {"worker", "0"},
+                              {"tensorboard", "0"}, {"evaluator", "0"}, {"worker", "1"}};
+    tony_runtime_memo memo = {0};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+        const char *role = order[k][0];
+        int index = atoi(order[k][1]);
+        tony_env plain = {0}, memod = {0};
+        env_of("tensorflow", &f.plan, spec, role, index, &plain);
+        tony_runtime_task t = {.plan = &f.plan, .role = role, .index = index, .cluster_spec = spec, .memo = &memo};
+        tony_error err = {{0}};
+        assert_int_equal(tony_runtime_build_env(rt("tensorflow"), &t, &memod, &err), 0);
+        assert_int_equal(plain.kv.len, memod.kv.len);
+        for (size_t i = 0; i < plain.kv.len; i++) assert_string_equal(plain.kv.items[i], memod.kv.items[i]);
+        /* the reference: jansson's own encoding of TF_CONFIG */
+        bool eval = strcmp(role, "evaluator") == 0;
+        json_t *cluster = json_object();
+        const char *key;
+        json_t *val;
+        json_object_foreach(spec, key, val) {
+            if (strcmp(key, "tensorboard") == 0 || (!eval && strcmp(key, "evaluator") == 0)) continue;
+            json_object_set(cluster, key, val);
+        }
+        json_t *tf = json_pack("{s:o, s:{s:s, s:i}}", "cluster", cluster, "task", "type", role, "index", index);
+        char *want = json_dumps(tf, JSON_COMPACT);
+        assert_string_equal(tony_env_get(&memod, "TF_CONFIG"), want);
+        free(want);
+        json_decref(tf);
+        tony_env_free(&plain);
+        tony_env_free(&memod);
+    }
+    assert_non_null(memo.cluster_spec);
+    assert_non_null(memo.framework[0]);
+    assert_non_null(memo.framework[1]);
+    tony_runtime_memo_clear(&memo);
+    assert_null(memo.cluster_spec);
+    json_decref(spec);
+}
+
 static void test_tf_fcfs_has_no_tf_config(void **state) {
     (void)state;
     fixture f;
@@ -847,6 +898,7 @@ int main(void) {
         cmocka_unit_test(test_tf_ps_worker),
         cmocka_unit_test(test_tf_chief_evaluator_tensorboard),
         cmocka_unit_test(test_tf_fcfs_has_no_tf_config),
+        cmocka_unit_test(test_memo_same_env),
         cmocka_unit_test(test_pytorch_env),
         cmocka_unit_test(test_pytorch_multi_role),
         cmocka_unit_test(test_pytorch_restart),
