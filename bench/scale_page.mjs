@@ -50,10 +50,12 @@ async function firstRender() {
   await page.waitForFunction((n) => document.querySelectorAll("tr.task").length >= n &&
                              /^\d+:/.test(document.getElementById("task-counts").textContent),
                              cfg.n, { timeout: T, polling: "raf" });
-  const [ms, nav] = await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => {
+  // A callback of the frame after next: the frame that laid out and painted
+  // the rows has ended (a single rAF runs before that frame's layout).
+  const [ms, nav] = await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
     const n = performance.getEntriesByType("navigation")[0];
     done([performance.now(), n ? n.responseEnd : 0]);
-  })));
+  }))));
   const fcp = await page.evaluate(() => {
     const p = performance.getEntriesByName("first-contentful-paint")[0];
     return p ? p.startTime : 0;
@@ -114,6 +116,32 @@ async function profile(seconds) {
   return [...self.entries()].sort((a, c) => c[1] - a[1]).slice(0, 12).map(([fn, ms]) => ({ fn, ms: +ms.toFixed(1) }));
 }
 
+// What one cell's change costs the next layout: a running task's Duration
+// cell changes its text, then a forced layout; the median of 5, with the
+// table as the page styles it, then with \`table-layout: fixed\` (column
+// widths from the first row, not from every cell) for comparison.
+async function layoutProbe() {
+  step = "layout probe";
+  return page.evaluate(() => {
+    const table = document.getElementById("tasks");
+    const cell = document.querySelector("tr.task td.c-duration");
+    const once = () => {
+      const t0 = performance.now();
+      cell.textContent = cell.textContent + " ";
+      void table.offsetHeight;
+      return performance.now() - t0;
+    };
+    const median = () => { const xs = [1, 2, 3, 4, 5].map(once).sort((a, b) => a - b); return xs[2]; };
+    const auto = median();
+    table.style.tableLayout = "fixed";
+    void table.offsetHeight;
+    const fixed = median();
+    table.style.tableLayout = "";
+    void table.offsetHeight;
+    return { auto_ms: auto, fixed_ms: fixed };
+  });
+}
+
 async function main() {
   if (cfg.blank) {
     await page.goto("about:blank");
@@ -123,7 +151,8 @@ async function main() {
   const heapAtRender = (await metrics()).JSHeapUsedSize / (1 << 20);
   const w = await window_(cfg.seconds || 30);
   const prof = cfg.profile_s ? await profile(cfg.profile_s) : null;
-  return { ...first, heap_render_mb: heapAtRender, window: w, profile: prof };
+  const probe = await layoutProbe();
+  return { ...first, heap_render_mb: heapAtRender, window: w, profile: prof, layout_probe: probe };
 }
 
 const shot = (name) => (cfg.artifacts ? page.screenshot({ path: `${cfg.artifacts}/scale-page-${name}.png` }) : null);
