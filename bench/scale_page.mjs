@@ -56,11 +56,20 @@ async function firstRender() {
     const n = performance.getEntriesByType("navigation")[0];
     done([performance.now(), n ? n.responseEnd : 0]);
   }))));
+  // Where the time to first render went: the main thread's totals since
+  // navigation, and when the first job poll was answered.
+  const m = await metrics();
+  const firstPoll = await page.evaluate(() => {
+    const e = performance.getEntriesByType("resource").find((r) => /\/v1\/job(\?|$)/.test(r.name));
+    return e ? e.responseEnd : 0;
+  });
   const fcp = await page.evaluate(() => {
     const p = performance.getEntriesByName("first-contentful-paint")[0];
     return p ? p.startTime : 0;
   });
-  return { render_ms: ms, html_ms: nav, fcp_ms: fcp };
+  return { render_ms: ms, html_ms: nav, fcp_ms: fcp, first_poll_ms: firstPoll,
+           render_busy_ms: m.TaskDuration * 1000, render_script_ms: m.ScriptDuration * 1000,
+           render_layout_ms: (m.LayoutDuration + m.RecalcStyleDuration) * 1000 };
 }
 
 async function window_(seconds) {

@@ -111,6 +111,10 @@ def render(blank, rows, seconds):
     table = "\n".join([
         head,
         line("time to first render: navigation -> every row painted (ms)", "–", lambda r: f"{r['render_ms']:.0f}"),
+        line("of which: first job poll answered (ms)", "–", lambda r: f"{r['first_poll_ms']:.0f}"),
+        line("of which: main thread busy until then (ms)", "–", lambda r: f"{r['render_busy_ms']:.0f}"),
+        line("of which: scripts / layout and style (ms)", "–",
+             lambda r: f"{r['render_script_ms']:.0f} / {r['render_layout_ms']:.0f}"),
         line("main thread busy, live (% of a core)", f"{pct(b, 'busy_s'):.1f}",
              lambda r: f"{pct(r['window'], 'busy_s'):.1f}"),
         line("of which scripts (%)", f"{pct(b, 'script_s'):.1f}", lambda r: f"{pct(r['window'], 'script_s'):.1f}"),
@@ -144,8 +148,8 @@ def render(blank, rows, seconds):
 
 The job's page (web/app.js) open in Debian's Chromium (headless, playwright-core) on a real coordinator with N
 simulated executors (`bench/scale_harness.py`: heartbeats at 1 Hz, a metrics sample every 5 s, so the table
-changes as in a live job). Time to first render: navigation to the table holding every task, at the next
-animation frame. Busy: Chromium's Performance metrics (TaskDuration, ScriptDuration, Layout + RecalcStyle)
+changes as in a live job). Time to first render: navigation to the table holding every task, laid out
+and painted (the second animation frame after the last row was added). Busy: Chromium's Performance metrics (TaskDuration, ScriptDuration, Layout + RecalcStyle)
 over {seconds} s of live updates after the first render; long tasks: the page's own PerformanceObserver.
 Baselines from the same run: an about:blank tab over the same window, and the page on a 1-task job. This
 machine: {os.cpu_count()} CPUs shared with other work, the harness and the coordinator beside the browser (load
