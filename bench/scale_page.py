@@ -68,17 +68,18 @@ def main():
     ap.add_argument("--chromium", default=os.environ.get("TONY_CHROMIUM", "/usr/bin/chromium"))
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
     ap.add_argument("--json", default=None, help="also write the raw figures here")
-    ap.add_argument("--from-json", default=None, help="write the section from figures --json saved, running nothing")
+    ap.add_argument("--from-json", default=None,
+                    help="write the section from figures --json saved (and its optional \"note\"), running nothing")
     a = ap.parse_args()
     if a.from_json:
         saved = json.loads(Path(a.from_json).read_text())
-        blank, rows = saved["blank"], saved["rows"]
+        blank, rows, note = saved["blank"], saved["rows"], saved.get("note", "")
     else:
         ns = [int(x) for x in a.tasks.split(",")]
         load0 = os.getloadavg()[0]
         blank = browser({"blank": True, "seconds": a.seconds, "chromium": a.chromium}, timeout=a.seconds + 120)
         blank["load"] = (load0 + os.getloadavg()[0]) / 2
-        rows = []
+        rows, note = [], ""
         for n in [1] + ns:
             try:
                 r = one_n(a.tony, n, a.seconds, a.profile if n == max(ns) else 0, a.chromium)
@@ -89,12 +90,12 @@ def main():
             rows.append(r)
         if a.json:
             Path(a.json).write_text(json.dumps({"blank": blank, "rows": rows}, indent=1))
-    text = render(blank, rows, a.seconds)
+    text = render(blank, rows, a.seconds, note)
     replace_section(a.out, SECTION, text)
     print(text)
 
 
-def render(blank, rows, seconds):
+def render(blank, rows, seconds, note):
     b = blank["blank"]
 
     def pct(w, k):
@@ -120,7 +121,7 @@ def render(blank, rows, seconds):
         line("of which scripts (%)", f"{pct(b, 'script_s'):.1f}", lambda r: f"{pct(r['window'], 'script_s'):.1f}"),
         line("of which layout and style (%)", f"{pct(b, 'layout_s'):.1f}",
              lambda r: f"{pct(r['window'], 'layout_s'):.1f}"),
-        line("of which the rest: paint, compositing, GC, parsing (%)",
+        line("of which the rest: paint, GC, parsing, uncounted script (%)",
              f"{(b['busy_s'] - b['script_s'] - b['layout_s']) / b['seconds'] * 100:.1f}",
              lambda r: f"{(r['window']['busy_s'] - r['window']['script_s'] - r['window']['layout_s']) / r['window']['seconds'] * 100:.1f}"),
         line("longest main-thread task (ms)", f"{b['long_max_ms']:.0f}", lambda r: f"{r['window']['long_max_ms']:.0f}"),
@@ -153,7 +154,7 @@ and painted (the second animation frame after the last row was added). Busy: Chr
 over {seconds} s of live updates after the first render; long tasks: the page's own PerformanceObserver.
 Baselines from the same run: an about:blank tab over the same window, and the page on a 1-task job. This
 machine: {os.cpu_count()} CPUs shared with other work, the harness and the coordinator beside the browser (load
-average in the last line). Produced by `bench/scale_page.py --tasks {",".join(str(r["n"]) for r in rows[1:])}`.
+average in the last line). Produced by `bench/scale_page.py --tasks {",".join(str(r["n"]) for r in rows[1:])}`.{" " + note if note else ""}
 
 {table}
 {ptext}"""
