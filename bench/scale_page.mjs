@@ -39,7 +39,8 @@ page.on("response", async (r) => {
 
 const cdp = await page.context().newCDPSession(page);
 await cdp.send("Performance.enable");
-const metrics = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((m) => [m.name, m.value]));
+const metrics = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics
+  .map((m) => [m.name, m.value]));
 
 // The page's time from navigation to its table holding every task, painted
 // (the next animation frame after the last row was added).
@@ -52,10 +53,13 @@ async function firstRender() {
                              cfg.n, { timeout: T, polling: "raf" });
   // A callback of the frame after next: the frame that laid out and painted
   // the rows has ended (a single rAF runs before that frame's layout).
-  const [ms, nav] = await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
-    const n = performance.getEntriesByType("navigation")[0];
-    done([performance.now(), n ? n.responseEnd : 0]);
-  }))));
+  const [ms, nav] = await page.evaluate(() => new Promise((done) => {
+    const after = () => {
+      const n = performance.getEntriesByType("navigation")[0];
+      done([performance.now(), n ? n.responseEnd : 0]);
+    };
+    requestAnimationFrame(() => requestAnimationFrame(after));
+  }));
   // Where the time to first render went: the main thread's totals since
   // navigation, and when the first job poll was answered.
   const m = await metrics();
@@ -80,7 +84,7 @@ async function window_(seconds) {
   await page.waitForTimeout(seconds * 1000);
   const after = await metrics();
   const d = (k) => after[k] - before[k];
-  const long = await page.evaluate((t0) => window.__long ? window.__long.filter(([s]) => s >= t0).map(([, x]) => x) : [],
+  const long = await page.evaluate((t0) => (window.__long || []).filter(([s]) => s >= t0).map(([, x]) => x),
                                    pageFrom);
   const w = polls.filter((p) => p.t >= from);
   const of = (xs) => ({ n: xs.length, n304: xs.filter((p) => p.status === 304).length,

@@ -90,7 +90,7 @@ def main():
             rows.append(r)
         if a.json:
             Path(a.json).write_text(json.dumps({"blank": blank, "rows": rows}, indent=1))
-    text = render(blank, rows, a.seconds, note)
+    text = render(blank, rows, rows[-1]["window"]["seconds"], note)
     replace_section(a.out, SECTION, text)
     print(text)
 
@@ -100,6 +100,9 @@ def render(blank, rows, seconds, note):
 
     def pct(w, k):
         return w[k] / w["seconds"] * 100
+
+    def rest(w):
+        return (w["busy_s"] - w["script_s"] - w["layout_s"]) / w["seconds"] * 100
 
     def per_poll(p):
         return p["bytes"] / p["n"] / 1024 if p["n"] else 0.0
@@ -121,10 +124,10 @@ def render(blank, rows, seconds, note):
         line("of which scripts (%)", f"{pct(b, 'script_s'):.1f}", lambda r: f"{pct(r['window'], 'script_s'):.1f}"),
         line("of which layout and style (%)", f"{pct(b, 'layout_s'):.1f}",
              lambda r: f"{pct(r['window'], 'layout_s'):.1f}"),
-        line("of which the rest: paint, GC, parsing, uncounted script (%)",
-             f"{(b['busy_s'] - b['script_s'] - b['layout_s']) / b['seconds'] * 100:.1f}",
-             lambda r: f"{(r['window']['busy_s'] - r['window']['script_s'] - r['window']['layout_s']) / r['window']['seconds'] * 100:.1f}"),
-        line("longest main-thread task (ms)", f"{b['long_max_ms']:.0f}", lambda r: f"{r['window']['long_max_ms']:.0f}"),
+        line("of which the rest: paint, GC, parsing, uncounted script (%)", f"{rest(b):.1f}",
+             lambda r: f"{rest(r['window']):.1f}"),
+        line("longest main-thread task (ms)", f"{b['long_max_ms']:.0f}",
+             lambda r: f"{r['window']['long_max_ms']:.0f}"),
         line("tasks over 50 ms in the window", f"{b['long_n']}", lambda r: f"{r['window']['long_n']}"),
         line("one Duration cell's change -> forced layout (ms), as styled", "–",
              lambda r: f"{r['layout_probe']['auto_ms']:.1f}"),
@@ -136,25 +139,29 @@ def render(blank, rows, seconds, note):
         line("bytes per poll, all (KiB)", "–", lambda r: f"{per_poll(r['window']['polls']):.1f}"),
         line("bytes per light poll, `?metrics=0` (KiB)", "–", lambda r: f"{per_poll(r['window']['light']):.1f}"),
         line("bytes per full poll, with metrics (KiB)", "–", lambda r: f"{per_poll(r['window']['full']):.1f}"),
-        line("job polls, KiB/s", "–", lambda r: f"{r['window']['polls']['bytes'] / 1024 / r['window']['seconds']:.0f}"),
+        line("job polls, KiB/s", "–",
+             lambda r: f"{r['window']['polls']['bytes'] / 1024 / r['window']['seconds']:.0f}"),
         line("load average (1 min) during the run", f"{blank['load']:.1f}", lambda r: f"{r['load']:.1f}"),
     ])
     prof = next((r for r in reversed(rows) if r.get("profile")), None)
     ptext = ""
     if prof:
         ptext = (f"\nWhere the main thread's script time goes at {prof['n']:,} tasks (sampling profile, self time, "
-                 f"over the next {prof['profile_s']} s of live updates):\n\n| function (file:line) | ms |\n| --- | ---: |\n" +
+                 f"over the next {prof['profile_s']} s of live updates):\n\n"
+                 "| function (file:line) | ms |\n| --- | ---: |\n" +
                  "\n".join(f"| `{e['fn']}` | {e['ms']:.0f} |" for e in prof["profile"]) + "\n")
+    tasks = ",".join(str(r["n"]) for r in rows[1:])
     return f"""# {SECTION}
 
 The job's page (web/app.js) open in Debian's Chromium (headless, playwright-core) on a real coordinator with N
 simulated executors (`bench/scale_harness.py`: heartbeats at 1 Hz, a metrics sample every 5 s, so the table
 changes as in a live job). Time to first render: navigation to the table holding every task, laid out
-and painted (the second animation frame after the last row was added). Busy: Chromium's Performance metrics (TaskDuration, ScriptDuration, Layout + RecalcStyle)
-over {seconds} s of live updates after the first render; long tasks: the page's own PerformanceObserver.
+and painted (the second animation frame after the last row was added). Busy: Chromium's Performance metrics
+(TaskDuration, ScriptDuration, Layout + RecalcStyle) over {seconds} s of live updates after the first render;
+long tasks: the page's own PerformanceObserver.
 Baselines from the same run: an about:blank tab over the same window, and the page on a 1-task job. This
 machine: {os.cpu_count()} CPUs shared with other work, the harness and the coordinator beside the browser (load
-average in the last line). Produced by `bench/scale_page.py --tasks {",".join(str(r["n"]) for r in rows[1:])}`.{" " + note if note else ""}
+average in the last line). Produced by `bench/scale_page.py --tasks {tasks}`.{" " + note if note else ""}
 
 {table}
 {ptext}"""
