@@ -130,9 +130,10 @@ async function profile(seconds) {
 }
 
 // What one cell's change costs the next layout: a running task's Duration
-// cell changes its text, then a forced layout; the median of 5, with the
-// table as the page styles it, then with \`table-layout: fixed\` (column
-// widths from the first row, not from every cell) for comparison.
+// cell changes its text, then a forced layout; and the whole table's layout
+// from scratch; medians of 3, with the table as the page styles it, then with
+// `table-layout: fixed` (column widths from the first row, not from every
+// cell) and with `border-collapse: separate`, for comparison.
 async function layoutProbe() {
   step = "layout probe";
   return page.evaluate(() => {
@@ -144,14 +145,27 @@ async function layoutProbe() {
       void table.offsetHeight;
       return performance.now() - t0;
     };
-    const median = () => { const xs = [1, 2, 3, 4, 5].map(once).sort((a, b) => a - b); return xs[2]; };
-    const auto = median();
-    table.style.tableLayout = "fixed";
+    // the whole table laid out from scratch (hidden, then shown), as after its first render
+    const whole = () => {
+      table.style.display = "none";
+      void table.offsetHeight;
+      const t0 = performance.now();
+      table.style.display = "";
+      void table.offsetHeight;
+      return performance.now() - t0;
+    };
+    const median = (f) => { const xs = [1, 2, 3].map(f).sort((a, b) => a - b); return xs[1]; };
+    const out = {};
+    for (const [name, prop, value] of [["auto", "", ""], ["fixed", "tableLayout", "fixed"],
+                                       ["separate", "borderCollapse", "separate"]]) {
+      if (prop) table.style[prop] = value;
+      void table.offsetHeight;
+      out[`${name}_ms`] = median(once);
+      out[`${name}_whole_ms`] = median(whole);
+      if (prop) table.style[prop] = "";
+    }
     void table.offsetHeight;
-    const fixed = median();
-    table.style.tableLayout = "";
-    void table.offsetHeight;
-    return { auto_ms: auto, fixed_ms: fixed };
+    return out;
   });
 }
 

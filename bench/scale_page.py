@@ -104,6 +104,11 @@ def render(blank, rows, seconds, note):
     def rest(w):
         return (w["busy_s"] - w["script_s"] - w["layout_s"]) / w["seconds"] * 100
 
+    def probe(r, what):
+        p = r.get("layout_probe", {})
+        keys = (f"{v}{what}_ms" for v in ("auto", "fixed", "separate"))
+        return " / ".join(f"{p[k]:.1f}" if k in p else "–" for k in keys)
+
     def per_poll(p):
         return p["bytes"] / p["n"] / 1024 if p["n"] else 0.0
 
@@ -129,9 +134,9 @@ def render(blank, rows, seconds, note):
         line("longest main-thread task (ms)", f"{b['long_max_ms']:.0f}",
              lambda r: f"{r['window']['long_max_ms']:.0f}"),
         line("tasks over 50 ms in the window", f"{b['long_n']}", lambda r: f"{r['window']['long_n']}"),
-        line("one Duration cell's change -> forced layout (ms), as styled", "–",
-             lambda r: f"{r['layout_probe']['auto_ms']:.1f}"),
-        line("the same with `table-layout: fixed` (ms)", "–", lambda r: f"{r['layout_probe']['fixed_ms']:.1f}"),
+        line("one Duration cell's change -> forced layout (ms): as styled / `table-layout: fixed` / "
+             "`border-collapse: separate`", "–", lambda r: probe(r, "")),
+        line("the whole table laid out from scratch (ms), the same three", "–", lambda r: probe(r, "_whole")),
         line("JS heap used (MiB)", f"{b['heap_mb']:.1f}", lambda r: f"{r['window']['heap_mb']:.1f}"),
         line("DOM nodes", f"{b['dom_nodes']:.0f}", lambda r: f"{r['window']['dom_nodes']:.0f}"),
         line("job polls in the window (304: unchanged)", "–",
