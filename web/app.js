@@ -91,7 +91,8 @@ async function pollJob() {
     const headers = { "X-Tony-UI": "1" };
     if (ui.etags.has(url)) headers["If-None-Match"] = ui.etags.get(url);
     const r = await fetch(url, { headers, cache: "no-store" });
-    if (full && (r.ok || r.status === 304)) ui.metricsAt = Date.now();
+    // (a page left meanwhile: the new one is asked for with its metrics at once)
+    if (full && (r.ok || r.status === 304) && url === jobQuery(full)) ui.metricsAt = Date.now();
     if (r.status === 304) {
       markAlive();
     } else if (r.ok) {
@@ -564,6 +565,8 @@ function goPage(offset) {
   const max = Math.max(0, ui.page.total - 1);
   ui.page.offset = Math.max(0, Math.min(offset, max));
   setText($("page-info"), `loading tasks ${ui.page.offset + 1}–…`);
+  // an ETag of this page from an earlier visit would answer 304 and leave the table on the page left
+  ui.etags.clear();
   pollJobNow();
 }
 
@@ -835,7 +838,9 @@ async function pollEvents() {
       ui.serverEvents = true;
       $("events").replaceChildren(); // the server's log replaces what the page noted
     }
-    for (const e of d.events || []) { addEvent(e); noteWorldEvent(e); }
+    const events = d.events || [];
+    addEvents(events);
+    for (const e of events) noteWorldEvent(e);
     if (typeof d.next === "number") ui.eventsSince = d.next;
   } catch (e) {
     // gone: the job poll reports it
@@ -850,6 +855,7 @@ function noteTransitions(prev, job) {
     addEvent({ t_ms: Date.now(), type: "JOB", text: `job ${prev.state} → ${job.state}` +
                (job.final_status !== "UNDEFINED" ? ` (${job.final_status})` : "") });
   }
+  const seen = [];
   for (const t of job.tasks || []) {
     const key = `${taskKey(t)}@${t.attempt != null ? t.attempt : job.attempt}`;
     const was = ui.seenStates.get(key);
@@ -857,15 +863,33 @@ function noteTransitions(prev, job) {
       ui.seenStates.set(key, t.state);
       if (prev) {
         const extra = t.exit_status != null && t.state !== "RUNNING" ? `: ${t.exit_meaning || t.exit_status}` : "";
-        addEvent({ t_ms: t.finished_ms || Date.now(), type: "TASK", task: taskKey(t), text: `${t.state}${extra}` });
+        seen.push({ t_ms: t.finished_ms || Date.now(), type: "TASK", task: taskKey(t), text: `${t.state}${extra}` });
       }
     }
   }
+  addEvents(seen);
 }
 
-function addEvent(e) {
+const EVENTS_KEPT = 2000;
+
+function addEvent(e) { addEvents([e]); }
+
+// Events in one batch: one layout read and one insertion whatever their
+// number (a job of thousands of tasks answers its first v1/events with
+// thousands; one at a time, each read of the list's scroll position laid the
+// growing list out again, seconds at 1,000 tasks).
+function addEvents(events) {
+  if (!events.length) return;
   const ol = $("events");
   const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
+  const frag = document.createDocumentFragment();
+  for (const e of events.slice(-EVENTS_KEPT)) frag.append(eventItem(e));
+  ol.append(frag);
+  for (let extra = ol.children.length - EVENTS_KEPT; extra > 0; extra--) ol.firstElementChild.remove();
+  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
+}
+
+function eventItem(e) {
   const li = document.createElement("li");
   li.className = "ev " + stateClass(e.type);
   const time = document.createElement("time");
@@ -880,9 +904,7 @@ function addEvent(e) {
   text.className = "ev-text";
   text.textContent = e.text || "";
   li.append(time, type, task, text);
-  ol.append(li);
-  while (ol.children.length > 2000) ol.firstElementChild.remove();
-  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
+  return li;
 }
 
 // ---------- wiring ----------
