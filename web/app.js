@@ -10,12 +10,18 @@ const SLOW_POLL_MS = 2000;     // events and the open task's metrics
 const GONE_RETRY_MS = 5000;    // while the coordinator does not answer
 const LOG_KEEP_CHARS = 512 * 1024; // the log panel keeps the newest output only
 const LOG_CHUNK = 64 * 1024;   // what one log call answers at most (AM_LOG_CHUNK)
+// A job of more tasks than this gets per-role summary lines and a table of
+// one page of tasks (GET v1/job?offset=&limit=): the browser's layout of a
+// table of thousands of rows froze the page for seconds on every update
+// (bench/REPORT.md, "The job page at scale"). Smaller jobs list every task.
+const PAGE_THRESHOLD = 200;
+const PAGE_ROWS = 100;
 
 const $ = (id) => document.getElementById(id);
 
 const ui = {
   job: null,          // the last /v1/job answer, with the last metrics merged in
-  etags: { light: null, full: null }, // one per shape of the answer
+  etags: new Map(),   // the URL asked -> its last ETag (each shape and page of the answer has its own)
   metricsAt: 0,       // Date.now() of the last answer with metrics
   metrics: new Map(), // "role:index" -> {metrics, last_sample} from that answer
   rows: new Map(),    // "role:index" -> {tr, sig, task}
@@ -32,14 +38,23 @@ const ui = {
   seenStates: new Map(),
   metricsBusy: false,
   world: new Map(),   // elastic jobs: world version -> {t_ms, size}, from WORLD_CHANGED events (or seen by polls)
+  // the paged table (jobs of over PAGE_THRESHOLD tasks): on once an answer says so
+  page: { on: false, offset: 0, total: 0 },
+  selTask: null,      // the open task as last seen: it may be on another page than the one shown
+  pollTimer: 0,
+  pollBusy: false,
+  pollAgain: false,   // the page changed while a poll was out: poll again at once
 };
 
 // ---------- formatting ----------
 
+// One formatter for every time shown: toLocaleTimeString with options builds
+// a new one per call, which at thousands of cells was most of the script time.
+const timeFormat = new Intl.DateTimeFormat([], { hour: "numeric", minute: "numeric", second: "numeric", hour12: false });
+
 function fmtTime(ms) {
   if (!ms) return "–";
-  const d = new Date(ms);
-  return d.toLocaleTimeString([], { hour12: false });
+  return timeFormat.format(new Date(ms));
 }
 
 function taskKey(t) { return `${t.role}:${t.index}`; }
@@ -55,22 +70,37 @@ function setText(el, text) {
 // Each second the job without its tasks' metrics (which change with every
 // sample, so a job of hundreds of tasks would never be "unchanged"), and the
 // metrics only every METRICS_MS: mostly bodiless 304s however many tasks.
+// A paged job asks for its page of tasks only, which also brings every
+// task's state counted by role (task_counts). Until the first answer the page
+// asks for up to PAGE_THRESHOLD + 1 tasks: a small job's answer is then its
+// whole list, a large one's says how many there are.
+function jobQuery(full) {
+  const q = [];
+  if (!full) q.push("metrics=0");
+  if (ui.page.on) q.push(`offset=${ui.page.offset}`, `limit=${PAGE_ROWS}`);
+  else if (!ui.job) q.push("offset=0", `limit=${PAGE_THRESHOLD + 1}`);
+  return q.length ? "v1/job?" + q.join("&") : "v1/job";
+}
+
 async function pollJob() {
   let next = POLL_MS;
+  ui.pollBusy = true;
   try {
     const full = Date.now() - ui.metricsAt >= METRICS_MS;
-    const shape = full ? "full" : "light";
+    const url = jobQuery(full);
     const headers = { "X-Tony-UI": "1" };
-    if (ui.etags[shape]) headers["If-None-Match"] = ui.etags[shape];
-    const r = await fetch(full ? "v1/job" : "v1/job?metrics=0", { headers, cache: "no-store" });
-    if (full && (r.ok || r.status === 304)) ui.metricsAt = Date.now();
+    if (ui.etags.has(url)) headers["If-None-Match"] = ui.etags.get(url);
+    const r = await fetch(url, { headers, cache: "no-store" });
+    // (a page left meanwhile: the new one is asked for with its metrics at once)
+    if (full && (r.ok || r.status === 304) && url === jobQuery(full)) ui.metricsAt = Date.now();
     if (r.status === 304) {
       markAlive();
     } else if (r.ok) {
-      ui.etags[shape] = r.headers.get("ETag");
+      ui.etags.set(url, r.headers.get("ETag"));
       const job = await r.json();
       markAlive();
-      renderJob(withMetrics(job, full));
+      // an answer for a page the reader has since left is not shown
+      if (url === jobQuery(full) || !ui.job) renderJob(withMetrics(job, full));
     } else {
       throw new Error(`HTTP ${r.status}`);
     }
@@ -78,7 +108,17 @@ async function pollJob() {
     markGone(e);
     next = ui.job && ui.job.state === "FINISHED" ? GONE_RETRY_MS * 2 : GONE_RETRY_MS;
   }
-  setTimeout(pollJob, next);
+  ui.pollBusy = false;
+  if (ui.pollAgain && !ui.gone) { ui.pollAgain = false; next = 0; }
+  ui.pollTimer = setTimeout(pollJob, next);
+}
+
+// The reader moved to another page of tasks: show it now, with its metrics.
+function pollJobNow() {
+  ui.metricsAt = 0;
+  if (ui.pollBusy) { ui.pollAgain = true; return; }
+  clearTimeout(ui.pollTimer);
+  pollJob();
 }
 
 // A full answer's metrics are kept; a light one gets them back, so the
@@ -181,7 +221,9 @@ function renderJob(job) {
   const diag = $("diagnostics");
   setText(diag, d);
   diag.hidden = !d;
-  renderCoordinatorRestart(job.coordinator_restarted, (job.tasks || []).length);
+  const tasks = job.tasks || [];
+  const ntasks = job.tasks_total != null ? job.tasks_total : tasks.length;
+  renderCoordinatorRestart(job.coordinator_restarted, ntasks);
   const tb = $("tb-link");
   if (job.tensorboard_url) {
     // Through the coordinator's redirect: behind YARN's proxy that serves
@@ -195,7 +237,14 @@ function renderJob(job) {
   }
   renderAdvice(job.advice);
   renderExcludedNodes(job.excluded_nodes);
-  renderTasks(job.tasks || []);
+  const counts = job.task_counts || countStates(tasks);
+  setPaged(ntasks > PAGE_THRESHOLD, counts, ntasks);
+  // a paged table shows one page, whatever the answer listed (the first
+  // answer's PAGE_THRESHOLD + 1 tasks, or a whole list while the job grew)
+  let shown = tasks;
+  if (ui.page.on && job.tasks_total == null) shown = tasks.slice(ui.page.offset, ui.page.offset + PAGE_ROWS);
+  else if (ui.page.on) shown = tasks.slice(0, PAGE_ROWS);
+  renderTasks(shown, counts, ntasks);
   // After a restart the open task's log is the new attempt's, unless the
   // reader picked an earlier one.
   if (ui.selected) renderAttemptPicker();
@@ -373,7 +422,32 @@ function newRow(t) {
   return tr;
 }
 
-function renderTasks(tasks) {
+// {role: {state: n}} of a list of tasks, as the coordinator's task_counts.
+function countStates(tasks) {
+  const counts = {};
+  for (const t of tasks) {
+    const c = counts[t.role] || (counts[t.role] = {});
+    c[t.state] = (c[t.state] || 0) + 1;
+  }
+  return counts;
+}
+
+function statesSummary(states) {
+  return Object.entries(states || {}).map(([s, n]) => `${n} ${s}`).join(", ");
+}
+
+function roleTotal(states) {
+  return Object.values(states || {}).reduce((a, n) => a + n, 0);
+}
+
+function roleLine(role, states) {
+  const n = roleTotal(states);
+  return `${role} — ${n} task${n > 1 ? "s" : ""}: ${statesSummary(states)}`;
+}
+
+// tasks: the rows to show (every task, or one page of them); counts: every
+// task's state by role; ntasks: how many tasks the job has.
+function renderTasks(tasks, counts, ntasks) {
   const byRole = new Map();
   const seen = new Set();
   for (const t of tasks) {
@@ -382,10 +456,7 @@ function renderTasks(tasks) {
   }
   for (const [role, list] of byRole) {
     const g = groupFor(role);
-    const counts = {};
-    for (const t of list) counts[t.state] = (counts[t.state] || 0) + 1;
-    const summary = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ");
-    setText(g.head, `${role} — ${list.length} task${list.length > 1 ? "s" : ""}: ${summary}`);
+    setText(g.head, roleLine(role, counts[role] || countStates(list)[role]));
     for (const t of list) {
       const key = taskKey(t);
       seen.add(key);
@@ -397,20 +468,24 @@ function renderTasks(tasks) {
         watchRow(row.tr);
       }
       row.task = t;
+      if (isSelected(t)) ui.selTask = t;
       const cells = taskCells(t, ui.job);
       const sig = JSON.stringify(cells);
       if (sig === row.sig) continue; // unchanged: leave the DOM alone
       row.sig = sig;
+      // in place, and each cell only where it changed: a change costs the
+      // layout of what changed, not a rebuilt row
       const tds = row.tr.children;
-      COLS.forEach((c, i) => { if (c in cells && c !== "exit") setText(tds[i], cells[c]); });
+      COLS.forEach((c, i) => { if (c in cells && c !== "exit" && c !== "task") setText(tds[i], cells[c]); });
       const at = tds[COLS.indexOf("attempt")];
-      at.title = cells.runs;
-      at.dataset.starts = String(t.starts || 0);
+      if (at.title !== cells.runs) at.title = cells.runs;
+      const starts = String(t.starts || 0);
+      if (at.dataset.starts !== starts) at.dataset.starts = starts;
+      renderTaskCell(tds[COLS.indexOf("task")], cells);
       renderExit(tds[COLS.indexOf("exit")], cells.exit, cells.diag);
-      renderLogLink(tds[COLS.indexOf("task")], cells.log);
-      renderStacksLink(tds[COLS.indexOf("task")], cells.stacks);
-      row.tr.className = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
-      row.tr.dataset.state = t.state;
+      const cls = "task " + stateClass(t.state) + (isSelected(t) ? " selected" : "");
+      if (row.tr.className !== cls) row.tr.className = cls;
+      if (row.tr.dataset.state !== t.state) row.tr.dataset.state = t.state;
     }
   }
   for (const [key, row] of ui.rows) {
@@ -420,13 +495,87 @@ function renderTasks(tasks) {
     if (!byRole.has(role)) { g.tbody.remove(); ui.groups.delete(role); }
   }
   const total = {};
-  for (const t of tasks) total[t.state] = (total[t.state] || 0) + 1;
-  setText($("task-counts"), `${tasks.length}: ` + Object.entries(total).map(([s, n]) => `${n} ${s}`).join(", "));
+  for (const states of Object.values(counts)) {
+    for (const [st, n] of Object.entries(states)) total[st] = (total[st] || 0) + n;
+  }
+  setText($("task-counts"), `${ntasks}: ${statesSummary(total)}`);
+}
+
+// The task's name and its links, rebuilt only when one of them changed.
+function renderTaskCell(td, cells) {
+  const sig = `${cells.task}\n${cells.log}\n${cells.stacks}`;
+  if (td.dataset.sig === sig) return;
+  td.dataset.sig = sig;
+  td.textContent = cells.task;
+  renderLogLink(td, cells.log);
+  renderStacksLink(td, cells.stacks);
+}
+
+// ---------- the paged table: per-role summary lines, prev/next, a role's first page ----------
+
+function setPaged(on, counts, ntasks) {
+  ui.page.on = on;
+  ui.page.total = on ? ntasks : 0;
+  if (!on) ui.page.offset = 0;
+  else if (ui.page.offset >= ntasks) ui.page.offset = Math.max(0, Math.floor((ntasks - 1) / PAGE_ROWS) * PAGE_ROWS);
+  $("paging").hidden = !on;
+  if (on) renderPaging(counts);
+}
+
+// Each role's first task's offset: the job lists its tasks by role, in the
+// plan's order, which task_counts keeps.
+function roleOffsets(counts) {
+  const out = [];
+  let at = 0;
+  for (const [role, states] of Object.entries(counts)) {
+    out.push({ role, offset: at, n: roleTotal(states) });
+    at += roleTotal(states);
+  }
+  return out;
+}
+
+function renderPaging(counts) {
+  const roles = roleOffsets(counts);
+  const ul = $("role-summary");
+  const sig = JSON.stringify(counts);
+  if (ul.dataset.sig !== sig) {
+    ul.dataset.sig = sig;
+    ul.replaceChildren(...roles.map((r) => {
+      const li = document.createElement("li");
+      li.dataset.role = r.role;
+      li.textContent = roleLine(r.role, counts[r.role]);
+      return li;
+    }));
+  }
+  const sel = $("page-role");
+  const rsig = roles.map((r) => `${r.role}@${r.offset}`).join(",");
+  if (sel.dataset.sig !== rsig) {
+    sel.dataset.sig = rsig;
+    sel.replaceChildren(...roles.map((r) => new Option(r.role, String(r.offset))));
+  }
+  const { offset, total } = ui.page;
+  const here = roles.filter((r) => r.offset <= offset).pop();
+  if (here) sel.value = String(here.offset);
+  $("page-prev").disabled = offset === 0;
+  $("page-next").disabled = offset + PAGE_ROWS >= total;
+  setText($("page-info"), `tasks ${offset + 1}–${Math.min(offset + PAGE_ROWS, total)} of ${total}`);
+}
+
+function goPage(offset) {
+  const max = Math.max(0, ui.page.total - 1);
+  ui.page.offset = Math.max(0, Math.min(offset, max));
+  setText($("page-info"), `loading tasks ${ui.page.offset + 1}–…`);
+  // an ETag of this page from an earlier visit would answer 304 and leave the table on the page left
+  ui.etags.clear();
+  pollJobNow();
 }
 
 // The exit status in words, then the backend's diagnostics (often long:
 // paths, stack traces) on a clamped line whose full text is the tooltip.
 function renderExit(td, meaning, diag) {
+  const sig = `${meaning}\n${diag}`;
+  if (td.dataset.sig === sig) return;
+  td.dataset.sig = sig;
   const main = document.createElement("span");
   main.textContent = meaning;
   if (!diag) {
@@ -438,6 +587,13 @@ function renderExit(td, meaning, diag) {
   d.textContent = diag;
   d.title = diag;
   td.replaceChildren(main, d);
+}
+
+// The open task as last seen: its row's, or as it was when it left the page.
+function selectedTask() {
+  if (!ui.selected) return null;
+  const row = ui.rows.get(`${ui.selected.role}:${ui.selected.index}`);
+  return row ? row.task : ui.selTask;
 }
 
 function isSelected(t) {
@@ -488,6 +644,8 @@ function tick() {
 
 function selectTask(role, index) {
   ui.selected = { role, index };
+  const row = ui.rows.get(`${role}:${index}`);
+  ui.selTask = row ? row.task : null;
   for (const row of ui.rows.values()) row.tr.classList.toggle("selected", isSelected(row.task));
   const panel = $("task-panel");
   const wasHidden = panel.hidden;
@@ -511,8 +669,8 @@ function currentStream() {
 // latest first ("latest" follows restarts).
 function renderAttemptPicker() {
   const sel = $("log-attempt");
-  const row = ui.selected && ui.rows.get(`${ui.selected.role}:${ui.selected.index}`);
-  const attempts = row ? taskAttempts(row.task) : [];
+  const task = selectedTask();
+  const attempts = task ? taskAttempts(task) : [];
   const sig = attempts.join(",");
   if (sel.dataset.sig !== sig) {
     sel.dataset.sig = sig;
@@ -527,8 +685,8 @@ function renderAttemptPicker() {
 
 function openLog(stream) {
   const { role, index } = ui.selected;
-  const t = ui.rows.get(`${role}:${index}`);
-  const latest = t && t.task.attempt != null ? t.task.attempt : ui.job ? ui.job.attempt : 0;
+  const t = selectedTask();
+  const latest = t && t.attempt != null ? t.attempt : ui.job ? ui.job.attempt : 0;
   const attempt = ui.logAttempt != null ? ui.logAttempt : latest;
   ui.log = { key: `${role}:${index}`, role, index, stream, attempt, next: 0, busy: false, first: true,
              decoder: null };
@@ -608,7 +766,7 @@ async function pollMetrics() {
     }
     if (!r.ok) throw new Error(`HTTP ${r.status}`);
     const m = await r.json();
-    if (ui.selected === sel) renderPlots(m, ui.rows.get(`${sel.role}:${sel.index}`));
+    if (ui.selected === sel) renderPlots(m, selectedTask());
   } catch (e) {
     if (ui.selected === sel && !$("plots").querySelector("svg")) $("plots").replaceChildren(note("no metrics yet"));
   } finally {
@@ -623,9 +781,9 @@ function note(text) {
   return p;
 }
 
-function renderPlots(m, row) {
+function renderPlots(m, task) {
   const plots = $("plots");
-  const req = (row && row.task && row.task.requested) || {};
+  const req = (task && task.requested) || {};
   const charts = metricCharts(m, req);
   plots.replaceChildren(...(charts.length ? charts : [note("no metrics yet")]));
 }
@@ -680,7 +838,9 @@ async function pollEvents() {
       ui.serverEvents = true;
       $("events").replaceChildren(); // the server's log replaces what the page noted
     }
-    for (const e of d.events || []) { addEvent(e); noteWorldEvent(e); }
+    const events = d.events || [];
+    addEvents(events);
+    for (const e of events) noteWorldEvent(e);
     if (typeof d.next === "number") ui.eventsSince = d.next;
   } catch (e) {
     // gone: the job poll reports it
@@ -695,6 +855,7 @@ function noteTransitions(prev, job) {
     addEvent({ t_ms: Date.now(), type: "JOB", text: `job ${prev.state} → ${job.state}` +
                (job.final_status !== "UNDEFINED" ? ` (${job.final_status})` : "") });
   }
+  const seen = [];
   for (const t of job.tasks || []) {
     const key = `${taskKey(t)}@${t.attempt != null ? t.attempt : job.attempt}`;
     const was = ui.seenStates.get(key);
@@ -702,15 +863,33 @@ function noteTransitions(prev, job) {
       ui.seenStates.set(key, t.state);
       if (prev) {
         const extra = t.exit_status != null && t.state !== "RUNNING" ? `: ${t.exit_meaning || t.exit_status}` : "";
-        addEvent({ t_ms: t.finished_ms || Date.now(), type: "TASK", task: taskKey(t), text: `${t.state}${extra}` });
+        seen.push({ t_ms: t.finished_ms || Date.now(), type: "TASK", task: taskKey(t), text: `${t.state}${extra}` });
       }
     }
   }
+  addEvents(seen);
 }
 
-function addEvent(e) {
+const EVENTS_KEPT = 2000;
+
+function addEvent(e) { addEvents([e]); }
+
+// Events in one batch: one layout read and one insertion whatever their
+// number (a job of thousands of tasks answers its first v1/events with
+// thousands; one at a time, each read of the list's scroll position laid the
+// growing list out again, seconds at 1,000 tasks).
+function addEvents(events) {
+  if (!events.length) return;
   const ol = $("events");
   const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
+  const frag = document.createDocumentFragment();
+  for (const e of events.slice(-EVENTS_KEPT)) frag.append(eventItem(e));
+  ol.append(frag);
+  for (let extra = ol.children.length - EVENTS_KEPT; extra > 0; extra--) ol.firstElementChild.remove();
+  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
+}
+
+function eventItem(e) {
   const li = document.createElement("li");
   li.className = "ev " + stateClass(e.type);
   const time = document.createElement("time");
@@ -725,9 +904,7 @@ function addEvent(e) {
   text.className = "ev-text";
   text.textContent = e.text || "";
   li.append(time, type, task, text);
-  ol.append(li);
-  while (ol.children.length > 2000) ol.firstElementChild.remove();
-  if (atBottom) ol.scrollTop = ol.scrollHeight; // follow the newest, unless the reader scrolled up
+  return li;
 }
 
 // ---------- wiring ----------
@@ -748,10 +925,14 @@ function start() {
   });
   $("panel-close").addEventListener("click", () => {
     ui.selected = null;
+    ui.selTask = null;
     ui.log = null;
     $("task-panel").hidden = true;
     for (const row of ui.rows.values()) row.tr.classList.remove("selected");
   });
+  $("page-prev").addEventListener("click", () => goPage(ui.page.offset - PAGE_ROWS));
+  $("page-next").addEventListener("click", () => goPage(ui.page.offset + PAGE_ROWS));
+  $("page-role").addEventListener("change", (e) => goPage(Number(e.target.value)));
   pollJob();
   setInterval(tick, 1000);
   setInterval(() => { if (!ui.gone) pollLog(); }, POLL_MS);
