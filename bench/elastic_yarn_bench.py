@@ -97,6 +97,14 @@ def resumed(y, app, workers, before):
     return None
 
 
+def running(p, name):
+    """True while the client of job name runs; dies with its output once it ended."""
+    if p.poll() is None:
+        return True
+    out, err = p.communicate()
+    die(f"{name} ended (exit {p.returncode}) before its workers trained:\n{out[-2000:]}\n{err[-2000:]}")
+
+
 def wait_until(pred, deadline):
     """pred()'s first true value polled every POLL_S until deadline, and the
     time it was seen; (None, None) past the deadline."""
@@ -129,11 +137,12 @@ def run_job(y, work, name, elastic, cap):
         sleepers.append(submit_sleeper(y))
         wait_for(lambda: app_state(y, sleepers[0]) == "RUNNING", 180, what="the first sleeper running")
         before_apps = set(y.app_ids())
-        extra = ["--conf", "tony.am.retry-count=3"] if not elastic else []
+        # tony sets TONY_WORLD_VERSION for elastic jobs only; the script prints it
+        extra = [] if elastic else ["--conf", "tony.am.retry-count=3", "--shell_env", "TONY_WORLD_VERSION=0"]
         p = submit_elastic(y, work, name, 3, 2 if elastic else 3, 1000000, *extra, stop=stop)
         app = wait_for(lambda: next(iter(set(y.app_ids()) - before_apps), None), 90, what=f"{name}'s app id")
         for i in range(3):
-            wait_for(lambda: (starts_and_step(y, app, i)[1] or ())[:2] == (str(i), "3"), 300,
+            wait_for(lambda: running(p, name) and (starts_and_step(y, app, i)[1] or ())[:2] == (str(i), "3"), 300,
                      what=f"{name}'s worker:{i} training as rank {i} of 3")
         sleepers.append(submit_sleeper(y))
         state = app_state(y, sleepers[1])
@@ -248,7 +257,8 @@ def main():
         "a coordinator and 3 workers beside a one-container sleeper application. (a) elastic: "
         f"`tony.worker.instances=3`, `tony.worker.min-instances=2`, `tony.application.elastic-settle-ms={SETTLE_MS}`; "
         "(b) rigid: 3 workers, `tony.application.restart-mode=in-place` (the default), "
-        "`tony.am.retry-count=3`. Once every worker trains, a second sleeper waits in the ml queue (served "
+        "`tony.am.retry-count=3` (and `--shell_env TONY_WORLD_VERSION=0`: the script prints it, and tony sets it "
+        "for elastic jobs only). Once every worker trains, a second sleeper waits in the ml queue (served "
         "first), worker 2's container is SIGKILLed and its room goes to that sleeper. The figure: from the kill "
         f"to the first step a remaining worker logs in a new start (their stdout polled every {POLL_S} s). "
         f"The rigid job is given {A.cap:.0f} s; then the waiting sleeper is killed and the time from that "
@@ -268,6 +278,11 @@ def main():
         "`tony.container.allocation.timeout` (by default, forever). Once room frees, the replacement container "
         "comes and the job trains again as 3.",
     ]
+    if A.runs > 1:
+        lines += ["", "Every run (kill -> resumed; rigid: the waiting application killed -> resumed):", "",
+                  "| run | elastic | rigid | rigid, room freed |", "| --- | ---: | ---: | ---: |",
+                  *(f"| {i + 1} | {secs(e.get('resumed'))} | {secs(r.get('resumed')) if r.get('resumed') else never} "
+                    f"| {secs(r.get('after_free'))} |" for i, (e, r) in enumerate(zip(elastic, rigid)))]
     text = "\n".join(lines) + "\n"
     place(A.out, text)
     print(text)
