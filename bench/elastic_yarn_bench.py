@@ -69,7 +69,7 @@ import hadoop as htc  # noqa: E402
 from conftest import Tony, wait_for  # noqa: E402
 from elastic_bench import TITLE as LOCAL_TITLE  # noqa: E402
 from report import replace_section  # noqa: E402
-from test_yarn_elastic import (CLUSTER_ENV, MB, SETTLE_MS, app_state, log_of,  # noqa: E402
+from test_yarn_elastic import (CLUSTER_ENV, SETTLE_MS, app_state, final_of, log_of,  # noqa: E402
                                submit_elastic, submit_sleeper)
 from test_yarn_inplace import process_of  # noqa: E402
 from test_yarn_jobs import Yarn  # noqa: E402
@@ -157,11 +157,17 @@ def run_job(y, work, name, elastic, cap):
         # the freed room goes to the waiting sleeper (watched beside the training)
         room = {}
 
+        def back_or_end():
+            """Training resumed, or ("ended", None) once the job ended instead."""
+            return resumed(y, app, (0, 1), before) or (("ended", None) if p.poll() is not None else None)
+
         def watch():
             if "t" not in room and app_state(y, sleepers[1]) == "RUNNING":
                 room["t"] = time.time()
-            return resumed(y, app, (0, 1), before)
+            return back_or_end()
         back, at = wait_until(watch, lost + cap)
+        if back and back[0] == "ended":
+            return ended(fig, y, app, p)
         if "t" not in room:
             wait_until(lambda: app_state(y, sleepers[1]) == "RUNNING", lost + cap)
             room["t"] = time.time() if app_state(y, sleepers[1]) == "RUNNING" else None
@@ -174,7 +180,9 @@ def run_job(y, work, name, elastic, cap):
             freed = time.time()
             if y.tony.run("kill", sleepers[1]).rc != 0:
                 die(f"tony kill {sleepers[1]} failed")
-            back, at = wait_until(lambda: resumed(y, app, (0, 1), before), freed + 600)
+            back, at = wait_until(back_or_end, freed + 600)
+            if back and back[0] == "ended":
+                return ended(fig, y, app, p)
             fig["after_free"] = at - freed if back else None
             fig["world"] = back[1][1] if back else None
             fig["from_step"] = back[1][2] if back else None
@@ -189,7 +197,16 @@ def run_job(y, work, name, elastic, cap):
         for s in sleepers:
             y.tony.run("kill", s)
         y.wait_no_containers(timeout=120)
-    print(f"  {name}: {fig}", file=sys.stderr)
+        print(f"  {name}: {fig}", file=sys.stderr)
+    return fig
+
+
+def ended(fig, y, app, p):
+    """fig of a job that ended before training resumed: its end and the first
+    line of its diagnostics."""
+    p.communicate()
+    fig["final"] = final_of(y, app).get("final_status", f"exit {p.returncode}")
+    fig["why"] = final_of(y, app).get("diagnostics", "").split("\n", 1)[0]
     return fig
 
 
@@ -210,6 +227,10 @@ def place(out, text):
     cut = len(rest) if nxt < 0 else nxt + 1
     path.write_text(head + f"# {LOCAL_TITLE}\n" + rest[:cut].rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n\n"
                     + rest[cut:])
+
+
+def world(figs):
+    return next((f["world"] for f in figs if f.get("world")), "–")
 
 
 def median(figs, key):
@@ -240,12 +261,14 @@ def main():
         ("kill -> the waiting application runs in the freed room", secs(median(elastic, "room")),
          secs(median(rigid, "room"))),
         ("kill -> training resumed (the remaining workers' next step)",
-         f"{secs(e_res)} (world of {elastic[0]['world']})" if e_res is not None else never,
+         f"{secs(e_res)} (world of {world(elastic)})" if e_res is not None else never,
          f"{secs(r_res)}" if r_res is not None else never),
         ("the waiting application killed -> training resumed", "–",
-         f"{secs(median(rigid, 'after_free'))} (world of {rigid[0]['world']})"
+         f"{secs(median(rigid, 'after_free'))} (world of {world(rigid)})"
          if median(rigid, "after_free") is not None else "–"),
-        ("the job's end (stop file)", elastic[0].get("final", "–"), rigid[0].get("final", "–")),
+        ("the job's end (the stop file written once it trained again)",
+         ", ".join(f.get("final", "–") for f in elastic),
+         ", ".join(f.get("final", "–") for f in rigid)),
     ]
     loads = [f["load"] for f in elastic + rigid if "load" in f]
     lines = [
@@ -278,6 +301,9 @@ def main():
         "`tony.container.allocation.timeout` (by default, forever). Once room frees, the replacement container "
         "comes and the job trains again as 3.",
     ]
+    early = [f"In run {i + 1} the {name} job ended before it trained again: {f['final']}, \"{f['why']}\"."
+             for name, figs in (("elastic", elastic), ("rigid", rigid)) for i, f in enumerate(figs) if "why" in f]
+    lines += ["", *early] if early else []
     if A.runs > 1:
         lines += ["", "Every run (kill -> resumed; rigid: the waiting application killed -> resumed):", "",
                   "| run | elastic | rigid | rigid, room freed |", "| --- | ---: | ---: | ---: |",
