@@ -4,7 +4,8 @@
 # tony.worker.gpus=1 on the local backend and checks what the task was given
 # (CUDA_VISIBLE_DEVICES, the device torch sees), the GPU metrics in the job's
 # JSON and in its history, that more GPUs than the machine has are refused
-# before anything starts, and the training throughput under tony against the
+# before anything starts (and more processes per task than its GPUs), and
+# the training throughput under tony against the
 # same script run bare, interleaved in the same call (median of RUNS each).
 #
 #   bench/gpu_proof.sh TARBALL OUT_DIR
@@ -111,6 +112,18 @@ for ask in "1 $((NGPU + 1))" "$((NGPU + 1)) 1"; do
     [ "$rc" = 2 ] && [ "$jobs_before" = "$jobs_after" ] && grep -q "gpus.*GPU\|GPU.*gpus" "$WORK/refuse.err" && ok=1
     check "refused_${inst}x${gpus}_gpus" $ok "rc=$rc, jobs started: $((jobs_after - jobs_before)); $msg"
 done
+
+# 3b. Several processes per task (tony.<role>.nproc-per-node): each takes
+#     cuda:LOCAL_RANK, so more processes than the task's GPUs are refused.
+jobs_before=$(ls "$TONY_HOME/jobs" 2>/dev/null | wc -l)
+"$TONY" submit --executes true --conf tony.application.framework=pytorch --conf tony.worker.instances=1 \
+    --conf tony.worker.gpus=1 --conf tony.worker.nproc-per-node=2 "${EXTRA[@]}" >"$WORK/refuse.out" 2>"$WORK/refuse.err"
+rc=$?
+jobs_after=$(ls "$TONY_HOME/jobs" 2>/dev/null | wc -l)
+msg=$(grep -m1 nproc-per-node "$WORK/refuse.err" | tr '\t' ' ')
+ok=0
+[ "$rc" = 2 ] && [ "$jobs_before" = "$jobs_after" ] && [ -n "$msg" ] && ok=1
+check "refused_nproc_2_on_1_gpu" $ok "rc=$rc, jobs started: $((jobs_after - jobs_before)); $msg"
 
 # 4. Every check and figure into one JSON.
 "$PY" - "$WORK" "$OUT_DIR" "$RUNS" "$NGPU" "$GPU_NAME" <<'PYEOF'
