@@ -11,13 +11,12 @@ code, here on one host. Local: test_notebook.py; YARN: test_yarn_notebook.py."""
 import json
 import socket
 import subprocess
-import urllib.parse
 
 import pytest
 
 from conftest import job_processes, second_user, wait_for
 from slurm import ACTIVE
-from test_notebook import api, parts, run_cell, start_notebook, websockets
+from test_notebook import api, jupyter_port, parts, run_cell, start_notebook, websockets
 from test_slurm_jobs import stony  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slurm
@@ -61,10 +60,10 @@ def test_slurm_notebook_kernel_through_the_proxy_and_kill(stony, slurm):
         # it wants its token from anyone who finds the port
         task = next(t for t in job["tasks"] if t["role"] == "notebook")
         assert task["host"] == socket.gethostname(), task
-        jupyter = urllib.parse.urlsplit(job["tensorboard_url"])
-        assert jupyter.hostname == task["host"], (job["tensorboard_url"], task)
+        assert "tensorboard_url" not in job, job  # Jupyter's port is no TensorBoard's
+        port = jupyter_port(slurm.job_processes(jid))
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
-                                "%{http_code}", f"http://{jupyter.netloc}/notebook/api/kernels"],
+                                "%{http_code}", f"http://{task['host']}:{port}/notebook/api/kernels"],
                                capture_output=True, text=True, timeout=20)
         assert probe.stdout == "403", probe
         kernels = [p for p in slurm.job_processes(jid) if b"ipykernel" in cmdline(p)]
