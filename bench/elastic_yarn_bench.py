@@ -27,7 +27,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -67,7 +66,7 @@ sys.path.insert(0, str(HERE))
 
 import hadoop as htc  # noqa: E402
 from conftest import Tony, wait_for  # noqa: E402
-from elastic_bench import TITLE as LOCAL_TITLE  # noqa: E402
+from elastic_bench import TITLE as LOCAL_TITLE, kill_group  # noqa: E402
 from report import replace_section  # noqa: E402
 from test_yarn_elastic import (CLUSTER_ENV, SETTLE_MS, app_state, final_of, log_of,  # noqa: E402
                                submit_elastic, submit_sleeper)
@@ -116,18 +115,6 @@ def wait_until(pred, deadline):
     return None, None
 
 
-def kill_container(pid):
-    """SIGKILLs the process group of a task's executor: its YARN container
-    (the NodeManager starts each in a session of its own)."""
-    pgid = os.getpgid(pid)
-    t = time.time()
-    if pgid != os.getpgid(0):
-        os.killpg(pgid, signal.SIGKILL)
-    else:
-        os.kill(pid, signal.SIGKILL)
-    return t
-
-
 def run_job(y, work, name, elastic, cap):
     """One job: its figures (seconds, None where it did not happen)."""
     fig = {}
@@ -153,7 +140,7 @@ def run_job(y, work, name, elastic, cap):
         if not victim:
             die(f"no executor process of {name}'s worker:2")
         fig["load"] = os.getloadavg()[0]
-        lost = kill_container(victim)
+        lost = kill_group(victim)
         # the freed room goes to the waiting sleeper (watched beside the training)
         room = {}
 

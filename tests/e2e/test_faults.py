@@ -112,6 +112,14 @@ def drop_connections(port, pid=None):
     return len(mine)
 
 
+def coordinator_port_once_running(job):
+    """The port of a job's coordinator, once every task of the job runs."""
+    wait_for(lambda: (job / "status.json").exists() and
+             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
+             what="tasks running")
+    return int(json.loads((job / "am.json").read_text())["url"].rsplit(":", 1)[1])
+
+
 def test_executor_cut_off_from_the_coordinator(tony):
     """worker:1's executor can no longer reach the coordinator: its
     heartbeats stop arriving, the coordinator declares it lost after 5
@@ -121,10 +129,7 @@ def test_executor_cut_off_from_the_coordinator(tony):
                     "--conf", "tony.task.max-missed-heartbeats=5", "--conf", "tony.am.retry-count=1", *SMALL)
     assert r.rc == 0, r
     job = r.job_dir()
-    wait_for(lambda: (job / "status.json").exists() and
-             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
-             what="tasks running")
-    port = int(json.loads((job / "am.json").read_text())["url"].rsplit(":", 1)[1])
+    port = coordinator_port_once_running(job)
     executor = executor_of(tony.home, "worker:1", 0)
     assert executor, "worker:1's executor"
     tree = descendants(executor)
@@ -237,10 +242,7 @@ def test_executor_keeps_its_connection_and_reconnects(tony):
                     *SMALL)
     assert r.rc == 0, r
     job = r.job_dir()
-    wait_for(lambda: (job / "status.json").exists() and
-             all(t["state"] == "RUNNING" for t in json.loads((job / "status.json").read_text())["tasks"]), 60,
-             what="tasks running")
-    port = int(json.loads((job / "am.json").read_text())["url"].rsplit(":", 1)[1])
+    port = coordinator_port_once_running(job)
     before = client_ports(port)
     time.sleep(2)  # 10 heartbeats of each task: 20 connections when each made its own
     opened = client_ports(port) - before

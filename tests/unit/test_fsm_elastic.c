@@ -52,6 +52,19 @@ static bool stops(const fixture *f, const am_task *t) {
     return false;
 }
 
+/* A rigid job (no min-instances) whose worker:2's container dies: the
+ * others stop in place and every container ends. */
+static fixture *rigid_job_loses_a_worker(void) {
+    fixture *f = make(RIGID);
+    begin(f, NULL);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
+    report(f, 0, 143, 200);
+    report(f, 1, 143, 200);
+    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 210, fresh(f));
+    am_fsm_exited(&f->fsm, task(f, "worker", 1), 143, NULL, 210, fresh(f));
+    return f;
+}
+
 /* worker:lost's container dies (its executor with it); the others stop
  * their processes in place: the attempt restarts on the world's account. */
 static void lose(fixture *f, int lost) {
@@ -275,13 +288,7 @@ static void test_a_rigid_job_is_unchanged(void **state) {
     assert_true(f->job->attempt_over);
     destroy(f);
 
-    f = make(RIGID);
-    begin(f, NULL);
-    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
-    report(f, 0, 143, 200);
-    report(f, 1, 143, 200);
-    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 210, fresh(f));
-    am_fsm_exited(&f->fsm, task(f, "worker", 1), 143, NULL, 210, fresh(f));
+    f = rigid_job_loses_a_worker();
     assert_int_equal(count(f, AM_ACT_RESTART), 0);
     assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
     destroy(f);
@@ -498,13 +505,7 @@ static void test_attempt_ends_that_are_not_the_worlds(void **state) {
     assert_int_equal(f->fsm.attempt_end, AM_END_KILLED);
     destroy(f);
 
-    f = make(RIGID);
-    begin(f, NULL);
-    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100, fresh(f));
-    report(f, 0, 143, 200);
-    report(f, 1, 143, 200);
-    am_fsm_exited(&f->fsm, task(f, "worker", 0), 143, NULL, 210, fresh(f));
-    am_fsm_exited(&f->fsm, task(f, "worker", 1), 143, NULL, 210, fresh(f));
+    f = rigid_job_loses_a_worker();
     assert_int_equal(f->fsm.attempt_end, AM_END_FAILED);
     assert_null(am_attempt_end_name(AM_END_NONE));
     destroy(f);
