@@ -418,6 +418,7 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         am_kick(am);
         return;
     }
+    am_fsm_released(&am->fsm, w->task);
     am_reply_json_text(w->req, 200, go);
     free(go);
 }

@@ -681,9 +681,11 @@ static void stop_later(am_fsm *f, am_task *t, long long now_ms, am_actions *out)
  * starts. A kept task's executor stops its process when its watch (or its
  * heartbeat) is answered and reports; one that has not in time has its
  * container stopped (and asked for anew). An executor waiting at the
- * barrier never started its process: it is done at once. */
+ * barrier never started its process: it is done at once; one given the go
+ * whose "started" has not come yet is starting it, and is stopped as a
+ * running one (else its late end would be charged to the next attempt). */
 static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
-    if (t->state == AM_TASK_REGISTERED) t->state = AM_TASK_FINISHED;
+    if (t->state == AM_TASK_REGISTERED && !t->released) t->state = AM_TASK_FINISHED;
     if (!am_task_done(t)) stop_later(f, t, now_ms, out);
 }
 
@@ -999,6 +1001,11 @@ void am_fsm_poll_answered(am_fsm *f, am_task *t, long long now_ms) {
     /* the answer is its last sign of life: the executor re-polls, or
      * starts its process, from here */
     t->last_heartbeat_ms = now_ms;
+}
+
+void am_fsm_released(am_fsm *f, am_task *t) {
+    (void)f;
+    t->released = true;
 }
 
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {

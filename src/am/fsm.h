@@ -235,6 +235,9 @@ void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, co
  * "ending". While held, a task at the barrier is not expired for missed
  * heartbeats; from the answer on its silence counts again. */
 void am_fsm_poll_answered(am_fsm *f, am_task *t, long long now_ms);
+/* That answer was "go": t's executor starts its process now. An attempt
+ * ending before its "started" comes stops it as a running one. */
+void am_fsm_released(am_fsm *f, am_task *t);
 /* The executor started the user's process. */
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms);
 

@@ -72,6 +72,9 @@ typedef struct am_task {
      * it waits at the gang barrier, alive whatever the time since its last
      * heartbeat (a gang of thousands takes a while to answer). */
     bool polling;
+    /* Its executor was answered "go" this attempt: it starts its process,
+     * though its "started" may not have come yet; no longer at the barrier. */
+    bool released;
     bool node_judgement_due; /* a node-level failure waits for its container's end to name the node (exclusion.h) */
     am_task_run *runs;    /* earlier attempts it got a container in, oldest first; kept across resets */
     /* Bad nodes and log policies (exclusion.h, conf/logpolicy.h), this attempt: */

@@ -1146,6 +1146,36 @@ static void test_in_place_stop_falls_back_to_the_container(void **state) {
     destroy(f);
 }
 
+/* A task given the go whose "started" has not come when the attempt ends
+ * (its peer failed at once) is starting its process, not waiting at the
+ * barrier: it is stopped as a running one, and the attempt restarts only
+ * once it reported. Taken for done at once, its process ran on into the
+ * next attempt, whose kept container's end then failed it (CI, stop 30). */
+static void test_in_place_released_task_is_stopped_not_done(void **state) {
+    (void)state;
+    fixture *f = make(IN_PLACE);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    for (int i = 0; i < 3; i++) reg(f, task(f, "worker", i), 0);
+    for (int i = 0; i < 3; i++) am_fsm_released(&f->fsm, task(f, "worker", i));
+    am_fsm_started(&f->fsm, task(f, "worker", 0), 10, 0);
+    am_fsm_started(&f->fsm, task(f, "worker", 1), 11, 0);
+    /* worker:2 has the go; its "started" is on its way */
+    report(f, "worker", 0, 1, 100);
+    assert_true(f->job->attempt_over);
+    assert_int_equal(task(f, "worker", 2)->state, AM_TASK_REGISTERED);
+    report(f, "worker", 1, 143, 110);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0);
+    /* its "started" and report come; only then the attempt restarts */
+    am_fsm_started(&f->fsm, task(f, "worker", 2), 12, 120);
+    report(f, "worker", 2, 143, 130);
+    assert_int_equal(task(f, "worker", 2)->state, AM_TASK_FINISHED);
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 2)));
+    am_fsm_next_attempt(&f->fsm, 200, fresh(f));
+    assert_false(task(f, "worker", 2)->released); /* a new attempt's barrier */
+    destroy(f);
+}
+
 /* reallocate: today's behaviour, every container stopped and asked anew;
  * the executor's report is not the result. No retry left: nothing kept. */
 static void test_reallocate_and_no_retry_keep_nothing(void **state) {
@@ -1485,6 +1515,7 @@ int main(void) {
         cmocka_unit_test(test_in_place_restart_keeps_containers),
         cmocka_unit_test(test_in_place_dead_container_requested_anew),
         cmocka_unit_test(test_in_place_stop_falls_back_to_the_container),
+        cmocka_unit_test(test_in_place_released_task_is_stopped_not_done),
         cmocka_unit_test(test_reallocate_and_no_retry_keep_nothing),
         cmocka_unit_test(test_adopt_every_task_no_restart),
         cmocka_unit_test(test_adopt_missing_task_fails_the_attempt),
