@@ -269,24 +269,63 @@ static bool task_gone(const am_task *t) {
     return t->state == AM_TASK_FAILED && (t->lost || (t->exited && !t->result_reported));
 }
 
-/* The attempt failed because a task of the world was lost (its first
- * failure, the root cause: the peers' failures that follow are its
- * consequence) and its role keeps its minimum without the tasks gone: the
- * next attempt goes on in place at once, on the world's account (it spends
- * no retry and waits no backoff), awaiting the replacements for the settle
- * time. Anything else is the restart policy's to judge. */
+/* t's container ended and its executor with it: lost (task_gone), or
+ * ended while asked to stop its process in place, without our stopping
+ * the container and without its executor's report (it died first). */
+static bool left_unannounced(const am_task *t) {
+    return task_gone(t) ||
+           (t->state == AM_TASK_FINISHED && t->exited && !t->result_reported && t->stop_tries == 0);
+}
+
+/* The loss an elastic attempt's failure comes from: its first failure
+ * when that task is gone; else a task gone no later than the settle time
+ * after it (the peers of a lock-step training fail the moment a task dies,
+ * often before the backend tells of its container). NULL: none. */
+static am_task *loss_root(const am_fsm *f) {
+    const am_job *j = &f->job;
+    am_task *first = j->first_failed;
+    if (!first || first->out || first->permanent) return NULL;
+    if (task_gone(first)) return first;
+    am_task *root = NULL;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        am_task *t = &j->tasks[i];
+        if (t->out || t->permanent || !left_unannounced(t) || t->role->kind == TONY_ROLE_SIDECAR) continue;
+        if (t->finished_ms > j->first_failed_ms + j->plan->elastic_settle_ms) continue;
+        if (!root || t->finished_ms < root->finished_ms) root = t;
+    }
+    return root;
+}
+
+/* Whether an elastic attempt's failure may yet turn out to be a loss. */
+static bool may_be_loss(const am_fsm *f) {
+    const am_job *j = &f->job;
+    return j->plan->elastic && j->attempt_over && j->attempt_status == AM_FINAL_FAILED && !f->killed &&
+           !f->timed_out && !f->recover_failed && !f->permanent && !f->reworld && j->first_failed &&
+           !j->first_failed->out && !j->first_failed->permanent;
+}
+
+/* The attempt failed because a task of the world was lost (loss_root: the
+ * peers' failures around it are its consequence) and its role keeps its
+ * minimum without the tasks gone: the next attempt goes on in place at
+ * once, on the world's account (it spends no retry and waits no backoff),
+ * awaiting the replacements for the settle time. Anything else is the
+ * restart policy's to judge. */
 static bool world_loss(const am_fsm *f) {
     const am_job *j = &f->job;
-    const am_task *first = j->first_failed;
-    if (!j->plan->elastic || !j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out ||
-        f->recover_failed || f->permanent || !first || first->out || first->permanent || !task_gone(first))
-        return false;
+    if (!may_be_loss(f)) return false;
+    const am_task *root = loss_root(f);
+    if (!root) return false;
     int gone = 0;
     for (size_t i = 0; i < j->ntasks; i++) {
         const am_task *t = &j->tasks[i];
-        gone += t->role == first->role && !t->out && task_gone(t);
+        gone += t->role == root->role && !t->out && task_gone(t);
     }
-    return am_fsm_world_count(j, first->role) - gone >= first->role->min_instances;
+    return am_fsm_world_count(j, root->role) - gone >= root->role->min_instances;
+}
+
+/* Still waiting for the news of a loss (loss_wait_ms, fsm.h). */
+static bool awaiting_loss(const am_fsm *f) {
+    return f->in_place && !f->loss_wait_over && may_be_loss(f) && !loss_root(f);
 }
 
 /* t leaves the world. A container whose executor has not registered yet
@@ -582,8 +621,10 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
         emit(out, AM_ACT_RESTART, NULL, 0, NULL);
         return;
     }
+    bool lost = !f->reworld && world_loss(f);
+    if (lost) j->first_failed = loss_root(f); /* the root cause: its peers failed for it */
     if (j->first_failed) am_cause_set(&f->root_cause, j->first_failed, j->attempt);
-    if (f->reworld || world_loss(f)) {
+    if (f->reworld || lost) {
         /* a change of the world's membership, not a failure (a lost task's
          * own end stays FAILED) */
         f->attempt_end = AM_END_RESIZED;
@@ -632,7 +673,7 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
 static bool restart_due(const am_fsm *f) {
     const am_job *j = &f->job;
     if (!j->attempt_over || j->attempt_status != AM_FINAL_FAILED || f->killed || f->timed_out) return false;
-    if (f->state == AM_JOB_BACKOFF || f->reworld || world_loss(f)) return true;
+    if (f->state == AM_JOB_BACKOFF || f->reworld || world_loss(f) || awaiting_loss(f)) return true;
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
@@ -665,7 +706,7 @@ bool am_fsm_may_keep(const am_fsm *f, const am_task *t) {
 bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
     if (!f->in_place || f->state == AM_JOB_DONE) return false;
     /* once the restart is decided its retry is spent already */
-    if (!f->restarting && (f->killed || f->timed_out || (f->retries_left <= 0 && !f->reworld && !world_loss(f)))) return false;
+    if (!f->restarting && (f->killed || f->timed_out || (f->retries_left <= 0 && !f->reworld && !world_loss(f) && !awaiting_loss(f)))) return false;
     if (!f->restarting && f->job.attempt_over && !restart_due(f)) return false;
     return am_fsm_may_keep(f, t);
 }
@@ -731,6 +772,8 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         f->state = AM_JOB_FINISHING;
         emit(out, AM_ACT_RELEASE_GANG, NULL, 0, NULL);
     }
+    if (may_be_loss(f) && !f->loss_wait_ms) f->loss_wait_ms = j->first_failed_ms + j->plan->elastic_settle_ms;
+    if (f->loss_wait_ms && now_ms >= f->loss_wait_ms) f->loss_wait_over = true;
     bool in_place = f->in_place && restart_due(f);
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
@@ -741,6 +784,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
         else stop_task(t, now_ms, out);
     }
     if (in_place ? !attempt_settled(f) : !containers_gone(j)) return;
+    if (awaiting_loss(f)) return; /* judged on a tick once the wait is over */
     if (j->attempt_status == AM_FINAL_FAILED) {
         after_failure(f, now_ms, out);
         return;
@@ -895,6 +939,8 @@ void am_fsm_next_attempt(am_fsm *f, long long now_ms, am_actions *out) {
     f->restarting = false;
     f->recover_failed = false;
     f->reworld = false;
+    f->loss_wait_ms = 0;
+    f->loss_wait_over = false;
     /* the ending attempt's end, kept by its number */
     int a = f->job.attempt;
     if (a >= 0) {

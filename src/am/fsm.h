@@ -148,6 +148,14 @@ typedef struct am_fsm {
     int *world_target;      /* per role, in plan order */
     long long grow_at_ms;   /* 0: no task waits to join */
     bool reworld;           /* the attempt ends because the world changes (grow, or scale) */
+    /* A lost task's peers often fail first: their collective breaks the
+     * moment the task dies, while the backend tells of its container a
+     * heartbeat or two later. So in an elastic job an attempt whose first
+     * failure is not a loss waits, its containers kept, until loss_wait_ms
+     * (that failure plus the settle time) before the restart policy judges
+     * it; a loss told meanwhile makes it the world's (world_loss). */
+    long long loss_wait_ms; /* 0: not waiting */
+    bool loss_wait_over;
     /* How the current attempt ended, once decided (after its containers
      * settled: the restart, or the job's end); and each earlier one's,
      * indexed by attempt number (AM_END_NONE for one this coordinator did

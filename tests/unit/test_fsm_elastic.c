@@ -472,6 +472,64 @@ static void test_scale_shrinks_and_grows_a_running_world(void **state) {
     destroy(f);
 }
 
+/* A lost task's peers fail first (their collective breaks the moment it
+ * dies; the backend tells of its container later): within the settle time
+ * the loss is the root cause, the peers' failures its consequence, and the
+ * attempt restarts in place on the world's account. */
+static void test_peers_failing_before_the_loss_is_told(void **state) {
+    (void)state;
+    fixture *f = make(ELASTIC);
+    begin(f, NULL);
+    report(f, 1, 1, 100); /* gloo's broken pipe */
+    assert_true(f->job->attempt_over);
+    report(f, 0, 143, 150);
+    assert_int_equal(count(f, AM_ACT_RESTART), 0); /* not judged yet: a loss may be told */
+    assert_int_equal(count(f, AM_ACT_FINISH), 0);
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 0)));
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    am_fsm_tick(&f->fsm, 500, fresh(f));
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", 100 + SETTLE - 1, fresh(f));
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    assert_int_equal(f->fsm.retries_left, 0);
+    assert_int_equal(f->fsm.attempt_end, AM_END_RESIZED);
+    assert_ptr_equal(f->job->first_failed, task(f, "worker", 2));
+    assert_non_null(strstr(f->job->attempt_diagnostics, "without worker:2"));
+    assert_true(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    am_fsm_next_attempt(&f->fsm, 100 + SETTLE, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 1); /* worker:2's replacement alone */
+    assert_ptr_equal(f->out.items[0].task, task(f, "worker", 2));
+    destroy(f);
+}
+
+/* A peer's failure with no loss told within the settle time is the
+ * script's: the restart policy judges it then (here: no retries). */
+static void test_a_failure_no_loss_explains_is_judged_after_the_wait(void **state) {
+    (void)state;
+    for (int late = 0; late < 2; late++) {
+        fixture *f = make(ELASTIC);
+        begin(f, NULL);
+        report(f, 1, 1, 100);
+        report(f, 0, 143, 150);
+        report(f, 2, 143, 150);
+        am_fsm_tick(&f->fsm, 100 + SETTLE - 1, fresh(f));
+        assert_int_equal(count(f, AM_ACT_FINISH) + count(f, AM_ACT_RESTART), 0);
+        am_fsm_tick(&f->fsm, 100 + SETTLE, fresh(f));
+        long long t = 100 + SETTLE + 1;
+        if (late) am_fsm_exited(&f->fsm, task(f, "worker", 2), 137, "killed", t++, fresh(f));
+        am_fsm_tick(&f->fsm, t + f->plan.heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS + 1, fresh(f));
+        for (int i = 0; i < 3; i++)
+            if (!task(f, "worker", i)->exited) am_fsm_exited(&f->fsm, task(f, "worker", i), 143, NULL, t + 1, fresh(f));
+        assert_int_equal(count(f, AM_ACT_RESTART), 0);
+        assert_int_equal(f->fsm.state, AM_JOB_DONE);
+        assert_int_equal(f->fsm.final_status, AM_FINAL_FAILED);
+        assert_int_equal(f->fsm.attempt_end, AM_END_FAILED);
+        assert_ptr_equal(f->job->first_failed, task(f, "worker", 1));
+        destroy(f);
+    }
+}
+
+
 /* How each attempt ends, outside the world's changes: a script's failure
  * that the policy retries is FAILED (and stays so in ends), a success
  * SUCCEEDED, a kill KILLED, a rigid job's lost task FAILED. */
@@ -485,14 +543,15 @@ static void test_attempt_ends_that_are_not_the_worlds(void **state) {
     report(f, 2, 1, 100); /* its process failed in a container that stays: the script's failure */
     report(f, 0, 143, 200);
     report(f, 1, 143, 200);
+    am_fsm_tick(&f->fsm, 100 + SETTLE, fresh(f)); /* judged once no loss came to explain it */
     assert_int_equal(count(f, AM_ACT_RESTART), 1);
     assert_int_equal(f->fsm.attempt_end, AM_END_FAILED);
-    am_fsm_next_attempt(&f->fsm, 300, fresh(f));
+    am_fsm_next_attempt(&f->fsm, 1300, fresh(f));
     assert_int_equal(f->fsm.ends[0], AM_END_FAILED);
-    for (int i = 0; i < 3; i++) reg(f, task(f, "worker", i), 400);
-    for (int i = 0; i < 3; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 410);
-    for (int i = 0; i < 3; i++) report(f, i, 0, 500);
-    for (int i = 0; i < 3; i++) am_fsm_exited(&f->fsm, task(f, "worker", i), 0, NULL, 510, fresh(f));
+    for (int i = 0; i < 3; i++) reg(f, task(f, "worker", i), 1400);
+    for (int i = 0; i < 3; i++) am_fsm_started(&f->fsm, task(f, "worker", i), 10 + i, 1410);
+    for (int i = 0; i < 3; i++) report(f, i, 0, 1500);
+    for (int i = 0; i < 3; i++) am_fsm_exited(&f->fsm, task(f, "worker", i), 0, NULL, 1510, fresh(f));
     assert_int_equal(f->fsm.final_status, AM_FINAL_SUCCEEDED);
     assert_int_equal(f->fsm.attempt_end, AM_END_SUCCEEDED);
     destroy(f);
@@ -528,6 +587,8 @@ int main(void) {
         cmocka_unit_test(test_scale_refusals),
         cmocka_unit_test(test_scale_shrinks_and_grows_a_running_world),
         cmocka_unit_test(test_attempt_ends_that_are_not_the_worlds),
+        cmocka_unit_test(test_peers_failing_before_the_loss_is_told),
+        cmocka_unit_test(test_a_failure_no_loss_explains_is_judged_after_the_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
