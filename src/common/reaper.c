@@ -1,5 +1,6 @@
-/* One SIGCHLD handler per process, dispatching by pid. Children nobody
- * watches are reaped too, so none lingers as a zombie. */
+/* One SIGCHLD handler per process, dispatching by pid. Children of the
+ * loop's thread that nobody watches are reaped too, so none lingers as a
+ * zombie; other threads' children are theirs to wait for. */
 #include "common/reaper.h"
 
 #include <signal.h>
@@ -25,7 +26,11 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg) {
     tony_reaper *r = arg;
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    /* Only the loop thread's own children: another thread that runs a
+     * child and waits for it itself (tony_proc_run on a worker thread, as
+     * the local backend's container removals do) would otherwise lose its
+     * exit code here, and its pid could be reused before that wait. */
+    while ((pid = waitpid(-1, &status, WNOHANG | __WNOTHREAD)) > 0) {
         for (size_t i = 0; i < r->len; i++) {
             if (r->watches[i].pid != pid) continue;
             watch w = r->watches[i];

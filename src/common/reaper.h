@@ -1,5 +1,7 @@
 /* Child reaping inside a libevent loop: SIGCHLD becomes an event, and each
- * watched pid's exit is delivered to its own callback. */
+ * watched pid's exit is delivered to its own callback. It reaps the loop
+ * thread's children only: a worker thread that runs a child waits for it
+ * itself (tony_proc_run). */
 #ifndef TONY_REAPER_H
 #define TONY_REAPER_H
 
