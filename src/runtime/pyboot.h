@@ -23,7 +23,8 @@ typedef struct tony_pyboot_module {
 
 /* Writes into dir (made if missing) the n modules and the sitecustomize, and
  * puts dir first on env's PYTHONPATH (before env's own, else this process's).
- * Python run with -S or -I skips sitecustomize, and so all of this. */
+ * Python run with -S, -E (PYTHONPATH ignored) or -I skips it, and so all
+ * of this. */
 int tony_pyboot_write(const char *dir, const tony_pyboot_module *mods, size_t n, tony_env *env, tony_error *err);
 
 #endif
