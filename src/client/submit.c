@@ -417,7 +417,17 @@ int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job
      * submit and --dry-run alike. */
     int fits = tony_client_backend_check_plan(ops, conf, &plan, &about, &err);
     /* and one whose tasks' env could not even be exec'd (runtime.h) */
-    if (!fits) fits = tony_runtime_check_exec(&plan, &err);
+    tony_strv by_file = {0};
+    if (!fits) fits = tony_runtime_check_exec(&plan, &by_file, &err);
+    if (!fits && by_file.len) {
+        char *names = tony_strv_join(&by_file, ", ");
+        fprintf(stderr, "tony: note: %s will reach each task by file: %s over Linux's limit for one environment "
+                        "string (MAX_ARG_STRLEN). Python processes find %s in os.environ as usual; other programs "
+                        "read the file named in " TASKENV_ENV_FILES " (docs/frameworks.md, \"Job size\")\n",
+                names, by_file.len > 1 ? "each is" : "it is", by_file.len > 1 ? "them" : "it");
+        free(names);
+    }
+    tony_strv_free(&by_file);
     if (dry) dry_run(&plan, backend, about);
     free(about);
     if (fits) goto fail;

@@ -83,5 +83,11 @@
  * failure's root cause. */
 #define TASKENV_TORCHELASTIC_ERROR_FILE "TORCHELASTIC_ERROR_FILE"
 #define TASKENV_PROGRESS_FILE "TONY_PROGRESS_FILE"  /* a file the task may touch to show progress (am/hang.h) */
+/* The variables whose "KEY=VALUE" is over Linux's limit for one environment
+ * string (MAX_ARG_STRLEN), which no exec could pass: each is in a file of
+ * the task's work dir instead, listed here as "KEY=/path:KEY2=/path".
+ * tony's sitecustomize sets them in a Python process's os.environ
+ * (runtime/pyboot.h); other programs read the file. */
+#define TASKENV_ENV_FILES "TONY_ENV_FILES"
 
 #endif

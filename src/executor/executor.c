@@ -718,11 +718,11 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_merge(&env, &go->env);
     if (x->tb_port > 0) tony_env_setf(&env, TASKENV_TB_PORT, "%d", x->tb_port);
     set_error_file(x, &env);
-    /* the framework's Python files (jax's cluster), in the container's own
-     * dir; without them only the framework's explicit form works */
+    /* values too long for exec, sent by file, and the framework's Python
+     * files (jax's cluster), in the container's own dir (runtime.h) */
     char *pydir = tony_abspath(".tony-python");
     tony_error pyerr;
-    if (tony_runtime_python_files(pydir, &env, &pyerr)) tony_warn("%s; going on without it", pyerr.msg);
+    if (tony_runtime_prepare_env(pydir, &env, &pyerr)) tony_warn("%s; going on without it", pyerr.msg);
     free(pydir);
     /* hang diagnosis: a file the task may touch to show progress without output */
     char *progress = tony_abspath(".tony-progress");

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fs.h"
 #include "common/strv.h"
+#include "runtime/pyboot.h"
 #include "runtime/runtime.h"
 
 /* JAX's own name: initialize() takes the coordinator from it when not given. */
@@ -18,16 +18,15 @@
 #define JAX_ENV_PROCESS_ID "JAX_PROCESS_ID"
 #define JAX_ENV_LOCAL_DEVICE_IDS "JAX_LOCAL_DEVICE_IDS"
 
-/* The files tony puts first on a JAX task's PYTHONPATH. JAX finds the
- * cluster it runs in through jax._src.clusters.ClusterEnv, whose subclasses
- * register themselves when their module is imported (JAX's own Slurm, Open
- * MPI, Kubernetes and TPU clusters are such modules). tony's cluster is one
- * more, reading tony's variables: nothing pretends to be a Slurm or an MPI
- * job that another library would then believe in. The script does not
- * import it: sitecustomize, which Python imports at start-up, arranges for
- * it to be imported right after jax._src.clusters, so that a process that
- * never imports jax pays nothing. The sitecustomize it hides (Debian's
- * apport hook, a user's own) is run after it. Python run with -S or -I
+/* The modules tony puts first on a JAX task's PYTHONPATH (pyboot.h). JAX
+ * finds the cluster it runs in through jax._src.clusters.ClusterEnv, whose
+ * subclasses register themselves when their module is imported (JAX's own
+ * Slurm, Open MPI, Kubernetes and TPU clusters are such modules). tony's
+ * cluster is one more, reading tony's variables: nothing pretends to be a
+ * Slurm or an MPI job that another library would then believe in. The
+ * script does not import it: tony's sitecustomize imports a hook that
+ * arranges for it to be imported right after jax._src.clusters, so that a
+ * process that never imports jax pays nothing. Python run with -S or -I
  * skips sitecustomize; initialize() then needs the explicit arguments. */
 #define JAX_PY_CLUSTER_MODULE "tony_jax_cluster"
 static const char jax_py_cluster[] =
@@ -71,12 +70,11 @@ static const char jax_py_cluster[] =
     "clusters.ClusterEnv._cluster_types.remove(TonyCluster)\n"
     "clusters.ClusterEnv._cluster_types.insert(0, TonyCluster)\n";
 
-static const char jax_py_sitecustomize[] =
-    "# tony: imports " JAX_PY_CLUSTER_MODULE " right after jax._src.clusters, then runs\n"
-    "# the sitecustomize this one hides. Written by tony's executor.\n"
+#define JAX_PY_HOOK_MODULE "tony_jax_hook"
+static const char jax_py_hook[] =
+    "# tony: imports " JAX_PY_CLUSTER_MODULE " right after jax._src.clusters.\n"
+    "# Imported by tony's sitecustomize; written by tony's executor.\n"
     "import importlib.machinery\n"
-    "import importlib.util\n"
-    "import os\n"
     "import sys\n"
     "\n"
     "\n"
@@ -103,19 +101,7 @@ static const char jax_py_sitecustomize[] =
     "        return spec\n"
     "\n"
     "\n"
-    "def _tony_next_sitecustomize():\n"
-    "    here = os.path.dirname(os.path.abspath(__file__))\n"
-    "    for d in sys.path:\n"
-    "        p = os.path.join(os.path.abspath(d or \".\"), \"sitecustomize.py\")\n"
-    "        if os.path.dirname(p) == here or not os.path.isfile(p):\n"
-    "            continue\n"
-    "        spec = importlib.util.spec_from_file_location(\"_tony_hidden_sitecustomize\", p)\n"
-    "        spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-    "        return\n"
-    "\n"
-    "\n"
-    "sys.meta_path.insert(0, _TonyJaxClusterFinder())\n"
-    "_tony_next_sitecustomize()\n";
+    "sys.meta_path.insert(0, _TonyJaxClusterFinder())\n";
 
 /* The chief when there is one (it is TonY's chief, and it is where users put
  * rank-0 work), else worker 0. */
@@ -168,29 +154,16 @@ static int jax_task_env(const tony_runtime_task *task, tony_env *env, tony_error
     return 0;
 }
 
-static int write_py(const char *dir, const char *name, const char *text, tony_error *err) {
-    char *path = tony_path_join(dir, name);
-    int rc = tony_write_file(path, text, strlen(text), 0644, err);
-    free(path);
-    return rc;
-}
+static const tony_pyboot_module jax_modules[] = {
+    {JAX_PY_CLUSTER_MODULE, jax_py_cluster, false},
+    {JAX_PY_HOOK_MODULE, jax_py_hook, true},
+};
 
-int tony_runtime_python_files(const char *dir, tony_env *env, tony_error *err) {
+static size_t jax_python_modules(const tony_env *env, const tony_pyboot_module **mods) {
     /* only a JAX process of the job has a process id */
     if (!tony_env_get(env, JAX_ENV_PROCESS_ID)) return 0;
-    if (tony_mkdir_p(dir, 0755, err) || write_py(dir, JAX_PY_CLUSTER_MODULE ".py", jax_py_cluster, err) ||
-        write_py(dir, "sitecustomize.py", jax_py_sitecustomize, err))
-        return tony_err_wrap(err, "jax's cluster for jax.distributed.initialize() without arguments");
-    const char *had = tony_env_get(env, "PYTHONPATH");
-    if (!had) had = getenv("PYTHONPATH");
-    if (had && *had) {
-        char *v = tony_sprintf("%s:%s", dir, had);
-        tony_env_set(env, "PYTHONPATH", v);
-        free(v);
-    } else {
-        tony_env_set(env, "PYTHONPATH", dir);
-    }
-    return 0;
+    *mods = jax_modules;
+    return sizeof jax_modules / sizeof jax_modules[0];
 }
 
 static int jax_validate(const tony_plan *plan, tony_error *err) {
@@ -214,4 +187,5 @@ const tony_runtime tony_runtime_jax = {
     .validate = jax_validate,
     .lockstep = jax_lockstep,
     .task_env = jax_task_env,
+    .python_modules = jax_python_modules,
 };

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/fs.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -164,51 +165,47 @@ static const char *role_command(const tony_plan *plan, const char *role) {
     return NULL;
 }
 
-/* The env a task would be exec'd with: every string under MAX_ARG_STRLEN,
- * and strings, their pointers and the command's "bash -c <command>" together
- * under ARG_MAX (the executor's own inherited env comes on top, so this
- * second check is a lower bound). Catches at submit, with placeholders, and
- * in the coordinator, with the real hosts, what would otherwise be every
- * task's exec failing with "Argument list too long". */
+/* What a variable sent by file still costs in the env of the exec: its
+ * name and its file's path in TONY_ENV_FILES (the work dir's path is not
+ * known here: YARN's container dirs run to ~150 bytes), once more for the
+ * boot dir put on PYTHONPATH. */
+#define BY_FILE_COST 192
+
+static bool over_string_max(const char *kv, size_t smax) { return strlen(kv) + 1 > smax; }
+
+/* The env a task would be exec'd with, its strings over MAX_ARG_STRLEN
+ * sent by file (tony_runtime_prepare_env): what stays, its pointers and the
+ * command's "bash -c <command>" together under ARG_MAX (the executor's own
+ * inherited env comes on top, so this is a lower bound); and the
+ * container's own env, with which the backend execs the executor before
+ * anything could be moved, every string under MAX_ARG_STRLEN. Catches at
+ * submit, with placeholders, and in the coordinator, with the real hosts,
+ * what would otherwise be every task's exec failing with "Argument list too
+ * long". */
 static int check_exec_env(const tony_runtime_task *task, const tony_env *env, tony_error *err) {
-    size_t smax = env_string_max(), total = 0;
-    int ntasks = tasks_in_plan(task->plan);
-    const char *kv = NULL; /* the longest string: TF_CONFIG rather than CLUSTER_SPEC */
-    size_t len = 0;
+    size_t smax = env_string_max(), total = 0, moved = 0;
+    const tony_env *container = &task->plan->container_env;
+    for (size_t k = 0; k < container->kv.len; k++) {
+        const char *kv = container->kv.items[k];
+        if (!over_string_max(kv, smax)) continue;
+        return tony_err(err,
+                        "%.*s (" TONY_KEY_CONTAINERS_ENVS ") would be %zu bytes in the env of %s:%d's container, over "
+                        "Linux's limit of %zu bytes for one environment string (MAX_ARG_STRLEN): the container's start "
+                        "would fail with 'Argument list too long'. Set it in " TONY_KEY_EXECUTION_ENVS
+                        " instead, whose values over the limit reach the task by file (see docs/frameworks.md, "
+                        "\"Job size\")",
+                        (int)strcspn(kv, "="), kv, strlen(kv) + 1, task->role, task->index, smax);
+    }
     for (size_t k = 0; k < env->kv.len; k++) {
-        size_t l = strlen(env->kv.items[k]) + 1;
-        total += l + sizeof(char *);
-        if (l > len) {
-            len = l;
-            kv = env->kv.items[k];
+        const char *kv = env->kv.items[k];
+        if (over_string_max(kv, smax)) {
+            moved++;
+            total += strcspn(kv, "=") + BY_FILE_COST;
+        } else {
+            total += strlen(kv) + 1 + sizeof(char *);
         }
     }
-    if (kv && len > smax) {
-        const char *eq = strchr(kv, '=');
-        int klen = eq ? (int)(eq - kv) : (int)strlen(kv);
-        char *key = strndup(kv, (size_t)klen);
-        const char *from = tony_env_get(&task->plan->shell_env, key) ? TONY_KEY_EXECUTION_ENVS
-                           : tony_env_get(&task->plan->container_env, key) ? TONY_KEY_CONTAINERS_ENVS
-                                                                            : NULL;
-        free(key);
-        /* the user's own variable: the task count has nothing to do with it */
-        if (from)
-            return tony_err(err,
-                            "%.*s (%s) would be %zu bytes in %s:%d's env, over Linux's limit of %zu bytes for one "
-                            "environment string (MAX_ARG_STRLEN): the task's start would fail with 'Argument list too "
-                            "long'. Shorten it, or ship the value as a file (--src_dir) and pass its name",
-                            klen, kv, from, len, task->role, task->index, smax);
-        /* what grows is the list of every task's address: scale the count,
-         * less 1 % for the parts that do not grow with it */
-        long long fit = (long long)ntasks * (long long)smax / (long long)len * 99 / 100;
-        return tony_err(err,
-                        "%.*s of %s:%d would be %zu bytes for this job's %d tasks, over Linux's limit of %zu bytes for "
-                        "one environment string (MAX_ARG_STRLEN): every task's start would fail with 'Argument list "
-                        "too long'. It lists every task's host:port, and the frameworks read it only from the "
-                        "environment; run at most about %lld tasks in one job (fewer where host names are longer), "
-                        "e.g. lower tony.<role>.instances (see docs/frameworks.md, \"Job size\")",
-                        klen, kv, task->role, task->index, len, ntasks, smax, fit);
-    }
+    if (moved) total += sizeof TASKENV_ENV_FILES + sizeof(char *) + BY_FILE_COST;
     const char *cmd = role_command(task->plan, task->role);
     total += 5 * sizeof(char *) + sizeof "bash" + sizeof "-c" + (cmd ? strlen(cmd) + 1 : 0);
     long amax = sysconf(_SC_ARG_MAX);
@@ -216,9 +213,10 @@ static int check_exec_env(const tony_runtime_task *task, const tony_env *env, to
         return tony_err(err,
                         "the env and command of %s:%d would be %zu bytes for this job's %d tasks, over this machine's "
                         "ARG_MAX of %ld bytes (sysconf; a quarter of the stack limit): every task's start would fail "
-                        "with 'Argument list too long'. Run fewer tasks in one job or shorten tony.execution.envs "
-                        "(see docs/frameworks.md, \"Job size\")",
-                        task->role, task->index, total, ntasks, amax);
+                        "with 'Argument list too long'. Shorten " TONY_KEY_EXECUTION_ENVS " (a value over %zu bytes "
+                        "reaches the task by file and does not count here) or run fewer tasks in one job (see "
+                        "docs/frameworks.md, \"Job size\")",
+                        task->role, task->index, total, tasks_in_plan(task->plan), amax, smax);
     return 0;
 }
 
@@ -280,7 +278,7 @@ json_t *tony_runtime_placeholder_spec(const tony_plan *plan) {
     return spec;
 }
 
-int tony_runtime_check_exec(const tony_plan *plan, tony_error *err) {
+int tony_runtime_check_exec(const tony_plan *plan, tony_strv *by_file, tony_error *err) {
     /* a single-node job's command runs in the coordinator, with no cluster */
     if (plan->single_node) return 0;
     const tony_runtime *rt = tony_runtime_find(plan->framework);
@@ -296,9 +294,83 @@ int tony_runtime_check_exec(const tony_plan *plan, tony_error *err) {
                                .rendezvous_host = TONY_RUNTIME_PLACEHOLDER_HOST,
                                .rendezvous_port = TONY_RUNTIME_PLACEHOLDER_RDZV_PORT};
         rc = tony_runtime_build_env(rt, &t, &env, err);
+        for (size_t k = 0; rc == 0 && by_file && k < env.kv.len; k++) {
+            const char *kv = env.kv.items[k];
+            if (!over_string_max(kv, env_string_max())) continue;
+            char *key = strndup(kv, strcspn(kv, "="));
+            if (!tony_strv_contains(by_file, key)) tony_strv_push(by_file, key);
+            free(key);
+        }
         tony_env_free(&env);
     }
     json_decref(spec);
+    return rc;
+}
+
+/* A variable's file is named after it when the name is a plain one. */
+static bool plain_name(const char *key) {
+    return *key && strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(key);
+}
+
+/* Writes each of keys' values to <dir>/env/, removes it from env and lists
+ * it in TONY_ENV_FILES, whose entries ':' separates. */
+static int move_to_files(const char *dir, const tony_strv *keys, tony_env *env, tony_error *err) {
+    if (strchr(dir, ':'))
+        return tony_err(err, "the task's dir %s has a ':', which separates " TASKENV_ENV_FILES "'s entries", dir);
+    char *edir = tony_path_join(dir, "env");
+    int rc = tony_mkdir_p(edir, 0700, err);
+    tony_strv list = {0};
+    for (size_t i = 0; rc == 0 && i < keys->len; i++) {
+        const char *key = keys->items[i];
+        if (strchr(key, ':')) {
+            rc = tony_err(err, "the variable's name %s has a ':', which separates " TASKENV_ENV_FILES "'s entries",
+                          key);
+            break;
+        }
+        char *name = plain_name(key) ? tony_strdup(key) : tony_sprintf("var%zu", i);
+        char *path = tony_path_join(edir, name);
+        const char *v = tony_env_get(env, key);
+        rc = tony_write_file(path, v, strlen(v), 0600, err);
+        if (rc == 0) tony_strv_pushf(&list, "%s=%s", key, path);
+        free(path);
+        free(name);
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < keys->len; i++) tony_env_unset(env, keys->items[i]);
+        char *joined = tony_strv_join(&list, ":");
+        tony_env_set(env, TASKENV_ENV_FILES, joined);
+        free(joined);
+    }
+    tony_strv_free(&list);
+    free(edir);
+    return rc;
+}
+
+int tony_runtime_prepare_env(const char *dir, tony_env *env, tony_error *err) {
+    size_t smax = env_string_max();
+    tony_strv keys = {0};
+    for (size_t k = 0; k < env->kv.len; k++) {
+        if (!over_string_max(env->kv.items[k], smax)) continue;
+        char *key = strndup(env->kv.items[k], strcspn(env->kv.items[k], "="));
+        tony_strv_push(&keys, key);
+        free(key);
+    }
+    char *names = tony_strv_join(&keys, ", ");
+    int rc = keys.len ? move_to_files(dir, &keys, env, err) : 0;
+    /* a task is one framework's: the first runtime with modules for it */
+    const tony_runtime *rt = NULL;
+    const tony_pyboot_module *mods = NULL;
+    size_t nmods = 0;
+    for (size_t i = 0; rc == 0 && i < NRUNTIMES && nmods == 0; i++)
+        if (runtimes[i]->python_modules && (nmods = runtimes[i]->python_modules(env, &mods)) > 0) rt = runtimes[i];
+    if (rc == 0 && (keys.len || nmods)) rc = tony_pyboot_write(dir, mods, nmods, env, err);
+    if (rc && keys.len)
+        tony_err_wrap(err, "%s, over Linux's limit of %zu bytes for one environment string, cannot reach the task by "
+                           "file: its start will fail with 'Argument list too long'", names, smax);
+    else if (rc)
+        tony_err_wrap(err, "the %s runtime's Python start-up (tony's sitecustomize)", rt ? rt->name : "?");
+    free(names);
+    tony_strv_free(&keys);
     return rc;
 }
 

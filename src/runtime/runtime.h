@@ -11,6 +11,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "conf/plan.h"
+#include "runtime/pyboot.h"
 
 /* Text that is the same for every task of one cluster spec: made by the
  * first task's build_env, reused by the next ones' (the coordinator answers
@@ -66,6 +67,10 @@ typedef struct tony_runtime {
     /* Whether a task may run several processes (tony.<role>.nproc-per-node,
      * torchrun's --nproc_per_node); false: the key is refused above 1. */
     bool processes_per_task;
+    /* Python modules a task's processes import at start (pyboot.h), given
+     * the task's env (a runtime sees from it whether the task is one of its
+     * processes); returns how many, 0: none. NULL: none ever. */
+    size_t (*python_modules)(const tony_env *env, const tony_pyboot_module **mods);
 } tony_runtime;
 
 /* Every task's env says how many processes the executor starts for it
@@ -97,10 +102,14 @@ int tony_runtime_plan(const tony_conf *c, tony_plan *out, tony_error *err);
 
 /* Fills env with what every task gets whatever the framework, then the
  * framework's own variables: JOB_NAME, TASK_INDEX, TASK_NUM, IS_CHIEF (chief
- * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). Fails, naming the variable,
- * its size and the limit, when the result could not be exec'd: a string over
- * Linux's MAX_ARG_STRLEN (TF_CONFIG and CLUSTER_SPEC list every task, so a
- * few thousand tasks pass it) or env and command together over ARG_MAX. */
+ * only), DISTRIBUTED_MODE, CLUSTER_SPEC (GANG). A string over Linux's
+ * MAX_ARG_STRLEN (TF_CONFIG and CLUSTER_SPEC list every task, so a few
+ * thousand tasks pass it) is left in env: the executor sends it by file
+ * (tony_runtime_prepare_env). Fails, naming the variable, its size and the
+ * limit, when the task still could not be exec'd: what stays in the
+ * environment and the command together over ARG_MAX, or a string of
+ * tony.containers.envs over MAX_ARG_STRLEN (the container itself is exec'd
+ * with it, before any executor can move it). */
 int tony_runtime_build_env(const tony_runtime *rt, const tony_runtime_task *task, tony_env *env, tony_error *err);
 
 /* Where a plan is looked at before any executor registered (--dry-run, the
@@ -116,16 +125,21 @@ json_t *tony_runtime_placeholder_spec(const tony_plan *plan);
  * started because their env could not be exec'd (see build_env): builds the
  * env of each role's last task (the longest index; the evaluator's TF_CONFIG
  * also lists itself) from the placeholder spec, with the container's and
- * the user's envs. 0: every task's env fits. */
-int tony_runtime_check_exec(const tony_plan *plan, tony_error *err);
+ * the user's envs. 0: every task's env fits. by_file (NULL: not wanted)
+ * gets the names of the variables that will reach tasks by file, once each. */
+int tony_runtime_check_exec(const tony_plan *plan, tony_strv *by_file, tony_error *err);
 
-/* For the executor, before it starts the user's process: writes into dir
- * (the container's own) the Python files the task's framework needs found
- * first on PYTHONPATH, and puts dir there in env (go's env; the process's
- * own PYTHONPATH follows). Today: the jax runtime's cluster, which makes
- * jax.distributed.initialize() with no arguments read tony's variables
- * (jax.c). 0 and nothing done for a task that needs none. */
-int tony_runtime_python_files(const char *dir, tony_env *env, tony_error *err);
+/* For the executor, before it starts the user's process, on env (go's env;
+ * the executor's own environment comes under it): every string over
+ * MAX_ARG_STRLEN, which no exec could pass, is written to <dir>/env/<KEY>
+ * (0600), removed from env and listed in TONY_ENV_FILES (taskenv.h); then,
+ * when there is such a string or the framework has Python modules for the
+ * task (jax's cluster, which makes jax.distributed.initialize() with no
+ * arguments read tony's variables), tony's sitecustomize (pyboot.h), which
+ * sets the moved ones in os.environ, is written into dir and put first on
+ * PYTHONPATH. dir is the container's own (its work dir). 0 and nothing
+ * done for a task that needs neither. */
+int tony_runtime_prepare_env(const char *dir, tony_env *env, tony_error *err);
 
 /* Host and port of <role>[index] in a cluster spec; -1 if absent. host is
  * malloc'ed. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -579,8 +580,9 @@ static void test_jax_env(void **state) {
 }
 
 /* The executor's Python files: none for a task that is no JAX process;
- * for one, tony's cluster and the sitecustomize that imports it, first on
- * PYTHONPATH before what the task already had. */
+ * for one, tony's cluster, the hook that imports it and the sitecustomize
+ * that imports the hook at start, first on PYTHONPATH before what the task
+ * already had. */
 static void test_jax_python_files(void **state) {
     (void)state;
     char tmpl[] = "/tmp/test_runtime_py.XXXXXX";
@@ -589,32 +591,43 @@ static void test_jax_python_files(void **state) {
     tony_error err = {{0}};
     tony_env env = {0};
     tony_env_set(&env, "PYTHONPATH", "/mine");
-    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    assert_int_equal(tony_runtime_prepare_env(dir, &env, &err), 0);
     assert_false(tony_file_exists(dir));
     assert_env(&env, "PYTHONPATH", "/mine");
+    assert_env(&env, "TONY_ENV_FILES", NULL);
 
     tony_env_set(&env, "JAX_PROCESS_ID", "1");
-    assert_int_equal(tony_runtime_python_files(dir, &env, &err), 0);
+    assert_int_equal(tony_runtime_prepare_env(dir, &env, &err), 0);
     char *want = tony_sprintf("%s:/mine", dir);
     assert_env(&env, "PYTHONPATH", want);
+    assert_env(&env, "TONY_ENV_FILES", NULL); /* nothing too long */
     char *site = tony_path_join(dir, "sitecustomize.py"), *cluster = tony_path_join(dir, "tony_jax_cluster.py");
+    char *hook = tony_path_join(dir, "tony_jax_hook.py");
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(tony_read_file(cluster, &text, &len, &err), 0);
     assert_non_null(strstr(text, "class TonyCluster(clusters.ClusterEnv)"));
     assert_non_null(strstr(text, "os.environ[\"JAX_NUM_PROCESSES\"]"));
     free(text);
-    assert_true(tony_file_exists(site));
+    assert_int_equal(tony_read_file(hook, &text, &len, &err), 0);
+    assert_non_null(strstr(text, "import tony_jax_cluster"));
+    free(text);
+    /* the hook is imported at start, the cluster only by the hook */
+    assert_int_equal(tony_read_file(site, &text, &len, &err), 0);
+    assert_non_null(strstr(text, "_TONY_AT_START = (\"tony_jax_hook\", )"));
+    assert_non_null(strstr(text, "_tony_next_sitecustomize()"));
+    free(text);
 
     /* a dir that cannot be made: an error naming what is lost */
     tony_env_unset(&env, "PYTHONPATH");
     char *bad = tony_path_join(site, "sub"); /* under a regular file */
-    assert_int_equal(tony_runtime_python_files(bad, &env, &err), -1);
-    assert_non_null(strstr(err.msg, "jax.distributed.initialize()"));
+    assert_int_equal(tony_runtime_prepare_env(bad, &env, &err), -1);
+    assert_non_null(strstr(err.msg, "the jax runtime's Python start-up"));
     tony_rm_rf(tmpl, &err);
     free(bad);
     free(site);
     free(cluster);
+    free(hook);
     free(want);
     free(dir);
     tony_env_free(&env);
@@ -780,41 +793,112 @@ static void assert_contains(const char *hay, const char *needle) {
     if (!strstr(hay, needle)) fail_msg("'%s' lacks '%s'", hay, needle);
 }
 
-/* TF_CONFIG and CLUSTER_SPEC list every task: past a few thousand tasks the
- * longest string passes the kernel's 32 pages, and the submit-time check
- * refuses the plan with the variable, the task count, the size and the
- * limit, before anything is started. */
-static void test_exec_limit_refuses_big_plan(void **state) {
+static size_t string_max(void) { return (size_t)sysconf(_SC_PAGESIZE) * 32; }
+
+/* TF_CONFIG and CLUSTER_SPEC list every task: past a few thousand tasks
+ * they pass the kernel's 32 pages. The submit-time check accepts the plan
+ * and names them as the variables that will reach the tasks by file. */
+static void test_exec_limit_big_plan_by_file(void **state) {
     (void)state;
-    char limit[32];
-    snprintf(limit, sizeof limit, "%ld bytes", sysconf(_SC_PAGESIZE) * 32);
     fixture f;
     init_plan(&f, "tensorflow", true);
     add_role(&f, "worker", 100, TONY_ROLE_TRACKED);
     tony_error err = {{0}};
-    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("100 workers refused: %s", err.msg);
+    tony_strv by_file = {0};
+    if (tony_runtime_check_exec(&f.plan, &by_file, &err)) fail_msg("100 workers refused: %s", err.msg);
+    assert_int_equal(by_file.len, 0);
 
     /* 7,200 loopback entries fit (TF_CONFIG ~ 129.6 KB), 10,000 do not */
     f.roles[0].instances = 7200;
-    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("7200 workers refused: %s", err.msg);
+    if (tony_runtime_check_exec(&f.plan, &by_file, &err)) fail_msg("7200 workers refused: %s", err.msg);
+    assert_int_equal(by_file.len, 0);
     f.roles[0].instances = 10000;
-    assert_int_equal(tony_runtime_check_exec(&f.plan, &err), -1);
-    assert_contains(err.msg, "TF_CONFIG of worker:9999 would be 180");
-    assert_contains(err.msg, "10000 tasks");
-    assert_contains(err.msg, limit);
-    assert_contains(err.msg, "MAX_ARG_STRLEN");
-    assert_contains(err.msg, "run at most about 72");
-    assert_contains(err.msg, "tony.<role>.instances");
+    if (tony_runtime_check_exec(&f.plan, &by_file, &err)) fail_msg("10000 workers refused: %s", err.msg);
+    assert_int_equal(by_file.len, 2);
+    assert_string_equal(by_file.items[0], "CLUSTER_SPEC");
+    assert_string_equal(by_file.items[1], "TF_CONFIG");
+    tony_strv_free(&by_file);
 
     /* FCFS tasks get no cluster spec: nothing grows with the count */
     f.plan.gang = false;
-    if (tony_runtime_check_exec(&f.plan, &err)) fail_msg("FCFS refused: %s", err.msg);
+    if (tony_runtime_check_exec(&f.plan, &by_file, &err)) fail_msg("FCFS refused: %s", err.msg);
+    assert_int_equal(by_file.len, 0);
 }
 
-/* The coordinator builds each task's env with the real hosts through the same
- * function: with cluster-length host names 5,000 workers are already too many
- * and the task is refused there with the same numbers instead of its exec
- * failing with E2BIG. */
+/* What the executor does with a 10,000-worker TensorFlow task's env: no
+ * string over the limit is left, each long one is in its own 0600 file
+ * with the exact value, TONY_ENV_FILES lists them (a name that is no plain
+ * one gets a file name of its own), and tony's sitecustomize, which sets
+ * them in os.environ, is first on PYTHONPATH. */
+static void test_prepare_env_sends_long_strings_by_file(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "tensorflow", true);
+    add_role(&f, "worker", 10000, TONY_ROLE_TRACKED);
+    json_t *spec = tony_runtime_placeholder_spec(&f.plan);
+    tony_env env = {0};
+    size_t smax = string_max();
+    char *odd = malloc(smax + 1);
+    memset(odd, 'o', smax);
+    odd[smax] = '\0';
+    tony_env_set(&env, "MY.ODD", odd);
+    tony_env_set(&env, "SMALL", "1");
+    env_of("tensorflow", &f.plan, spec, "worker", 9999, &env);
+    char *tf = tony_strdup(tony_env_get(&env, "TF_CONFIG")), *cs = tony_strdup(tony_env_get(&env, "CLUSTER_SPEC"));
+    assert_true(strlen(tf) > smax);
+
+    char tmpl[] = "/tmp/test_runtime_env.XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    char *dir = tony_path_join(tmpl, "boot");
+    tony_error err = {{0}};
+    if (tony_runtime_prepare_env(dir, &env, &err)) fail_msg("prepare_env: %s", err.msg);
+    for (size_t k = 0; k < env.kv.len; k++)
+        if (strlen(env.kv.items[k]) + 1 > smax) fail_msg("%.40s... is still over the limit", env.kv.items[k]);
+    assert_env(&env, "TF_CONFIG", NULL);
+    assert_env(&env, "CLUSTER_SPEC", NULL);
+    assert_env(&env, "MY.ODD", NULL);
+    assert_env(&env, "SMALL", "1");
+    assert_env(&env, "TASK_INDEX", "9999");
+    char *want =
+        tony_sprintf("MY.ODD=%s/env/var0:CLUSTER_SPEC=%s/env/CLUSTER_SPEC:TF_CONFIG=%s/env/TF_CONFIG", dir, dir, dir);
+    assert_env(&env, "TONY_ENV_FILES", want);
+    assert_env(&env, "PYTHONPATH", dir);
+
+    const char *files[] = {"TF_CONFIG", "CLUSTER_SPEC", "var0"};
+    const char *values[] = {tf, cs, odd};
+    for (int i = 0; i < 3; i++) {
+        char *path = tony_sprintf("%s/env/%s", dir, files[i]), *text = NULL;
+        size_t len = 0;
+        assert_int_equal(tony_read_file(path, &text, &len, &err), 0);
+        assert_int_equal(len, strlen(values[i]));
+        assert_memory_equal(text, values[i], len);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        free(text);
+        free(path);
+    }
+    char *site = tony_path_join(dir, "sitecustomize.py"), *text = NULL;
+    size_t len = 0;
+    assert_int_equal(tony_read_file(site, &text, &len, &err), 0);
+    assert_non_null(strstr(text, "_TONY_AT_START = ()"));
+    assert_non_null(strstr(text, "\"TONY_ENV_FILES\""));
+    free(text);
+    free(site);
+
+    tony_rm_rf(tmpl, &err);
+    free(want);
+    free(dir);
+    free(tf);
+    free(cs);
+    free(odd);
+    tony_env_free(&env);
+    json_decref(spec);
+}
+
+/* The coordinator builds each task's env with the real hosts through the
+ * same function: with cluster-length host names 5,000 workers pass the
+ * limit, and the env is built all the same (the executor moves TF_CONFIG). */
 static void test_exec_limit_real_hosts(void **state) {
     (void)state;
     fixture f;
@@ -826,16 +910,44 @@ static void test_exec_limit_real_hosts(void **state) {
     tony_env env = {0};
     tony_runtime_task t = {.plan = &f.plan, .role = "worker", .index = 7, .cluster_spec = spec};
     tony_error err = {{0}};
-    assert_int_equal(tony_runtime_build_env(rt("tensorflow"), &t, &env, &err), -1);
-    assert_contains(err.msg, "TF_CONFIG of worker:7 would be");
-    assert_contains(err.msg, "5000 tasks");
-    tony_env_free(&env);
-    /* the same names for 100 workers: fine */
-    f.roles[0].instances = 100;
-    while (json_array_size(arr) > 100) json_array_remove(arr, json_array_size(arr) - 1);
-    if (tony_runtime_build_env(rt("tensorflow"), &t, &env, &err)) fail_msg("100 workers refused: %s", err.msg);
+    if (tony_runtime_build_env(rt("tensorflow"), &t, &env, &err)) fail_msg("5000 workers refused: %s", err.msg);
+    assert_true(strlen(tony_env_get(&env, "TF_CONFIG")) > string_max());
     tony_env_free(&env);
     json_decref(spec);
+}
+
+/* A user's own variable over the limit: through tony.execution.envs (go's
+ * env) it goes by file; through tony.containers.envs the container itself
+ * would be exec'd with it, so the plan is refused naming the key. */
+static void test_exec_limit_user_variable(void **state) {
+    (void)state;
+    fixture f;
+    init_plan(&f, "generic", true);
+    add_role(&f, "worker", 1, TONY_ROLE_TRACKED);
+    size_t n = string_max();
+    char *big = malloc(n + 1);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    tony_env_set(&f.plan.shell_env, "BIG", big);
+    tony_error err = {{0}};
+    tony_strv by_file = {0};
+    if (tony_runtime_check_exec(&f.plan, &by_file, &err)) fail_msg("refused: %s", err.msg);
+    assert_int_equal(by_file.len, 1);
+    assert_string_equal(by_file.items[0], "BIG");
+    tony_strv_free(&by_file);
+
+    tony_env_set(&f.plan.container_env, "BIG", big);
+    assert_int_equal(tony_runtime_check_exec(&f.plan, &by_file, &err), -1);
+    char want[160];
+    snprintf(want, sizeof want, "BIG (tony.containers.envs) would be %zu bytes in the env of worker:0's container",
+             n + 5);
+    assert_contains(err.msg, want);
+    assert_contains(err.msg, "MAX_ARG_STRLEN");
+    assert_contains(err.msg, "Set it in tony.execution.envs instead");
+    tony_strv_free(&by_file);
+    tony_env_free(&f.plan.shell_env);
+    tony_env_free(&f.plan.container_env);
+    free(big);
 }
 
 /* Every string under 32 pages, but together over ARG_MAX: the user's own
@@ -858,7 +970,7 @@ static void test_exec_limit_arg_max(void **state) {
     }
     free(big);
     tony_error err = {{0}};
-    assert_int_equal(tony_runtime_check_exec(&f.plan, &err), -1);
+    assert_int_equal(tony_runtime_check_exec(&f.plan, NULL, &err), -1);
     assert_contains(err.msg, "ARG_MAX");
     assert_contains(err.msg, "tony.execution.envs");
     tony_env_free(&f.plan.shell_env);
@@ -914,8 +1026,10 @@ int main(void) {
         cmocka_unit_test(test_horovod_placement_and_scopes),
         cmocka_unit_test(test_find_suggest_names),
         cmocka_unit_test(test_cluster_spec_helpers),
-        cmocka_unit_test(test_exec_limit_refuses_big_plan),
+        cmocka_unit_test(test_exec_limit_big_plan_by_file),
+        cmocka_unit_test(test_prepare_env_sends_long_strings_by_file),
         cmocka_unit_test(test_exec_limit_real_hosts),
+        cmocka_unit_test(test_exec_limit_user_variable),
         cmocka_unit_test(test_exec_limit_arg_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
