@@ -6,7 +6,6 @@
  * returns. */
 #include "am/am.h"
 
-#include <event2/dns.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -134,7 +133,7 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
      * few seconds to show the final state rather than a vanished server. */
-    if (wait_s < UI_LINGER_S && am->ui_seen_ms && am_now_ms() - am->ui_seen_ms < UI_RECENT_MS) wait_s = UI_LINGER_S;
+    if (wait_s < UI_LINGER_S && am_api_ui_seen_ms(am) && am_now_ms() - am_api_ui_seen_ms(am) < UI_RECENT_MS) wait_s = UI_LINGER_S;
     return (int)(wait_s < 0 ? 0 : wait_s);
 }
 
@@ -476,6 +475,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     free(conf_path);
     if (rc) return -1;
     if (tony_jobdir_secret(am->job_dir, &am->secret, err)) return -1;
+    am->read_token = tony_read_token(am->secret);
     if (tony_runtime_plan(am->conf, &am->plan, err)) return -1;
     am->runtime = tony_runtime_find(am->plan.framework);
     /* an executor at the barrier re-polls at once after each long poll */
@@ -550,10 +550,8 @@ static void am_teardown(tony_am *am) {
         tony_backend_shutdown(am->backend);
         tony_backend_free(am->backend);
     }
-    am_api_free_waiters(am);
+    am_api_free(am);
     am_rendezvous_free(am->rendezvous);
-    tony_http_server_free(am->http);
-    tony_host_check_free(&am->hosts);
     if (am->tick) event_free(am->tick);
     if (am->act_ev) event_free(am->act_ev);
     am_actions_free(&am->pending);
@@ -562,7 +560,6 @@ static void am_teardown(tony_am *am) {
     if (am->sigint) event_free(am->sigint);
     am_record_free(am);
     tony_reaper_free(am->reaper);
-    if (am->dns) evdns_base_free(am->dns, 0);
     if (am->base) event_base_free(am->base);
     am_fsm_free(&am->fsm);
     tony_plan_free(&am->plan);
@@ -570,12 +567,10 @@ static void am_teardown(tony_am *am) {
     free(am->job_dir);
     free(am->app_id);
     free(am->secret);
-    tony_apiauth_replay_free(am->auth_replay);
     free(am->self_exe);
     free(am->host);
     free(am->url);
-    free((char *)am->reads.token);
-    free((char *)am->reads.cookie);
+    free(am->read_token);
     free(am->status_error);
     tony_am_place_free(&am->single);
     free(am->shared_dir);

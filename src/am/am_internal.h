@@ -28,26 +28,13 @@
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
-/* The longest an executor's registration poll is held before "wait". */
-#define AM_REGISTER_POLL_MS 15000
-/* The most bytes of a task's log one GET .../log answers with. */
-#define AM_LOG_CHUNK (64 * 1024)
+/* The API's part (api.c: its HTTP server, the Host check, the read gate,
+ * signed calls seen, executors' held polls, the "go" answers' cache, the
+ * notebook proxy's DNS; made by am_api_start). */
+typedef struct am_api am_api;
 
-typedef struct am_waiter {
-    struct evhttp_request *req;
-    am_task *task;
-    long long deadline_ms;
-    /* In-place restarts: the registration of a kept container's executor
-     * for the next attempt, held until that attempt starts; NULL for a
-     * poll at the barrier of this one. */
-    json_t *early;
-} am_waiter;
-
-/* What the "go" answers of one world share, built once (api.c). */
-typedef struct am_go_cache am_go_cache;
-
-/* An executor's held watch (watch.c). */
-typedef struct am_watch am_watch;
+/* Executors' held watches (watch.c's part: made on the first watch). */
+typedef struct am_watches am_watches;
 
 /* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
@@ -56,9 +43,6 @@ typedef struct am_lastfetch am_lastfetch;
 
 typedef struct tony_am {
     struct event_base *base;
-    struct evdns_base *dns; /* the notebook proxy's lookups of task hosts (made on first use) */
-    tony_http_server *http;
-    tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
     tony_reaper *reaper;
     tony_conf *conf;
     tony_plan plan;
@@ -73,24 +57,15 @@ typedef struct tony_am {
     char *job_dir;
     char *app_id;
     char *secret;
-    tony_apiauth_replay *auth_replay; /* api.c: signed calls seen, per sender (common/apiauth.h) */
     char *self_exe;
     char *host; /* address executors reach us at */
     int port;
     char *url;
-    tony_read_gate reads; /* GETs need the job's read token (common/readtoken.h) */
+    char *read_token;     /* GETs need it (common/readtoken.h): the secret's, set at setup */
     long long started_ms;
     long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
-    long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
-    am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
-    size_t nwaiters, capwaiters;
-    /* api.c: each task's held polls by its place in the job, [2k] at the
-     * barrier, [2k+1] early: its place in waiters plus 1 (0: none), so that
-     * a renewed poll finds the one it replaces without a walk (issue 26) */
-    size_t *waiter_slot;
-    am_go_cache *go; /* api.c: what every task's "go" answer shares in this world (issue 26) */
-    am_watch *watches;    /* executors' watches, answered "stop" when due (watch.c) */
-    size_t nwatches;
+    am_api *api;              /* the API's (api.c) */
+    am_watches *watches;  /* executors' watches, answered "stop" when due (watch.c) */
     struct event *tick;
     struct event *exit_timer;
     struct event *sigterm, *sigint;

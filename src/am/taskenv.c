@@ -55,7 +55,7 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, TASKENV_AM_PORT, "%d", am->port);
     if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
     tony_env_set(env, TASKENV_AM_URL, am->url);
-    tony_env_set(env, TASKENV_READ_TOKEN, am->reads.token);
+    tony_env_set(env, TASKENV_READ_TOKEN, am->read_token);
     tony_env_set(env, TASKENV_BACKEND, tony_backend_name(am->backend));
     tony_env_set(env, TASKENV_SECRET, am->secret);
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
