@@ -47,23 +47,8 @@
 
 static void write_status(tony_am *am) {
     json_t *j = am_job_json(am);
-    char *s = json_dumps(j, JSON_INDENT(1));
+    am_record_status(am, j);
     json_decref(j);
-    char *path = tony_path_join(am->job_dir, TONY_JOBDIR_STATUS);
-    tony_error err;
-    /* Said once, not every tick: a full disk stays full for a while. */
-    if (tony_write_file(path, s, strlen(s), 0600, &err)) {
-        if (!am->status_error) tony_warn("%s; clients read the job's state from the API only", err.msg);
-        free(am->status_error);
-        am->status_error = tony_strdup(err.msg);
-        am_record_status_in_place(am, path);
-    } else if (am->status_error) {
-        tony_info("%s written again", path);
-        free(am->status_error);
-        am->status_error = NULL;
-    }
-    free(path);
-    free(s);
     am->status_dirty = false;
 }
 
@@ -128,7 +113,7 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
      * holds all of it and clients fall back to it, so on this machine there
      * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
-    if (!client_done && am->backend && (!tony_backend_shares_job_dir(am->backend) || am->status_error) &&
+    if (!client_done && am->backend && (!tony_backend_shares_job_dir(am->backend) || am_record_status_error(am)) &&
         tony_conf_get_ll(am->conf, TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
@@ -177,7 +162,9 @@ static void exclude_node(tony_am *am, const am_action *a) {
 
 static void restart(tony_am *am) {
     am_job *j = &am->fsm.job;
-    am_record_restart(am);
+    json_t *tasks = am_tasks_json(am);
+    am_record_restart(am, tasks);
+    json_decref(tasks);
     if (am->fsm.attempt_end == AM_END_RESIZED)
         tony_info("attempt %d ended for a change of the world: %s -- its tasks restart in place", j->attempt,
                   j->attempt_diagnostics ? j->attempt_diagnostics : "");
@@ -194,25 +181,8 @@ static void restart(tony_am *am) {
  * of the job's history, with the world's version and size and each role's
  * count, so that the world over time can be read back. */
 static void world_changed(tony_am *am) {
-    const am_fsm *f = &am->fsm;
-    tony_warn("%s", f->world_note);
-    if (!am->events) return;
-    json_t *roles = json_object();
-    int size = 0;
-    for (size_t r = 0; r < am->plan.nroles; r++) {
-        int n = am_fsm_world_count(&f->job, &am->plan.roles[r]);
-        size += n;
-        json_object_set_new(roles, am->plan.roles[r].name, json_integer(n));
-    }
-    json_t *left = json_array();
-    for (size_t i = 0; i < f->job.ntasks; i++) {
-        const am_task *t = &f->job.tasks[i];
-        if (t->out) json_array_append_new(left, json_sprintf("%s:%d", t->role->name, t->index));
-    }
-    am_events_add_data(am->events, am_wall_ms(am, am_now_ms()), AM_EVENT_WORLD_CHANGED, NULL, f->job.attempt,
-                       json_pack("{s:i,s:i,s:o,s:o}", AM_EVENT_WORLD_VERSION, f->world_version, AM_EVENT_WORLD_SIZE,
-                                 size, AM_EVENT_WORLD_ROLES, roles, AM_EVENT_WORLD_OUT, left),
-                       "%s", f->world_note);
+    tony_warn("%s", am->fsm.world_note);
+    am_record_world_changed(am);
 }
 
 /* The recovery from a lost coordinator is over (fsm.h, am_fsm_recover):
@@ -226,7 +196,9 @@ static void adopted(tony_am *am) {
 
 static void finished(tony_am *am) {
     tony_info("job %s %s: %s", am->app_id, am_final_status_name(am->fsm.final_status), am->fsm.diagnostics);
-    am_record_finish(am);
+    json_t *tasks = am_tasks_json(am);
+    am_record_finish(am, tasks);
+    json_decref(tasks);
     write_status(am);
     schedule_exit(am, exit_delay_s(am, false));
 }
@@ -352,7 +324,7 @@ static void on_exit_timer(evutil_socket_t fd, short what, void *arg) {
     tony_am *am = arg;
     /* The history reaches HDFS before the application ends (its client
      * looks there then), unless the mirror takes too long. */
-    if (am->history && !am_history_settled(am->history) && am_now_ms() - am->fsm.finished_ms < HISTORY_WAIT_MS) {
+    if (!am_record_history_settled(am) && am_now_ms() - am->fsm.finished_ms < HISTORY_WAIT_MS) {
         struct timeval tv = {0, HISTORY_POLL_MS * 1000};
         evtimer_add(am->exit_timer, &tv);
         return;
@@ -465,7 +437,6 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->job_dir = tony_abspath(o->job_dir);
     am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
     am->on_cluster = o->yarn;
-    am->history_mirror = o->history_mirror;
     am->self_exe = self_exe();
     am->started_ms = am_now_ms();
     am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
@@ -494,7 +465,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     /* Executors on other nodes reach a YARN coordinator at its node's name. */
     am->host = tony_strdup(o->host ? o->host : "127.0.0.1");
     if (am_api_start(am, o->yarn || o->listen_all ? "0.0.0.0" : am->host, err)) return -1;
-    am_record_start(am);
+    am_record_start(am, o->history_mirror);
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
         /* the local backend's tasks are this user's processes on this machine */
         bool same_machine = !o->yarn && (!o->backend || strcmp(o->backend, "local") == 0);
@@ -539,8 +510,7 @@ static void am_teardown(tony_am *am) {
     am_lastfetch_free_all(am);
     /* The history's last copy is over, or given up, before the cluster
      * hears of the end (its client then looks for the history). */
-    am_history_free(am->history);
-    am->history = NULL;
+    am_record_history_close(am);
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
@@ -571,7 +541,6 @@ static void am_teardown(tony_am *am) {
     free(am->host);
     free(am->url);
     free(am->read_token);
-    free(am->status_error);
     tony_am_place_free(&am->single);
     free(am->shared_dir);
 }

@@ -33,6 +33,11 @@
  * notebook proxy's DNS; made by am_api_start). */
 typedef struct am_api am_api;
 
+/* The recorder's part (record.c: the event log, the history files, each
+ * task's metrics in this attempt, why status.json or the history could not
+ * be written; made by am_record_start). */
+typedef struct am_recorder am_recorder;
+
 /* Executors' held watches (watch.c's part: made on the first watch). */
 typedef struct am_watches am_watches;
 
@@ -77,17 +82,7 @@ typedef struct tony_am {
     char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
     bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
     bool status_dirty;
-    char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
-    char *history_error;  /* why the job's history stopped being written (record.c); NULL: it did not */
-    /* What the job did, for people (record.c): the event log, the history
-     * files, and each task's metrics in this attempt (indexed like
-     * job.tasks). */
-    am_events *events;
-    am_history *history;
-    const tony_am_history_mirror *history_mirror; /* the backend's (HDFS), or NULL */
-    tony_jhist_dirs history_remote;               /* the mirror's dirs, when used */
-    am_metrics **metrics;
-    size_t nmetrics;
+    am_recorder *rec;     /* what the job did, for people (record.c) */
     am_logfetch *logfetches; /* log reads by the backend in flight */
     am_lastfetch *lastfetches; /* stderr tails of failed tasks read by the backend, their exits held */
 } tony_am;
@@ -101,13 +96,6 @@ static inline long long am_wall_clock_ms(void) { return tony_wall_ms(); }
 /* One offset, taken at start, so that a time reads the same in every answer
  * (the job's ETag depends on it). */
 static inline long long am_wall_ms(const tony_am *am, long long mono_ms) { return mono_ms + am->wall_offset_ms; }
-
-/* The task's metrics in the current attempt (record.c keeps them). */
-static inline am_metrics *am_task_metrics(const tony_am *am, const am_task *t) {
-    if (!am->metrics || t < am->fsm.job.tasks || t >= am->fsm.job.tasks + am->fsm.job.ntasks) return NULL;
-    size_t i = (size_t)(t - am->fsm.job.tasks);
-    return i < am->nmetrics ? am->metrics[i] : NULL;
-}
 
 /* Has the loop carry out am->pending soon (from the loop, never from inside
  * the caller): the API feeds the state machine events and leaves the

@@ -1210,8 +1210,7 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
         }
     }
     evhttp_clear_headers(&q);
-    if (!am->events) am_reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
-    else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+    am_reply_json(req, 200, am_record_events_json(am, since));
 }
 
 /* The web page's own paths: a link to them carrying the token sets the

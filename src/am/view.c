@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "am/record.h"
 #include "common/amapi.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
@@ -213,6 +214,12 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
 
 json_t *am_job_json(const tony_am *am) { return job_json(am, false, 0, 0); }
 
+json_t *am_tasks_json(const tony_am *am) {
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++) json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
+    return tasks;
+}
+
 json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit) { return job_json(am, true, offset, limit); }
 
 /* paged: only tasks [offset, offset + limit) are listed, with the total
@@ -235,8 +242,9 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
     if (am->fsm.finished_ms) json_object_set_new(o, JOB_FINISHED_MS, json_integer(am_wall_ms(am, am->fsm.finished_ms)));
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, JOB_DIAGNOSTICS, json_string(diag));
-    if (am->status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(am->status_error));
-    if (am->history_error) json_object_set_new(o, JOB_HISTORY_ERROR, json_string(am->history_error));
+    const char *status_error = am_record_status_error(am), *history_error = am_record_history_error(am);
+    if (status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(status_error));
+    if (history_error) json_object_set_new(o, JOB_HISTORY_ERROR, json_string(history_error));
     json_t *cause = am_cause_json(&am->fsm.root_cause);
     if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     if (am->fsm.state == AM_JOB_BACKOFF)
@@ -278,13 +286,13 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
         json_object_set_new(o, JOB_TASK_COUNTS, task_counts_json(am, single));
     }
     json_decref(single);
-    if (am->history) {
+    const am_history *h = am_record_history(am);
+    if (h) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
-        char *where = am_history_where(am->history);
-        const char *file = strrchr(am_history_file(am->history), '/');
+        char *where = am_history_where(h);
+        const char *file = strrchr(am_history_file(h), '/');
         json_object_set_new(o, JOB_HISTORY_DIR, json_string(where));
-        json_object_set_new(o, JOB_HISTORY_FILE,
-                            json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        json_object_set_new(o, JOB_HISTORY_FILE, json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(h)));
         free(where);
     }
     return o;

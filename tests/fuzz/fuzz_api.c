@@ -26,6 +26,7 @@
 
 #include "am/am_internal.h"
 #include "am/api.h"
+#include "am/record.h"
 #include "common/amapi.h"
 #include "common/apiauth.h"
 #include "common/clock.h"
@@ -113,10 +114,7 @@ static void am_init(tony_am *am, bool recover) {
     else am_fsm_start(&am->fsm, am->started_ms, &am->pending);
     am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
     am_api_init(am);
-    am->events = am_events_new(64);
-    am->nmetrics = am->fsm.job.ntasks;
-    am->metrics = tony_xcalloc(am->nmetrics, sizeof *am->metrics);
-    for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(16);
+    am_record_init(am, 64);
 }
 
 static void am_fini(tony_am *am) {
@@ -125,9 +123,7 @@ static void am_fini(tony_am *am) {
     am_fsm_abandon(&am->fsm, am_now_ms(), &am->pending);
     am_api_release_waiters(am);
     am_api_free(am);
-    am_events_free(am->events);
-    for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
-    free(am->metrics);
+    am_record_free(am);
     am_actions_free(&am->pending);
     am_fsm_free(&am->fsm);
     event_free(am->act_ev);
