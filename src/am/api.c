@@ -32,6 +32,8 @@
 #include "common/amapi.h"
 #include "common/apiauth.h"
 #include "common/fs.h"
+#include "common/hostcheck.h"
+#include "common/httpserver.h"
 #include "common/httpreply.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
@@ -310,9 +312,9 @@ static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime
     am_task_world(am, t, &world, &index);
     tony_runtime_task rt = {.plan = &world, .role = t->role->name, .index = index,
                             .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
-                            .run_id = am->app_id, .memo = memo};
+                            .run_id = am->id.app_id, .memo = memo};
     if (am->rendezvous) {
-        rt.rendezvous_host = am->host;
+        rt.rendezvous_host = am->id.host;
         rt.rendezvous_port = am_rendezvous_port(am->rendezvous);
     }
     int built = tony_runtime_build_env(am->runtime, &rt, env, err);
@@ -394,8 +396,8 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
  * cluster's container it goes on in the container's files. */
 static json_t *next_json(const tony_am *am, const am_task *t, int next) {
     json_t *o = json_pack("{s:s,s:i}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, next);
-    if (!am->on_cluster) {
-        char *dir = tony_jobdir_task_dir(am->job_dir, next, t->role->name, t->index);
+    if (!am->id.on_cluster) {
+        char *dir = tony_jobdir_task_dir(am->id.job_dir, next, t->role->name, t->index);
         json_object_set_new(o, AM_API_NEXT_LOG_DIR, json_string(dir));
         free(dir);
     }
@@ -633,7 +635,7 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     struct evbuffer *body = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(body);
     tony_apiauth_key key;
-    tony_apiauth_key_from_secret(am->secret, &key);
+    tony_apiauth_key_from_secret(am->id.secret, &key);
     tony_apiauth_claim c;
     long long now = tony_wall_ms();
     tony_apiauth_verdict v =
@@ -669,13 +671,13 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
  * container on this node); else the job dir's layout (the local backend). */
 static char *task_log_dir(const tony_am *am, const char *role, int index, int attempt) {
     if (am->plan.single_node) {
-        if (strcmp(role, "am") != 0 || index != 0 || !am->single.log_dir) return NULL;
-        return tony_strdup(am->single.log_dir);
+        if (strcmp(role, "am") != 0 || index != 0 || !am->single.place.log_dir) return NULL;
+        return tony_strdup(am->single.place.log_dir);
     }
     const am_task *t = am_job_task((am_job *)&am->fsm.job, role, index);
     if (!t) return NULL;
     if (attempt == am->fsm.job.attempt && t->log_dir && tony_is_dir(t->log_dir)) return tony_strdup(t->log_dir);
-    return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
+    return tony_jobdir_task_dir(am->id.job_dir, attempt, role, index);
 }
 
 /* Parses a query value as a non-negative integer no larger than max. */
@@ -1152,21 +1154,21 @@ static char *why_no_tensorboard(const tony_am *am) {
     if (!t)
         return tony_sprintf("Job %s runs no TensorBoard: no task of it reserves TB_PORT. Submit it with "
                             "--sidecar_tensorboard_log_dir DIR, or have the chief start TensorBoard on $TB_PORT.",
-                            am->app_id);
+                            am->id.app_id);
     const char *dir = am->plan.tensorboard_log_dir;
     if ((am->fsm.state == AM_JOB_DONE))
         return tony_sprintf("Job %s has ended: no TensorBoard serves for it any more (TB_PORT was %s:%d's).%s%s",
-                            am->app_id, t->role->name,
+                            am->id.app_id, t->role->name,
                             t->index, dir ? " To look at its summaries now: tensorboard --logdir " : "", dir ? dir : "");
     if (am_task_done(t))
         return tony_sprintf("Job %s: %s:%d, which served TensorBoard, is no longer running (%s); its log tells why: "
                             "tony logs %s --task %s:%d",
-                            am->app_id, t->role->name, t->index, am_task_state_name(t->state), am->app_id,
+                            am->id.app_id, t->role->name, t->index, am_task_state_name(t->state), am->id.app_id,
                             t->role->name, t->index);
     if (t->state != AM_TASK_RUNNING)
         return tony_sprintf("Job %s: %s:%d, which serves TensorBoard, has not started yet (%s); try again shortly.",
-                            am->app_id, t->role->name, t->index, am_task_state_name(t->state));
-    return tony_sprintf("Job %s: %s:%d runs, but nothing serves on its TB_PORT (%d) yet. %s", am->app_id,
+                            am->id.app_id, t->role->name, t->index, am_task_state_name(t->state));
+    return tony_sprintf("Job %s: %s:%d runs, but nothing serves on its TB_PORT (%d) yet. %s", am->id.app_id,
                         t->role->name, t->index, t->tb_port,
                         t->role->kind == TONY_ROLE_SIDECAR ? "TensorBoard takes a few seconds to start; try again shortly."
                                                            : "Without a sidecar, the job's own code must start "
@@ -1258,7 +1260,7 @@ static bool host_ok(tony_am *am, struct evhttp_request *req) {
     char *names = tony_host_check_describe(&am->api->hosts);
     char *msg = tony_sprintf("this coordinator answers requests for %s on port %d, not for Host '%.200s' (a web page "
                              "of another site may be trying to read it through DNS rebinding); use %s",
-                             names, am->api->hosts.port, host, am->url);
+                             names, am->api->hosts.port, host, am->id.url);
     am_reply_error(req, 421, msg);
     free(msg);
     free(names);
@@ -1324,8 +1326,9 @@ static void on_finish(am_call *c) {
  * for every method itself). */
 static void on_notebook(am_call *c) {
     tony_am *am = c->am;
-    if (!am->api->dns) am->api->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-    am_notebook_proxy(&(am_notebook_ctx){am->base, am->api->dns, &am->api->reads, &am->fsm.job, am->app_id, am->host,
+    am_api *a = am->api;
+    if (!a->dns) a->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+    am_notebook_proxy(&(am_notebook_ctx){am->base, a->dns, &a->reads, &am->fsm.job, am->id.app_id, am->id.host,
                                          am->fsm.state == AM_JOB_DONE},
                       c->req);
 }
@@ -1480,11 +1483,11 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
     if (parsed) evhttp_uri_free(parsed);
 }
 
-/* The read gate and the Host check of a coordinator at am->host:am->port. */
+/* The read gate and the Host check of a coordinator at am->id.host:am->id.port. */
 static void api_gate(tony_am *am) {
     am_api *a = am->api;
-    a->reads = (tony_read_gate){am->read_token, tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->port), page_path};
-    tony_host_check_init_job_server(&a->hosts, am->port, am->host);
+    a->reads = (tony_read_gate){am->id.read_token, tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->id.port), page_path};
+    tony_host_check_init_job_server(&a->hosts, am->id.port, am->id.host);
 }
 
 void am_api_init(tony_am *am) {
@@ -1503,8 +1506,8 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
                                .arg = am};
     am->api = tony_xcalloc(1, sizeof *am->api);
     am->api->http = tony_http_server_new(am->base, &o);
-    if (tony_http_server_listen(am->api->http, bind_host, 0, &am->port, err)) return -1;
-    am->url = tony_sprintf("http://%s:%d", am->host, am->port);
+    if (tony_http_server_listen(am->api->http, bind_host, 0, &am->id.port, err)) return -1;
+    am->id.url = tony_sprintf("http://%s:%d", am->id.host, am->id.port);
     api_gate(am);
     return 0;
 }

@@ -11,8 +11,8 @@
 /* The longest an executor's registration poll is held before "wait". */
 #define AM_REGISTER_POLL_MS 15000
 
-/* Makes the API's part and listens on bind_host, any free port; am->url
- * names am->host. */
+/* Makes the API's part and listens on bind_host, any free port; am->id.url
+ * names am->id.host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
 /* Makes the API's part without a server, for a coordinator whose port and
  * read token are set (the request fuzzer hands am_api_handle requests). */

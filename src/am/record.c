@@ -9,6 +9,7 @@
 
 #include "am/record.h"
 
+#include "am/events.h"
 #include "common/fs.h"
 #include "common/histloc.h"
 #include "common/jobdir.h"
@@ -28,6 +29,13 @@ struct am_recorder {
     char *status_error;  /* why status.json could not be written (a full disk); NULL when it was */
     char *history_error; /* why the job's history stopped being written; NULL: it did not */
 };
+
+/* The part, made on first use: status.json is written even by a
+ * coordinator whose setup failed before am_record_start. */
+static am_recorder *part(tony_am *am) {
+    if (!am->rec) am->rec = tony_xcalloc(1, sizeof *am->rec);
+    return am->rec;
+}
 
 /* Nothing is recorded (before am_record_init, or after am_record_free). */
 static bool off(const tony_am *am) { return !am->rec || !am->rec->events; }
@@ -58,11 +66,11 @@ static void metrics_reset(tony_am *am) {
 static void app_inited(tony_am *am) {
     int n = tony_plan_total_instances(&am->plan);
     am_events_add(am->rec->events, wall_now(am), "APPLICATION_INITED", NULL, am->fsm.job.attempt,
-                  "%s: attempt %d of %s with %d task(s), coordinator at %s", am->app_id, am->fsm.job.attempt,
-                  am->plan.framework, n, am->url ? am->url : am->host);
+                  "%s: attempt %d of %s with %d task(s), coordinator at %s", am->id.app_id, am->fsm.job.attempt,
+                  am->plan.framework, n, am->id.url ? am->id.url : am->id.host);
     tony_error err;
     if (writer(am) &&
-        tony_jhist_application_inited(writer(am), wall_now(am), am->app_id, n, am->host, NULL, &err))
+        tony_jhist_application_inited(writer(am), wall_now(am), am->id.app_id, n, am->id.host, NULL, &err))
         history_failed(am, &err);
     /* The mirror's first copy: the job's start is in the .jhist now. */
     if (am->rec->history && am->fsm.job.attempt == 0) am_history_sync(am->rec->history);
@@ -75,7 +83,7 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
     const char *loc = tony_conf_get(am->conf, TONY_KEY_HISTORY_LOCATION);
     const char *inter = tony_conf_get(am->conf, TONY_KEY_HISTORY_INTERMEDIATE);
     const char *fin = tony_conf_get(am->conf, TONY_KEY_HISTORY_FINISHED);
-    if (am->on_cluster && !tony_histloc_configured(loc) && !tony_histloc_configured(inter) &&
+    if (am->id.on_cluster && !tony_histloc_configured(loc) && !tony_histloc_configured(inter) &&
         !tony_histloc_configured(fin)) {
         /* A node's local disk is no place for a cluster job's history. */
         tony_info("history: not written; set tony.history.location to a directory on HDFS (/path or hdfs://...) or "
@@ -84,7 +92,7 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
     }
     tony_histloc hl;
     tony_error err;
-    if (tony_histloc_resolve(loc, inter, fin, TONY_KEY_HISTORY_LOCATION, am->on_cluster, root, &hl, &err)) {
+    if (tony_histloc_resolve(loc, inter, fin, TONY_KEY_HISTORY_LOCATION, am->id.on_cluster, root, &hl, &err)) {
         tony_warn("history: not written: %s", err.msg);
         return false;
     }
@@ -105,7 +113,7 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
     } else {
         am->rec->history_remote = hl.dirs;
         memset(&hl.dirs, 0, sizeof hl.dirs);
-        tony_jhist_dirs_resolve(NULL, NULL, NULL, am->job_dir, local);
+        tony_jhist_dirs_resolve(NULL, NULL, NULL, am->id.job_dir, local);
     }
     free(where);
     tony_histloc_free(&hl);
@@ -113,8 +121,7 @@ static bool history_dirs(tony_am *am, const char *root, tony_jhist_dirs *local) 
 }
 
 void am_record_init(tony_am *am, size_t keep_events) {
-    am->rec = tony_xcalloc(1, sizeof *am->rec);
-    am->rec->events = am_events_new(keep_events);
+    part(am)->events = am_events_new(keep_events);
     metrics_reset(am);
 }
 
@@ -127,11 +134,11 @@ void am_record_start(tony_am *am, const tony_am_history_mirror *mirror) {
         tony_warn("tony.history.finished-dir-timezone=%s: only UTC is supported; finished/yyyy/mm/dd uses UTC", tz);
     tony_jhist_dirs local = {0};
     if (history_dirs(am, root, &local)) {
-        char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
+        char *conf_path = tony_path_join(am->id.job_dir, TONY_JOBDIR_CONF);
         tony_error err;
         bool remote = am->rec->history_remote.intermediate != NULL;
         am->rec->history = am_history_new(&local, am->base, remote ? am->rec->history_mirror : NULL, &am->rec->history_remote,
-                                     conf_path, am->app_id, am_wall_ms(am, am->started_ms), &err);
+                                     conf_path, am->id.app_id, am_wall_ms(am, am->id.started_ms), &err);
         if (!am->rec->history) tony_warn("%s", err.msg);
         else {
             char *log = tony_path_join(am_history_dir(am->rec->history), TONY_JHIST_EVENTS_LOG);
@@ -258,13 +265,13 @@ static void write_metrics(tony_am *am, const json_t *job_tasks) {
     if (!am->rec->history) return;
     char *path = tony_path_join(am_history_dir(am->rec->history), TONY_JHIST_METRICS);
     json_t *root = tony_file_exists(path) ? json_load_file(path, 0, NULL) : NULL;
-    json_int_t started = am_wall_ms(am, am->started_ms);
+    json_int_t started = am_wall_ms(am, am->id.started_ms);
     /* A file of an earlier coordinator of the job (a YARN AM retry, which
      * counts attempts from 0 again) gives way, as its .jhist does. */
     if (!json_is_array(json_object_get(root, JOB_HIST_ATTEMPTS)) ||
         json_integer_value(json_object_get(root, JOB_HIST_COORDINATOR_STARTED_MS)) != started) {
         json_decref(root);
-        root = json_pack("{s:s,s:I,s:[]}", JOB_HIST_APP_ID, am->app_id, JOB_HIST_COORDINATOR_STARTED_MS, started,
+        root = json_pack("{s:s,s:I,s:[]}", JOB_HIST_APP_ID, am->id.app_id, JOB_HIST_COORDINATOR_STARTED_MS, started,
                          JOB_HIST_ATTEMPTS);
     }
     json_t *tasks = json_array();
@@ -368,13 +375,14 @@ void am_record_finish(tony_am *am, const json_t *tasks) {
         failed += t->state == AM_TASK_FAILED;
     }
     const char *status = am_final_status_name(am->fsm.final_status);
-    am_events_add(am->rec->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->fsm.job.attempt, "%s %s: %s", am->app_id,
-                  status, am->fsm.diagnostics ? am->fsm.diagnostics : "");
+    am_events_add(am->rec->events, wall_now(am), "APPLICATION_FINISHED", NULL, am->fsm.job.attempt, "%s %s: %s",
+                  am->id.app_id, status, am->fsm.diagnostics ? am->fsm.diagnostics : "");
     write_metrics(am, tasks);
     tony_error err;
-    if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->app_id, finished, failed, &err))
+    if (writer(am) && tony_jhist_application_finished(writer(am), wall_now(am), am->id.app_id, finished, failed, &err))
         history_failed(am, &err);
-    if (am->rec->history && am_history_finish(am->rec->history, am_wall_ms(am, am->fsm.finished_ms), status, &err)) history_failed(am, &err);
+    if (am->rec->history && am_history_finish(am->rec->history, am_wall_ms(am, am->fsm.finished_ms), status, &err))
+        history_failed(am, &err);
     else if (am->rec->history) {
         char *where = am_history_where(am->rec->history);
         tony_info("history: %s/%s", where, tony_basename(am_history_file(am->rec->history)));
@@ -411,9 +419,9 @@ static void status_in_place(tony_am *am, const char *path, const json_t *job) {
 
 void am_record_status(tony_am *am, const json_t *job) {
     char *s = json_dumps(job, JSON_INDENT(1));
-    char *path = tony_path_join(am->job_dir, TONY_JOBDIR_STATUS);
+    char *path = tony_path_join(am->id.job_dir, TONY_JOBDIR_STATUS);
     tony_error err;
-    am_recorder *r = am->rec;
+    am_recorder *r = part(am);
     /* Said once, not every tick: a full disk stays full for a while. */
     if (tony_write_file(path, s, strlen(s), 0600, &err)) {
         if (!r->status_error) tony_warn("%s; clients read the job's state from the API only", err.msg);

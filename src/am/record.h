@@ -6,6 +6,9 @@
 #define TONY_AM_RECORD_H
 
 #include "am/am_internal.h"
+#include "am/history.h"
+#include "am/metrics.h"
+#include "backend/history_mirror.h"
 
 /* The recorder's part (am_internal.h) with an event log keeping
  * keep_events and each task's metrics, but no history files: what

@@ -97,21 +97,21 @@ static void am_init(tony_am *am, bool recover) {
     am->plan = plan;
     am->runtime = tony_runtime_find(plan.framework);
     am->backend = &backend;
-    am->job_dir = job_dir;
-    am->app_id = "application_1_0001";
-    am->secret = SECRET;
-    am->host = "127.0.0.1";
-    am->port = 4242;
-    am->url = "http://127.0.0.1:4242";
-    am->read_token = READ_TOKEN;
-    am->started_ms = am_now_ms();
-    am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
+    am->id.job_dir = job_dir;
+    am->id.app_id = "application_1_0001";
+    am->id.secret = SECRET;
+    am->id.host = "127.0.0.1";
+    am->id.port = 4242;
+    am->id.url = "http://127.0.0.1:4242";
+    am->id.read_token = READ_TOKEN;
+    am->id.started_ms = am_now_ms();
+    am->id.wall_offset_ms = am_wall_clock_ms() - am->id.started_ms;
     /* The state machine started: every task asked for, as the
      * coordinator's loop leaves it before executors call in; what it
      * decides later stays pending (the loop would carry it out). */
-    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
-    if (recover) am_fsm_recover(&am->fsm, 0, am->started_ms + 60000, am->started_ms, &am->pending);
-    else am_fsm_start(&am->fsm, am->started_ms, &am->pending);
+    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->id.started_ms);
+    if (recover) am_fsm_recover(&am->fsm, 0, am->id.started_ms + 60000, am->id.started_ms, &am->pending);
+    else am_fsm_start(&am->fsm, am->id.started_ms, &am->pending);
     am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
     am_api_init(am);
     am_record_init(am, 64);
