@@ -1,19 +1,19 @@
-/* The coordinator's handle (tony_am), the state its files share: am.c
- * owns it, sets it up and carries out the state machine's actions; api.c
- * (the HTTP API), record.c (event log, history, metrics), view.c (the job
- * as JSON), taskenv.c (tasks' environment), stacks.c (hang diagnosis),
- * watch.c, logfetch.c and lastfetch.c (reads of logs through the backend)
- * each take it. Nothing outside am/ includes this but the API's fuzzer.
+/* The coordinator's handle (tony_am): the state its files share. am.c owns
+ * it, sets it up and carries out the state machine's actions; api.c (the
+ * HTTP API), record.c (event log, history, metrics), view.c (the job as
+ * JSON), taskenv.c (tasks' environment), stacks.c (hang diagnosis),
+ * watch.c, logfetch.c and lastfetch.c (log reads through the backend) take
+ * it. Outside am/ only tests include it (the API's fuzzer builds one).
  *
- * As curl's handle groups its parts, each part is written by one file:
- * the job's identity (am_ident) by am.c as it sets up (the port and URL as
- * api.c starts listening), then only read; single-node mode's (am_single)
- * by am.c; the API's, the recorder's, the watches', the log reads' and
- * am.c's loop are opaque, defined in their owner's .c and reached through
- * its header. What is left at the top is what several files write or read
- * as the job goes: the loop, the configuration and plan, the state machine
- * and the actions it decided, the backend. No file's header includes this
- * one's users, so am/ has no include cycle (scripts/check-layers). */
+ * As curl groups its handle, each part is written by one file: the job's
+ * identity (am_ident) by am.c as it sets up (port and url by api.c as it
+ * starts listening), then only read; single-node mode's (am_single) by
+ * am.c; the API's, the recorder's, the watches', the log reads' and am.c's
+ * loop are opaque, defined in their owner's .c and reached through its
+ * header. What is left at the top is what several files use as the job
+ * goes: the loop, the configuration and plan, the state machine and the
+ * actions it decided, the backend. This header includes none of its
+ * users' headers, so that am/ has no include cycle (scripts/check-layers). */
 #ifndef TONY_AM_INTERNAL_H
 #define TONY_AM_INTERNAL_H
 
@@ -79,7 +79,7 @@ typedef struct am_loop am_loop;
 
 typedef struct tony_am {
     struct event_base *base;
-    tony_reaper *reaper; /* am.c's children (the single-node command) */
+    tony_reaper *reaper; /* children's exits: the single-node command's (am.c), the backend's */
     tony_conf *conf;
     tony_plan plan;
     const tony_runtime *runtime;

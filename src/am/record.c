@@ -1,7 +1,8 @@
 /* Recording what happens to a job: one place turns the coordinator's
  * moments (an attempt starts, a task registers, a container ends, ...) into
  * an event log line, TonY's history events and per-task metrics, so that the
- * loop (am.c) and the API (api.c) only call a hook. */
+ * loop (am.c) and the API (api.c) only call a hook; and status.json, from
+ * the job's JSON am.c hands in (record.c calls no view.c: view.c reads it). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

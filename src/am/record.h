@@ -1,7 +1,8 @@
 /* Recording what happens to a job (record.c): hooks the loop and the API
  * call as things happen; each writes the event log, the history file and
- * the metrics. Failing to record never disturbs the job, and recording
- * never changes a state. */
+ * the metrics, which the recorder's part of the handle holds (am_internal.h)
+ * and the API and the view read through the functions at the end. Failing
+ * to record never disturbs the job, and recording never changes a state. */
 #ifndef TONY_AM_RECORD_H
 #define TONY_AM_RECORD_H
 
