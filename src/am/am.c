@@ -6,7 +6,6 @@
  * returns. */
 #include "am/am.h"
 
-#include <event2/dns.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -30,6 +29,7 @@
 #include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/readtoken.h"
 #include "common/self.h"
 #include "common/strv.h"
 #include "common/unpack.h"
@@ -46,25 +46,18 @@
 /* How long a coordinator that replaced a lost one waits for its tasks. */
 #define AM_RECOVER_WAIT_MS 60000
 
+/* am.c's own part of the handle (am_internal.h): the loop's timers and
+ * signals, which nothing else arms. */
+struct am_loop {
+    struct event *tick;       /* every TICK_MS: deadlines, status.json */
+    struct event *exit_timer; /* the coordinator's end, once its linger is over */
+    struct event *sigterm, *sigint;
+};
+
 static void write_status(tony_am *am) {
     json_t *j = am_job_json(am);
-    char *s = json_dumps(j, JSON_INDENT(1));
+    am_record_status(am, j);
     json_decref(j);
-    char *path = tony_path_join(am->job_dir, TONY_JOBDIR_STATUS);
-    tony_error err;
-    /* Said once, not every tick: a full disk stays full for a while. */
-    if (tony_write_file(path, s, strlen(s), 0600, &err)) {
-        if (!am->status_error) tony_warn("%s; clients read the job's state from the API only", err.msg);
-        free(am->status_error);
-        am->status_error = tony_strdup(err.msg);
-        am_record_status_in_place(am, path);
-    } else if (am->status_error) {
-        tony_info("%s written again", path);
-        free(am->status_error);
-        am->status_error = NULL;
-    }
-    free(path);
-    free(s);
     am->status_dirty = false;
 }
 
@@ -72,14 +65,14 @@ static void write_status(tony_am *am) {
  * configuration, which TonY puts in every container as tony-final.xml. */
 static char *task_resources(const tony_am *am, const char *role_resources) {
     return tony_sprintf("%s%s%s/%s", role_resources ? role_resources : "", role_resources && *role_resources ? "," : "",
-                        am->job_dir, TONY_JOBDIR_CONF);
+                        am->id.job_dir, TONY_JOBDIR_CONF);
 }
 
 static void request_task(tony_am *am, am_task *t) {
     tony_env env = {0};
     am_task_env(am, t, &env);
     char *resources = task_resources(am, t->role->resources);
-    char *argv[] = {am->self_exe, "executor", NULL};
+    char *argv[] = {am->id.self_exe, "executor", NULL};
     tony_launch l = {.role = t->role->name,
                      .index = t->index,
                      .attempt = am->fsm.job.attempt,
@@ -111,7 +104,7 @@ static void attempt_started(tony_am *am) {
     for (size_t i = 0; i < am->fsm.job.ntasks; i++) kept += am->fsm.job.tasks[i].container_attempt < attempt;
     if (kept) tony_info("attempt %d: keeping %zu container(s) in place, asking for %zu", attempt, kept, am->fsm.job.ntasks - kept);
     else tony_info("attempt %d: asking for %zu container(s)", attempt, am->fsm.job.ntasks);
-    char *dir = tony_sprintf("%s/attempts/%d", am->job_dir, attempt);
+    char *dir = tony_sprintf("%s/attempts/%d", am->id.job_dir, attempt);
     tony_error err;
     if (tony_mkdir_p(dir, 0700, &err)) tony_warn("%s", err.msg);
     free(dir);
@@ -119,7 +112,7 @@ static void attempt_started(tony_am *am) {
 
 static void schedule_exit(tony_am *am, int seconds) {
     struct timeval tv = {seconds, 0};
-    evtimer_add(am->exit_timer, &tv);
+    evtimer_add(am->loop->exit_timer, &tv);
 }
 
 /* How long the coordinator stays up once the job is decided. */
@@ -129,12 +122,13 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
      * holds all of it and clients fall back to it, so on this machine there
      * is nothing to wait for, unless it could not be written... */
     long long wait_s = 0;
-    if (!client_done && am->backend && (!tony_backend_shares_job_dir(am->backend) || am->status_error) &&
+    if (!client_done && am->backend && (!tony_backend_shares_job_dir(am->backend) || am_record_status_error(am)) &&
         tony_conf_get_ll(am->conf, TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, 15, &wait_s, NULL))
         wait_s = 15;
     /* ...but a browser showing the job polls about once a second: it gets a
      * few seconds to show the final state rather than a vanished server. */
-    if (wait_s < UI_LINGER_S && am->ui_seen_ms && am_now_ms() - am->ui_seen_ms < UI_RECENT_MS) wait_s = UI_LINGER_S;
+    long long ui_seen_ms = am_api_ui_seen_ms(am);
+    if (wait_s < UI_LINGER_S && ui_seen_ms && am_now_ms() - ui_seen_ms < UI_RECENT_MS) wait_s = UI_LINGER_S;
     return (int)(wait_s < 0 ? 0 : wait_s);
 }
 
@@ -142,14 +136,14 @@ static int exit_delay_s(const tony_am *am, bool client_done) {
  * or 0 once reaped): its own process group, or, where it stays in the
  * container's group (see tony_am_place), that group but the coordinator. */
 static void kill_single(const tony_am *am, pid_t pid) {
-    if (am->single.share_group) tony_proc_kill_group_but_me(getpgrp(), SIGKILL);
+    if (am->single.place.share_group) tony_proc_kill_group_but_me(getpgrp(), SIGKILL);
     else if (pid > 0) kill(-pid, SIGKILL);
 }
 
 static void stop_task(tony_am *am, const am_action *a) {
     if (!a->task) {
         tony_warn("stopping the single-node command: %s", a->note ? a->note : "");
-        if (am->single_pid > 0) kill_single(am, am->single_pid);
+        if (am->single.pid > 0) kill_single(am, am->single.pid);
         return;
     }
     if (a->try_no > 1)
@@ -178,7 +172,9 @@ static void exclude_node(tony_am *am, const am_action *a) {
 
 static void restart(tony_am *am) {
     am_job *j = &am->fsm.job;
-    am_record_restart(am);
+    json_t *tasks = am_tasks_json(am);
+    am_record_restart(am, tasks);
+    json_decref(tasks);
     if (am->fsm.attempt_end == AM_END_RESIZED)
         tony_info("attempt %d ended for a change of the world: %s -- its tasks restart in place", j->attempt,
                   j->attempt_diagnostics ? j->attempt_diagnostics : "");
@@ -195,25 +191,8 @@ static void restart(tony_am *am) {
  * of the job's history, with the world's version and size and each role's
  * count, so that the world over time can be read back. */
 static void world_changed(tony_am *am) {
-    const am_fsm *f = &am->fsm;
-    tony_warn("%s", f->world_note);
-    if (!am->events) return;
-    json_t *roles = json_object();
-    int size = 0;
-    for (size_t r = 0; r < am->plan.nroles; r++) {
-        int n = am_fsm_world_count(&f->job, &am->plan.roles[r]);
-        size += n;
-        json_object_set_new(roles, am->plan.roles[r].name, json_integer(n));
-    }
-    json_t *left = json_array();
-    for (size_t i = 0; i < f->job.ntasks; i++) {
-        const am_task *t = &f->job.tasks[i];
-        if (t->out) json_array_append_new(left, json_sprintf("%s:%d", t->role->name, t->index));
-    }
-    am_events_add_data(am->events, am_wall_ms(am, am_now_ms()), AM_EVENT_WORLD_CHANGED, NULL, f->job.attempt,
-                       json_pack("{s:i,s:i,s:o,s:o}", AM_EVENT_WORLD_VERSION, f->world_version, AM_EVENT_WORLD_SIZE,
-                                 size, AM_EVENT_WORLD_ROLES, roles, AM_EVENT_WORLD_OUT, left),
-                       "%s", f->world_note);
+    tony_warn("%s", am->fsm.world_note);
+    am_record_world_changed(am);
 }
 
 /* The recovery from a lost coordinator is over (fsm.h, am_fsm_recover):
@@ -226,8 +205,10 @@ static void adopted(tony_am *am) {
 }
 
 static void finished(tony_am *am) {
-    tony_info("job %s %s: %s", am->app_id, am_final_status_name(am->fsm.final_status), am->fsm.diagnostics);
-    am_record_finish(am);
+    tony_info("job %s %s: %s", am->id.app_id, am_final_status_name(am->fsm.final_status), am->fsm.diagnostics);
+    json_t *tasks = am_tasks_json(am);
+    am_record_finish(am, tasks);
+    json_decref(tasks);
     write_status(am);
     schedule_exit(am, exit_delay_s(am, false));
 }
@@ -353,9 +334,9 @@ static void on_exit_timer(evutil_socket_t fd, short what, void *arg) {
     tony_am *am = arg;
     /* The history reaches HDFS before the application ends (its client
      * looks there then), unless the mirror takes too long. */
-    if (am->history && !am_history_settled(am->history) && am_now_ms() - am->fsm.finished_ms < HISTORY_WAIT_MS) {
+    if (!am_record_history_settled(am) && am_now_ms() - am->fsm.finished_ms < HISTORY_WAIT_MS) {
         struct timeval tv = {0, HISTORY_POLL_MS * 1000};
-        evtimer_add(am->exit_timer, &tv);
+        evtimer_add(am->loop->exit_timer, &tv);
         return;
     }
     event_base_loopexit(am->base, NULL);
@@ -377,16 +358,16 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
     kill_single(am, pid); /* whatever the command left behind */
     tony_backend_am_command_ended(am->backend, wait_status);
     int code = tony_proc_exit_code(wait_status);
-    am->single_pid = 0;
-    am->single_exited = true;
-    am->single_exit_code = code;
+    am->single.pid = 0;
+    am->single.exited = true;
+    am->single.exit_code = code;
     if (code != 0 && !am->fsm.killed) {
         /* the root cause a failed task has, from the command's own log */
-        char *errp = tony_path_join(am->single.log_dir, "stderr");
-        char *errfile = tony_path_join(am->single.log_dir, TONY_TORCH_ERROR_FILE);
+        char *errp = tony_path_join(am->single.place.log_dir, "stderr");
+        char *errfile = tony_path_join(am->single.place.log_dir, TONY_TORCH_ERROR_FILE);
         char *tail = tony_lastwords_tail(errp, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
         char *report = tony_lastwords_torch_error(errfile, TONY_LASTWORDS_LINES, TONY_LASTWORDS_BYTES);
-        am_cause_set_single(&am->fsm.root_cause, am->fsm.job.attempt, code, am->host, report, tail);
+        am_cause_set_single(&am->fsm.root_cause, am->fsm.job.attempt, code, am->id.host, report, tail);
         free(report);
         free(tail);
         free(errfile);
@@ -398,12 +379,12 @@ static void on_single_exit(void *ctx, pid_t pid, int wait_status) {
 
 static int start_single_node(tony_am *am, tony_error *err) {
     char *resources = task_resources(am, tony_conf_get(am->conf, TONY_KEY_CONTAINERS_RESOURCES));
-    int rc = tony_backend_prepare_am_command(am->backend, resources, &am->single, err);
+    int rc = tony_backend_prepare_am_command(am->backend, resources, &am->single.place, err);
     free(resources);
     if (rc) return rc;
-    const tony_am_place *at = &am->single;
+    const tony_am_place *at = &am->single.place;
     /* What an executor does first in its task's work dir. */
-    if (tony_unpack_job_files(at->work_dir, am->app_id, err)) return -1;
+    if (tony_unpack_job_files(at->work_dir, am->id.app_id, err)) return -1;
     char *out = tony_path_join(at->log_dir, "stdout"), *errp = tony_path_join(at->log_dir, "stderr");
     tony_env env = {0};
     am_single_node_env(am, at->work_dir, &env);
@@ -419,7 +400,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
      * read by its NodeManager (its own modes apply). */
     tony_spawn s = {.argv = in_image.len ? in_image.items : argv, .envp = envp.items, .cwd = at->work_dir,
                     .stdout_path = out, .stderr_path = errp,
-                    .private_output = !am->on_cluster,
+                    .private_output = !am->id.on_cluster,
                     .keep_group = at->share_group,
                     /* a SIGKILLed coordinator takes a container down with
                      * it, as the local backend's tasks' (SIGTERM: the
@@ -428,7 +409,7 @@ static int start_single_node(tony_am *am, tony_error *err) {
     pid_t pid;
     rc = tony_proc_spawn(&s, &pid, err);
     if (rc == 0) {
-        am->single_pid = pid;
+        am->single.pid = pid;
         am_fsm_single_started(&am->fsm);
         tony_reaper_watch(am->reaper, pid, on_single_exit, am);
         tony_info("single-node mode: running `%s` (pid %d) in %s; its output goes to %s", am->plan.am_command,
@@ -463,56 +444,57 @@ static void raise_fd_limit(void) {
 
 static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     raise_fd_limit();
-    am->job_dir = tony_abspath(o->job_dir);
-    am->app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->job_dir));
-    am->on_cluster = o->yarn;
-    am->history_mirror = o->history_mirror;
-    am->self_exe = self_exe();
-    am->started_ms = am_now_ms();
-    am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
+    am->id.job_dir = tony_abspath(o->job_dir);
+    am->id.app_id = tony_strdup(o->app_id ? o->app_id : tony_basename(am->id.job_dir));
+    am->id.on_cluster = o->yarn;
+    am->id.self_exe = self_exe();
+    am->id.started_ms = am_now_ms();
+    am->id.wall_offset_ms = am_wall_clock_ms() - am->id.started_ms;
     am->conf = tony_conf_new();
-    char *conf_path = tony_path_join(am->job_dir, TONY_JOBDIR_CONF);
+    char *conf_path = tony_path_join(am->id.job_dir, TONY_JOBDIR_CONF);
     int rc = tony_conf_load_file(am->conf, conf_path, err);
     free(conf_path);
     if (rc) return -1;
-    if (tony_jobdir_secret(am->job_dir, &am->secret, err)) return -1;
+    if (tony_jobdir_secret(am->id.job_dir, &am->id.secret, err)) return -1;
+    am->id.read_token = tony_read_token(am->id.secret);
     if (tony_runtime_plan(am->conf, &am->plan, err)) return -1;
     am->runtime = tony_runtime_find(am->plan.framework);
     /* an executor at the barrier re-polls at once after each long poll */
-    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
+    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->id.started_ms);
     /* TONY_JOB_DIR: a directory every task sees. On this machine that is the
      * job dir's shared/; on a cluster only what the user names as shared. */
     const char *shared = tony_conf_get(am->conf, TONY_KEY_APP_SHARED_DIR);
-    if (shared && *shared) am->shared_dir = tony_strdup(shared);
-    else if (!o->yarn) am->shared_dir = tony_path_join(am->job_dir, TONY_JOBDIR_SHARED);
+    if (shared && *shared) am->id.shared_dir = tony_strdup(shared);
+    else if (!o->yarn) am->id.shared_dir = tony_path_join(am->id.job_dir, TONY_JOBDIR_SHARED);
     /* The job dir's own shared/ is the job's; a dir the user names is theirs to set. */
-    if (am->shared_dir && tony_mkdir_p(am->shared_dir, shared && *shared ? 0755 : 0700, err)) return -1;
+    if (am->id.shared_dir && tony_mkdir_p(am->id.shared_dir, shared && *shared ? 0755 : 0700, err)) return -1;
 
     am->base = event_base_new();
     am->act_ev = event_new(am->base, -1, 0, on_kick, am);
     am->reaper = tony_reaper_new(am->base);
     /* Executors on other nodes reach a YARN coordinator at its node's name. */
-    am->host = tony_strdup(o->host ? o->host : "127.0.0.1");
-    if (am_api_start(am, o->yarn || o->listen_all ? "0.0.0.0" : am->host, err)) return -1;
-    am_record_start(am);
+    am->id.host = tony_strdup(o->host ? o->host : "127.0.0.1");
+    if (am_api_start(am, o->yarn || o->listen_all ? "0.0.0.0" : am->id.host, err)) return -1;
+    am_record_start(am, o->history_mirror);
     if (am->runtime->rendezvous_scopes && !am->plan.single_node) {
         /* the local backend's tasks are this user's processes on this machine */
         bool same_machine = !o->yarn && (!o->backend || strcmp(o->backend, "local") == 0);
-        am->rendezvous = am_rendezvous_start(am->base, am->host, &am->fsm.job, same_machine, err);
+        am->rendezvous = am_rendezvous_start(am->base, am->id.host, &am->fsm.job, same_machine, err);
         if (!am->rendezvous) return -1;
     }
-    am->tick = event_new(am->base, -1, EV_PERSIST, on_tick, am);
+    am->loop = tony_xcalloc(1, sizeof *am->loop);
+    am->loop->tick = event_new(am->base, -1, EV_PERSIST, on_tick, am);
     struct timeval tv = {0, TICK_MS * 1000};
-    event_add(am->tick, &tv);
-    am->exit_timer = evtimer_new(am->base, on_exit_timer, am);
-    am->sigterm = evsignal_new(am->base, SIGTERM, on_signal, am);
-    am->sigint = evsignal_new(am->base, SIGINT, on_signal, am);
-    event_add(am->sigterm, NULL);
-    event_add(am->sigint, NULL);
+    event_add(am->loop->tick, &tv);
+    am->loop->exit_timer = evtimer_new(am->base, on_exit_timer, am);
+    am->loop->sigterm = evsignal_new(am->base, SIGTERM, on_signal, am);
+    am->loop->sigint = evsignal_new(am->base, SIGINT, on_signal, am);
+    event_add(am->loop->sigterm, NULL);
+    event_add(am->loop->sigint, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    tony_backend_opts bo = {.base = am->base, .reaper = am->reaper, .job_dir = am->job_dir, .conf = am->conf,
-                            .api_host = am->host, .api_port = am->port, .tracking_url = am->url,
+    tony_backend_opts bo = {.base = am->base, .reaper = am->reaper, .job_dir = am->id.job_dir, .conf = am->conf,
+                            .api_host = am->id.host, .api_port = am->id.port, .tracking_url = am->id.url,
                             .backend_data = o->backend_data};
     am->backend = tony_backend_new(o->yarn ? "yarn" : o->backend ? o->backend : "local", &bo, err);
     if (!am->backend) return -1;
@@ -520,65 +502,60 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
     am->backend->cb_ctx = am;
     if (tony_backend_check_plan(am->backend, &am->plan, err)) return -1;
 
-    json_t *info = tony_jobdir_am_info_self(am->url);
+    json_t *info = tony_jobdir_am_info_self(am->id.url);
     char *s = json_dumps(info, 0);
     json_decref(info);
-    char *info_path = tony_path_join(am->job_dir, TONY_JOBDIR_AM_INFO);
+    char *info_path = tony_path_join(am->id.job_dir, TONY_JOBDIR_AM_INFO);
     rc = tony_write_file(info_path, s, strlen(s), 0600, err);
     free(info_path);
     free(s);
-    tony_info("coordinator of %s listening at %s (%s backend, %s)", am->app_id, am->url, tony_backend_name(am->backend),
-              am->plan.framework);
+    tony_info("coordinator of %s listening at %s (%s backend, %s)", am->id.app_id, am->id.url,
+              tony_backend_name(am->backend), am->plan.framework);
     return rc;
 }
 
 static void am_teardown(tony_am *am) {
-    if (am->single_pid > 0) kill_single(am, am->single_pid);
+    if (am->single.pid > 0) kill_single(am, am->single.pid);
     /* Reads of task logs in flight belong to the backend: dropped first. */
     am_logfetch_free_all(am);
     am_lastfetch_free_all(am);
     /* The history's last copy is over, or given up, before the cluster
      * hears of the end (its client then looks for the history). */
-    am_history_free(am->history);
-    am->history = NULL;
+    am_record_history_close(am);
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
         if (am->fsm.state == AM_JOB_DONE)
             tony_backend_finish(am->backend, am_final_status_name(am->fsm.final_status),
-                                     am->fsm.diagnostics ? am->fsm.diagnostics : "", am->url);
+                                     am->fsm.diagnostics ? am->fsm.diagnostics : "", am->id.url);
         tony_backend_shutdown(am->backend);
         tony_backend_free(am->backend);
     }
-    am_api_free_waiters(am);
+    am_api_free(am);
     am_rendezvous_free(am->rendezvous);
-    tony_http_server_free(am->http);
-    tony_host_check_free(&am->hosts);
-    if (am->tick) event_free(am->tick);
+    if (am->loop) {
+        struct event *evs[] = {am->loop->tick, am->loop->exit_timer, am->loop->sigterm, am->loop->sigint};
+        for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
+            if (evs[i]) event_free(evs[i]);
+        free(am->loop);
+    }
     if (am->act_ev) event_free(am->act_ev);
     am_actions_free(&am->pending);
-    if (am->exit_timer) event_free(am->exit_timer);
-    if (am->sigterm) event_free(am->sigterm);
-    if (am->sigint) event_free(am->sigint);
     am_record_free(am);
     tony_reaper_free(am->reaper);
-    if (am->dns) evdns_base_free(am->dns, 0);
     if (am->base) event_base_free(am->base);
     am_fsm_free(&am->fsm);
     tony_plan_free(&am->plan);
     tony_conf_free(am->conf);
-    free(am->job_dir);
-    free(am->app_id);
-    free(am->secret);
-    tony_apiauth_replay_free(am->auth_replay);
-    free(am->self_exe);
-    free(am->host);
-    free(am->url);
-    free((char *)am->reads.token);
-    free((char *)am->reads.cookie);
-    free(am->status_error);
-    tony_am_place_free(&am->single);
-    free(am->shared_dir);
+    free(am->id.job_dir);
+    free(am->id.app_id);
+    free(am->id.secret);
+    free(am->id.self_exe);
+    free(am->id.host);
+    free(am->id.url);
+    free(am->id.read_token);
+    tony_am_place_free(&am->single.place);
+    free(am->id.shared_dir);
 }
 
 /* Coordinator loss: this coordinator replaces one that was lost, and the
@@ -594,8 +571,8 @@ static bool recover(tony_am *am) {
     /* the job's clock goes on from its submission: its elapsed time, tony.application.timeout */
     long long since = prev.submitted_wall_ms > 0 ? am_wall_clock_ms() - prev.submitted_wall_ms : 0;
     if (since > 0) {
-        am->started_ms = now - since;
-        am->fsm.started_ms = am->started_ms;
+        am->id.started_ms = now - since;
+        am->fsm.started_ms = am->id.started_ms;
     }
     long long wait = AM_RECOVER_WAIT_MS + 2 * am->plan.heartbeat_interval_ms;
     tony_warn("coordinator restarted: %d container(s) of the lost one still run; waiting up to %lld s for their "
@@ -629,15 +606,15 @@ int tony_am_main(const tony_am_options *o) {
         tony_error_log("%s", err.msg);
         /* Leave the reason where the client looks for the job's state: the
          * state machine's, when the plan got that far. */
-        if (am.job_dir && am.app_id && am.fsm.job.plan) {
+        if (am.id.job_dir && am.id.app_id && am.fsm.job.plan) {
             am_fsm_fail_job(&am.fsm, err.msg, am_now_ms(), &am.pending);
             write_status(&am);
         }
-        else if (am.job_dir) {
-            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", JOB_APP_ID, am.app_id ? am.app_id : "", JOB_STATE,
+        else if (am.id.job_dir) {
+            json_t *j = json_pack("{s:s,s:s,s:s,s:s}", JOB_APP_ID, am.id.app_id ? am.id.app_id : "", JOB_STATE,
                                   JOB_STATE_FINISHED, JOB_FINAL_STATUS, JOB_FINAL_STATUS_FAILED, JOB_DIAGNOSTICS,
                                   err.msg);
-            char *p = tony_path_join(am.job_dir, TONY_JOBDIR_STATUS);
+            char *p = tony_path_join(am.id.job_dir, TONY_JOBDIR_STATUS);
             json_dump_file(j, p, 0);
             free(p);
             json_decref(j);

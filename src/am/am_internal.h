@@ -1,120 +1,104 @@
-/* The coordinator's state, which its files share (am.c carries out the
- * state machine's actions, api.c serves HTTP, record.c records, view.c
- * renders, logfetch.c reads logs through the backend); nothing outside am/
- * includes this. Each of those files has its own header for what the
- * others may call, and none calls back into am.c. */
+/* The coordinator's handle (tony_am): the state its files share. am.c owns
+ * it, sets it up and carries out the state machine's actions; api.c (the
+ * HTTP API), record.c (event log, history, metrics), view.c (the job as
+ * JSON), taskenv.c (tasks' environment), stacks.c (hang diagnosis),
+ * watch.c, logfetch.c and lastfetch.c (log reads through the backend) take
+ * it. Outside am/ only tests include it (the API's fuzzer builds one).
+ *
+ * As curl groups its handle, each part is written by one file: the job's
+ * identity (am_ident) by am.c as it sets up (port and url by api.c as it
+ * starts listening), then only read; single-node mode's (am_single) by
+ * am.c; the API's, the recorder's, the watches', the log reads' and am.c's
+ * loop are opaque, defined in their owner's .c and reached through its
+ * header. What is left at the top is what several files use as the job
+ * goes: the loop, the configuration and plan, the state machine and the
+ * actions it decided, the backend. This header includes none of its
+ * users' headers, so that am/ has no include cycle (scripts/check-layers). */
 #ifndef TONY_AM_INTERNAL_H
 #define TONY_AM_INTERNAL_H
 
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
-#include <time.h>
+#include <stdbool.h>
 
-#include "am/events.h"
-#include "am/history.h"
 #include "am/fsm.h"
-#include "am/metrics.h"
 #include "am/rendezvous.h"
 #include "backend/backend.h"
-#include "common/apiauth.h"
 #include "common/clock.h"
-#include "common/hostcheck.h"
-#include "common/httpserver.h"
-#include "common/readtoken.h"
 #include "common/reaper.h"
 #include "common/strv.h"
 #include "conf/conf.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
-/* The longest an executor's registration poll is held before "wait". */
-#define AM_REGISTER_POLL_MS 15000
-/* The most bytes of a task's log one GET .../log answers with. */
-#define AM_LOG_CHUNK (64 * 1024)
+/* Who the job and this coordinator are: set once by am.c's setup (port
+ * and url by am_api_start as it listens; started_ms moved back by a
+ * coordinator that replaced a lost one, before the loop runs), read-only
+ * once the loop runs. */
+typedef struct am_ident {
+    char *app_id;
+    char *job_dir;
+    char *secret;
+    char *read_token; /* GETs need it (common/readtoken.h): the secret's */
+    char *host;       /* address executors reach us at */
+    int port;
+    char *url;
+    long long started_ms;     /* monotonic */
+    long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
+    char *self_exe;           /* this binary, for the single-node command's executor */
+    char *shared_dir;         /* TONY_JOB_DIR for tasks; NULL when none is shared */
+    bool on_cluster;          /* in a cluster's container (YARN), not on the user's machine */
+} am_ident;
 
-typedef struct am_waiter {
-    struct evhttp_request *req;
-    am_task *task;
-    long long deadline_ms;
-    /* In-place restarts: the registration of a kept container's executor
-     * for the next attempt, held until that attempt starts; NULL for a
-     * poll at the barrier of this one. */
-    json_t *early;
-} am_waiter;
+/* Single-node mode: the user's command runs in the coordinator. Written by
+ * am.c; view.c and api.c read it (its task's JSON and logs). */
+typedef struct am_single {
+    int pid;             /* while it runs */
+    bool exited;
+    int exit_code;       /* once it exited: 0..255, 128+signal */
+    tony_am_place place; /* where it runs and logs (empty before it starts) */
+} am_single;
 
-/* What the "go" answers of one world share, built once (api.c). */
-typedef struct am_go_cache am_go_cache;
-
-/* An executor's held watch (watch.c). */
-typedef struct am_watch am_watch;
-
+/* The API's part (api.c: its HTTP server, the Host check, the read gate,
+ * signed calls seen, executors' held polls, the "go" answers' cache, the
+ * notebook proxy's DNS; made by am_api_start). */
+typedef struct am_api am_api;
+/* The recorder's part (record.c: the event log, the history files, each
+ * task's metrics in this attempt, why status.json or the history could not
+ * be written; made by am_record_start). */
+typedef struct am_recorder am_recorder;
+/* Executors' held watches (watch.c: made on the first watch). */
+typedef struct am_watches am_watches;
 /* A log read by the backend in flight, with its client (logfetch.c). */
 typedef struct am_logfetch am_logfetch;
 /* A failed task's stderr tail read by the backend, its exit held (lastfetch.c). */
 typedef struct am_lastfetch am_lastfetch;
+/* am.c's loop: its timers and signals (am.c). */
+typedef struct am_loop am_loop;
 
 typedef struct tony_am {
     struct event_base *base;
-    struct evdns_base *dns; /* the notebook proxy's lookups of task hosts (made on first use) */
-    tony_http_server *http;
-    tony_host_check hosts; /* Host headers the API answers (DNS rebinding) */
-    tony_reaper *reaper;
+    tony_reaper *reaper; /* children's exits: the single-node command's (am.c), the backend's */
     tony_conf *conf;
     tony_plan plan;
     const tony_runtime *runtime;
-    am_fsm fsm;          /* the job's and its tasks' states: changed only through fsm.h */
-    am_actions pending;  /* what the state machine decided, for am.c to carry out */
+    am_fsm fsm;           /* the job's and its tasks' states: changed only through fsm.h */
+    am_actions pending;   /* what the state machine decided, for am.c to carry out */
     struct event *act_ev; /* run by am_kick: carries pending out from the loop */
-    bool carrying;       /* am.c is carrying actions out (they queue meanwhile) */
-    bool client_finished; /* the client said it read the final state */
+    bool carrying;        /* am.c is carrying actions out (they queue meanwhile) */
+    bool status_dirty;    /* status.json is behind the job: am.c rewrites it on its tick */
+    bool client_finished; /* the client said it read the final state (api.c: am.c ends sooner) */
     tony_backend *backend;
-    am_rendezvous *rendezvous; /* frameworks that rendezvous through us (Horovod) */
-    char *job_dir;
-    char *app_id;
-    char *secret;
-    tony_apiauth_replay *auth_replay; /* api.c: signed calls seen, per sender (common/apiauth.h) */
-    char *self_exe;
-    char *host; /* address executors reach us at */
-    int port;
-    char *url;
-    tony_read_gate reads; /* GETs need the job's read token (common/readtoken.h) */
-    long long started_ms;
-    long long wall_offset_ms; /* wall clock minus monotonic clock, at start */
-    long long ui_seen_ms;     /* the web UI last polled the job (0: never) */
-    am_waiter *waiters;   /* executors waiting for the gang (long-poll) */
-    size_t nwaiters, capwaiters;
-    /* api.c: each task's held polls by its place in the job, [2k] at the
-     * barrier, [2k+1] early: its place in waiters plus 1 (0: none), so that
-     * a renewed poll finds the one it replaces without a walk (issue 26) */
-    size_t *waiter_slot;
-    am_go_cache *go; /* api.c: what every task's "go" answer shares in this world (issue 26) */
-    am_watch *watches;    /* executors' watches, answered "stop" when due (watch.c) */
-    size_t nwatches;
-    struct event *tick;
-    struct event *exit_timer;
-    struct event *sigterm, *sigint;
-    /* Single-node mode: the user's command runs in the coordinator. */
-    int single_pid;       /* while it runs */
-    bool single_exited;
-    int single_exit_code; /* once it exited: 0..255, 128+signal */
-    tony_am_place single; /* where it runs and logs (empty before it starts) */
-    char *shared_dir;     /* TONY_JOB_DIR for tasks; NULL when none is shared */
-    bool on_cluster;      /* in a cluster's container (YARN), not on the user's machine */
-    bool status_dirty;
-    char *status_error;   /* why status.json could not be written (a full disk); NULL when it was */
-    char *history_error;  /* why the job's history stopped being written (record.c); NULL: it did not */
-    /* What the job did, for people (record.c): the event log, the history
-     * files, and each task's metrics in this attempt (indexed like
-     * job.tasks). */
-    am_events *events;
-    am_history *history;
-    const tony_am_history_mirror *history_mirror; /* the backend's (HDFS), or NULL */
-    tony_jhist_dirs history_remote;               /* the mirror's dirs, when used */
-    am_metrics **metrics;
-    size_t nmetrics;
-    am_logfetch *logfetches; /* log reads by the backend in flight */
+    am_rendezvous *rendezvous; /* frameworks that rendezvous through us (Horovod): am.c's, api.c scopes it */
+    am_ident id;
+    am_single single;
+    am_api *api;
+    am_recorder *rec;
+    am_watches *watches;
+    am_logfetch *logfetches;   /* log reads by the backend in flight */
     am_lastfetch *lastfetches; /* stderr tails of failed tasks read by the backend, their exits held */
+    am_loop *loop;
 } tony_am;
 
 /* Deadlines run on a monotonic clock, immune to clock steps; am_wall_ms
@@ -125,14 +109,7 @@ static inline long long am_wall_clock_ms(void) { return tony_wall_ms(); }
 
 /* One offset, taken at start, so that a time reads the same in every answer
  * (the job's ETag depends on it). */
-static inline long long am_wall_ms(const tony_am *am, long long mono_ms) { return mono_ms + am->wall_offset_ms; }
-
-/* The task's metrics in the current attempt (record.c keeps them). */
-static inline am_metrics *am_task_metrics(const tony_am *am, const am_task *t) {
-    if (!am->metrics || t < am->fsm.job.tasks || t >= am->fsm.job.tasks + am->fsm.job.ntasks) return NULL;
-    size_t i = (size_t)(t - am->fsm.job.tasks);
-    return i < am->nmetrics ? am->metrics[i] : NULL;
-}
+static inline long long am_wall_ms(const tony_am *am, long long mono_ms) { return mono_ms + am->id.wall_offset_ms; }
 
 /* Has the loop carry out am->pending soon (from the loop, never from inside
  * the caller): the API feeds the state machine events and leaves the

@@ -6,6 +6,7 @@
  * row of the table `routes` near the end (api_routes.h): routing, the
  * 404/405 answers and docs/api.md's route list come from it. */
 #include <event2/buffer.h>
+#include <event2/dns.h>
 #include <event2/keyvalq_struct.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@
 #include "common/amapi.h"
 #include "common/apiauth.h"
 #include "common/fs.h"
+#include "common/hostcheck.h"
+#include "common/httpserver.h"
 #include "common/httpreply.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
@@ -38,6 +41,37 @@
 #include "common/readtoken.h"
 #include "common/strv.h"
 #include "conf/logpolicy.h"
+
+/* An executor's held registration poll. */
+typedef struct am_waiter {
+    struct evhttp_request *req;
+    am_task *task;
+    long long deadline_ms;
+    /* In-place restarts: the registration of a kept container's executor
+     * for the next attempt, held until that attempt starts; NULL for a
+     * poll at the barrier of this one. */
+    json_t *early;
+} am_waiter;
+
+/* What the "go" answers of one world share, built once (go_cache below). */
+typedef struct am_go_cache am_go_cache;
+
+/* The API's part of the handle (am_internal.h): written here only. */
+struct am_api {
+    tony_http_server *http;
+    tony_host_check hosts;            /* Host headers the API answers (DNS rebinding) */
+    tony_read_gate reads;             /* GETs need the job's read token (common/readtoken.h) */
+    tony_apiauth_replay *auth_replay; /* signed calls seen, per sender (common/apiauth.h) */
+    long long ui_seen_ms;             /* the web UI last polled the job (0: never) */
+    am_waiter *waiters;               /* executors waiting for the gang (long-poll) */
+    size_t nwaiters, capwaiters;
+    /* each task's held polls by its place in the job, [2k] at the barrier,
+     * [2k+1] early: its place in waiters plus 1 (0: none), so that a
+     * renewed poll finds the one it replaces without a walk (issue 26) */
+    size_t *waiter_slot;
+    am_go_cache *go;        /* what every task's "go" answer shares in this world (issue 26) */
+    struct evdns_base *dns; /* the notebook proxy's lookups of task hosts (made on first use) */
+};
 
 static bool query_uint(const char *v, long long max, long long *out);
 #define JOB_QUERY_STR_(x) #x
@@ -92,7 +126,7 @@ static void reply_job(tony_am *am, struct evhttp_request *req, const char *query
         return;
     }
     bool with_metrics = jq.metrics;
-    if (evhttp_find_header(in, AM_API_UI_HEADER)) am->ui_seen_ms = am_now_ms();
+    if (evhttp_find_header(in, AM_API_UI_HEADER)) am->api->ui_seen_ms = am_now_ms();
     json_t *job = jq.paged ? am_job_json_page(am, (size_t)jq.offset, (size_t)jq.limit) : am_job_json(am);
     if (!with_metrics) {
         size_t i;
@@ -168,20 +202,20 @@ static void go_cache_clear(am_go_cache *c) {
 }
 
 static void go_cache_free(tony_am *am) {
-    if (!am->go) return;
-    go_cache_clear(am->go);
-    free(am->go);
-    am->go = NULL;
+    if (!am->api->go) return;
+    go_cache_clear(am->api->go);
+    free(am->api->go);
+    am->api->go = NULL;
 }
 
 /* The cache for the world as it is now: built anew when it changed. */
 static am_go_cache *go_cache(tony_am *am) {
     const am_job *j = &am->fsm.job;
-    am_go_cache *c = am->go;
+    am_go_cache *c = am->api->go;
     if (c && c->spec && c->attempt == j->attempt && c->world_version == am->fsm.world_version &&
         c->hosts_version == j->hosts_version)
         return c;
-    if (!c) c = am->go = tony_xcalloc(1, sizeof *c);
+    if (!c) c = am->api->go = tony_xcalloc(1, sizeof *c);
     go_cache_clear(c);
     c->attempt = j->attempt;
     c->world_version = am->fsm.world_version;
@@ -278,9 +312,9 @@ static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime
     am_task_world(am, t, &world, &index);
     tony_runtime_task rt = {.plan = &world, .role = t->role->name, .index = index,
                             .cluster_spec = am->plan.gang ? spec : NULL, .attempt = am->fsm.job.attempt,
-                            .run_id = am->app_id, .memo = memo};
+                            .run_id = am->id.app_id, .memo = memo};
     if (am->rendezvous) {
-        rt.rendezvous_host = am->host;
+        rt.rendezvous_host = am->id.host;
         rt.rendezvous_port = am_rendezvous_port(am->rendezvous);
     }
     int built = tony_runtime_build_env(am->runtime, &rt, env, err);
@@ -362,8 +396,8 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
  * cluster's container it goes on in the container's files. */
 static json_t *next_json(const tony_am *am, const am_task *t, int next) {
     json_t *o = json_pack("{s:s,s:i}", AM_API_STATUS, AM_API_NEXT, AM_API_NEXT_ATTEMPT, next);
-    if (!am->on_cluster) {
-        char *dir = tony_jobdir_task_dir(am->job_dir, next, t->role->name, t->index);
+    if (!am->id.on_cluster) {
+        char *dir = tony_jobdir_task_dir(am->id.job_dir, next, t->role->name, t->index);
         json_object_set_new(o, AM_API_NEXT_LOG_DIR, json_string(dir));
         free(dir);
     }
@@ -423,40 +457,40 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
     free(go);
 }
 
-/* Where t's held poll (early: its early registration) is in am->waiters,
+/* Where t's held poll (early: its early registration) is in am->api->waiters,
  * plus 1; 0: none. */
 static size_t *waiter_slot(tony_am *am, const am_task *t, bool early) {
-    if (!am->waiter_slot) am->waiter_slot = tony_xcalloc(2 * am->fsm.job.ntasks + 2, sizeof *am->waiter_slot);
-    return &am->waiter_slot[2 * (size_t)(t - am->fsm.job.tasks) + early];
+    if (!am->api->waiter_slot) am->api->waiter_slot = tony_xcalloc(2 * am->fsm.job.ntasks + 2, sizeof *am->api->waiter_slot);
+    return &am->api->waiter_slot[2 * (size_t)(t - am->fsm.job.tasks) + early];
 }
 
 static void push_waiter(tony_am *am, am_waiter w) {
-    if (am->nwaiters == am->capwaiters) {
-        am->capwaiters = am->capwaiters ? am->capwaiters * 2 : 16;
-        am->waiters = tony_xrealloc(am->waiters, am->capwaiters * sizeof *am->waiters);
+    if (am->api->nwaiters == am->api->capwaiters) {
+        am->api->capwaiters = am->api->capwaiters ? am->api->capwaiters * 2 : 16;
+        am->api->waiters = tony_xrealloc(am->api->waiters, am->api->capwaiters * sizeof *am->api->waiters);
     }
-    *waiter_slot(am, w.task, w.early != NULL) = am->nwaiters + 1;
-    am->waiters[am->nwaiters++] = w;
+    *waiter_slot(am, w.task, w.early != NULL) = am->api->nwaiters + 1;
+    am->api->waiters[am->api->nwaiters++] = w;
 }
 
 /* Takes waiter i out of the list (the last one takes its place). */
 static void drop_waiter(tony_am *am, size_t i) {
-    am_waiter *w = &am->waiters[i];
+    am_waiter *w = &am->api->waiters[i];
     *waiter_slot(am, w->task, w->early != NULL) = 0;
-    if (i + 1 < am->nwaiters) {
-        *w = am->waiters[am->nwaiters - 1];
+    if (i + 1 < am->api->nwaiters) {
+        *w = am->api->waiters[am->api->nwaiters - 1];
         *waiter_slot(am, w->task, w->early != NULL) = i + 1;
     }
-    am->nwaiters--;
+    am->api->nwaiters--;
 }
 
 /* Detaches the whole list (answering may add waiters back): its count in *n. */
 static am_waiter *detach_waiters(tony_am *am, size_t *n) {
-    am_waiter *ws = am->waiters;
-    *n = am->nwaiters;
+    am_waiter *ws = am->api->waiters;
+    *n = am->api->nwaiters;
     for (size_t i = 0; i < *n; i++) *waiter_slot(am, ws[i].task, ws[i].early != NULL) = 0;
-    am->waiters = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    am->api->waiters = NULL;
+    am->api->nwaiters = am->api->capwaiters = 0;
     return ws;
 }
 
@@ -465,7 +499,7 @@ static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json
      * found by the task's slot, not a walk over every waiter (issue 26). */
     size_t slot = *waiter_slot(am, t, early != NULL);
     if (slot) {
-        am_waiter *w = &am->waiters[slot - 1];
+        am_waiter *w = &am->api->waiters[slot - 1];
         am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         json_decref(w->early);
         w->req = req;
@@ -508,12 +542,12 @@ void am_api_release_waiters(tony_am *am) {
 
 void am_api_expire_waiters(tony_am *am, long long now_ms) {
     am_watch_expire(am, now_ms);
-    for (size_t i = 0; i < am->nwaiters;) {
-        if (am->waiters[i].deadline_ms > now_ms) {
+    for (size_t i = 0; i < am->api->nwaiters;) {
+        if (am->api->waiters[i].deadline_ms > now_ms) {
             i++;
             continue;
         }
-        am_waiter *w = &am->waiters[i];
+        am_waiter *w = &am->api->waiters[i];
         if (!w->early) am_fsm_poll_answered(&am->fsm, w->task, now_ms);
         am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
         json_decref(w->early);
@@ -548,15 +582,21 @@ void am_api_admit_early(tony_am *am) {
     free(ws);
 }
 
-void am_api_free_waiters(tony_am *am) {
+void am_api_free(tony_am *am) {
     am_watch_free(am);
-    for (size_t i = 0; i < am->nwaiters; i++) json_decref(am->waiters[i].early);
+    am_api *a = am->api;
+    if (!a) return;
+    for (size_t i = 0; i < a->nwaiters; i++) json_decref(a->waiters[i].early);
     go_cache_free(am);
-    free(am->waiters);
-    free(am->waiter_slot);
-    am->waiters = NULL;
-    am->waiter_slot = NULL;
-    am->nwaiters = am->capwaiters = 0;
+    free(a->waiters);
+    free(a->waiter_slot);
+    tony_http_server_free(a->http);
+    tony_host_check_free(&a->hosts);
+    if (a->dns) evdns_base_free(a->dns, 0);
+    tony_apiauth_replay_free(a->auth_replay);
+    free((char *)a->reads.cookie);
+    free(a);
+    am->api = NULL;
 }
 
 static json_t *read_body(struct evhttp_request *req) {
@@ -595,14 +635,14 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     struct evbuffer *body = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(body);
     tony_apiauth_key key;
-    tony_apiauth_key_from_secret(am->secret, &key);
+    tony_apiauth_key_from_secret(am->id.secret, &key);
     tony_apiauth_claim c;
     long long now = tony_wall_ms();
     tony_apiauth_verdict v =
         tony_apiauth_verify(&key, evhttp_find_header(in, TONY_APIAUTH_HEADER), "POST", evhttp_find_header(in, "Host"),
                             evhttp_request_get_uri(req), n ? evbuffer_pullup(body, -1) : NULL, n, now, &c);
-    if (!am->auth_replay) am->auth_replay = tony_apiauth_replay_new();
-    if (v == TONY_APIAUTH_OK && !tony_apiauth_replay_check(am->auth_replay, sender, &c)) v = TONY_APIAUTH_BAD_REPLAY;
+    if (!am->api->auth_replay) am->api->auth_replay = tony_apiauth_replay_new();
+    if (v == TONY_APIAUTH_OK && !tony_apiauth_replay_check(am->api->auth_replay, sender, &c)) v = TONY_APIAUTH_BAD_REPLAY;
     if (v == TONY_APIAUTH_OK || v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
         tony_http_reply_sign(req, &key, c.nonce_hex);
     if (v == TONY_APIAUTH_OK) return true;
@@ -615,7 +655,7 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     json_t *o = json_pack("{s:s,s:s}", AM_API_ERROR, why, TONY_APIAUTH_REFUSED, tony_apiauth_verdict_word(v));
     if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY) {
         json_object_set_new(o, TONY_APIAUTH_NOW_MS, json_integer(now));
-        json_object_set_new(o, TONY_APIAUTH_FLOOR_MS, json_integer(tony_apiauth_replay_floor(am->auth_replay, sender)));
+        json_object_set_new(o, TONY_APIAUTH_FLOOR_MS, json_integer(tony_apiauth_replay_floor(am->api->auth_replay, sender)));
     }
     /* only calls that hold the key are logged: a stranger cannot fill the log */
     if (v == TONY_APIAUTH_BAD_CLOCK || v == TONY_APIAUTH_BAD_REPLAY)
@@ -631,13 +671,13 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
  * container on this node); else the job dir's layout (the local backend). */
 static char *task_log_dir(const tony_am *am, const char *role, int index, int attempt) {
     if (am->plan.single_node) {
-        if (strcmp(role, "am") != 0 || index != 0 || !am->single.log_dir) return NULL;
-        return tony_strdup(am->single.log_dir);
+        if (strcmp(role, "am") != 0 || index != 0 || !am->single.place.log_dir) return NULL;
+        return tony_strdup(am->single.place.log_dir);
     }
     const am_task *t = am_job_task((am_job *)&am->fsm.job, role, index);
     if (!t) return NULL;
     if (attempt == am->fsm.job.attempt && t->log_dir && tony_is_dir(t->log_dir)) return tony_strdup(t->log_dir);
-    return tony_jobdir_task_dir(am->job_dir, attempt, role, index);
+    return tony_jobdir_task_dir(am->id.job_dir, attempt, role, index);
 }
 
 /* Parses a query value as a non-negative integer no larger than max. */
@@ -1114,21 +1154,21 @@ static char *why_no_tensorboard(const tony_am *am) {
     if (!t)
         return tony_sprintf("Job %s runs no TensorBoard: no task of it reserves TB_PORT. Submit it with "
                             "--sidecar_tensorboard_log_dir DIR, or have the chief start TensorBoard on $TB_PORT.",
-                            am->app_id);
+                            am->id.app_id);
     const char *dir = am->plan.tensorboard_log_dir;
     if ((am->fsm.state == AM_JOB_DONE))
         return tony_sprintf("Job %s has ended: no TensorBoard serves for it any more (TB_PORT was %s:%d's).%s%s",
-                            am->app_id, t->role->name,
+                            am->id.app_id, t->role->name,
                             t->index, dir ? " To look at its summaries now: tensorboard --logdir " : "", dir ? dir : "");
     if (am_task_done(t))
         return tony_sprintf("Job %s: %s:%d, which served TensorBoard, is no longer running (%s); its log tells why: "
                             "tony logs %s --task %s:%d",
-                            am->app_id, t->role->name, t->index, am_task_state_name(t->state), am->app_id,
+                            am->id.app_id, t->role->name, t->index, am_task_state_name(t->state), am->id.app_id,
                             t->role->name, t->index);
     if (t->state != AM_TASK_RUNNING)
         return tony_sprintf("Job %s: %s:%d, which serves TensorBoard, has not started yet (%s); try again shortly.",
-                            am->app_id, t->role->name, t->index, am_task_state_name(t->state));
-    return tony_sprintf("Job %s: %s:%d runs, but nothing serves on its TB_PORT (%d) yet. %s", am->app_id,
+                            am->id.app_id, t->role->name, t->index, am_task_state_name(t->state));
+    return tony_sprintf("Job %s: %s:%d runs, but nothing serves on its TB_PORT (%d) yet. %s", am->id.app_id,
                         t->role->name, t->index, t->tb_port,
                         t->role->kind == TONY_ROLE_SIDECAR ? "TensorBoard takes a few seconds to start; try again shortly."
                                                            : "Without a sidecar, the job's own code must start "
@@ -1172,8 +1212,7 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
         }
     }
     evhttp_clear_headers(&q);
-    if (!am->events) am_reply_json(req, 200, json_pack("{s:[],s:I}", "events", "next", (json_int_t)since));
-    else am_reply_json(req, 200, am_events_since_json(am->events, since, AM_EVENTS_PAGE));
+    am_reply_json(req, 200, am_record_events_json(am, since));
 }
 
 /* The web page's own paths: a link to them carrying the token sets the
@@ -1201,7 +1240,7 @@ static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *pa
     TAILQ_INIT(&q);
     /* a malformed query carries no token; its handler says what is wrong */
     if (query && evhttp_parse_query_str(query, &q)) evhttp_clear_headers(&q);
-    tony_read_verdict v = tony_read_check(&am->reads, req, path, &q);
+    tony_read_verdict v = tony_read_check(&am->api->reads, req, path, &q);
     evhttp_clear_headers(&q);
     if (v == TONY_READ_REFUSED)
         am_reply_error(req, 403,
@@ -1217,11 +1256,11 @@ static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *pa
  * YARN's web proxy use) and addresses are answered. */
 static bool host_ok(tony_am *am, struct evhttp_request *req) {
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-    if (tony_host_check_ok(&am->hosts, host)) return true;
-    char *names = tony_host_check_describe(&am->hosts);
+    if (tony_host_check_ok(&am->api->hosts, host)) return true;
+    char *names = tony_host_check_describe(&am->api->hosts);
     char *msg = tony_sprintf("this coordinator answers requests for %s on port %d, not for Host '%.200s' (a web page "
                              "of another site may be trying to read it through DNS rebinding); use %s",
-                             names, am->hosts.port, host, am->url);
+                             names, am->api->hosts.port, host, am->id.url);
     am_reply_error(req, 421, msg);
     free(msg);
     free(names);
@@ -1287,8 +1326,9 @@ static void on_finish(am_call *c) {
  * for every method itself). */
 static void on_notebook(am_call *c) {
     tony_am *am = c->am;
-    if (!am->dns) am->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-    am_notebook_proxy(&(am_notebook_ctx){am->base, am->dns, &am->reads, &am->fsm.job, am->app_id, am->host,
+    am_api *a = am->api;
+    if (!a->dns) a->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+    am_notebook_proxy(&(am_notebook_ctx){am->base, a->dns, &a->reads, &am->fsm.job, am->id.app_id, am->id.host,
                                          am->fsm.state == AM_JOB_DONE},
                       c->req);
 }
@@ -1443,6 +1483,20 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
     if (parsed) evhttp_uri_free(parsed);
 }
 
+/* The read gate and the Host check of a coordinator at am->id.host:am->id.port. */
+static void api_gate(tony_am *am) {
+    am_api *a = am->api;
+    a->reads = (tony_read_gate){am->id.read_token, tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->id.port), page_path};
+    tony_host_check_init_job_server(&a->hosts, am->id.port, am->id.host);
+}
+
+void am_api_init(tony_am *am) {
+    am->api = tony_xcalloc(1, sizeof *am->api);
+    api_gate(am);
+}
+
+long long am_api_ui_seen_ms(const tony_am *am) { return am->api ? am->api->ui_seen_ms : 0; }
+
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
     tony_http_server_opts o = {.what = "the coordinator API",
                                .max_body = 1 << 20,
@@ -1450,10 +1504,10 @@ int am_api_start(tony_am *am, const char *bind_host, tony_error *err) {
                                                   EVHTTP_REQ_DELETE, /* Jupyter's REST API, proxied */
                                .handler = am_api_handle,
                                .arg = am};
-    am->http = tony_http_server_new(am->base, &o);
-    if (tony_http_server_listen(am->http, bind_host, 0, &am->port, err)) return -1;
-    am->url = tony_sprintf("http://%s:%d", am->host, am->port);
-    am->reads = (tony_read_gate){tony_read_token(am->secret), tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->port), page_path};
-    tony_host_check_init_job_server(&am->hosts, am->port, am->host);
+    am->api = tony_xcalloc(1, sizeof *am->api);
+    am->api->http = tony_http_server_new(am->base, &o);
+    if (tony_http_server_listen(am->api->http, bind_host, 0, &am->id.port, err)) return -1;
+    am->id.url = tony_sprintf("http://%s:%d", am->id.host, am->id.port);
+    api_gate(am);
     return 0;
 }

@@ -8,8 +8,18 @@
 #include "am/am_internal.h"
 #include "am/api_routes.h"
 
-/* Listens on bind_host, any free port; am->url names am->host. */
+/* The longest an executor's registration poll is held before "wait". */
+#define AM_REGISTER_POLL_MS 15000
+
+/* Makes the API's part and listens on bind_host, any free port; am->id.url
+ * names am->id.host. */
 int am_api_start(tony_am *am, const char *bind_host, tony_error *err);
+/* Makes the API's part without a server, for a coordinator whose port and
+ * read token are set (the request fuzzer hands am_api_handle requests). */
+void am_api_init(tony_am *am);
+/* When the web UI last polled the job (0: never): the coordinator lingers
+ * after the end for a UI still watching. */
+long long am_api_ui_seen_ms(const tony_am *am);
 /* The server's handler of every request (arg: the tony_am); its own
  * symbol so that the request fuzzer (tests/fuzz/fuzz_api.c) can hand it
  * requests without a socket. */
@@ -25,7 +35,8 @@ void am_api_expire_waiters(tony_am *am, long long now_ms);
 /* In-place restarts: the next attempt has started; the registrations held
  * for it (kept containers' executors) are taken now. */
 void am_api_admit_early(tony_am *am);
-/* Drops every held poll unanswered (the coordinator is going away). */
-void am_api_free_waiters(tony_am *am);
+/* Drops every held poll unanswered and frees the API's part: its server,
+ * DNS base and all (the coordinator is going away). */
+void am_api_free(tony_am *am);
 
 #endif

@@ -6,14 +6,18 @@
  * move to its portal's HistoryFileMover). With a mirror (HDFS on YARN) the
  * same tree is kept in the coordinator's work dir and copied to the
  * mirror's dirs when the job starts, when an attempt ends and at the end,
- * off the loop (am.h's tony_am_history_mirror). */
+ * off the loop (backend/history_mirror.h). */
 #ifndef TONY_AM_HISTORY_H
 #define TONY_AM_HISTORY_H
 
-#include "am/am.h"
+#include <stdbool.h>
+
+#include "backend/history_mirror.h" /* tony_am_history_mirror: the backend's, handed in */
 #include "common/error.h"
 #include "common/jhist.h"
 #include "conf/conf.h"
+
+struct event_base;
 
 typedef struct am_history am_history;
 

@@ -5,6 +5,9 @@
 
 #include "am/am_internal.h"
 
+/* The most bytes of a task's log one GET .../log answers with. */
+#define AM_LOG_CHUNK (64 * 1024)
+
 /* 0 when the backend can read a task's log from log_url (what its executor
  * reported), else why not. */
 int am_backend_reads_log_url(const tony_am *am, const char *log_url, tony_error *err);

@@ -14,8 +14,8 @@
 #include "am/job.h"
 #include "common/readtoken.h"
 
-/* What the proxy needs of the coordinator (not its handle, so that this
- * module stays out of am_internal.h's include cycle). */
+/* What the proxy needs of the coordinator (not its handle: the API hands
+ * it these, the DNS base and read gate from its own part). */
 typedef struct am_notebook_ctx {
     struct event_base *base;
     struct evdns_base *dns;      /* resolves the task's host off the loop; NULL: a blocking lookup */

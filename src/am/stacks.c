@@ -25,7 +25,7 @@ void am_stacks_hang(tony_am *am, const am_task *t, long long idle_ms) {
               "stacks before the attempt ends",
               t->role->name, t->index, idle);
     am_record_task_hung(am, t, idle_ms);
-    char *dir = tony_jobdir_stacks_dir(am->job_dir, am->fsm.job.attempt);
+    char *dir = tony_jobdir_stacks_dir(am->id.job_dir, am->fsm.job.attempt);
     tony_error err;
     if (tony_mkdir_p(dir, 0700, &err)) tony_warn("%s", err.msg);
     free(dir);
@@ -38,8 +38,8 @@ void am_stacks_post(tony_am *am, struct evhttp_request *req, am_task *t, const j
         return;
     }
     int attempt = am->fsm.job.attempt;
-    char *dir = tony_jobdir_stacks_dir(am->job_dir, attempt);
-    char *path = tony_jobdir_stacks_file(am->job_dir, attempt, t->role->name, t->index);
+    char *dir = tony_jobdir_stacks_dir(am->id.job_dir, attempt);
+    char *path = tony_jobdir_stacks_file(am->id.job_dir, attempt, t->role->name, t->index);
     tony_error err;
     if (tony_mkdir_p(dir, 0700, &err) || tony_write_file(path, text, strlen(text), 0600, &err)) {
         /* the attempt still ends (the wait is bounded); only this file is missing */
@@ -85,7 +85,7 @@ void am_stacks_get(tony_am *am, struct evhttp_request *req, const char *role, in
         am_reply_error(req, 404, "no such task in this job");
         return;
     }
-    char *path = tony_jobdir_stacks_file(am->job_dir, (int)attempt, t->role->name, t->index);
+    char *path = tony_jobdir_stacks_file(am->id.job_dir, (int)attempt, t->role->name, t->index);
     char *data = NULL;
     size_t len = 0;
     if (tony_read_file(path, &data, &len, NULL) == 0) {

@@ -47,17 +47,17 @@ void am_task_world_free(tony_plan *view) {
 void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     const tony_plan *p = &am->plan;
     tony_env_merge(env, &p->container_env);
-    tony_env_set(env, TASKENV_JOB_ID, am->app_id);
-    tony_env_set(env, TASKENV_APPID, am->app_id);
+    tony_env_set(env, TASKENV_JOB_ID, am->id.app_id);
+    tony_env_set(env, TASKENV_APPID, am->id.app_id);
     am_task_attempt_env(am, env);
     tony_env_set(env, TASKENV_ATTEMPT_NUMBER, "0");
-    tony_env_set(env, TASKENV_AM_HOST, am->host);
-    tony_env_setf(env, TASKENV_AM_PORT, "%d", am->port);
-    if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
-    tony_env_set(env, TASKENV_AM_URL, am->url);
-    tony_env_set(env, TASKENV_READ_TOKEN, am->reads.token);
+    tony_env_set(env, TASKENV_AM_HOST, am->id.host);
+    tony_env_setf(env, TASKENV_AM_PORT, "%d", am->id.port);
+    if (am->id.shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->id.shared_dir);
+    tony_env_set(env, TASKENV_AM_URL, am->id.url);
+    tony_env_set(env, TASKENV_READ_TOKEN, am->id.read_token);
     tony_env_set(env, TASKENV_BACKEND, tony_backend_name(am->backend));
-    tony_env_set(env, TASKENV_SECRET, am->secret);
+    tony_env_set(env, TASKENV_SECRET, am->id.secret);
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);
     tony_env_setf(env, TASKENV_HEARTBEAT_INTERVAL_MS, "%lld", p->heartbeat_interval_ms);
     tony_env_setf(env, TASKENV_MAX_MISSED_HEARTBEATS, "%d", p->max_missed_heartbeats);
@@ -76,12 +76,12 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
 void am_single_node_env(const tony_am *am, const char *work_dir, tony_env *env) {
     tony_env_merge(env, &am->plan.container_env);
     tony_env_merge(env, &am->plan.shell_env);
-    tony_env_set(env, TASKENV_JOB_ID, am->app_id);
-    tony_env_set(env, TASKENV_APPID, am->app_id);
+    tony_env_set(env, TASKENV_JOB_ID, am->id.app_id);
+    tony_env_set(env, TASKENV_APPID, am->id.app_id);
     tony_env_set(env, TASKENV_PREPROCESSING_JOB, "true");
     tony_env_set(env, "HOME", work_dir);
     tony_env_set(env, TASKENV_SESSION_ID, "0");
-    if (am->shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->shared_dir);
+    if (am->id.shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->id.shared_dir);
     /* YARN's MALLOC_ARENA_MAX slows TensorFlow down (TonY #346) */
     tony_env_unset(env, "MALLOC_ARENA_MAX");
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "am/record.h"
 #include "common/amapi.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
@@ -86,7 +87,7 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     /* The executor says where its logs are (a container's log dir on its
      * node); before it registers, the local layout is the best guess. */
     char *dir = t->log_dir ? tony_strdup(t->log_dir)
-                           : tony_jobdir_task_dir(am->job_dir, am->fsm.job.attempt, t->role->name, t->index);
+                           : tony_jobdir_task_dir(am->id.job_dir, am->fsm.job.attempt, t->role->name, t->index);
     char *out = tony_sprintf("%s/stdout", dir), *err = tony_sprintf("%s/stderr", dir);
     if (t->container) json_object_set_new(o, JOB_TASK_CONTAINER, json_string(t->container));
     if (t->log_url) json_object_set_new(o, JOB_TASK_LOG_URL, json_string(t->log_url));
@@ -126,16 +127,16 @@ const am_task *am_view_tensorboard_task(const tony_am *am) {
  * log fields, so that readers (tony logs, the page) find its output where
  * they find any task's. */
 static json_t *single_node_task_json(const tony_am *am) {
-    const tony_am_place *at = &am->single;
+    const tony_am_place *at = &am->single.place;
     const char *state =
         (am->fsm.state == AM_JOB_DONE) ? am_final_status_name(am->fsm.final_status) : JOB_TASK_STATE_RUNNING;
     json_t *t = json_pack("{s:s,s:i,s:s,s:i,s:s}", JOB_TASK_ROLE, JOB_SINGLE_NODE_ROLE, JOB_TASK_INDEX, 0,
-                          JOB_TASK_STATE, state, JOB_TASK_ATTEMPT, 0, JOB_TASK_HOST, am->host);
-    if (am->single_exited) {
+                          JOB_TASK_STATE, state, JOB_TASK_ATTEMPT, 0, JOB_TASK_HOST, am->id.host);
+    if (am->single.exited) {
         char meaning[160];
-        json_object_set_new(t, JOB_TASK_EXIT_STATUS, json_integer(am->single_exit_code));
+        json_object_set_new(t, JOB_TASK_EXIT_STATUS, json_integer(am->single.exit_code));
         json_object_set_new(t, JOB_TASK_EXIT_MEANING,
-                            json_string(tony_exit_status_meaning(am->single_exit_code, meaning, sizeof meaning)));
+                            json_string(tony_exit_status_meaning(am->single.exit_code, meaning, sizeof meaning)));
     }
     if (at->container) json_object_set_new(t, JOB_TASK_CONTAINER, json_string(at->container));
     if (at->log_url) json_object_set_new(t, JOB_TASK_LOG_URL, json_string(at->log_url));
@@ -213,6 +214,13 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
 
 json_t *am_job_json(const tony_am *am) { return job_json(am, false, 0, 0); }
 
+json_t *am_tasks_json(const tony_am *am) {
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < am->fsm.job.ntasks; i++)
+        json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
+    return tasks;
+}
+
 json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit) { return job_json(am, true, offset, limit); }
 
 /* paged: only tasks [offset, offset + limit) are listed, with the total
@@ -221,27 +229,28 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
                                                                             : am_job_state_name(am->fsm.state);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", JOB_APP_ID, am->app_id, JOB_STATE, state, JOB_FINAL_STATUS,
-                          am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
+    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", JOB_APP_ID, am->id.app_id, JOB_STATE, state,
+                          JOB_FINAL_STATUS, am_final_status_name(am->fsm.final_status), JOB_ATTEMPT, am->fsm.job.attempt, JOB_BACKEND,
                           am->backend ? tony_backend_name(am->backend) : "local", JOB_FRAMEWORK, am->plan.framework, JOB_DIR,
-                          am->job_dir, JOB_STARTED_MS, am_wall_ms(am, am->started_ms));
+                          am->id.job_dir, JOB_STARTED_MS, am_wall_ms(am, am->id.started_ms));
     const char *name = tony_conf_get(am->conf, TONY_KEY_APP_NAME);
     if (name) json_object_set_new(o, JOB_NAME, json_string(name));
     const char *fw_source = tony_conf_get_source(am->conf, TONY_KEY_APP_FRAMEWORK);
     json_object_set_new(o, JOB_FRAMEWORK_DEFAULT, json_boolean(!fw_source || strcmp(fw_source, "default") == 0));
     json_object_set_new(o, JOB_RETRIES_LEFT, json_integer(am->fsm.retries_left));
     json_object_set_new(o, JOB_SINGLE_NODE, json_boolean(am->plan.single_node));
-    if (am->url) json_object_set_new(o, JOB_URL, json_string(am->url));
+    if (am->id.url) json_object_set_new(o, JOB_URL, json_string(am->id.url));
     if (am->fsm.finished_ms) json_object_set_new(o, JOB_FINISHED_MS, json_integer(am_wall_ms(am, am->fsm.finished_ms)));
     const char *diag = am->fsm.diagnostics ? am->fsm.diagnostics : am->fsm.job.attempt_diagnostics;
     if (diag) json_object_set_new(o, JOB_DIAGNOSTICS, json_string(diag));
-    if (am->status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(am->status_error));
-    if (am->history_error) json_object_set_new(o, JOB_HISTORY_ERROR, json_string(am->history_error));
+    const char *status_error = am_record_status_error(am), *history_error = am_record_history_error(am);
+    if (status_error) json_object_set_new(o, JOB_STATUS_ERROR, json_string(status_error));
+    if (history_error) json_object_set_new(o, JOB_HISTORY_ERROR, json_string(history_error));
     json_t *cause = am_cause_json(&am->fsm.root_cause);
     if (cause) json_object_set_new(o, JOB_ROOT_CAUSE, cause);
     if (am->fsm.state == AM_JOB_BACKOFF)
         json_object_set_new(o, JOB_RESTART_AT_MS, json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
-    json_t *single = am->plan.single_node && am->single.log_dir ? single_node_task_json(am) : NULL;
+    json_t *single = am->plan.single_node && am->single.place.log_dir ? single_node_task_json(am) : NULL;
     size_t total = am->fsm.job.ntasks + (single != NULL);
     /* the advice, once the job is over, is over every task */
     bool all = !paged || am->fsm.state == AM_JOB_DONE;
@@ -278,13 +287,13 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
         json_object_set_new(o, JOB_TASK_COUNTS, task_counts_json(am, single));
     }
     json_decref(single);
-    if (am->history) {
+    const am_history *h = am_record_history(am);
+    if (h) {
         /* Where a reader finds it: the HDFS copy on YARN, else the local dir. */
-        char *where = am_history_where(am->history);
-        const char *file = strrchr(am_history_file(am->history), '/');
+        char *where = am_history_where(h);
+        const char *file = strrchr(am_history_file(h), '/');
         json_object_set_new(o, JOB_HISTORY_DIR, json_string(where));
-        json_object_set_new(o, JOB_HISTORY_FILE,
-                            json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(am->history)));
+        json_object_set_new(o, JOB_HISTORY_FILE, json_sprintf("%s/%s", where, file ? file + 1 : am_history_file(h)));
         free(where);
     }
     return o;

@@ -8,10 +8,16 @@
 #include "common/amapi.h"
 #include "common/strv.h"
 
-struct am_watch {
+typedef struct am_watch {
     struct evhttp_request *req;
     am_task *task;
     long long deadline_ms;
+} am_watch;
+
+/* The watches' part of the handle (am_internal.h): written here only. */
+struct am_watches {
+    am_watch *v;
+    size_t n;
 };
 
 static bool due(const tony_am *am, const am_task *t) {
@@ -27,28 +33,31 @@ void am_watch_add(tony_am *am, struct evhttp_request *req, am_task *t) {
         answer_stop(req);
         return;
     }
-    for (size_t i = 0; i < am->nwatches; i++) {
-        if (am->watches[i].task != t) continue;
-        am_reply_json(am->watches[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        am->watches[i].req = req;
-        am->watches[i].deadline_ms = am_now_ms() + AM_WATCH_POLL_MS;
+    if (!am->watches) am->watches = tony_xcalloc(1, sizeof *am->watches);
+    am_watches *w = am->watches;
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->v[i].task != t) continue;
+        am_reply_json(w->v[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        w->v[i].req = req;
+        w->v[i].deadline_ms = am_now_ms() + AM_WATCH_POLL_MS;
         return;
     }
-    am->watches = tony_xrealloc(am->watches, (am->nwatches + 1) * sizeof *am->watches);
-    am->watches[am->nwatches++] = (am_watch){req, t, am_now_ms() + AM_WATCH_POLL_MS};
+    w->v = tony_xrealloc(w->v, (w->n + 1) * sizeof *w->v);
+    w->v[w->n++] = (am_watch){req, t, am_now_ms() + AM_WATCH_POLL_MS};
 }
 
 /* Answers (with stop or wait) and drops the watches pick selects. */
 static void answer_where(tony_am *am, bool (*pick)(const tony_am *, const am_watch *, long long), long long now_ms,
                          bool stop) {
-    for (size_t i = 0; i < am->nwatches;) {
-        if (!pick(am, &am->watches[i], now_ms)) {
+    am_watches *w = am->watches;
+    for (size_t i = 0; w && i < w->n;) {
+        if (!pick(am, &w->v[i], now_ms)) {
             i++;
             continue;
         }
-        if (stop) answer_stop(am->watches[i].req);
-        else am_reply_json(am->watches[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        am->watches[i] = am->watches[--am->nwatches];
+        if (stop) answer_stop(w->v[i].req);
+        else am_reply_json(w->v[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        w->v[i] = w->v[--w->n];
     }
 }
 
@@ -67,7 +76,7 @@ void am_watch_release(tony_am *am) { answer_where(am, pick_due, 0, true); }
 void am_watch_expire(tony_am *am, long long now_ms) { answer_where(am, pick_expired, now_ms, false); }
 
 void am_watch_free(tony_am *am) {
+    if (am->watches) free(am->watches->v);
     free(am->watches);
     am->watches = NULL;
-    am->nwatches = 0;
 }

@@ -37,6 +37,18 @@ def test_single_node_fail(tony):
     assert "boom" in (r.job_dir() / "attempts/0/am/stderr").read_text()
 
 
+def test_setup_failure_after_the_plan_still_writes_status_json(tony):
+    """The coordinator's setup fails once the plan is made (the shared dir
+    cannot be made), before anything is recorded: status.json still ends
+    FINISHED, FAILED, with the reason (issue 27: its write is the
+    recorder's, whose part does not exist yet then)."""
+    r = tony.submit("--conf", "tony.application.shared-dir=/proc/nope/x", "--executes", "true")
+    assert r.rc != 0, r
+    st = json.loads((r.job_dir() / "status.json").read_text())
+    assert st["state"] == "FINISHED" and st["final_status"] == "FAILED", st
+    assert "/proc/nope/x" in st["diagnostics"], st
+
+
 def test_ps_worker_pass(tony):
     r = tony.submit("--executes", role_cmd({"ps": "sleep 300"}, "echo $JOB_NAME $TASK_INDEX"),
                     "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=2", *SMALL)

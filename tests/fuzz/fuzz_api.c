@@ -18,7 +18,6 @@
  * the word "adopt" in it meets a coordinator that replaced a lost one and
  * waits for its tasks to come back (container "c1" is one left running). */
 #include <event2/buffer.h>
-#include <event2/dns.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
@@ -27,6 +26,7 @@
 
 #include "am/am_internal.h"
 #include "am/api.h"
+#include "am/record.h"
 #include "common/amapi.h"
 #include "common/apiauth.h"
 #include "common/clock.h"
@@ -97,27 +97,24 @@ static void am_init(tony_am *am, bool recover) {
     am->plan = plan;
     am->runtime = tony_runtime_find(plan.framework);
     am->backend = &backend;
-    am->job_dir = job_dir;
-    am->app_id = "application_1_0001";
-    am->secret = SECRET;
-    am->host = "127.0.0.1";
-    am->port = 4242;
-    am->url = "http://127.0.0.1:4242";
-    am->reads = (tony_read_gate){READ_TOKEN, "tony_token_4242", NULL};
-    am->started_ms = am_now_ms();
-    am->wall_offset_ms = am_wall_clock_ms() - am->started_ms;
+    am->id.job_dir = job_dir;
+    am->id.app_id = "application_1_0001";
+    am->id.secret = SECRET;
+    am->id.host = "127.0.0.1";
+    am->id.port = 4242;
+    am->id.url = "http://127.0.0.1:4242";
+    am->id.read_token = READ_TOKEN;
+    am->id.started_ms = am_now_ms();
+    am->id.wall_offset_ms = am_wall_clock_ms() - am->id.started_ms;
     /* The state machine started: every task asked for, as the
      * coordinator's loop leaves it before executors call in; what it
      * decides later stays pending (the loop would carry it out). */
-    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->started_ms);
-    if (recover) am_fsm_recover(&am->fsm, 0, am->started_ms + 60000, am->started_ms, &am->pending);
-    else am_fsm_start(&am->fsm, am->started_ms, &am->pending);
+    am_fsm_init(&am->fsm, &am->plan, AM_REGISTER_POLL_MS + 5000, am->id.started_ms);
+    if (recover) am_fsm_recover(&am->fsm, 0, am->id.started_ms + 60000, am->id.started_ms, &am->pending);
+    else am_fsm_start(&am->fsm, am->id.started_ms, &am->pending);
     am->act_ev = event_new(am->base, -1, 0, on_kick, NULL);
-    tony_host_check_init_job_server(&am->hosts, am->port, am->host);
-    am->events = am_events_new(64);
-    am->nmetrics = am->fsm.job.ntasks;
-    am->metrics = tony_xcalloc(am->nmetrics, sizeof *am->metrics);
-    for (size_t i = 0; i < am->nmetrics; i++) am->metrics[i] = am_metrics_new(16);
+    am_api_init(am);
+    am_record_init(am, 64);
 }
 
 static void am_fini(tony_am *am) {
@@ -125,17 +122,11 @@ static void am_fini(tony_am *am) {
      * its watch) is answered, as the coordinator does when it ends. */
     am_fsm_abandon(&am->fsm, am_now_ms(), &am->pending);
     am_api_release_waiters(am);
-    am_api_free_waiters(am);
-    am_events_free(am->events);
-    for (size_t i = 0; i < am->nmetrics; i++) am_metrics_free(am->metrics[i]);
-    free(am->metrics);
+    am_api_free(am);
+    am_record_free(am);
     am_actions_free(&am->pending);
     am_fsm_free(&am->fsm);
-    tony_apiauth_replay_free(am->auth_replay);
-    tony_host_check_free(&am->hosts);
     event_free(am->act_ev);
-    /* made on first use by a /notebook request (api.c), freed as am.c does */
-    if (am->dns) evdns_base_free(am->dns, 0);
     event_base_free(am->base);
 }
 
