@@ -241,6 +241,7 @@ static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
     f->memo->loss_known = false;
     f->stop_due_ms = 0;
     f->stop_walk_mode = 0;
+    f->rejoin_due_ms = 0;
     j->attempt_over = false;
     j->attempt_status = AM_FINAL_UNDEFINED;
     free(j->attempt_diagnostics);
