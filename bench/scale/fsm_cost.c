@@ -2,7 +2,7 @@
  * am/fsm.c): the real am_fsm, on a plan from a real configuration, driven
  * through one gang of N workers (register all, start all, one failure,
  * every other executor stopping its process in place, the restart,
- * register all again); prints each phase's CPU seconds. No HTTP, process
+ * register all again); prints each phase's CPU milliseconds. No HTTP, process
  * or clock of the coordinator's: the state machine alone. Links against
  * any tree's libtonycore.a (its API is the same before and after issue 26):
  *   cc -O2 -Isrc bench/scale/fsm_cost.c build/libtonycore.a \
@@ -87,9 +87,9 @@ static int run(int n) {
     register_all(&f, 60, &out);
     double t5 = cpu_s();
     bool running = f.state == AM_JOB_RUNNING && f.job.attempt == 1;
-    printf("%6d tasks: init+start %.3f s, register %.3f s, start %.3f s, failure+stop in place %.3f s, "
-           "restart+register %.3f s, total %.3f s CPU%s\n",
-           n, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0,
+    printf("%6d tasks, CPU ms: init+start %.2f, register %.2f, start %.2f, failure+stop in place %.2f, "
+           "restart+register %.2f; total %.2f%s\n",
+           n, 1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2), 1e3 * (t4 - t3), 1e3 * (t5 - t4), 1e3 * (t5 - t0),
            restart && running ? "" : " (the scenario did not run as planned)");
     fflush(stdout);
     am_actions_free(&out);

@@ -75,6 +75,7 @@ static bool task_gone(const am_task *t);
 static bool left_unannounced(const am_task *t);
 static long long in_place_stop_ms(const tony_plan *p);
 static am_task *loss_walk(const am_job *j);
+static void rank_world(am_job *j);
 
 static unsigned bit(am_tally k, bool on) { return on ? 1u << k : 0u; }
 
@@ -138,6 +139,16 @@ int am_fsm_check_counts(const am_fsm *f, tony_error *err) {
         if (roles[k] != j->role_tally[k])
             rc = tony_err(err, "role %zu's count %zu is %d, a walk says %d", k / AM_TALLY_N, k % AM_TALLY_N,
                           j->role_tally[k], roles[k]);
+    int *rank = tony_xcalloc(j->plan->nroles + 1, sizeof *rank); /* the next one's, per role */
+    for (size_t i = 0; i < j->ntasks && rc == 0; i++) {
+        const am_task *t = &j->tasks[i];
+        size_t r = (size_t)(t->role - j->plan->roles);
+        if (t->world_rank != rank[r])
+            rc = tony_err(err, "task %s:%d's world rank is %d, a walk says %d: the world changed unranked",
+                          t->role->name, t->index, t->world_rank, rank[r]);
+        rank[r] += !t->out;
+    }
+    free(rank);
     if (rc == 0 && registered != j->nregistered)
         rc = tony_err(err, "nregistered is %d, a walk says %d", j->nregistered, registered);
     if (rc == 0 && f->memo->loss_known && f->memo->loss != loss_walk(j))
@@ -164,6 +175,7 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     f->state = AM_JOB_NEW;
     f->memo = tony_xcalloc(1, sizeof *f->memo);
     tally_all(f);
+    rank_world(&f->job);
 }
 
 void am_fsm_free(am_fsm *f) {
@@ -216,6 +228,7 @@ static void renew_task(am_job *j, am_task *t) {
     t->rejoin_at_ms = kept.rejoin_at_ms;
     t->rejoin_tries = kept.rejoin_tries;
     t->tallied = kept.tallied; /* what it is counted in until its caller tallies it anew */
+    t->world_rank = kept.world_rank;
     t->exit_status = TONY_EXIT_INVALID;
 }
 
@@ -344,15 +357,23 @@ static long long attempt_ran_ms(const am_job *j, long long now_ms) {
 
 /* ---- Elastic jobs: the world's membership (fsm.h) ---- */
 
-int am_fsm_world_index(const am_job *j, const am_task *t) {
-    /* every task's answer asks: a walk only where tasks of its role left */
-    if (am_job_role_tally(j, t->role, AM_TALLY_OUT) == 0) return t->index;
-    int rank = 0;
+/* Each task's rank among its role's tasks in the world (the tasks that
+ * left are skipped): ranked once per change of the world, since every
+ * task's answer asks for its own. */
+static void rank_world(am_job *j) {
+    int *next = tony_xcalloc(j->plan->nroles + 1, sizeof *next);
     for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *o = &j->tasks[i];
-        rank += o->role == t->role && o->index < t->index && !o->out;
+        am_task *t = &j->tasks[i];
+        size_t r = (size_t)(t->role - j->plan->roles);
+        t->world_rank = next[r];
+        next[r] += !t->out;
     }
-    return rank;
+    free(next);
+}
+
+int am_fsm_world_index(const am_job *j, const am_task *t) {
+    (void)j;
+    return t->world_rank;
 }
 
 int am_fsm_world_count(const am_job *j, const tony_role *r) { return am_job_role_tally(j, r, AM_TALLY_WORLD); }
@@ -447,6 +468,7 @@ static void world_changed(am_fsm *f, const char *what, long long now_ms, am_acti
     am_job *j = &f->job;
     f->world_version++;
     f->settle_at_ms = 0;
+    rank_world(j);
     tony_buf sizes = {0};
     int size = 0;
     for (size_t r = 0; r < j->plan->nroles; r++) {

@@ -125,6 +125,7 @@ typedef struct am_task {
     long long rejoin_at_ms;
     int rejoin_tries;
     unsigned tallied;     /* the am_tally counts it is in now (bit k: count k) */
+    int world_rank;       /* its rank among its role's tasks in the world (fsm.h's am_fsm_world_index) */
 } am_task;
 
 typedef struct am_job {
