@@ -4,6 +4,7 @@
  * training, stop retries and the executor's own stop. */
 #include "am/fsm.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,107 @@ const char *am_attempt_end_name(am_attempt_end e) {
     return NULL;
 }
 
+/* Answers found by a walk, kept until a task they depend on changes
+ * (tally marks them stale): which task an elastic attempt's failure comes
+ * from (loss_root's walk), and the first task whose failure is permanent. */
+struct am_fsm_memo {
+    bool loss_known;
+    am_task *loss;
+    bool permanent_known;
+    const am_task *permanent;
+};
+
+static bool task_gone(const am_task *t);
+static bool left_unannounced(const am_task *t);
+static long long in_place_stop_ms(const tony_plan *p);
+static am_task *loss_walk(const am_job *j);
+static void rank_world(am_job *j);
+
+static unsigned bit(am_tally k, bool on) { return on ? 1u << k : 0u; }
+
+/* The counts of job.h's am_tally that t belongs in now. */
+static unsigned task_bits(const am_fsm *f, const am_task *t) {
+    bool done = am_task_done(t), live = am_task_live(t), asked = t->state != AM_TASK_NEW;
+    bool tracked = t->role->kind == TONY_ROLE_TRACKED, prepare = t->role->stage == TONY_STAGE_PREPARE;
+    bool unstopped = live && t->stop_tries == 0, kept = done && am_fsm_may_keep(f, t), told = t->stop_asked_ms != 0;
+    return bit(AM_TALLY_REQUESTED, asked && !t->out) | bit(AM_TALLY_MISSING, asked && !t->out && !t->host && !done) |
+           bit(AM_TALLY_NEW_PREPARE, !asked && !t->out && prepare) |
+           bit(AM_TALLY_NEW_LATER, !asked && !t->out && !prepare) |
+           bit(AM_TALLY_PREPARE_OPEN, prepare && tracked && !done) |
+           bit(AM_TALLY_TRACKED_OPEN, tracked && !done && !t->out) | bit(AM_TALLY_LIVE, live) |
+           bit(AM_TALLY_UNSETTLED, live && !kept) | bit(AM_TALLY_TO_STOP, unstopped && !kept && !told) |
+           bit(AM_TALLY_KEPT, unstopped && kept && !told) | bit(AM_TALLY_STOP_ASKED, unstopped && !kept && told) |
+           bit(AM_TALLY_KEPT_ASKED, unstopped && kept && told) | bit(AM_TALLY_PERMANENT, t->permanent != NULL) |
+           bit(AM_TALLY_WORLD, !t->out) | bit(AM_TALLY_OUT, t->out) | bit(AM_TALLY_GONE, !t->out && task_gone(t)) |
+           bit(AM_TALLY_COMING, !t->out || live) | bit(AM_TALLY_REJOINABLE, t->out && !live && !t->stop_given_up) |
+           bit(AM_TALLY_LOSS, !t->out && !t->permanent && t->role->kind != TONY_ROLE_SIDECAR && left_unannounced(t));
+}
+
+/* After any change to t: its counts, and what the change makes due. */
+static void tally(am_fsm *f, am_task *t) {
+    unsigned was = t->tallied, now = task_bits(f, t);
+    unsigned changed = am_job_tally(&f->job, t, now);
+    /* a loss candidate changed (its end's time too): loss_root walks again */
+    if ((was | now) & bit(AM_TALLY_LOSS, true)) f->memo->loss_known = false;
+    if (changed & bit(AM_TALLY_PERMANENT, true)) f->memo->permanent_known = false;
+    if (changed & (bit(AM_TALLY_COMING, true) | bit(AM_TALLY_REJOINABLE, true))) f->rejoin_due_ms = 0;
+    /* a task told to stop in place whose wait was not counted in stop_due_ms */
+    if (changed & now & bit(AM_TALLY_STOP_ASKED, true)) {
+        long long due = t->stop_asked_ms + in_place_stop_ms(f->job.plan);
+        if (!f->stop_due_ms || due < f->stop_due_ms) f->stop_due_ms = due;
+    }
+}
+
+static void tally_all(am_fsm *f) {
+    for (size_t i = 0; i < f->job.ntasks; i++) tally(f, &f->job.tasks[i]);
+}
+
+int am_fsm_check_counts(const am_fsm *f, tony_error *err) {
+    const am_job *j = &f->job;
+    int counts[AM_TALLY_N] = {0}, registered = 0;
+    int *roles = tony_xcalloc(j->plan->nroles + 1, AM_TALLY_N * sizeof *roles);
+    int rc = 0;
+    for (size_t i = 0; i < j->ntasks && rc == 0; i++) {
+        const am_task *t = &j->tasks[i];
+        unsigned bits = task_bits(f, t);
+        registered += t->host != NULL;
+        if (bits != t->tallied)
+            rc = tony_err(err, "task %s:%d is counted as %#x but is %#x now: a change to it was not tallied",
+                          t->role->name, t->index, t->tallied, bits);
+        for (int k = 0; k < AM_TALLY_N; k++) {
+            counts[k] += !!(bits & (1u << k));
+            roles[(size_t)(t->role - j->plan->roles) * AM_TALLY_N + (size_t)k] += !!(bits & (1u << k));
+        }
+    }
+    for (int k = 0; k < AM_TALLY_N && rc == 0; k++)
+        if (counts[k] != j->tally[k]) rc = tony_err(err, "count %d is %d, a walk says %d", k, j->tally[k], counts[k]);
+    for (size_t k = 0; k < j->plan->nroles * AM_TALLY_N && rc == 0; k++)
+        if (roles[k] != j->role_tally[k])
+            rc = tony_err(err, "role %zu's count %zu is %d, a walk says %d", k / AM_TALLY_N, k % AM_TALLY_N,
+                          j->role_tally[k], roles[k]);
+    int *rank = tony_xcalloc(j->plan->nroles + 1, sizeof *rank); /* the next one's, per role */
+    for (size_t i = 0; i < j->ntasks && rc == 0; i++) {
+        const am_task *t = &j->tasks[i];
+        size_t r = (size_t)(t->role - j->plan->roles);
+        if (t->world_rank != rank[r])
+            rc = tony_err(err, "task %s:%d's world rank is %d, a walk says %d: the world changed unranked",
+                          t->role->name, t->index, t->world_rank, rank[r]);
+        rank[r] += !t->out;
+    }
+    free(rank);
+    if (rc == 0 && registered != j->nregistered)
+        rc = tony_err(err, "nregistered is %d, a walk says %d", j->nregistered, registered);
+    if (rc == 0 && f->memo->loss_known && f->memo->loss != loss_walk(j))
+        rc = tony_err(err, "the memo of loss_root is stale: a change to a loss candidate did not reset it");
+    const am_task *first_permanent = NULL;
+    for (size_t i = 0; i < j->ntasks && !first_permanent; i++)
+        if (j->tasks[i].permanent) first_permanent = &j->tasks[i];
+    if (rc == 0 && f->memo->permanent_known && f->memo->permanent != first_permanent)
+        rc = tony_err(err, "the memo of permanent_reason is stale");
+    free(roles);
+    return rc;
+}
+
 void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, long long now_ms) {
     memset(f, 0, sizeof *f);
     am_job_init(&f->job, plan);
@@ -71,6 +173,9 @@ void am_fsm_init(am_fsm *f, const tony_plan *plan, long long barrier_poll_ms, lo
     for (size_t r = 0; r < plan->nroles; r++) f->world_target[r] = plan->roles[r].instances;
     f->started_ms = now_ms;
     f->state = AM_JOB_NEW;
+    f->memo = tony_xcalloc(1, sizeof *f->memo);
+    tally_all(f);
+    rank_world(&f->job);
 }
 
 void am_fsm_free(am_fsm *f) {
@@ -80,6 +185,7 @@ void am_fsm_free(am_fsm *f) {
     free(f->world_note);
     free(f->world_target);
     free(f->ends);
+    free(f->memo);
     am_cause_free(&f->root_cause);
     am_exclusion_free(&f->exclusion);
     memset(f, 0, sizeof *f);
@@ -91,7 +197,7 @@ static bool kept_for_next(const am_fsm *f, const am_task *t) {
     return f->in_place && am_task_live(t) && t->stop_tries == 0 && am_task_done(t) && am_fsm_may_keep(f, t);
 }
 
-static void note_failure(am_job *j, am_task *t, long long when_ms);
+static void note_failure(am_fsm *f, am_task *t, long long when_ms);
 static void end_recovery(am_fsm *f, long long now_ms, am_actions *out);
 static void advance(am_fsm *f, long long now_ms, am_actions *out);
 static void take_registration(am_job *j, am_task *t, const am_registration *r, long long now_ms);
@@ -121,6 +227,8 @@ static void renew_task(am_job *j, am_task *t) {
     t->rejoin_planned = kept.rejoin_planned;
     t->rejoin_at_ms = kept.rejoin_at_ms;
     t->rejoin_tries = kept.rejoin_tries;
+    t->tallied = kept.tallied; /* what it is counted in until its caller tallies it anew */
+    t->world_rank = kept.world_rank;
     t->exit_status = TONY_EXIT_INVALID;
 }
 
@@ -139,9 +247,14 @@ static void reset_attempt(am_fsm *f, int attempt, long long now_ms) {
             t->requested_ms = now_ms;
             t->container_attempt = container_attempt;
         }
+        tally(f, t);
     }
     j->attempt = attempt;
     j->first_failed = NULL;
+    f->memo->loss_known = false;
+    f->stop_due_ms = 0;
+    f->stop_walk_mode = 0;
+    f->rejoin_due_ms = 0;
     j->attempt_over = false;
     j->attempt_status = AM_FINAL_UNDEFINED;
     free(j->attempt_diagnostics);
@@ -200,25 +313,16 @@ static void finish(am_fsm *f, am_final_status status, const char *diag, long lon
     emit(out, AM_ACT_FINISH, NULL, 0, NULL);
 }
 
-static bool containers_gone(const am_job *j) {
-    for (size_t i = 0; i < j->ntasks; i++)
-        if (am_task_live(&j->tasks[i])) return false;
-    return true;
-}
+static bool containers_gone(const am_job *j) { return j->tally[AM_TALLY_LIVE] == 0; }
 
 /* A task asked for whose executor has not registered, and still may (one
  * that ended unregistered, like an ignored sidecar, never will). */
-static bool awaiting_registration(const am_job *j) {
-    for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        if (t->state != AM_TASK_NEW && !t->host && !am_task_done(t) && !t->out) return true;
-    }
-    return false;
-}
+static bool awaiting_registration(const am_job *j) { return j->tally[AM_TALLY_MISSING] > 0; }
 
-static void stop_task(am_task *t, long long now_ms, am_actions *out) {
+static void stop_task(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
     t->stop_tries++;
     t->stop_ms = now_ms;
+    tally(f, t);
     emit(out, AM_ACT_STOP, t, t->stop_tries, NULL);
 }
 
@@ -227,8 +331,13 @@ static void stop_task(am_task *t, long long now_ms, am_actions *out) {
 static const char *permanent_reason(const am_fsm *f) {
     const am_job *j = &f->job;
     if (j->first_failed && j->first_failed->permanent) return j->first_failed->permanent;
-    for (size_t i = 0; i < j->ntasks; i++)
-        if (j->tasks[i].permanent) return j->tasks[i].permanent;
+    if (j->tally[AM_TALLY_PERMANENT] > 0 && !f->memo->permanent_known) {
+        f->memo->permanent = NULL;
+        for (size_t i = 0; i < j->ntasks && !f->memo->permanent; i++)
+            if (j->tasks[i].permanent) f->memo->permanent = &j->tasks[i];
+        f->memo->permanent_known = true;
+    }
+    if (j->tally[AM_TALLY_PERMANENT] > 0 && f->memo->permanent) return f->memo->permanent->permanent;
     return f->permanent;
 }
 
@@ -248,20 +357,26 @@ static long long attempt_ran_ms(const am_job *j, long long now_ms) {
 
 /* ---- Elastic jobs: the world's membership (fsm.h) ---- */
 
-int am_fsm_world_index(const am_job *j, const am_task *t) {
-    int rank = 0;
+/* Each task's rank among its role's tasks in the world (the tasks that
+ * left are skipped): ranked once per change of the world, since every
+ * task's answer asks for its own. */
+static void rank_world(am_job *j) {
+    int *next = tony_xcalloc(j->plan->nroles + 1, sizeof *next);
     for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *o = &j->tasks[i];
-        rank += o->role == t->role && o->index < t->index && !o->out;
+        am_task *t = &j->tasks[i];
+        size_t r = (size_t)(t->role - j->plan->roles);
+        t->world_rank = next[r];
+        next[r] += !t->out;
     }
-    return rank;
+    free(next);
 }
 
-int am_fsm_world_count(const am_job *j, const tony_role *r) {
-    int n = 0;
-    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].role == r && !j->tasks[i].out;
-    return n;
+int am_fsm_world_index(const am_job *j, const am_task *t) {
+    (void)j;
+    return t->world_rank;
 }
+
+int am_fsm_world_count(const am_job *j, const tony_role *r) { return am_job_role_tally(j, r, AM_TALLY_WORLD); }
 
 /* A task of the world whose container or executor is gone (not a process
  * that failed in a container that stays): its replacement is to be asked for. */
@@ -281,19 +396,30 @@ static bool left_unannounced(const am_task *t) {
  * when that task is gone; else a task gone no later than the settle time
  * after it (the peers of a lock-step training fail the moment a task dies,
  * often before the backend tells of its container). NULL: none. */
+static am_task *loss_walk(const am_job *j) {
+    am_task *root = NULL;
+    for (size_t i = 0; i < j->ntasks; i++) {
+        am_task *t = &j->tasks[i];
+        if (!(t->tallied & bit(AM_TALLY_LOSS, true))) continue;
+        if (t->finished_ms > j->first_failed_ms + j->plan->elastic_settle_ms) continue;
+        if (!root || t->finished_ms < root->finished_ms) root = t;
+    }
+    return root;
+}
+
 static am_task *loss_root(const am_fsm *f) {
     const am_job *j = &f->job;
     am_task *first = j->first_failed;
     if (!first || first->out || first->permanent) return NULL;
     if (task_gone(first)) return first;
-    am_task *root = NULL;
-    for (size_t i = 0; i < j->ntasks; i++) {
-        am_task *t = &j->tasks[i];
-        if (t->out || t->permanent || !left_unannounced(t) || t->role->kind == TONY_ROLE_SIDECAR) continue;
-        if (t->finished_ms > j->first_failed_ms + j->plan->elastic_settle_ms) continue;
-        if (!root || t->finished_ms < root->finished_ms) root = t;
+    if (j->tally[AM_TALLY_LOSS] == 0) return NULL;
+    /* asked on every exit of an ending attempt: walked again only once a
+     * candidate or the first failure changed */
+    if (!f->memo->loss_known) {
+        f->memo->loss = loss_walk(j);
+        f->memo->loss_known = true;
     }
-    return root;
+    return f->memo->loss;
 }
 
 /* Whether an elastic attempt's failure may yet turn out to be a loss. */
@@ -315,11 +441,7 @@ static bool world_loss(const am_fsm *f) {
     if (!may_be_loss(f)) return false;
     const am_task *root = loss_root(f);
     if (!root) return false;
-    int gone = 0;
-    for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        gone += t->role == root->role && !t->out && task_gone(t);
-    }
+    int gone = am_job_role_tally(j, root->role, AM_TALLY_GONE);
     return am_fsm_world_count(j, root->role) - gone >= root->role->min_instances;
 }
 
@@ -331,11 +453,12 @@ static bool awaiting_loss(const am_fsm *f) {
 /* t leaves the world. A container whose executor has not registered yet
  * stays asked for: when it comes, the world grows back to it; one whose
  * executor is there (scaled down) is stopped. */
-static void leave_world(am_task *t, tony_buf *who, long long now_ms, am_actions *out) {
+static void leave_world(am_fsm *f, am_task *t, tony_buf *who, long long now_ms, am_actions *out) {
     t->out = true;
     t->rejoin_planned = false;
+    tally(f, t);
     tony_buf_printf(who, "%s%s:%d", who->len ? ", " : "", t->role->name, t->index);
-    if (am_task_live(t) && t->stop_tries == 0 && t->host) stop_task(t, now_ms, out);
+    if (am_task_live(t) && t->stop_tries == 0 && t->host) stop_task(f, t, now_ms, out);
 }
 
 /* The world changed (`what` says who left or joined, and why): its
@@ -345,6 +468,7 @@ static void world_changed(am_fsm *f, const char *what, long long now_ms, am_acti
     am_job *j = &f->job;
     f->world_version++;
     f->settle_at_ms = 0;
+    rank_world(j);
     tony_buf sizes = {0};
     int size = 0;
     for (size_t r = 0; r < j->plan->nroles; r++) {
@@ -362,28 +486,22 @@ static void world_changed(am_fsm *f, const char *what, long long now_ms, am_acti
     advance(f, now_ms, out);
 }
 
-/* Whether every role keeps its minimum in the world without the tasks for
- * which `leaving` says so. */
-static bool keeps_minimum(const am_job *j, bool (*leaving)(const am_task *, const void *), const void *arg) {
+/* Whether every role keeps its minimum in the world without the tasks
+ * the barrier still waits for (asked for, not there: leaving NULL), or
+ * without `leaving`. */
+static bool keeps_minimum(const am_job *j, const am_task *leaving) {
     for (size_t r = 0; r < j->plan->nroles; r++) {
         const tony_role *role = &j->plan->roles[r];
-        int n = 0;
-        for (size_t i = 0; i < j->ntasks; i++) {
-            const am_task *t = &j->tasks[i];
-            n += t->role == role && !t->out && !leaving(t, arg);
-        }
+        int n = am_job_role_tally(j, role, AM_TALLY_WORLD);
+        if (!leaving) n -= am_job_role_tally(j, role, AM_TALLY_MISSING);
+        else n -= leaving->role == role && !leaving->out;
         if (n < role->min_instances) return false;
     }
     return true;
 }
 
 /* A task of the world the barrier still waits for: asked for, not there. */
-static bool missing(const am_task *t, const void *arg) {
-    (void)arg;
-    return !t->out && t->state != AM_TASK_NEW && !t->host && !am_task_done(t);
-}
-
-static bool is_task(const am_task *t, const void *arg) { return t == arg; }
+static bool missing(const am_task *t) { return (t->tallied & bit(AM_TALLY_MISSING, true)) != 0; }
 
 /* The barrier has waited the settle time: the tasks still missing leave
  * the world, where every role keeps its minimum without them. */
@@ -394,10 +512,10 @@ static void settle_world(am_fsm *f, long long now_ms, am_actions *out) {
         f->settle_at_ms = 0;
         return;
     }
-    if (!keeps_minimum(j, missing, NULL)) return; /* below the minimum: as without elasticity */
+    if (!keeps_minimum(j, NULL)) return; /* below the minimum: as without elasticity */
     tony_buf who = {0};
     for (size_t i = 0; i < j->ntasks; i++)
-        if (missing(&j->tasks[i], NULL)) leave_world(&j->tasks[i], &who, now_ms, out);
+        if (missing(&j->tasks[i])) leave_world(f, &j->tasks[i], &who, now_ms, out);
     char *what = tony_sprintf("%s left the world (not there %lld ms after the attempt started "
                               "(tony.application.elastic-settle-ms))",
                               who.data, j->plan->elastic_settle_ms);
@@ -412,10 +530,10 @@ static void settle_world(am_fsm *f, long long now_ms, am_actions *out) {
 static bool leaves_unregistered(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
     if (!j->plan->elastic || t->host || t->out || j->attempt_over || f->recovering ||
-        t->role->kind == TONY_ROLE_SIDECAR || !keeps_minimum(j, is_task, t))
+        t->role->kind == TONY_ROLE_SIDECAR || !keeps_minimum(j, t))
         return false;
     tony_buf who = {0};
-    leave_world(t, &who, now_ms, out);
+    leave_world(f, t, &who, now_ms, out);
     char *what = tony_sprintf("%s left the world (its container ended before it registered)", who.data);
     world_changed(f, what, now_ms, out);
     free(what);
@@ -447,10 +565,14 @@ static long long rejoin_backoff_ms(const tony_plan *p, int tries) {
  * in its runs). */
 static void ask_rejoin(am_fsm *f, long long now_ms, am_actions *out) {
     am_job *j = &f->job;
+    /* Asked after every event: walked again only once a task came or went
+     * (tally), a target changed, or a planned time came. */
+    if (now_ms < f->rejoin_due_ms) return;
+    f->rejoin_due_ms = LLONG_MAX;
     for (size_t r = 0; r < j->plan->nroles; r++) {
         const tony_role *role = &j->plan->roles[r];
-        int have = 0;
-        for (size_t i = 0; i < j->ntasks; i++) have += j->tasks[i].role == role && in_or_coming(&j->tasks[i]);
+        int have = am_job_role_tally(j, role, AM_TALLY_COMING);
+        if (have >= f->world_target[r] || am_job_role_tally(j, role, AM_TALLY_REJOINABLE) == 0) continue;
         for (size_t i = 0; i < j->ntasks && have < f->world_target[r]; i++) {
             am_task *t = &j->tasks[i];
             if (t->role != role || in_or_coming(t) || t->stop_given_up) continue;
@@ -459,13 +581,19 @@ static void ask_rejoin(am_fsm *f, long long now_ms, am_actions *out) {
                 t->rejoin_planned = true;
                 t->rejoin_at_ms = now_ms + rejoin_backoff_ms(j->plan, t->rejoin_tries);
             }
-            if (now_ms < t->rejoin_at_ms) continue;
+            if (now_ms < t->rejoin_at_ms) {
+                if (t->rejoin_at_ms < f->rejoin_due_ms) f->rejoin_due_ms = t->rejoin_at_ms;
+                continue;
+            }
             renew_task(j, t);
             t->rejoin_planned = false;
             t->rejoin_tries++;
             t->state = AM_TASK_REQUESTED;
             t->requested_ms = now_ms;
             t->container_attempt = j->attempt;
+            long long due = f->rejoin_due_ms;
+            tally(f, t);
+            f->rejoin_due_ms = due; /* this walk saw it */
             emit(out, AM_ACT_REQUEST, t, 0, NULL);
         }
     }
@@ -485,11 +613,12 @@ static void grow_world(am_fsm *f, long long now_ms, am_actions *out) {
         am_task *t = &j->tasks[i];
         if (!joining(t)) continue;
         if (am_fsm_world_count(j, t->role) >= f->world_target[role_no(j, t->role)]) {
-            if (t->stop_tries == 0) stop_task(t, now_ms, out);
+            if (t->stop_tries == 0) stop_task(f, t, now_ms, out);
             continue;
         }
         t->out = false;
         t->rejoin_tries = 0;
+        tally(f, t);
         tony_buf_printf(&who, "%s%s:%d", who.len ? ", " : "", t->role->name, t->index);
     }
     if (who.len) {
@@ -517,6 +646,7 @@ static am_reg_result join_request(am_fsm *f, am_task *t, const am_registration *
     t->state = AM_TASK_REGISTERED;
     t->last_heartbeat_ms = now_ms;
     t->polling = true;
+    tally(f, t);
     if (!f->grow_at_ms) f->grow_at_ms = now_ms + f->job.plan->elastic_settle_ms;
     return AM_REG_NEW;
 }
@@ -554,14 +684,15 @@ am_scale_result am_fsm_scale(am_fsm *f, const char *name, int n, long long now_m
     }
     size_t r = role_no(j, role);
     f->world_target[r] = n;
+    f->rejoin_due_ms = 0; /* growing back walks again for the new target */
     bool live = am_job_gang_ready(j);
     int count = am_fsm_world_count(j, role);
     tony_buf who = {0};
     for (size_t i = j->ntasks; i-- > 0 && count > n;) {
         am_task *t = &j->tasks[i];
         if (t->role != role || t->out) continue;
-        leave_world(t, &who, now_ms, out);
-        if (am_task_live(t) && t->stop_tries == 0) stop_task(t, now_ms, out);
+        leave_world(f, t, &who, now_ms, out);
+        if (am_task_live(t) && t->stop_tries == 0) stop_task(f, t, now_ms, out);
         count--;
     }
     /* those on their way beyond the target are not waited for; those
@@ -571,7 +702,7 @@ am_scale_result am_fsm_scale(am_fsm *f, const char *name, int n, long long now_m
         am_task *t = &j->tasks[i];
         if (t->role != role || !t->out) continue;
         if (am_task_live(t)) {
-            if (have >= n && t->stop_tries == 0) stop_task(t, now_ms, out);
+            if (have >= n && t->stop_tries == 0) stop_task(f, t, now_ms, out);
             have++;
         } else {
             t->rejoin_planned = true;
@@ -714,8 +845,10 @@ bool am_fsm_keeps_container(const am_fsm *f, const am_task *t) {
 /* Leaves the task's executor in_place_stop_ms to do what it was told (stop
  * its process, or exit) before its container is stopped. */
 static void stop_later(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
-    if (!t->stop_asked_ms) t->stop_asked_ms = now_ms;
-    else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(t, now_ms, out);
+    if (!t->stop_asked_ms) {
+        t->stop_asked_ms = now_ms;
+        tally(f, t);
+    } else if (now_ms - t->stop_asked_ms > in_place_stop_ms(f->job.plan)) stop_task(f, t, now_ms, out);
 }
 
 /* In-place: what the decided attempt still waits for before the next one
@@ -726,19 +859,47 @@ static void stop_later(am_fsm *f, am_task *t, long long now_ms, am_actions *out)
  * whose "started" has not come yet is starting it, and is stopped as a
  * running one (else its late end would be charged to the next attempt). */
 static void stop_in_place(am_fsm *f, am_task *t, long long now_ms, am_actions *out) {
-    if (t->state == AM_TASK_REGISTERED && !t->released) t->state = AM_TASK_FINISHED;
+    if (t->state == AM_TASK_REGISTERED && !t->released) {
+        t->state = AM_TASK_FINISHED;
+        tally(f, t);
+    }
     if (!am_task_done(t)) stop_later(f, t, now_ms, out);
 }
 
 /* Every task of the decided attempt ended, in a container that is kept,
  * or lost its container; no other container is still there. */
-static bool attempt_settled(const am_fsm *f) {
+static bool attempt_settled(const am_fsm *f) { return f->job.tally[AM_TALLY_UNSETTLED] == 0; }
+
+/* Whether ending the attempt has something to do to a task now: one not
+ * yet stopped, or told to stop (in place), a container no longer kept, a
+ * mode that changed, or an in-place stop's wait that ran out. */
+static bool stops_due(const am_fsm *f, bool in_place, long long now_ms) {
     const am_job *j = &f->job;
+    if (j->tally[AM_TALLY_TO_STOP] > 0 || f->stop_walk_mode != (in_place ? 1 : 2)) return true;
+    if (!in_place && j->tally[AM_TALLY_KEPT] > 0) return true;
+    int waiting = j->tally[AM_TALLY_STOP_ASKED] + (in_place ? 0 : j->tally[AM_TALLY_KEPT_ASKED]);
+    return waiting > 0 && (!f->stop_due_ms || now_ms > f->stop_due_ms);
+}
+
+/* The decided attempt's containers: kept for the next attempt in place
+ * (their executors told to stop their processes), or stopped. Notes when
+ * the first wait of an executor told to stop runs out. */
+static void stop_attempt(am_fsm *f, bool in_place, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
+    f->stop_walk_mode = in_place ? 1 : 2;
+    f->stop_due_ms = 0;
+    unsigned waiting = bit(AM_TALLY_STOP_ASKED, true) | (in_place ? 0u : bit(AM_TALLY_KEPT_ASKED, true));
     for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        if (am_task_live(t) && (!am_task_done(t) || !am_fsm_may_keep(f, t))) return false;
+        am_task *t = &j->tasks[i];
+        if (!am_task_live(t) || t->stop_tries > 0) continue;
+        if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
+        /* no next attempt: an executor that reported exits by itself */
+        else if (f->in_place && am_task_done(t) && t->result_reported) stop_later(f, t, now_ms, out);
+        else stop_task(f, t, now_ms, out);
+        if (!(t->tallied & waiting)) continue;
+        long long due = t->stop_asked_ms + in_place_stop_ms(j->plan);
+        if (!f->stop_due_ms || due < f->stop_due_ms) f->stop_due_ms = due;
     }
-    return true;
 }
 
 /* After every event: ask for what may start now, and once the attempt is
@@ -748,12 +909,16 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
     if (f->state == AM_JOB_DONE || f->state == AM_JOB_NEW || f->job.plan->single_node || f->restarting) return;
     am_job *j = &f->job;
     if (!j->attempt_over) {
-        for (size_t i = 0; i < j->ntasks; i++) {
+        /* a walk only while a task of the world waits to be asked for and may be now */
+        bool to_request = j->tally[AM_TALLY_NEW_PREPARE] > 0 ||
+                          (j->tally[AM_TALLY_NEW_LATER] > 0 && j->tally[AM_TALLY_PREPARE_OPEN] == 0);
+        for (size_t i = 0; to_request && i < j->ntasks; i++) {
             am_task *t = &j->tasks[i];
             if (!am_job_should_request(j, t)) continue;
             t->state = AM_TASK_REQUESTED;
             t->requested_ms = now_ms;
             t->container_attempt = j->attempt;
+            tally(f, t);
             emit(out, AM_ACT_REQUEST, t, 0, NULL);
         }
         if (j->plan->elastic && !f->recovering) ask_rejoin(f, now_ms, out);
@@ -775,14 +940,7 @@ static void advance(am_fsm *f, long long now_ms, am_actions *out) {
     if (may_be_loss(f) && !f->loss_wait_ms) f->loss_wait_ms = j->first_failed_ms + j->plan->elastic_settle_ms;
     if (f->loss_wait_ms && now_ms >= f->loss_wait_ms) f->loss_wait_over = true;
     bool in_place = f->in_place && restart_due(f);
-    for (size_t i = 0; i < j->ntasks; i++) {
-        am_task *t = &j->tasks[i];
-        if (!am_task_live(t) || t->stop_tries > 0) continue;
-        if (in_place && am_fsm_may_keep(f, t)) stop_in_place(f, t, now_ms, out);
-        /* no next attempt: an executor that reported exits by itself */
-        else if (f->in_place && am_task_done(t) && t->result_reported) stop_later(f, t, now_ms, out);
-        else stop_task(t, now_ms, out);
-    }
+    if (stops_due(f, in_place, now_ms)) stop_attempt(f, in_place, now_ms, out);
     if (in_place ? !attempt_settled(f) : !containers_gone(j)) return;
     if (awaiting_loss(f)) return; /* judged on a tick once the wait is over */
     if (j->attempt_status == AM_FINAL_FAILED) {
@@ -823,6 +981,7 @@ void am_fsm_recover(am_fsm *f, int expected, long long until_ms, long long now_m
         am_task *t = &f->job.tasks[i];
         t->state = AM_TASK_REQUESTED;
         t->requested_ms = now_ms;
+        tally(f, t);
     }
     advance(f, now_ms, out);
 }
@@ -846,6 +1005,7 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
         if (t->host || am_task_done(t)) continue;
         if (!gang_formed && !j->attempt_over) {
             t->state = AM_TASK_NEW; /* advance asks for it */
+            tally(f, t);
             f->asked_anew++;
             continue;
         }
@@ -863,7 +1023,8 @@ static void end_recovery(am_fsm *f, long long now_ms, am_actions *out) {
         t->diagnostics = tony_sprintf("Task [%s:%d] did not come back to the restarted coordinator within %lld ms: "
                                       "its container or its executor ended with the lost coordinator.",
                                       t->role->name, t->index, f->recover_until_ms - t->requested_ms);
-        note_failure(j, t, now_ms);
+        tally(f, t);
+        note_failure(f, t, now_ms);
         end_attempt(j, AM_FINAL_FAILED, "%s", t->diagnostics);
     }
     emit(out, AM_ACT_ADOPTED, NULL, 0, NULL);
@@ -893,9 +1054,9 @@ static void came_back(am_fsm *f, am_task *t, const am_registration *r, int conta
     take_registration(&f->job, t, r, now_ms);
     t->container_attempt = container_attempt;
     t->last_heartbeat_ms = now_ms;
+    tally(f, t);
     f->adopted++;
-    bool all = true;
-    for (size_t i = 0; i < f->job.ntasks && all; i++) all = f->job.tasks[i].host != NULL;
+    bool all = f->job.nregistered == (int)f->job.ntasks;
     if (all || (f->recover_expected > 0 && f->adopted >= f->recover_expected)) end_recovery(f, now_ms, out);
     advance(f, now_ms, out);
     if (!f->recovering && f->rejoined > 0 && !f->job.attempt_over && am_job_gang_ready(&f->job))
@@ -966,6 +1127,7 @@ void am_fsm_request_dropped(am_fsm *f, am_task *t, long long now_ms, am_actions 
     t->state = AM_TASK_NEW;
     t->requested_ms = 0;
     t->stop_tries = 0;
+    tally(f, t);
     advance(f, now_ms, out);
 }
 
@@ -977,6 +1139,7 @@ am_reg_result am_fsm_registered(am_fsm *f, am_task *t, const am_registration *r,
     if (!t->host) {
         take_registration(&f->job, t, r, now_ms);
         if (!am_task_done(t)) t->state = AM_TASK_REGISTERED;
+        tally(f, t);
         res = AM_REG_NEW;
     }
     t->last_heartbeat_ms = now_ms;
@@ -991,13 +1154,14 @@ void am_fsm_node(am_fsm *f, am_task *t, const char *node, int cluster_nodes) {
     if (cluster_nodes > 0) f->cluster_nodes = cluster_nodes;
     if (!node || !*node || t->node) return;
     t->node = tony_strdup(node);
+    tally(f, t); /* a container on an excluded node is not kept */
 }
 
 void am_fsm_log_matched(am_fsm *f, am_task *t, bool fail, const char *policy, const char *stream, const char *line) {
-    (void)f;
     char **slot = fail ? &t->log_fail : &t->log_exclude;
     if (*slot) return; /* the first match counts */
     *slot = tony_sprintf("log policy '%s' matched %s:%d's %s: %s", policy, t->role->name, t->index, stream, line);
+    tally(f, t); /* an exclude-node match: its container is not kept */
 }
 
 /* A failed task's node: excluded when its end was the node's fault (or an
@@ -1016,6 +1180,8 @@ static void judge_node(am_fsm *f, am_task *t, int exit_status, long long now_ms,
     am_excl_result r = am_exclusion_add(&f->exclusion, t->node, id, cause, f->job.attempt, f->cluster_nodes, now_ms);
     free(id);
     if (r != AM_EXCL_ALREADY) emit(out, AM_ACT_EXCLUDE_NODE, t, 0, t->node);
+    /* the containers on a node excluded now are no longer kept: once per node */
+    if (r == AM_EXCL_ADDED) tally_all(f);
 }
 
 /* What a failed task's end says beyond TonY's rules: its node is bad
@@ -1055,12 +1221,12 @@ void am_fsm_released(am_fsm *f, am_task *t) {
 }
 
 void am_fsm_started(am_fsm *f, am_task *t, int pid, long long now_ms) {
-    (void)f;
     t->polling = false;
     t->pid = pid;
     t->started_ms = now_ms;
     t->last_heartbeat_ms = now_ms;
     if (!am_task_done(t)) t->state = AM_TASK_RUNNING;
+    tally(f, t);
 }
 
 am_hb_answer am_fsm_heartbeat(am_fsm *f, am_task *t, int tensorboard, long long now_ms, bool *tb_changed) {
@@ -1104,11 +1270,12 @@ static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagn
     if (exit_status == 0 && !(stopped && reported)) t->state = AM_TASK_SUCCEEDED;
     else if (exit_status == TONY_EXIT_KILLED_BY_APPMASTER || stopped) t->state = AM_TASK_FINISHED;
     else t->state = AM_TASK_FAILED;
+    tally(f, t);
     /* a task out of the world (being stopped) decides nothing */
     if (t->state != AM_TASK_FAILED || t->out) return;
     if (leaves_unregistered(f, t, now_ms, out)) return;
     char *policy_diag = judge_failure(f, t, exit_status, diagnostics, now_ms, out);
-    note_failure(&f->job, t, now_ms);
+    note_failure(f, t, now_ms);
     if (!f->job.attempt_over)
         task_failed(&f->job, t, exit_status, policy_diag ? policy_diag : diagnostics, t->host != NULL);
     free(policy_diag);
@@ -1116,6 +1283,7 @@ static void task_ended(am_fsm *f, am_task *t, int exit_status, const char *diagn
 
 void am_fsm_result_reported(am_fsm *f, am_task *t, int exit_code, bool timed_out, long long now_ms, am_actions *out) {
     t->result_reported = true;
+    tally(f, t);
     if (timed_out) {
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("The command ran longer than its execution timeout of %lld ms "
@@ -1136,10 +1304,12 @@ static const char *lockstep_hint(const tony_plan *p) {
 /* The first task of the attempt to fail, by time, is its root cause (an
  * exit told late, held for its last words, still counts at its time); a
  * sidecar's failures are ignored, so never one. */
-static void note_failure(am_job *j, am_task *t, long long when_ms) {
+static void note_failure(am_fsm *f, am_task *t, long long when_ms) {
+    am_job *j = &f->job;
     if (t->role->kind == TONY_ROLE_SIDECAR || (j->first_failed && j->first_failed_ms <= when_ms)) return;
     j->first_failed = t;
     j->first_failed_ms = when_ms;
+    f->memo->loss_known = false; /* loss_root counts from it */
 }
 
 /* What a failed task means for the attempt (TonY's rules, then ours). */
@@ -1178,6 +1348,7 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
                    am_actions *out) {
     if (t->exited || t->state == AM_TASK_NEW) return; /* only the first exit status counts */
     t->exited = true;
+    tally(f, t);
     if (!am_task_done(t)) { /* else already decided (e.g. expired heartbeats, or reported in place) */
         if (diagnostics) {
             /* keep what the executor already said (a timeout), then the container's word */
@@ -1190,6 +1361,7 @@ void am_fsm_exited(am_fsm *f, am_task *t, int exit_status, const char *diagnosti
         task_ended(f, t, exit_status, diagnostics, now_ms, out);
     } else {
         if (!t->finished_ms) t->finished_ms = now_ms;
+        tally(f, t); /* its end's time: loss_root looks at it */
         /* its failure was reported before its node was known */
         if (t->node_judgement_due && t->node && t->state == AM_TASK_FAILED) judge_node(f, t, t->exit_status, now_ms, out);
     }
@@ -1208,9 +1380,9 @@ void am_fsm_fail_permanently(am_fsm *f, const char *why, long long now_ms, am_ac
 }
 
 void am_fsm_task_permanent(am_fsm *f, am_task *t, const char *reason) {
-    (void)f;
     if (t->permanent) return; /* the first reason stands */
     t->permanent = tony_strdup(reason);
+    tally(f, t);
 }
 
 /* Keeps s, cut to its first `max` bytes at most (the API bounds what an
@@ -1266,8 +1438,9 @@ static void check_heartbeats(am_fsm *f, long long now_ms, am_actions *out) {
         long long limit = t->state == AM_TASK_REGISTERED ? expiry + j->barrier_poll_ms : expiry;
         if (now_ms - t->last_heartbeat_ms <= limit) continue;
         t->state = AM_TASK_FAILED;
-        note_failure(j, t, now_ms);
         t->lost = true;
+        tally(f, t);
+        note_failure(f, t, now_ms);
         free(t->diagnostics);
         t->diagnostics = tony_sprintf("Task with id [%s:%d] has missed [%d] heartbeats (none for %lld ms).",
                                       t->role->name, t->index, j->plan->max_missed_heartbeats,
@@ -1295,14 +1468,18 @@ static void check_registration(am_job *j, long long now_ms) {
 
 /* Stops that did not end their container are asked again, each wait twice
  * the last; after the last try's wait the container is given up on. */
-static void retry_stops(am_job *j, long long now_ms, am_actions *out) {
+static void retry_stops(am_fsm *f, long long now_ms, am_actions *out) {
+    am_job *j = &f->job;
     for (size_t i = 0; i < j->ntasks; i++) {
         am_task *t = &j->tasks[i];
         if (!am_task_live(t) || t->stop_tries == 0) continue;
         long long wait = (long long)AM_FSM_STOP_RETRY_MS << (t->stop_tries - 1);
         if (now_ms - t->stop_ms < wait) continue;
-        if (t->stop_tries < AM_FSM_STOP_TRIES) stop_task(t, now_ms, out);
-        else t->stop_given_up = true;
+        if (t->stop_tries < AM_FSM_STOP_TRIES) stop_task(f, t, now_ms, out);
+        else {
+            t->stop_given_up = true;
+            tally(f, t);
+        }
     }
 }
 
@@ -1396,7 +1573,7 @@ void am_fsm_tick(am_fsm *f, long long now_ms, am_actions *out) {
         if (!f->recovering) check_registration(&f->job, now_ms);
         if (!f->job.attempt_over) check_hang(f, now_ms, out);
     } else {
-        retry_stops(&f->job, now_ms, out);
+        retry_stops(f, now_ms, out);
     }
     advance(f, now_ms, out);
 }

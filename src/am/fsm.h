@@ -163,6 +163,18 @@ typedef struct am_fsm {
     am_attempt_end attempt_end;
     am_attempt_end *ends;
     int nends;
+    /* What spares the events that come once per task (registrations,
+     * starts, exits) a walk over every task (issue 26), beside job.h's
+     * counts: the attempt's stops are walked for again once a count says a
+     * task needs one, the mode changed (stop_walk_mode: 0 none yet, 1 in
+     * place, 2 not), or stop_due_ms (the earliest end of an in-place
+     * stop's wait) passed; the elastic growing back once rejoin_due_ms (0:
+     * at once) came; memo keeps answers found by a walk until a task they
+     * depend on changes (a pointer: the const questions fill it). */
+    long long stop_due_ms;
+    int stop_walk_mode;
+    long long rejoin_due_ms;
+    struct am_fsm_memo *memo;
 } am_fsm;
 
 #define AM_FSM_REJOIN_MAX_SHIFT 4
@@ -324,6 +336,12 @@ typedef enum {
  * More: tasks out of the world are asked for at once and join as they
  * register (growing back, above). */
 am_scale_result am_fsm_scale(am_fsm *f, const char *role, int n, long long now_ms, am_actions *out, tony_error *err);
+
+/* The unit tests' self-check, not for production paths: recounts job.h's
+ * am_tally counts, nregistered and fsm.c's memo by a walk and compares
+ * them with the running ones. 0 when they agree; -1 with err saying which
+ * count differs, for which task. */
+int am_fsm_check_counts(const am_fsm *f, tony_error *err);
 
 /* Single-node mode: the command runs in the coordinator. */
 void am_fsm_single_started(am_fsm *f);

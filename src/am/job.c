@@ -17,6 +17,7 @@ void am_job_init(am_job *j, const tony_plan *plan) {
     j->plan = plan;
     for (size_t r = 0; r < plan->nroles; r++) j->ntasks += (size_t)plan->roles[r].instances;
     j->tasks = tony_xcalloc(j->ntasks, sizeof *j->tasks);
+    j->role_tally = tony_xcalloc(plan->nroles + 1, AM_TALLY_N * sizeof *j->role_tally);
     size_t k = 0;
     for (size_t r = 0; r < plan->nroles; r++) {
         for (int i = 0; i < plan->roles[r].instances; i++, k++) {
@@ -48,6 +49,7 @@ void am_job_free(am_job *j) {
         free(j->tasks[i].runs);
     }
     free(j->tasks);
+    free(j->role_tally);
     free(j->attempt_diagnostics);
     memset(j, 0, sizeof *j);
 }
@@ -94,45 +96,40 @@ bool am_job_reserves_tb_port(const am_job *j, const am_task *t) {
     return tony_plan_is_chief(j->plan, t->role->name, t->index);
 }
 
-static bool prepare_stage_done(const am_job *j) {
-    for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        if (t->role->stage == TONY_STAGE_PREPARE && t->role->kind == TONY_ROLE_TRACKED && !am_task_done(t)) return false;
-    }
-    return true;
-}
-
 bool am_job_should_request(const am_job *j, const am_task *t) {
     if (t->state != AM_TASK_NEW || j->attempt_over || t->out) return false;
-    return t->role->stage == TONY_STAGE_PREPARE || prepare_stage_done(j);
+    /* the training stage waits for every tracked prepare-stage task */
+    return t->role->stage == TONY_STAGE_PREPARE || j->tally[AM_TALLY_PREPARE_OPEN] == 0;
 }
 
-int am_job_count_requested(const am_job *j) {
-    int n = 0;
-    for (size_t i = 0; i < j->ntasks; i++) n += j->tasks[i].state != AM_TASK_NEW && !j->tasks[i].out;
-    return n;
-}
+int am_job_count_requested(const am_job *j) { return j->tally[AM_TALLY_REQUESTED]; }
 
 int am_job_count_registered(const am_job *j) { return j->nregistered; }
 
 bool am_job_gang_ready(const am_job *j) {
     /* Requested tasks that ended count as present: a prepare-stage task that
-     * finished still has its place in the cluster spec. */
-    for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        if (t->state == AM_TASK_NEW || t->out) continue;
-        /* one that ended without registering (an ignored sidecar) never will */
-        if (!t->host && !am_task_done(t)) return false;
-    }
-    return am_job_count_requested(j) > 0;
+     * finished still has its place in the cluster spec; one that ended
+     * without registering (an ignored sidecar) never will register. */
+    return j->tally[AM_TALLY_MISSING] == 0 && j->tally[AM_TALLY_REQUESTED] > 0;
 }
 
-bool am_job_tracked_done(const am_job *j) {
-    for (size_t i = 0; i < j->ntasks; i++) {
-        const am_task *t = &j->tasks[i];
-        if (t->role->kind == TONY_ROLE_TRACKED && !am_task_done(t) && !t->out) return false;
-    }
-    return true;
-}
+bool am_job_tracked_done(const am_job *j) { return j->tally[AM_TALLY_TRACKED_OPEN] == 0; }
 
 bool am_task_live(const am_task *t) { return t->state != AM_TASK_NEW && !t->exited && !t->stop_given_up; }
+
+unsigned am_job_tally(am_job *j, am_task *t, unsigned bits) {
+    unsigned changed = t->tallied ^ bits;
+    int *role = &j->role_tally[(size_t)(t->role - j->plan->roles) * AM_TALLY_N];
+    for (int k = 0; k < AM_TALLY_N; k++) {
+        if (!(changed & (1u << k))) continue;
+        int d = bits & (1u << k) ? 1 : -1;
+        j->tally[k] += d;
+        role[k] += d;
+    }
+    t->tallied = bits;
+    return changed;
+}
+
+int am_job_role_tally(const am_job *j, const tony_role *r, am_tally which) {
+    return j->role_tally[(size_t)(r - j->plan->roles) * AM_TALLY_N + which];
+}

@@ -19,6 +19,37 @@ typedef enum {
     AM_TASK_FINISHED,   /* stopped by the coordinator (TonY's FINISHED) */
 } am_task_state;
 
+/* Running counts over the task table (am_job_tally), so that the questions
+ * asked on each of the N registrations, starts and exits of an attempt
+ * take O(1), not a walk over N tasks (issue 26). A task is counted in each
+ * one whose predicate holds for it; fsm.c says which after every change. */
+typedef enum {
+    AM_TALLY_REQUESTED,     /* in the world and asked for (not NEW) */
+    AM_TALLY_MISSING,       /* of those, neither registered nor ended: the gang barrier waits for it */
+    AM_TALLY_NEW_PREPARE,   /* in the world, NEW, of the prepare stage */
+    AM_TALLY_NEW_LATER,     /* in the world, NEW, of the training stage */
+    AM_TALLY_PREPARE_OPEN,  /* a tracked prepare-stage task not done (the training stage waits) */
+    AM_TALLY_TRACKED_OPEN,  /* a tracked task of the world not done */
+    AM_TALLY_LIVE,          /* its container has not ended (am_task_live) */
+    AM_TALLY_UNSETTLED,     /* live, and not done in a container that may be kept */
+    /* Live and not stopped (no stop_tries) yet, by whether it is done in a
+     * container that may be kept and whether its executor was told to stop
+     * its process in place (stop_asked_ms): what ending an attempt still
+     * has to do to it. */
+    AM_TALLY_TO_STOP,       /* not done in a keepable container, not told */
+    AM_TALLY_KEPT,          /* done in a keepable container, not told */
+    AM_TALLY_STOP_ASKED,    /* not done in a keepable container, told */
+    AM_TALLY_KEPT_ASKED,    /* done in a keepable container, told */
+    AM_TALLY_PERMANENT,     /* its failure must not be retried (permanent) */
+    AM_TALLY_WORLD,         /* in the world (not out) */
+    AM_TALLY_OUT,           /* out of the world */
+    AM_TALLY_GONE,          /* in the world, its container or executor gone (fsm.c's task_gone) */
+    AM_TALLY_COMING,        /* in the world, or on its way back (out with a live container) */
+    AM_TALLY_REJOINABLE,    /* out, no container, not given up on: may be asked for again */
+    AM_TALLY_LOSS,          /* may be an elastic attempt's lost root cause (fsm.c's loss_root) */
+    AM_TALLY_N
+} am_tally;
+
 typedef enum { AM_FINAL_UNDEFINED, AM_FINAL_SUCCEEDED, AM_FINAL_FAILED, AM_FINAL_KILLED } am_final_status;
 
 /* What a task did in an earlier attempt of the job (each attempt starts
@@ -93,6 +124,8 @@ typedef struct am_task {
     bool rejoin_planned;
     long long rejoin_at_ms;
     int rejoin_tries;
+    unsigned tallied;     /* the am_tally counts it is in now (bit k: count k) */
+    int world_rank;       /* its rank among its role's tasks in the world (fsm.h's am_fsm_world_index) */
 } am_task;
 
 typedef struct am_job {
@@ -100,6 +133,8 @@ typedef struct am_job {
     am_task *tasks; /* every task of every role, in plan order then index */
     size_t ntasks;
     int nregistered; /* tasks with a host (registered this attempt): kept by fsm.c as hosts come and go */
+    int tally[AM_TALLY_N]; /* how many tasks each am_tally counts (am_job_tally) */
+    int *role_tally;       /* the same per role: AM_TALLY_N per role, in plan order */
     int hosts_version; /* one more each time a task's host is set or cleared (what the cluster spec lists) */
     int attempt;
     /* How long an executor waiting at the gang barrier may stay silent: it
@@ -133,7 +168,7 @@ bool am_job_reserves_tb_port(const am_job *j, const am_task *t);
 bool am_job_should_request(const am_job *j, const am_task *t);
 /* GANG: every requested task registered. */
 bool am_job_gang_ready(const am_job *j);
-/* Tasks requested so far (a walk) / registered so far (a running count). */
+/* Tasks requested so far / registered so far (running counts). */
 int am_job_count_requested(const am_job *j);
 int am_job_count_registered(const am_job *j);
 
@@ -142,5 +177,12 @@ bool am_job_tracked_done(const am_job *j);
 /* Whether t has a container that has not ended yet (asked for, running,
  * or being stopped; not one given up on). */
 bool am_task_live(const am_task *t);
+
+/* t is now counted in the am_tally counts of `bits` (bit k: count k) and
+ * no other: moves it from those it was in (t->tallied). Returns the bits
+ * that changed. fsm.c calls it after each change to a task. */
+unsigned am_job_tally(am_job *j, am_task *t, unsigned bits);
+/* How many tasks of role r count in `which`. */
+int am_job_role_tally(const am_job *j, const tony_role *r, am_tally which);
 
 #endif

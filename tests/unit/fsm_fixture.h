@@ -44,7 +44,16 @@ static inline fixture *make_polling(const char *const *kv, long long barrier_pol
 
 static inline fixture *make(const char *const *kv) { return make_polling(kv, 0); }
 
+/* The running counts of the state machine (job.h's am_tally) agree with a
+ * walk: called between events (fresh) and at the end (destroy), so that a
+ * change to a task that was not counted fails the test that made it. */
+static inline void check_counts(const fixture *f) {
+    tony_error err;
+    if (am_fsm_check_counts(&f->fsm, &err)) fail_msg("counts: %s", err.msg);
+}
+
 static inline void destroy(fixture *f) {
+    check_counts(f);
     am_actions_free(&f->out);
     am_fsm_free(&f->fsm);
     tony_plan_free(&f->plan);
@@ -52,8 +61,10 @@ static inline void destroy(fixture *f) {
     free(f);
 }
 
-/* Forgets the last event's actions: the next event's are checked alone. */
+/* Forgets the last event's actions: the next event's are checked alone
+ * (and the counts after the last event, check_counts). */
 static inline am_actions *fresh(fixture *f) {
+    check_counts(f);
     f->out.len = 0;
     return &f->out;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -1176,6 +1177,117 @@ static void test_in_place_released_task_is_stopped_not_done(void **state) {
     destroy(f);
 }
 
+/* The wait of an executor told to stop in place runs out at whatever event
+ * comes next, not only at a tick (the stops are walked for again once
+ * stop_due_ms passed, issue 26); a kill meanwhile (no next attempt: the
+ * mode changes) stops what has not ended at once. */
+static void test_in_place_stop_wait_runs_out_at_any_event(void **state) {
+    (void)state;
+    const char *four[] = {"tony.worker.instances=4", "tony.am.retry-count=1", "tony.application.restart-backoff-ms=0",
+                          NULL};
+    fixture *f = make(four);
+    begin(f, 0);
+    report(f, "worker", 0, 1, 100);
+    assert_true(f->job->attempt_over);
+    long long deadline = 100 + f->plan.heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS;
+    report(f, "worker", 1, 143, deadline);
+    assert_int_equal(count(f, AM_ACT_STOP), 0);
+    report(f, "worker", 2, 143, deadline + 1); /* worker:3 never reports */
+    assert_int_equal(count(f, AM_ACT_STOP), 1);
+    assert_true(stops(f, "worker", 3));
+    destroy(f);
+
+    f = make(four);
+    begin(f, 0);
+    report(f, "worker", 0, 1, 100);
+    report(f, "worker", 1, 143, 200);
+    am_fsm_kill(&f->fsm, 300, fresh(f));
+    /* the two still running are stopped; the two that reported exit by themselves */
+    assert_int_equal(count(f, AM_ACT_STOP), 2);
+    assert_true(stops(f, "worker", 2));
+    assert_true(stops(f, "worker", 3));
+    assert_false(am_fsm_keeps_container(&f->fsm, task(f, "worker", 1)));
+    am_fsm_tick(&f->fsm, 300 + f->plan.heartbeat_interval_ms + AM_FSM_IN_PLACE_STOP_MS + 1, fresh(f));
+    assert_true(stops(f, "worker", 0));
+    assert_true(stops(f, "worker", 1));
+    destroy(f);
+}
+
+/* The running counts the state machine answers from (job.h's am_tally)
+ * are checked against a walk between the events of every test here
+ * (fsm_fixture.h's check_counts); a change made behind its back is found. */
+static void test_counts_self_check_finds_an_untallied_change(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    begin(f, 0);
+    tony_error err;
+    assert_int_equal(am_fsm_check_counts(&f->fsm, &err), 0);
+    am_task *t = task(f, "worker", 1);
+    t->state = AM_TASK_SUCCEEDED; /* not through the state machine */
+    assert_int_equal(am_fsm_check_counts(&f->fsm, &err), -1);
+    assert_non_null(strstr(err.msg, "worker:1"));
+    t->state = AM_TASK_RUNNING;
+    assert_int_equal(am_fsm_check_counts(&f->fsm, &err), 0);
+    destroy(f);
+}
+
+/* One gang of 20,000 workers through a whole in-place restart (register,
+ * start, one failure, every other executor stopping its process, register
+ * again) costs the state machine linear time: each event is O(1), where a
+ * walk over every task per event took ~10 s of CPU here (bench/REPORT.md,
+ * "Scale: the state machine per registration"). Counts are checked at the
+ * end of each phase (a check per event would itself be quadratic). */
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void register_gang(fixture *f, long long now) {
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        am_registration r = {.host = "127.0.0.1", .port = 1000 + (int)(i % 60000)};
+        f->out.len = 0;
+        assert_int_equal(am_fsm_registered(&f->fsm, t, &r, now, &f->out), AM_REG_NEW);
+    }
+    check_counts(f);
+}
+
+static void test_gang_of_20000_in_linear_time(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=20000", "tony.am.retry-count=1", "tony.application.restart-backoff-ms=0",
+                        NULL};
+    fixture *f = make(kv);
+    double t0 = cpu_s();
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    register_gang(f, 10);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        am_task *t = &f->job->tasks[i];
+        am_fsm_poll_answered(&f->fsm, t, 20);
+        am_fsm_released(&f->fsm, t);
+        am_fsm_started(&f->fsm, t, 100 + (int)i, 20);
+    }
+    f->out.len = 0;
+    am_fsm_result_reported(&f->fsm, task(f, "worker", 7), 1, false, 30, &f->out);
+    assert_true(f->job->attempt_over);
+    for (size_t i = 0; i < f->job->ntasks; i++) {
+        if (f->job->tasks[i].index == 7) continue;
+        f->out.len = 0;
+        am_fsm_result_reported(&f->fsm, &f->job->tasks[i], 143, false, 40, &f->out);
+    }
+    assert_int_equal(count(f, AM_ACT_RESTART), 1);
+    check_counts(f);
+    am_fsm_next_attempt(&f->fsm, 50, fresh(f));
+    assert_int_equal(count(f, AM_ACT_REQUEST), 0); /* every container kept */
+    register_gang(f, 60);
+    assert_int_equal(f->fsm.state, AM_JOB_RUNNING);
+    double spent = cpu_s() - t0;
+    /* ~0.02 s here (0.2 s under ASan); generous for a loaded CI machine */
+    if (spent > 3.0) fail_msg("a gang of 20,000 took %.2f s of CPU: a walk over every task per event?", spent);
+    destroy(f);
+}
+
 /* reallocate: today's behaviour, every container stopped and asked anew;
  * the executor's report is not the result. No retry left: nothing kept. */
 static void test_reallocate_and_no_retry_keep_nothing(void **state) {
@@ -1516,6 +1628,9 @@ int main(void) {
         cmocka_unit_test(test_in_place_dead_container_requested_anew),
         cmocka_unit_test(test_in_place_stop_falls_back_to_the_container),
         cmocka_unit_test(test_in_place_released_task_is_stopped_not_done),
+        cmocka_unit_test(test_in_place_stop_wait_runs_out_at_any_event),
+        cmocka_unit_test(test_counts_self_check_finds_an_untallied_change),
+        cmocka_unit_test(test_gang_of_20000_in_linear_time),
         cmocka_unit_test(test_reallocate_and_no_retry_keep_nothing),
         cmocka_unit_test(test_adopt_every_task_no_restart),
         cmocka_unit_test(test_adopt_missing_task_fails_the_attempt),
