@@ -239,7 +239,7 @@ def test_kill_leaves_nothing(stony, slurm):
 
 def test_kill_a_queued_job(stony, slurm):
     """A job that cannot start yet (the nodes are taken) is cancelled in the queue."""
-    hog = slurm.sbatch("-N3", "--exclusive", "--wrap", "sleep 120")
+    hog = slurm.sbatch("-N3", "--exclusive", "-o", "/dev/null", "--wrap", "sleep 120")
     try:
         r = submit(stony, "--detach", "--executes", "true", "--conf", "tony.worker.instances=1",
                    "--conf", "tony.worker.memory=512m", timeout=60)
