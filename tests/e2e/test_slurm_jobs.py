@@ -59,6 +59,12 @@ def sacct_states(slurm, job_id, components, steps):
     return wait_for(read, timeout=30, what="sacct's records")
 
 
+def sacct_job_state(slurm, job_id):
+    """The job's own State in accounting, its one component's ("CANCELLED by 0" reads CANCELLED)."""
+    rows = sacct_states(slurm, job_id, components=1, steps=0)
+    return [r[2].split()[0] for r in rows if "." not in r[0]][0]
+
+
 def test_ps_and_workers_one_het_job(stony, slurm):
     r = submit(stony, "--executes",
                'echo "$JOB_NAME:$TASK_INDEX on $SLURMD_NODENAME step $SLURM_STEP_ID"; echo "$TF_CONFIG"',
@@ -105,6 +111,8 @@ def test_worker_failure_fails_job_and_restart_succeeds(stony, tmp_path):
     assert r.rc == 1, r
     assert r.status()["final_status"] == "FAILED"
     assert re.search(r"worker:1 FAILED .*exit code 5", r.out), r
+    # Slurm's accounting says the same: the coordinator's non-zero exit.
+    assert sacct_job_state(stony.slurm, slurm_id(r)) == "FAILED"
 
 
 def test_chief_rules_untracked_and_sidecar(stony):
@@ -217,13 +225,21 @@ def test_kill_leaves_nothing(stony, slurm):
     k = stony.run("kill", app, timeout=120)
     assert k.rc == 0, k
     assert stony.run("status", app).out.count("KILLED") >= 1
-    assert slurm.run("squeue", "-h", "-j", jid, "-o", "%T", check=False).stdout.strip() in ("", "CANCELLED", "COMPLETED")
+    # A killed job reads as scancel's would in Slurm's records, not FAILED:
+    # the controller's (scontrol) and accounting's (sacct) alike.
+    assert slurm.wait_job(jid, timeout=30) == "CANCELLED"
+    assert sacct_job_state(slurm, jid) == "CANCELLED"
     wait_for(lambda: not job_processes(stony.home), timeout=30, what="no process left")
+    # ...the coordinator's own cancel, its last act: the history was written
+    # before it, and the cancel's SIGTERM did not cut the log short.
+    assert list(stony.home.glob(f"history/finished/*/*/*/{app}/*KILLED.jhist")), \
+        sorted(str(p) for p in stony.home.rglob("history/**/*"))
+    assert f"cancelled its Slurm job {jid}" in (stony.home / "jobs" / app / "slurm-job.out").read_text()
 
 
 def test_kill_a_queued_job(stony, slurm):
     """A job that cannot start yet (the nodes are taken) is cancelled in the queue."""
-    hog = slurm.sbatch("-N3", "--exclusive", "--wrap", "sleep 120")
+    hog = slurm.sbatch("-N3", "--exclusive", "-o", "/dev/null", "--wrap", "sleep 120")
     try:
         r = submit(stony, "--detach", "--executes", "true", "--conf", "tony.worker.instances=1",
                    "--conf", "tony.worker.memory=512m", timeout=60)
@@ -234,6 +250,7 @@ def test_kill_a_queued_job(stony, slurm):
         k = stony.run("kill", app, timeout=90)
         assert k.rc == 0, k
         assert "cancelled" in k.err, k
+        assert slurm.wait_job(slurm_id(r), timeout=30) == "CANCELLED"
     finally:
         slurm.run("scancel", hog)
         slurm.wait_job(hog)

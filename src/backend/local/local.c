@@ -899,6 +899,12 @@ static int placed_check_plan(tony_backend *base, const tony_plan *plan, tony_err
     return p->check_plan ? p->check_plan(p->ctx, plan, err) : 0;
 }
 
+static void placed_finish(tony_backend *base, const char *final_status, const char *diagnostics, const char *url) {
+    (void)diagnostics, (void)url;
+    const tony_local_placement *p = ((local_backend *)base)->placement;
+    p->finish(p->ctx, final_status);
+}
+
 tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper *reaper, const char *job_dir,
                                             const tony_local_placement *placement, tony_error *err) {
     (void)err;
@@ -907,6 +913,7 @@ tony_backend *tony_backend_local_new_placed(struct event_base *base, tony_reaper
     b->placed_ops = local_ops;
     b->placed_ops.name = placement->backend_name;
     b->placed_ops.check_plan = placed_check_plan;
+    if (placement->finish) b->placed_ops.finish = placed_finish;
     b->base.ops = &b->placed_ops;
     b->ev = base;
     b->reaper = reaper;

@@ -75,6 +75,10 @@ typedef struct tony_local_placement {
      * it adjusts the container to what the launcher's cluster already
      * enforces. NULL: no container is started (the roles run bare). */
     void (*image_run)(void *ctx, const tony_launch *l, tony_container_run *run);
+    /* The job is decided (tony_backend_ops.finish): final_status is
+     * SUCCEEDED, FAILED or KILLED. NULL: the launcher's cluster is told
+     * nothing. */
+    void (*finish)(void *ctx, const char *final_status);
 } tony_local_placement;
 
 /* A backend whose containers start through placement (the backend's from

@@ -8,6 +8,9 @@
 
 #include "backend/local/local.h"
 #include "backend/slurm/slurm_job.h"
+#include "backend/slurm/slurm_tools.h"
+#include "common/jobjson.h"
+#include "common/log.h"
 #include "common/taskenv.h"
 #include "runtime/runtime.h"
 
@@ -21,6 +24,7 @@ typedef struct slurm_placement {
     tony_local_placement base;
     tony_plan plan;
     tony_slurm_layout layout;
+    bool killed; /* the job's final status is KILLED */
 } slurm_placement;
 
 static int slurm_wrap(void *ctx, const tony_launch *l, tony_strv *prefix, tony_env *env, tony_error *err) {
@@ -69,8 +73,45 @@ static int slurm_check_plan(void *ctx, const tony_plan *plan, tony_error *err) {
     return 0;
 }
 
+static void slurm_finish(void *ctx, const char *final_status) {
+    slurm_placement *p = ctx;
+    p->killed = strcmp(final_status, JOB_FINAL_STATUS_KILLED) == 0;
+}
+
+/* A killed tony job (tony kill, a following submit's Ctrl-C, the web page,
+ * a SIGTERM) would read FAILED in Slurm's records, the coordinator's exit
+ * code being non-zero; admins read sacct, where scancel's CANCELLED is what
+ * a kill looks like. So the coordinator cancels its own Slurm job, as its
+ * last act: the history, status.json and every task's end are written, the
+ * steps gone (shutdown), so the cancel ends nothing of the job's but this
+ * process. Slurm marks the job CANCELLED at once and keeps that whatever
+ * the batch step's exit; SIGTERM, which the cancel then sends this
+ * process, is blocked so that the rest of the teardown (the log's last
+ * lines) still runs. Here rather than in the client's kill, which the
+ * other ways of killing a job never pass through; the client's own scancel
+ * after the coordinator's end stays a backstop (a second cancel of an
+ * ended job is no error). */
+static void cancel_own_job(void) {
+    const char *id = getenv(TONY_SLURM_ENV_JOB_ID);
+    if (!id || !*id) {
+        tony_warn("%s is not set: the killed job's Slurm job is not cancelled and reads FAILED in sacct",
+                  TONY_SLURM_ENV_JOB_ID);
+        return;
+    }
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    tony_error err;
+    if (tony_slurm_cancel(id, &err))
+        tony_warn("%s; Slurm job %s reads FAILED in sacct rather than CANCELLED", err.msg, id);
+    else
+        tony_info("the job was killed: cancelled its Slurm job %s, which Slurm records as CANCELLED", id);
+}
+
 static void slurm_placement_free(void *ctx) {
     slurm_placement *p = ctx;
+    if (p->killed) cancel_own_job();
     tony_slurm_layout_free(&p->layout);
     tony_plan_free(&p->plan);
     free(p);
@@ -80,7 +121,7 @@ tony_backend *tony_backend_slurm_new(const tony_backend_opts *o, tony_error *err
     slurm_placement *p = tony_xcalloc(1, sizeof *p);
     p->base = (tony_local_placement){.backend_name = "slurm", .ctx = p, .wrap = slurm_wrap,
                                      .check_plan = slurm_check_plan, .free = slurm_placement_free,
-                                     .image_run = slurm_image_run,
+                                     .image_run = slurm_image_run, .finish = slurm_finish,
                                      .stop_signal = SIGUSR1, .kill_signal = SIGTERM,
                                      .stop_grace_ms = SLURM_STOP_GRACE_MS};
     if (tony_runtime_plan(o->conf, &p->plan, err) || tony_slurm_layout_plan(&p->plan, o->conf, &p->layout, err)) {

@@ -1,4 +1,5 @@
-/* Slurm's command-line tools, for the client half: whether Slurm is configured here, a job's
+/* Slurm's command-line tools, for the client half (and the coordinator's
+ * cancel of its own job, slurm_backend.c): whether Slurm is configured here, a job's
  * check against the cluster's nodes (sinfo) before anything is queued, and
  * the job's submission (sbatch), state (squeue, then sacct) and cancel
  * (scancel). Slurm is spoken through its command-line tools, which every
@@ -64,7 +65,12 @@ char *tony_slurm_state_parse(const char *out);
 /* Whether a state is one a job never leaves. */
 bool tony_slurm_state_final(const char *state);
 
-/* scancel the whole job (every component and step). */
+/* The batch step's (the coordinator's) own Slurm job id, as Slurm sets it. */
+#define TONY_SLURM_ENV_JOB_ID "SLURM_JOB_ID"
+
+/* scancel the whole job (every component and step). Slurm takes the
+ * cancel of a job that ended but is still remembered (MinJobAge) quietly:
+ * no error. */
 int tony_slurm_cancel(const char *job_id, tony_error *err);
 
 #endif
