@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +74,9 @@ def test_ps_and_workers_one_het_job(stony, slurm):
                "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=1g")
     assert r.rc == 0, r
     assert "All 2 tracked tasks succeeded" in r.out
+    # the coordinator log the submit names is there (on Slurm: the batch script's output)
+    named = re.search(r"coordinator log: (\S+)\)", r.out)
+    assert named and Path(named.group(1)).is_file(), r.out
     jid = slurm_id(r)
     for role, index in (("ps", 0), ("worker", 0), ("worker", 1)):
         log = r.log(role, index)

@@ -185,8 +185,9 @@ static int slurm_submit(const tony_client_submission *s, tony_client_job **out, 
     if (tony_jobdir_write_json(job_dir, SLURM_RECORD, rec, &werr))
         fprintf(stderr, "tony: warning: %s; the job is Slurm's job %s\n", werr.msg, slurm_id);
     json_decref(rec);
+    /* the coordinator's log is the batch script's output (sbatch --output) */
     printf("tony: job %s submitted as Slurm job %s\ntony: job dir %s (coordinator log: %s/%s)\n", app_id, slurm_id,
-           job_dir, job_dir, TONY_JOBDIR_AM_LOG);
+           job_dir, job_dir, SLURM_OUTPUT);
     fflush(stdout);
     slurm_job *j = tony_xcalloc(1, sizeof *j);
     tony_client_job_init(&j->base, &tony_slurm_client_ops, app_id, job_dir);
@@ -244,9 +245,8 @@ static void slurm_poll(tony_client_job *cj, const tony_client_out *out, tony_cli
     if (qs && tony_slurm_state_final(qs)) {
         json_decref(job);
         tony_client_say(out, stderr,
-                        "tony: Slurm job %s ended (%s) before the coordinator said how the job went; see %s/%s and "
-                        "%s/%s\n",
-                        j->slurm_id, qs, cj->job_dir, SLURM_OUTPUT, cj->job_dir, TONY_JOBDIR_AM_LOG);
+                        "tony: Slurm job %s ended (%s) before the coordinator said how the job went; see %s/%s\n",
+                        j->slurm_id, qs, cj->job_dir, SLURM_OUTPUT);
         p->done = true;
         p->code = TONY_EXIT_JOB_FAILED;
         return;
@@ -318,8 +318,7 @@ static int slurm_state(const char *job_dir, const tony_conf *conf, tony_client_s
     st->headline = b.data;
     if (!job && qs && !tony_slurm_state_final(qs)) code = TONY_EXIT_OK; /* queued: nothing more to show */
     else if (!job) {
-        fprintf(stderr, "tony: error: the coordinator left no state (see %s/%s and %s/%s)\n", job_dir, SLURM_OUTPUT,
-                job_dir, TONY_JOBDIR_AM_LOG);
+        fprintf(stderr, "tony: error: the coordinator left no state (see %s/%s)\n", job_dir, SLURM_OUTPUT);
         code = TONY_EXIT_UNAVAILABLE;
     }
     st->extra = json_pack("{s:s?,s:s?}", "slurm_job_id", id, "slurm_state", qs);
