@@ -1265,7 +1265,7 @@ static void on_finished(am_call *c) {
         am_record_task_exit(am, t);
     }
     json_t *answer = am_fsm_keeps_container(&am->fsm, t) ? next_json(am, t, am->fsm.job.attempt + 1) : ok_json();
-    am_watch_release(am); /* its own watch ends with it */
+    am_watch_release_task(am, t); /* its own watch ends with it */
     am_kick(am);
     reply_done(c, answer);
 }

@@ -58,6 +58,14 @@ void am_watch_add(tony_am *am, struct evhttp_request *req, am_task *t) {
     *slot = w->n;
 }
 
+/* Takes watch i out (the last one takes its place). */
+static void drop(tony_am *am, size_t i) {
+    am_watches *w = am->watches;
+    *slot_of(am, w->v[i].task) = 0;
+    w->v[i] = w->v[--w->n];
+    if (i < w->n) *slot_of(am, w->v[i].task) = i + 1;
+}
+
 /* Answers (with stop or wait) and drops the watches pick selects. */
 static void answer_where(tony_am *am, bool (*pick)(const tony_am *, const am_watch *, long long), long long now_ms,
                          bool stop) {
@@ -69,9 +77,7 @@ static void answer_where(tony_am *am, bool (*pick)(const tony_am *, const am_wat
         }
         if (stop) answer_stop(w->v[i].req);
         else am_reply_json(w->v[i].req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
-        *slot_of(am, w->v[i].task) = 0;
-        w->v[i] = w->v[--w->n];
-        if (i < w->n) *slot_of(am, w->v[i].task) = i + 1;
+        drop(am, i);
     }
 }
 
@@ -86,6 +92,17 @@ static bool pick_expired(const tony_am *am, const am_watch *w, long long now_ms)
 }
 
 void am_watch_release(tony_am *am) { answer_where(am, pick_due, 0, true); }
+
+void am_watch_release_task(tony_am *am, const am_task *t) {
+    if (am->fsm.job.attempt_over || am->fsm.state == AM_JOB_DONE) {
+        am_watch_release(am);
+        return;
+    }
+    size_t i = am->watches ? *slot_of(am, t) : 0;
+    if (!i || !due(am, t)) return;
+    answer_stop(am->watches->v[i - 1].req);
+    drop(am, i - 1);
+}
 
 void am_watch_expire(tony_am *am, long long now_ms) { answer_where(am, pick_expired, now_ms, false); }
 
