@@ -61,11 +61,12 @@ typedef struct am_go_cache am_go_cache;
  * written out (issue 26). Each lists the whole cluster (~60 bytes a task of
  * the job, three times), so a gang's answers together are quadratic in its
  * tasks: 228 MB at 2,000 tasks, all queued at once before, and the
- * allocator kept that peak. 8 MiB keeps dozens in flight at 2,000 tasks,
- * enough to keep the sockets busy, and is small beside the rest of a large
- * job's coordinator. At least one answer is always in flight, whatever its
- * size. */
-#define AM_GO_QUEUED_MAX (8u << 20)
+ * allocator kept that peak. 16 MiB keeps ~140 answers in flight at 2,000
+ * tasks (~27 at 10,000), enough that the gang forms as fast as with every
+ * answer queued at once; 8 MiB made it slower (bench/REPORT.md, "Scale: the
+ * gang's answers in bounded batches"). At least one answer is always in
+ * flight, whatever its size. */
+#define AM_GO_QUEUED_MAX (16u << 20)
 
 /* A "go" answer in flight: its bytes count against AM_GO_QUEUED_MAX until
  * the HTTP server says it left (go_sent). */

@@ -37,8 +37,8 @@ N = 500 if sanitized(TONY) else 2000
 
 # The coordinator's RSS peak (VmHWM) once the gang holds its spec, plain
 # build, 2,000 tasks: the gang's "go" answers (114 KiB each, 228 MB together)
-# go out at most AM_GO_QUEUED_MAX (8 MiB) at a time (am/api.c). 56 MiB on
-# this machine; 279 MiB when every answer was queued at once.
+# go out at most AM_GO_QUEUED_MAX (16 MiB) at a time (am/api.c). 65 MiB on
+# this machine; 280 MiB when every answer was queued at once.
 RSS_PEAK_MIB = 150
 
 
