@@ -56,6 +56,26 @@ typedef struct am_waiter {
 /* What the "go" answers of one world share, built once (go_cache below). */
 typedef struct am_go_cache am_go_cache;
 
+/* The most bytes of "go" answers queued in the coordinator at once: the
+ * gang's answers go out a few at a time, the next as earlier ones are
+ * written out (issue 26). Each lists the whole cluster (~60 bytes a task of
+ * the job, three times), so a gang's answers together are quadratic in its
+ * tasks: 228 MB at 2,000 tasks, all queued at once before, and the
+ * allocator kept that peak. 16 MiB keeps ~140 answers in flight at 2,000
+ * tasks (~27 at 10,000), enough that the gang forms as fast as with every
+ * answer queued at once; 8 MiB made it slower (bench/REPORT.md, "Scale: the
+ * gang's answers in bounded batches"). At least one answer is always in
+ * flight, whatever its size. */
+#define AM_GO_QUEUED_MAX (16u << 20)
+
+/* A "go" answer in flight: its bytes count against AM_GO_QUEUED_MAX until
+ * the HTTP server says it left (go_sent). */
+typedef struct go_flight {
+    struct go_flight *prev, *next;
+    tony_am *am;
+    size_t bytes;
+} go_flight;
+
 /* The API's part of the handle (am_internal.h): written here only. */
 struct am_api {
     tony_http_server *http;
@@ -70,6 +90,14 @@ struct am_api {
      * renewed poll finds the one it replaces without a walk (issue 26) */
     size_t *waiter_slot;
     am_go_cache *go;        /* what every task's "go" answer shares in this world (issue 26) */
+    /* the gang's released polls not answered yet, oldest first: answered
+     * from [rel_head] on as the answers in flight leave (pump_release) */
+    am_waiter *rel;
+    size_t rel_head, rel_n, rel_cap;
+    size_t *rel_slot;        /* each task's place in rel plus 1 (0: none), as waiter_slot */
+    go_flight *flights;      /* "go" answers queued and not yet written out */
+    size_t flight_bytes;     /* ... their bytes */
+    struct event *pump_ev;   /* runs pump_release from the loop */
     struct evdns_base *dns; /* the notebook proxy's lookups of task hosts (made on first use) */
 };
 
@@ -432,6 +460,43 @@ static char *go_answer(tony_am *am, const am_task *t, tony_error *err) {
     return ref;
 }
 
+static void pump_release(tony_am *am);
+
+static void on_pump(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    pump_release(arg);
+}
+
+/* The server says a "go" answer left (written out, or its connection
+ * closed): the next ones may go, from the loop (this runs inside evhttp). */
+static void go_sent(void *arg, bool written) {
+    (void)written;
+    go_flight *f = arg;
+    am_api *a = f->am->api;
+    a->flight_bytes -= f->bytes;
+    if (f->prev) f->prev->next = f->next;
+    else a->flights = f->next;
+    if (f->next) f->next->prev = f->prev;
+    if (a->rel_head < a->rel_n && a->pump_ev) event_active(a->pump_ev, 0, 0);
+    free(f);
+}
+
+/* Counts the "go" answer about to be sent to req in flight, until the
+ * server says it left; one the server cannot follow (no server: the
+ * request fuzzer) is not counted. */
+static void go_in_flight(tony_am *am, struct evhttp_request *req, size_t bytes) {
+    am_api *a = am->api;
+    go_flight *f = tony_xcalloc(1, sizeof *f);
+    *f = (go_flight){.next = a->flights, .am = am, .bytes = bytes};
+    if (tony_http_server_when_sent(a->http, req, go_sent, f)) {
+        free(f);
+        return;
+    }
+    if (a->flights) a->flights->prev = f;
+    a->flights = f;
+    a->flight_bytes += bytes;
+}
+
 static void answer_waiter(tony_am *am, am_waiter *w) {
     tony_error err;
     am_fsm_poll_answered(&am->fsm, w->task, am_now_ms());
@@ -453,6 +518,7 @@ static void answer_waiter(tony_am *am, am_waiter *w) {
         return;
     }
     am_fsm_released(&am->fsm, w->task);
+    go_in_flight(am, w->req, strlen(go));
     am_reply_json_text(w->req, 200, go);
     free(go);
 }
@@ -494,7 +560,56 @@ static am_waiter *detach_waiters(tony_am *am, size_t *n) {
     return ws;
 }
 
+/* Where t's released poll is in am->api->rel, plus 1; 0: none. */
+static size_t *rel_slot(tony_am *am, const am_task *t) {
+    if (!am->api->rel_slot) am->api->rel_slot = tony_xcalloc(am->fsm.job.ntasks + 1, sizeof *am->api->rel_slot);
+    return &am->api->rel_slot[t - am->fsm.job.tasks];
+}
+
+/* The gang's released polls are answered in order, at most
+ * AM_GO_QUEUED_MAX bytes of "go" in flight: what is queued waits until
+ * answers in flight leave. An answer that is no "go" (the attempt ended
+ * meanwhile: "next" or "ending", as answer_waiter says) is small and goes
+ * at once, so an attempt that ends mid-release answers the rest now. */
+static void pump_release(tony_am *am) {
+    am_api *a = am->api;
+    while (a->rel_head < a->rel_n) {
+        bool go = !am->fsm.job.attempt_over && am->fsm.state != AM_JOB_DONE;
+        if (go && a->flights && a->flight_bytes >= AM_GO_QUEUED_MAX) return; /* go_sent pumps again */
+        am_waiter w = a->rel[a->rel_head++];
+        *rel_slot(am, w.task) = 0;
+        answer_waiter(am, &w);
+    }
+    a->rel_head = a->rel_n = 0;
+}
+
+/* Queues w's answer, released (pump_release answers it). */
+static void release_later(tony_am *am, am_waiter w) {
+    am_api *a = am->api;
+    if (a->rel_head && a->rel_n == a->rel_cap) { /* room at the front: the answered ones' */
+        memmove(a->rel, a->rel + a->rel_head, (a->rel_n - a->rel_head) * sizeof *a->rel);
+        a->rel_n -= a->rel_head;
+        a->rel_head = 0;
+        for (size_t i = 0; i < a->rel_n; i++) *rel_slot(am, a->rel[i].task) = i + 1;
+    }
+    if (a->rel_n == a->rel_cap) {
+        a->rel_cap = a->rel_cap ? a->rel_cap * 2 : 16;
+        a->rel = tony_xrealloc(a->rel, a->rel_cap * sizeof *a->rel);
+    }
+    *rel_slot(am, w.task) = a->rel_n + 1;
+    a->rel[a->rel_n++] = w;
+}
+
 static void add_waiter(tony_am *am, struct evhttp_request *req, am_task *t, json_t *early) {
+    /* A poll renewed while its task's "go" waits its turn (the executor gave
+     * up on the old one) takes the old one's place in the queue. */
+    size_t queued = early ? 0 : *rel_slot(am, t);
+    if (queued) {
+        am_waiter *w = &am->api->rel[queued - 1];
+        am_reply_json(w->req, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
+        w->req = req;
+        return;
+    }
     /* One outstanding poll per task: a retried poll replaces the old one,
      * found by the task's slot, not a walk over every waiter (issue 26). */
     size_t slot = *waiter_slot(am, t, early != NULL);
@@ -523,7 +638,7 @@ void am_api_release_waiters(tony_am *am) {
         am_waiter *w = &ws[i];
         bool joining = w->task->out && !am->fsm.job.attempt_over && am->fsm.state != AM_JOB_DONE;
         if (!w->early && !joining) {
-            answer_waiter(am, w);
+            release_later(am, *w);
         } else if (am->fsm.state == AM_JOB_DONE ||
                    (am->fsm.job.attempt_over && !am_fsm_keeps_container(&am->fsm, w->task))) {
             /* no next attempt for it: the kept executor exits */
@@ -538,6 +653,8 @@ void am_api_release_waiters(tony_am *am) {
         }
     }
     free(ws);
+    if (!am->api->pump_ev && am->base) am->api->pump_ev = event_new(am->base, -1, 0, on_pump, am);
+    pump_release(am);
 }
 
 void am_api_expire_waiters(tony_am *am, long long now_ms) {
@@ -590,7 +707,15 @@ void am_api_free(tony_am *am) {
     go_cache_free(am);
     free(a->waiters);
     free(a->waiter_slot);
+    free(a->rel);
+    free(a->rel_slot);
+    /* the server tells of no answer leaving while it is freed */
     tony_http_server_free(a->http);
+    for (go_flight *f = a->flights, *next; f; f = next) {
+        next = f->next;
+        free(f);
+    }
+    if (a->pump_ev) event_free(a->pump_ev);
     tony_host_check_free(&a->hosts);
     if (a->dns) evdns_base_free(a->dns, 0);
     tony_apiauth_replay_free(a->auth_replay);
@@ -1141,7 +1266,7 @@ static void on_finished(am_call *c) {
         am_record_task_exit(am, t);
     }
     json_t *answer = am_fsm_keeps_container(&am->fsm, t) ? next_json(am, t, am->fsm.job.attempt + 1) : ok_json();
-    am_watch_release(am); /* its own watch ends with it */
+    am_watch_release_task(am, t); /* its own watch ends with it */
     am_kick(am);
     reply_done(c, answer);
 }

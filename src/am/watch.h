@@ -18,6 +18,10 @@ void am_watch_add(tony_am *am, struct evhttp_request *req, am_task *t);
 /* Answers "stop" to every watch that is due: its attempt is over, the
  * job is done, or its task's executor reported the result. */
 void am_watch_release(tony_am *am);
+/* The same after t's executor reported its result: t's watch, found by its
+ * slot (issue 26: no walk over every watch for each task's end), or every
+ * due one once the attempt is over. */
+void am_watch_release_task(tony_am *am, const am_task *t);
 /* Answers "wait" to the watches held longer than AM_WATCH_POLL_MS. */
 void am_watch_expire(tony_am *am, long long now_ms);
 /* Drops every watch unanswered (the coordinator is going away). */

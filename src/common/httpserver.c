@@ -39,6 +39,10 @@ typedef struct conn {
     struct evhttp_connection *evcon; /* once adopted */
     int busy;                        /* requests handed to the handler and not yet answered */
     long long idle_since_ms;
+    /* tony_http_server_when_sent's hook on the request being answered */
+    void (*sent)(void *arg, bool written);
+    void *sent_arg;
+    int fd; /* its place in by_fd, once adopted (-1: none) */
 } conn;
 
 struct tony_http_server {
@@ -51,6 +55,11 @@ struct tony_http_server {
     void *arg;
     conn *conns;
     size_t nconns;
+    /* the adopted connections by their socket: a request's connection is
+     * found without a walk over every connection (issue 26: thousands of
+     * long polls are open while each heartbeat arrives) */
+    conn **by_fd;
+    size_t nby_fd;
     size_t nfresh; /* of them not adopted yet: the newest, near the list's head */
     struct event *adopt_ev;  /* picks up new connections right after evhttp made them */
     struct event *resume_ev; /* accepting again after a failed accept() */
@@ -80,8 +89,14 @@ static size_t conn_cap(const tony_http_server *s) {
     return (size_t)(cap > TONY_HTTP_MAX_CONNS ? TONY_HTTP_MAX_CONNS : cap);
 }
 
+static int evcon_fd(struct evhttp_connection *evcon) {
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    return bev ? (int)bufferevent_getfd(bev) : -1;
+}
+
 static void unlink_conn(tony_http_server *s, conn *c) {
     if (!c->evcon) s->nfresh--;
+    if (c->fd >= 0 && (size_t)c->fd < s->nby_fd && s->by_fd[c->fd] == c) s->by_fd[c->fd] = NULL;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -107,7 +122,12 @@ static void on_close(struct evhttp_connection *evcon, void *arg) {
     conn *c = arg;
     tony_http_server *s = c->srv;
     evhttp_connection_set_closecb(evcon, NULL, NULL);
+    void (*sent)(void *, bool) = c->sent;
+    void *sent_arg = c->sent_arg;
     unlink_conn(s, c);
+    /* closed before its answer was written out (none is told while the
+     * server is freed: its user is going away) */
+    if (sent && !s->freeing) sent(sent_arg, false);
     update_accepting(s);
 }
 
@@ -115,6 +135,19 @@ static void adopt(conn *c, struct evhttp_connection *evcon) {
     c->srv->nfresh--;
     c->evcon = evcon;
     evhttp_connection_set_closecb(evcon, on_close, c);
+    tony_http_server *s = c->srv;
+    int fd = evcon_fd(evcon);
+    if (fd >= 0) {
+        if ((size_t)fd >= s->nby_fd) {
+            size_t n = s->nby_fd ? s->nby_fd : 64;
+            while (n <= (size_t)fd) n *= 2;
+            s->by_fd = tony_xrealloc(s->by_fd, n * sizeof *s->by_fd);
+            memset(s->by_fd + s->nby_fd, 0, (n - s->nby_fd) * sizeof *s->by_fd);
+            s->nby_fd = n;
+        }
+        s->by_fd[fd] = c;
+        c->fd = fd;
+    }
     bufferevent_decref(c->bev);
     c->bev = NULL;
 }
@@ -169,6 +202,7 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg) {
     conn *c = tony_xcalloc(1, sizeof *c);
     c->srv = s;
     c->bev = bev;
+    c->fd = -1;
     c->idle_since_ms = tony_now_ms();
     bufferevent_incref(bev);
     c->next = s->conns;
@@ -182,6 +216,9 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg) {
 }
 
 static conn *find_conn(tony_http_server *s, struct evhttp_connection *evcon) {
+    int fd = evcon_fd(evcon);
+    if (fd >= 0 && (size_t)fd < s->nby_fd && s->by_fd[fd] && s->by_fd[fd]->evcon == evcon) return s->by_fd[fd];
+    /* one not adopted yet: the newest, near the list's head */
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
     for (conn *c = s->conns; c; c = c->next) {
         if (c->evcon == evcon) return c;
@@ -198,7 +235,20 @@ static void on_complete(struct evhttp_request *req, void *arg) {
     conn *c = arg;
     c->busy--;
     c->idle_since_ms = tony_now_ms();
+    void (*sent)(void *, bool) = c->sent;
+    c->sent = NULL;
     update_accepting(c->srv);
+    if (sent) sent(c->sent_arg, true);
+}
+
+int tony_http_server_when_sent(tony_http_server *s, struct evhttp_request *req, void (*sent)(void *arg, bool written),
+                               void *arg) {
+    struct evhttp_connection *evcon = s ? evhttp_request_get_connection(req) : NULL;
+    conn *c = evcon ? find_conn(s, evcon) : NULL;
+    if (!c || !c->busy || c->sent) return -1;
+    c->sent = sent;
+    c->sent_arg = arg;
+    return 0;
 }
 
 static void on_request(struct evhttp_request *req, void *arg) {
@@ -321,6 +371,7 @@ void tony_http_server_free(tony_http_server *s) {
         if (s->conns->bev) bufferevent_decref(s->conns->bev);
         unlink_conn(s, s->conns);
     }
+    free(s->by_fd);
     event_free(s->adopt_ev);
     event_free(s->resume_ev);
     free(s->what);

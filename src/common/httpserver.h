@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -50,6 +51,18 @@ tony_http_server *tony_http_server_new(struct event_base *base, const tony_http_
 int tony_http_server_listen(tony_http_server *s, const char *host, int port, int *bound_port, tony_error *err);
 /* Serves on a socket already listening (the server closes it). */
 int tony_http_server_adopt(tony_http_server *s, evutil_socket_t fd, tony_error *err);
+
+/* Calls sent(arg, written) once the answer to req, a request the handler
+ * holds and has not answered yet, has left: written true once evhttp wrote
+ * it out whole, false when its connection closed first (the peer went
+ * away, or read nothing of it for the timeout). A user that bounds what it
+ * queues (the coordinator's "go" answers) sends the next one then. Set it
+ * before answering req; one per request (evhttp hands the handler one
+ * request of a connection at a time). Never called while the server is
+ * freed. -1 (nothing will be called): req is none of this server's held
+ * requests, or has its hook already. */
+int tony_http_server_when_sent(tony_http_server *s, struct evhttp_request *req, void (*sent)(void *arg, bool written),
+                               void *arg);
 
 /* Connections open now (for tests and log lines). */
 size_t tony_http_server_connections(const tony_http_server *s);

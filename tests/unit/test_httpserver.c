@@ -3,7 +3,8 @@
  * the one idle longest makes room for a new one, never one whose request
  * the handler holds (a long poll); oversized headers are refused; and a
  * server out of descriptors stops accepting for a moment, saying so in one
- * log line, instead of spinning on accept(). The clients are real sockets
+ * log line, instead of spinning on accept(); a user is told when an answer
+ * it sent was written out, or its connection closed first. The clients are real sockets
  * of this process on the loopback. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,61 @@ static void test_cap_never_closes_a_held_request(void **state) {
     stop(&f);
 }
 
+/* tony_http_server_when_sent's hook: what it was told, per request. */
+typedef struct sent_seen {
+    int calls;
+    bool written;
+} sent_seen;
+
+static void on_sent(void *arg, bool written) {
+    sent_seen *s = arg;
+    s->calls++;
+    s->written = written;
+}
+
+static void reply_big(struct evhttp_request *req, size_t n) {
+    struct evbuffer *b = evbuffer_new();
+    char *body = calloc(1, n);
+    evbuffer_add(b, body, n);
+    free(body);
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+}
+
+static void test_when_sent_tells_written_or_closed(void **state) {
+    (void)state;
+    fixture f;
+    start(&f, 0, 30);
+    int read_it = client(&f), gone = client(&f), never = client(&f);
+    send_str(read_it, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+    send_str(gone, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+    send_str(never, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+    run_ms(&f, 200);
+    assert_int_equal(f.nheld, 3);
+    sent_seen seen[3] = {{0}};
+    for (int i = 0; i < 3; i++) assert_int_equal(tony_http_server_when_sent(f.srv, f.held[i], on_sent, &seen[i]), 0);
+    assert_int_equal(tony_http_server_when_sent(f.srv, f.held[0], on_sent, &seen[0]), -1); /* one per request */
+    /* answered and read: written */
+    evhttp_send_reply(f.held[0], 200, "OK", NULL);
+    run_ms(&f, 200);
+    assert_int_equal(seen[0].calls, 1);
+    assert_true(seen[0].written);
+    /* its peer gone before a large answer: closed, not written */
+    close(gone);
+    reply_big(f.held[1], 8 << 20);
+    run_ms(&f, 500);
+    assert_int_equal(seen[1].calls, 1);
+    assert_false(seen[1].written);
+    assert_int_equal(seen[2].calls, 0);
+    /* a server freed with an answer in flight tells nothing */
+    reply_big(f.held[2], 8 << 20);
+    run_ms(&f, 50);
+    assert_int_equal(seen[2].calls, 0);
+    close(read_it), close(never);
+    stop(&f);
+    assert_int_equal(seen[2].calls, 0);
+}
+
 static void test_oversized_headers_refused(void **state) {
     (void)state;
     fixture f;
@@ -260,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_silent_connection_closed_after_timeout),
         cmocka_unit_test(test_cap_closes_the_idlest_for_a_new_one),
         cmocka_unit_test(test_cap_never_closes_a_held_request),
+        cmocka_unit_test(test_when_sent_tells_written_or_closed),
         cmocka_unit_test(test_oversized_headers_refused),
         cmocka_unit_test(test_out_of_descriptors_backs_off),
     };
