@@ -94,18 +94,26 @@ echo "shell reads BIG from $(basename "$f"), mode $(stat -c %a "$f")"
 """
 
 
+def submit_with_big(tony, scripts, tmp_path, files, command, framework, workers):
+    """Submits command with a 200 KB BIG in tony.execution.envs (its value
+    also shipped as big.txt, beside files: name -> text); returns (value, result)."""
+    value = big_value()
+    (scripts / "big.txt").write_text(value)
+    for name, text in files.items():
+        (scripts / name).write_text(text)
+    r = tony.submit("--conf_file", conf_file(tmp_path, "tony.execution.envs", f"BIG={value}"),
+                    "--src_dir", str(scripts), "--executes", command,
+                    "--conf", f"tony.application.framework={framework}", "--conf", f"tony.worker.instances={workers}",
+                    "--conf", "tony.worker.memory=256m")
+    return value, r
+
+
 def test_a_user_variable_over_the_limit_reaches_the_task_by_file(tony, scripts, tmp_path):
     """A real job: tony.execution.envs's BIG (200 KB) reaches the task, a
     Python process through os.environ and a shell through its file. Before
     TONY_ENV_FILES the submit was refused (exit 2)."""
-    value = big_value()
-    (scripts / "big.txt").write_text(value)
-    (scripts / "check.py").write_text(CHECK_PY)
-    (scripts / "check.sh").write_text(CHECK_SH)
-    r = tony.submit("--conf_file", conf_file(tmp_path, "tony.execution.envs", f"BIG={value}"),
-                    "--src_dir", str(scripts), "--executes", "/usr/bin/python3 check.py && bash check.sh",
-                    "--conf", "tony.application.framework=generic", "--conf", "tony.worker.instances=1",
-                    "--conf", "tony.worker.memory=256m")
+    value, r = submit_with_big(tony, scripts, tmp_path, {"check.py": CHECK_PY, "check.sh": CHECK_SH},
+                               "/usr/bin/python3 check.py && bash check.sh", "generic", 1)
     assert r.rc == 0, r
     assert f"tony: note: BIG {NOTE}" in r.err, r
     out = r.log("worker", 0)
@@ -123,13 +131,7 @@ print(json.dumps({"task": tf["task"], "workers": len(tf["cluster"]["worker"]),
 def test_tensorflow_keeps_its_tf_config_beside_a_variable_by_file(tony, scripts, tmp_path):
     """Two TensorFlow workers with an over-limit user variable: BIG comes by
     file, TF_CONFIG (short here) stays in the environment, each worker's own."""
-    value = big_value()
-    (scripts / "big.txt").write_text(value)
-    (scripts / "tf.py").write_text(TF_PY)
-    r = tony.submit("--conf_file", conf_file(tmp_path, "tony.execution.envs", f"BIG={value}"),
-                    "--src_dir", str(scripts), "--executes", "/usr/bin/python3 tf.py",
-                    "--conf", "tony.application.framework=tensorflow", "--conf", "tony.worker.instances=2",
-                    "--conf", "tony.worker.memory=256m")
+    _, r = submit_with_big(tony, scripts, tmp_path, {"tf.py": TF_PY}, "/usr/bin/python3 tf.py", "tensorflow", 2)
     assert r.rc == 0, r
     for i in range(2):
         got = json.loads(r.log("worker", i).strip().splitlines()[-1])
