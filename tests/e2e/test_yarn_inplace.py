@@ -54,7 +54,7 @@ def test_ddp_fails_once_and_resumes_in_the_same_yarn_containers(yarn):
                           "--conf", "tony.application.shared-dir=" + str(yarn.tony.home / "shared"))
     try:
         app_id = wait_for(lambda: next(iter(yarn.app_ids()), None), timeout=90, what="the application")
-        wait_for(lambda: "step 20 " in yarn.task_log(app_id, "worker", 0) if process_of("worker:0", app_id, "executor")
+        wait_for(lambda: "step 20 " in yarn.task_log(app_id, "worker", 0, missing_ok=True) if process_of("worker:0", app_id, "executor")
                  else False, timeout=240, what="step 20 of attempt 0")
         containers = {i: container_id_of(process_of(f"worker:{i}", app_id, "executor")) for i in (0, 1)}
         os.kill(process_of("worker:1", app_id, script="ddp_digits.py"), signal.SIGKILL)
