@@ -80,13 +80,20 @@ static long fd_limit(void) {
     return (long)rl.rlim_cur;
 }
 
+size_t tony_http_conn_cap_for(long fd_limit) {
+    if (fd_limit < 0) return TONY_HTTP_MAX_CONNS;
+    long reserve = fd_limit / TONY_HTTP_FD_RESERVE_DIV, least = TONY_HTTP_FD_RESERVE_MIN;
+    if (least > fd_limit / 2) least = fd_limit / 2; /* a tiny limit: half, as before */
+    if (reserve < least) reserve = least;
+    long cap = fd_limit - reserve;
+    if (cap < 4) cap = 4;
+    return (size_t)(cap > TONY_HTTP_MAX_CONNS ? TONY_HTTP_MAX_CONNS : cap);
+}
+
 /* Read at every accept: a limit lowered while the process runs counts. */
 static size_t conn_cap(const tony_http_server *s) {
     if (s->max_conns > 0) return (size_t)s->max_conns;
-    long lim = fd_limit();
-    long cap = lim < 0 ? TONY_HTTP_MAX_CONNS : lim / 2;
-    if (cap < 4) cap = 4;
-    return (size_t)(cap > TONY_HTTP_MAX_CONNS ? TONY_HTTP_MAX_CONNS : cap);
+    return tony_http_conn_cap_for(fd_limit());
 }
 
 static int evcon_fd(struct evhttp_connection *evcon) {

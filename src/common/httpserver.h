@@ -33,13 +33,25 @@ typedef struct tony_http_server tony_http_server;
  * idlest (a kept one between heartbeats) is closed, and its task's next
  * heartbeat connects anew. */
 #define TONY_HTTP_MAX_CONNS 65536
+/* What of the descriptor limit is kept from connections: the coordinator's
+ * other files (history, logs, the backends' pipes and sockets, its other
+ * servers), 1/8 of the limit and at least 64 (or half of a limit under
+ * 128). The coordinator holds no
+ * descriptor per container, so the rest can be connections: with a hard
+ * limit of 20,000, 17,500 (half of it, 10,000, was the cap before: a job of
+ * 5,000 tasks filled it with their long polls and kept heartbeats). */
+#define TONY_HTTP_FD_RESERVE_DIV 8
+#define TONY_HTTP_FD_RESERVE_MIN 64
+/* The connection cap a server without max_conns keeps under a descriptor
+ * limit (-1: none): the limit less the reserve, 4 to TONY_HTTP_MAX_CONNS. */
+size_t tony_http_conn_cap_for(long fd_limit);
 
 typedef struct tony_http_server_opts {
     const char *what;   /* names the server in log lines: "the coordinator API" */
     size_t max_body;    /* bytes of one request's body, 413 beyond; 0: TONY_HTTP_MAX_BODY */
     size_t max_headers; /* 0: TONY_HTTP_MAX_HEADERS */
     int timeout_s;      /* 0: TONY_HTTP_TIMEOUT_S */
-    int max_conns;      /* 0: half the descriptor limit (RLIMIT_NOFILE), at most TONY_HTTP_MAX_CONNS */
+    int max_conns;      /* 0: tony_http_conn_cap_for(the descriptor limit, RLIMIT_NOFILE) */
     int allowed_methods; /* EVHTTP_REQ_* */
     void (*handler)(struct evhttp_request *req, void *arg);
     void *arg;

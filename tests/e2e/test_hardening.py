@@ -82,7 +82,7 @@ def test_idle_connections_do_not_exhaust_the_coordinator(tony):
     assert worst < 2, f"the API took {worst:.1f} s to answer"
     busy = (cpu_seconds(pid) - cpu_before) / (time.time() - t0)
     assert busy < 0.5, f"the coordinator used {busy:.0%} of a core with idle connections open"
-    # Every silent connection was closed: at the cap (half the descriptors)
+    # Every silent connection was closed: at the cap (half of a limit this low)
     # for a newer one, or after the timeout.
     for s in idle:
         s.settimeout(3)

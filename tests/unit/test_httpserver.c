@@ -267,6 +267,20 @@ static double cpu_s(void) {
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The default cap keeps a reserve of the descriptor limit, not half of it:
+ * a coordinator under a hard limit of 20,000 holds the 10,000 long polls
+ * and some kept heartbeat connections of a 5,000-task job (issue 26). */
+static void test_default_cap_is_the_limit_less_a_reserve(void **state) {
+    (void)state;
+    assert_int_equal(tony_http_conn_cap_for(20000), 17500);
+    assert_int_equal(tony_http_conn_cap_for(1024), 896);
+    assert_int_equal(tony_http_conn_cap_for(300), 300 - TONY_HTTP_FD_RESERVE_MIN);
+    assert_int_equal(tony_http_conn_cap_for(40), 20); /* under 128: half */
+    assert_int_equal(tony_http_conn_cap_for(6), 4);
+    assert_int_equal(tony_http_conn_cap_for(-1), TONY_HTTP_MAX_CONNS);
+    assert_int_equal(tony_http_conn_cap_for(1L << 20), TONY_HTTP_MAX_CONNS);
+}
+
 static void test_out_of_descriptors_backs_off(void **state) {
     (void)state;
     char *logbuf = NULL;
@@ -318,6 +332,7 @@ int main(void) {
         cmocka_unit_test(test_cap_never_closes_a_held_request),
         cmocka_unit_test(test_when_sent_tells_written_or_closed),
         cmocka_unit_test(test_oversized_headers_refused),
+        cmocka_unit_test(test_default_cap_is_the_limit_less_a_reserve),
         cmocka_unit_test(test_out_of_descriptors_backs_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
