@@ -35,6 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import replace_section  # noqa: E402
 from scale_harness import API, AUTH, CREDENTIALS_HAVE, REPO, ScaleJob, Signer, cpu_s, http_post, rss_bytes  # noqa: E402
 
+
+def peak_rss_bytes(pid):
+    """VmHWM: the most the process has held (the gang's answers are its peak)."""
+    with open(f"/proc/{pid}/status") as f:
+        return next((int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:")), 0)
+
 HERE = Path(__file__).resolve().parent
 SECTION = "Scale: one coordinator, N tasks (issue 26)"
 
@@ -90,10 +96,10 @@ def floor_cost(floor_bin, rate, seconds, secret):
         p.wait()
 
 
-def one_n(tony, n, floor_bin, window, workers):
-    r = {"n": n}
+def one_n(tony, n, floor_bin, window, workers, heartbeat_ms=1000):
+    r = {"n": n, "hb_ms": heartbeat_ms}
     with tempfile.TemporaryDirectory(prefix="tony-scale-") as tmp:
-        j = ScaleJob(tony, n, tmp, workers=workers)
+        j = ScaleJob(tony, n, tmp, workers=workers, heartbeat_ms=heartbeat_ms)
         try:
             j.submit()
             j.wait_all("reg", 0, 600)
@@ -115,6 +121,7 @@ def one_n(tony, n, floor_bin, window, workers):
             r["load"] = os.getloadavg()[0]
             r["cpu_per_hb_us"] = (cpu_s(j.am_pid) - c0) / max(j.heartbeats() - h0, 1) * 1e6
             r["rss_mb"] = rss_bytes(j.am_pid) / 2**20
+            r["hwm_mb"] = peak_rss_bytes(j.am_pid) / 2**20
             gets = [j.get("/v1/job") for _ in range(3)]
             r["job_kb"] = len(gets[0][0]) / 1024
             r["job_ms"] = statistics.median(g[1] for g in gets) * 1000
@@ -164,6 +171,8 @@ def main():
     ap.add_argument("--tony", default=str(REPO / "build" / "bin" / "tony"))
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--workers", type=int, default=0, help="harness processes (0: one per 1,000 tasks, 1 to 4)")
+    ap.add_argument("--heartbeat-ms", type=int, default=1000,
+                    help="tony.task.heartbeat-interval-ms of the job (the harness's own CPU bounds its rate)")
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
     ap.add_argument("--json", default=None, help="also write the raw figures here")
     ap.add_argument("--from-json", default=None, help="write the section from figures --json saved, running nothing")
@@ -173,7 +182,7 @@ def main():
         floor_bin = None if a.from_json else build_floor(tmp)
         for n in [] if a.from_json else (int(x) for x in a.tasks.split(",")):
             workers = a.workers or max(1, min(4, n // 1000))
-            r = one_n(a.tony, n, floor_bin, a.window, workers)
+            r = one_n(a.tony, n, floor_bin, a.window, workers, a.heartbeat_ms)
             r["workers"] = workers
             print(json.dumps(r), flush=True)
             rows.append(r)
@@ -185,7 +194,7 @@ def main():
 
 The real coordinator (`tony submit --detach`, local backend: one container process per task) with N simulated
 executors: `bench/scale_harness.py` speaks the signed API for each container as `src/executor/executor.c` does
-(register long poll, started, heartbeats every 1 s (the default interval), a metrics sample every 5 s, the watch
+(register long poll, started, heartbeats at the job's interval (1 s, the default, unless the table says otherwise), a metrics sample every 5 s, the watch
 long poll, finished, in-place restart), from {rows[0].get('workers', 'a few')} asyncio processes; each container is a
 sleeping stand-in. This machine: {os.cpu_count()} CPUs shared with other work, so the harness and the coordinator
 compete; the coordinator's CPU is its own (/proc), per heartbeat it answered. The floor: `bench/scale/floor.c`, a
@@ -200,8 +209,8 @@ clock ticks (10 ms): small windows are coarse. Produced by `bench/scale_bench.py
 
 
 def render(rows):
-    def line(name, key, fmt):
-        return f"| {name} | " + " | ".join(fmt.format(r[key]) if key in r else "–" for r in rows) + " |"
+    def line(name, key, fmt, scale=1):
+        return f"| {name} | " + " | ".join(fmt.format(r[key] * scale) if key in r else "–" for r in rows) + " |"
     head = "| N tasks | " + " | ".join(f"{r['n']:,}" for r in rows) + " |\n| --- |" + " ---: |" * len(rows)
     return "\n".join([head,
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
@@ -211,6 +220,7 @@ def render(rows):
                       line("coordinator CPU, last container started -> all hold their spec (s)", "gang_cpu_s",
                            "{:.2f}"),
                       line("one task's \"go\" answer (KiB)", "go_kb", "{:.1f}"),
+                      line("heartbeat interval (s)", "hb_ms", "{:g}", scale=1e-3),
                       line("heartbeats answered / s (harness rate)", "hb_per_s", "{:.0f}"),
                       line("machine load average (1 min, steady state)", "load", "{:.1f}"),
                       line("coordinator CPU, steady (% of a core)", "cpu_pct", "{:.1f}"),
@@ -218,6 +228,7 @@ def render(rows):
                       line("floor: bare evhttp CPU per request (µs)", "floor_us", "{:.0f}"),
                       line("per heartbeat / floor", "ratio", "{:.1f}×"),
                       line("coordinator RSS (MiB)", "rss_mb", "{:.0f}"),
+                      line("coordinator RSS peak, VmHWM (MiB)", "hwm_mb", "{:.0f}"),
                       line("GET /v1/job (KiB)", "job_kb", "{:.0f}"),
                       line("GET /v1/job (ms)", "job_ms", "{:.0f}"),
                       line("GET /v1/job?metrics=0 (KiB)", "job0_kb", "{:.0f}"),
