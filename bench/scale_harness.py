@@ -551,6 +551,9 @@ class ScaleJob:
             time.sleep(0.1)
 
     def close(self):
+        keep = os.environ.get("TONY_SCALE_KEEP_LOG")  # a path: the coordinator's am.log is copied there
+        if keep and getattr(self, "job", None) and (self.job / "am.log").exists():
+            shutil.copy(self.job / "am.log", keep)
         for p in self.procs:
             if p.is_alive():
                 p.kill()

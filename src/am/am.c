@@ -27,7 +27,9 @@
 #include "common/jobdir.h"
 #include "common/jobjson.h"
 #include "common/lastwords.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/pace.h"
 #include "common/proc.h"
 #include "common/readtoken.h"
 #include "common/self.h"
@@ -52,13 +54,19 @@ struct am_loop {
     struct event *tick;       /* every TICK_MS: deadlines, status.json */
     struct event *exit_timer; /* the coordinator's end, once its linger is over */
     struct event *sigterm, *sigint;
+    /* status.json on the tick: every task's state, so its cost grows with
+     * the job (5 MB at 5,000 tasks); held to STATUS_PERCENT of the loop */
+    tony_pace status_pace;
 };
+#define STATUS_PERCENT 5
 
 static void write_status(tony_am *am) {
+    long long t0 = tony_now_us();
     json_t *j = am_job_json(am);
     am_record_status(am, j);
     json_decref(j);
     am->status_dirty = false;
+    if (am->loop) tony_pace_ran(&am->loop->status_pace, t0);
 }
 
 /* A task's localized files: its role's resources plus the job's final
@@ -326,7 +334,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
     am_fsm_tick(&am->fsm, now, &am->pending);
     carry_out(am);
     am_api_expire_waiters(am, now);
-    if (am->status_dirty) write_status(am);
+    /* (the job's end writes it at once: finished) */
+    if (am->status_dirty && tony_pace_due(&am->loop->status_pace)) write_status(am);
 }
 
 static void on_exit_timer(evutil_socket_t fd, short what, void *arg) {
@@ -483,6 +492,7 @@ static int am_setup(tony_am *am, const tony_am_options *o, tony_error *err) {
         if (!am->rendezvous) return -1;
     }
     am->loop = tony_xcalloc(1, sizeof *am->loop);
+    am->loop->status_pace.percent = STATUS_PERCENT;
     am->loop->tick = event_new(am->base, -1, EV_PERSIST, on_tick, am);
     struct timeval tv = {0, TICK_MS * 1000};
     event_add(am->loop->tick, &tv);

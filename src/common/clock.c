@@ -18,6 +18,13 @@ static long long read_ms(clockid_t id) {
 
 long long tony_now_ms(void) { return atomic_load(&fixed) ? atomic_load(&fixed_mono) : read_ms(CLOCK_MONOTONIC); }
 
+long long tony_now_us(void) {
+    if (atomic_load(&fixed)) return atomic_load(&fixed_mono) * 1000;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 long long tony_wall_ms(void) { return atomic_load(&fixed) ? atomic_load(&fixed_wall) : read_ms(CLOCK_REALTIME); }
 
 void tony_clock_cond_init(pthread_cond_t *c) {

@@ -11,6 +11,8 @@
 /* A monotonic clock in ms, for deadlines (immune to clock steps); its zero
  * is arbitrary, so only differences mean anything. */
 long long tony_now_ms(void);
+/* The same clock in µs, for durations too short for ms (common/pace.h). */
+long long tony_now_us(void);
 /* The wall clock, ms since the epoch (timestamps compared across nodes or
  * shown to people; may step back or forward). */
 long long tony_wall_ms(void);

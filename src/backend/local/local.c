@@ -24,9 +24,11 @@
 
 #include "backend/container.h"
 #include "common/archive.h"
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/log.h"
+#include "common/pace.h"
 #include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
@@ -35,6 +37,7 @@
 #include "conf/keys.h"
 
 #define MEMORY_CHECK_MS 500
+#define MEMORY_CHECK_PERCENT 5
 #define STOP_GRACE_MS 3000
 #define REMOVE_THREADS 4 /* `rm`s of killed containers at once */
 
@@ -80,6 +83,7 @@ typedef struct local_backend {
     container **items;
     size_t len, cap;
     struct event *memory_timer;
+    tony_pace memory_pace;
     /* Session sweeps (a signal to every process of a container's session)
      * wait for one pass over /proc that does them all: a stop or an exit
      * of every container at once (a kill of 10,000 tasks) then costs one
@@ -707,11 +711,14 @@ static void rss_visit(void *ctx, const tony_proc_info *p) {
     if (hit) s->rss_kb[hit->i] += p->rss_kb;
 }
 
-/* One pass over /proc per tick measures every container's session. */
+/* One pass over /proc per tick measures every container's session; it
+ * reads every process, so it is paced (MEMORY_CHECK_PERCENT of the loop):
+ * with thousands of containers a tick comes less often than each 500 ms. */
 static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     local_backend *b = arg;
-    if (b->len == 0) return;
+    if (b->len == 0 || !tony_pace_due(&b->memory_pace)) return;
+    long long t0 = tony_now_us();
     rss_scan s = {tony_xcalloc(b->len, sizeof(rss_slot)), 0, tony_xcalloc(b->len, sizeof(long long))};
     for (size_t i = 0; i < b->len; i++)
         if (b->items[i]->state == C_RUNNING && b->items[i]->pid > 0) s.slots[s.n++] = (rss_slot){b->items[i]->pid, i};
@@ -735,6 +742,7 @@ static void on_memory_timer(evutil_socket_t fd, short what, void *arg) {
         tony_proc_kill_session(c->pid, SIGKILL);
     }
     free(s.rss_kb);
+    tony_pace_ran(&b->memory_pace, t0);
 }
 
 /* Copies what runs r's image: its name, image, mounts and network. */
@@ -943,6 +951,7 @@ tony_backend *tony_backend_local_new(const tony_backend_opts *o, tony_error *err
     char *jobs_root = tony_jobs_root(tony_conf_get(o->conf, TONY_KEY_LOCAL_ROOT));
     b->cache_dir = tony_path_join(jobs_root, "cache");
     free(jobs_root);
+    b->memory_pace.percent = MEMORY_CHECK_PERCENT;
     b->memory_timer = event_new(o->base, -1, EV_PERSIST, on_memory_timer, b);
     struct timeval tv = {0, MEMORY_CHECK_MS * 1000};
     event_add(b->memory_timer, &tv);
