@@ -327,7 +327,9 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
         bool takes = t ? filter_takes(filter, t->role->name, am_task_state_name(t->state))
                        : filter_takes(filter, json_string_value(json_object_get(single, JOB_TASK_ROLE)),
                                       json_string_value(json_object_get(single, JOB_TASK_STATE)));
-        if (!takes || matching++ < offset || matching - offset > limit) continue;
+        if (!takes) continue;
+        size_t k = matching++; /* its place among those taken */
+        if (k < offset || k - offset >= limit) continue;
         json_array_append_new(page, tj ? json_incref(tj) : t ? am_task_json(am, t) : json_incref(single));
     }
     json_object_set_new(o, JOB_TASKS, all ? tasks : page);
