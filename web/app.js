@@ -38,8 +38,9 @@ const ui = {
   seenStates: new Map(),
   metricsBusy: false,
   world: new Map(),   // elastic jobs: world version -> {t_ms, size}, from WORLD_CHANGED events (or seen by polls)
-  // the paged table (jobs of over PAGE_THRESHOLD tasks): on once an answer says so
-  page: { on: false, offset: 0, total: 0 },
+  // the paged table (jobs of over PAGE_THRESHOLD tasks): on once an answer says so;
+  // filter: the one state whose tasks it pages ("": every task), total: how many it pages
+  page: { on: false, offset: 0, total: 0, filter: "" },
   selTask: null,      // the open task as last seen: it may be on another page than the one shown
   pollTimer: 0,
   pollBusy: false,
@@ -73,11 +74,14 @@ function setText(el, text) {
 // A paged job asks for its page of tasks only, which also brings every
 // task's state counted by role (task_counts). Until the first answer the page
 // asks for up to PAGE_THRESHOLD + 1 tasks: a small job's answer is then its
-// whole list, a large one's says how many there are.
+// whole list, a large one's says how many there are. A state filter has the
+// coordinator page the tasks in that state only (its 3 failed tasks among
+// thousands are one page).
 function jobQuery(full) {
   const q = [];
   if (!full) q.push("metrics=0");
   if (ui.page.on) q.push(`offset=${ui.page.offset}`, `limit=${PAGE_ROWS}`);
+  if (ui.page.on && ui.page.filter) q.push(`state=${encodeURIComponent(ui.page.filter)}`);
   else if (!ui.job) q.push("offset=0", `limit=${PAGE_THRESHOLD + 1}`);
   return q.length ? "v1/job?" + q.join("&") : "v1/job";
 }
@@ -238,12 +242,16 @@ function renderJob(job) {
   renderAdvice(job.advice);
   renderExcludedNodes(job.excluded_nodes);
   const counts = job.task_counts || countStates(tasks);
-  setPaged(ntasks > PAGE_THRESHOLD, counts, ntasks);
+  setPaged(ntasks > PAGE_THRESHOLD, counts, ntasks, job.tasks_matching);
   // a paged table shows one page, whatever the answer listed (the first
   // answer's PAGE_THRESHOLD + 1 tasks, or a whole list while the job grew)
   let shown = tasks;
-  if (ui.page.on && job.tasks_total == null) shown = tasks.slice(ui.page.offset, ui.page.offset + PAGE_ROWS);
-  else if (ui.page.on) shown = tasks.slice(0, PAGE_ROWS);
+  if (ui.page.on && job.tasks_total == null) {
+    shown = tasks.filter((t) => !ui.page.filter || t.state === ui.page.filter)
+      .slice(ui.page.offset, ui.page.offset + PAGE_ROWS);
+  } else if (ui.page.on) {
+    shown = tasks.slice(0, PAGE_ROWS);
+  }
   renderTasks(shown, counts, ntasks);
   // After a restart the open task's log is the new attempt's, unless the
   // reader picked an earlier one.
@@ -513,40 +521,89 @@ function renderTaskCell(td, cells) {
 
 // ---------- the paged table: per-role summary lines, prev/next, a role's first page ----------
 
-function setPaged(on, counts, ntasks) {
+// matching: how many tasks the answer's filter took (tasks_matching).
+function setPaged(on, counts, ntasks, matching) {
   ui.page.on = on;
-  ui.page.total = on ? ntasks : 0;
+  if (!on) ui.page.filter = "";
+  ui.page.total = !on ? 0 : matching != null ? matching : filteredTotal(counts, ui.page.filter);
   if (!on) ui.page.offset = 0;
-  else if (ui.page.offset >= ntasks) ui.page.offset = Math.max(0, Math.floor((ntasks - 1) / PAGE_ROWS) * PAGE_ROWS);
+  else if (ui.page.offset >= ui.page.total) ui.page.offset = Math.max(0, Math.floor((ui.page.total - 1) / PAGE_ROWS) * PAGE_ROWS);
   $("paging").hidden = !on;
   if (on) renderPaging(counts);
 }
 
-// Each role's first task's offset: the job lists its tasks by role, in the
-// plan's order, which task_counts keeps.
-function roleOffsets(counts) {
+// How many of a role's tasks the filter takes ("": all of them).
+function filteredCount(states, filter) {
+  return filter ? (states || {})[filter] || 0 : roleTotal(states);
+}
+
+function filteredTotal(counts, filter) {
+  return Object.values(counts).reduce((a, states) => a + filteredCount(states, filter), 0);
+}
+
+// Each role's first task's offset among those the filter takes: the job
+// lists its tasks by role, in the plan's order, which task_counts keeps.
+function roleOffsets(counts, filter) {
   const out = [];
   let at = 0;
   for (const [role, states] of Object.entries(counts)) {
-    out.push({ role, offset: at, n: roleTotal(states) });
-    at += roleTotal(states);
+    const n = filteredCount(states, filter);
+    out.push({ role, offset: at, size: n });
+    at += n;
   }
   return out;
 }
 
+// A role's summary line, each of its state counts a button that pages the
+// tasks in that state from that role's first one.
+function roleSummaryItem(role, states) {
+  const li = document.createElement("li");
+  li.dataset.role = role;
+  const n = roleTotal(states);
+  li.append(`${role} — ${n} task${n > 1 ? "s" : ""}: `);
+  Object.entries(states || {}).forEach(([st, k], i) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "state-link " + stateClass(st) + (st === ui.page.filter ? " on" : "");
+    b.dataset.state = st;
+    b.title = `show ${role}'s ${st} tasks (the state filter)`;
+    b.textContent = `${k} ${st}`;
+    b.addEventListener("click", () => filterTo(st, role));
+    li.append(i ? ", " : "", b);
+  });
+  return li;
+}
+
+// The state menu: every task, or one state present in the job (and the one
+// filtered on, when none is left in it), with its count.
+function renderStateMenu(counts) {
+  const total = {};
+  for (const states of Object.values(counts)) {
+    for (const [st, n] of Object.entries(states)) total[st] = (total[st] || 0) + n;
+  }
+  const f = ui.page.filter;
+  if (f && !(f in total)) total[f] = 0;
+  const all = filteredTotal(counts, "");
+  const opts = [["", `all (${all})`], ...Object.entries(total).map(([st, n]) => [st, `${st} (${n})`])];
+  const sel = $("page-state");
+  const sig = JSON.stringify(opts);
+  if (sel.dataset.sig !== sig) {
+    sel.dataset.sig = sig;
+    sel.replaceChildren(...opts.map(([v, label]) => new Option(label, v)));
+  }
+  if (sel.value !== f) sel.value = f;
+}
+
 function renderPaging(counts) {
-  const roles = roleOffsets(counts);
+  const f = ui.page.filter;
+  const roles = roleOffsets(counts, f).filter((r) => !f || r.size > 0);
   const ul = $("role-summary");
-  const sig = JSON.stringify(counts);
+  const sig = JSON.stringify([counts, f]);
   if (ul.dataset.sig !== sig) {
     ul.dataset.sig = sig;
-    ul.replaceChildren(...roles.map((r) => {
-      const li = document.createElement("li");
-      li.dataset.role = r.role;
-      li.textContent = roleLine(r.role, counts[r.role]);
-      return li;
-    }));
+    ul.replaceChildren(...Object.entries(counts).map(([role, states]) => roleSummaryItem(role, states)));
   }
+  renderStateMenu(counts);
   const sel = $("page-role");
   const rsig = roles.map((r) => `${r.role}@${r.offset}`).join(",");
   if (sel.dataset.sig !== rsig) {
@@ -558,7 +615,8 @@ function renderPaging(counts) {
   if (here) sel.value = String(here.offset);
   $("page-prev").disabled = offset === 0;
   $("page-next").disabled = offset + PAGE_ROWS >= total;
-  setText($("page-info"), `tasks ${offset + 1}–${Math.min(offset + PAGE_ROWS, total)} of ${total}`);
+  const range = `tasks ${offset + 1}–${Math.min(offset + PAGE_ROWS, total)} of ${total}`;
+  setText($("page-info"), !f ? range : total ? `${f}: ${range}` : `no ${f} task now`);
 }
 
 function goPage(offset) {
@@ -568,6 +626,17 @@ function goPage(offset) {
   // an ETag of this page from an earlier visit would answer 304 and leave the table on the page left
   ui.etags.clear();
   pollJobNow();
+}
+
+// Pages the tasks in one state ("": every task), from the role's first one
+// among them (none: the first page).
+function filterTo(state, role) {
+  const counts = (ui.job && ui.job.task_counts) || {};
+  ui.page.filter = state;
+  ui.page.total = filteredTotal(counts, state);
+  const r = roleOffsets(counts, state).filter((x) => x.role === role)[0];
+  renderPaging(counts);
+  goPage(r ? r.offset : 0);
 }
 
 // The exit status in words, then the backend's diagnostics (often long:
@@ -933,6 +1002,7 @@ function start() {
   $("page-prev").addEventListener("click", () => goPage(ui.page.offset - PAGE_ROWS));
   $("page-next").addEventListener("click", () => goPage(ui.page.offset + PAGE_ROWS));
   $("page-role").addEventListener("change", (e) => goPage(Number(e.target.value)));
+  $("page-state").addEventListener("change", (e) => filterTo(e.target.value, null));
   pollJob();
   setInterval(tick, 1000);
   setInterval(() => { if (!ui.gone) pollLog(); }, POLL_MS);

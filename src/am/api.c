@@ -105,57 +105,66 @@ static bool query_uint(const char *v, long long max, long long *out);
 #define JOB_QUERY_STR_(x) #x
 #define JOB_QUERY_STR(x) JOB_QUERY_STR_(x)
 
-/* What GET /v1/job's query asks for (amapi.h, AM_API_JOB_*); NULL, or why
- * not (a 400). */
+/* What GET /v1/job's query asks for (amapi.h, AM_API_JOB_*); 0, or -1 with
+ * why not (a 400). */
 typedef struct job_query {
     bool metrics, paged;
     long long offset, limit;
+    am_job_filter filter;
 } job_query;
 
-static const char *read_job_query(const char *query, job_query *jq) {
+static int read_job_query(const tony_am *am, const char *query, job_query *jq, tony_error *err) {
     *jq = (job_query){.metrics = true, .limit = AM_API_JOB_LIMIT_MAX};
     struct evkeyvalq q;
     TAILQ_INIT(&q);
-    if (!query || evhttp_parse_query_str(query, &q) != 0) return NULL;
+    if (!query || evhttp_parse_query_str(query, &q) != 0) return 0;
     const char *bad = NULL;
     const char *m = evhttp_find_header(&q, AM_API_JOB_METRICS), *off = evhttp_find_header(&q, AM_API_JOB_OFFSET),
-               *lim = evhttp_find_header(&q, AM_API_JOB_LIMIT), *tasks = evhttp_find_header(&q, AM_API_JOB_TASKS);
+               *lim = evhttp_find_header(&q, AM_API_JOB_LIMIT), *tasks = evhttp_find_header(&q, AM_API_JOB_TASKS),
+               *state = evhttp_find_header(&q, AM_API_JOB_STATE), *role = evhttp_find_header(&q, AM_API_JOB_ROLE);
+    bool none = tasks && strcmp(tasks, "0") == 0;
     if (m && strcmp(m, "0") != 0 && strcmp(m, "1") != 0)
         bad = AM_API_JOB_METRICS " must be 0 (leave each task's metrics and last_sample out) or 1";
-    else if (tasks && strcmp(tasks, "0") != 0 && strcmp(tasks, "1") != 0)
+    else if (tasks && !none && strcmp(tasks, "1") != 0)
         bad = AM_API_JOB_TASKS " must be 0 (no task listed: their total and counts by role and state) or 1";
     else if (off && !query_uint(off, LLONG_MAX / 2, &jq->offset))
         bad = AM_API_JOB_OFFSET " must be the place of the first task to list (0 or more)";
     else if (lim && (!query_uint(lim, AM_API_JOB_LIMIT_MAX, &jq->limit) || jq->limit < 1))
         bad = AM_API_JOB_LIMIT " must be how many tasks to list at most, 1 to " JOB_QUERY_STR(AM_API_JOB_LIMIT_MAX);
-    else if (tasks && strcmp(tasks, "0") == 0 && (off || lim))
+    else if (none && (off || lim))
         bad = AM_API_JOB_TASKS "=0 lists no task: leave " AM_API_JOB_OFFSET " and " AM_API_JOB_LIMIT " out";
+    /* tasks=0 counts every state of every role already (task_counts) */
+    else if (none && (state || role))
+        bad = AM_API_JOB_TASKS "=0 lists no task to filter: leave " AM_API_JOB_STATE " and " AM_API_JOB_ROLE
+                               " out (its task_counts count the tasks of each role in each state)";
+    int rc = bad ? tony_err(err, "%s", bad) : am_job_filter_parse(am, state, role, &jq->filter, err);
     jq->metrics = !m || strcmp(m, "1") == 0;
-    jq->paged = off || lim || tasks;
-    if (tasks && strcmp(tasks, "0") == 0) jq->limit = 0;
+    jq->paged = off || lim || tasks || state || role;
+    if (none) jq->limit = 0;
     evhttp_clear_headers(&q);
-    return bad;
+    return rc;
 }
 
-/* GET /v1/job[?metrics=0][&offset=&limit= | &tasks=0], with an ETag over
+/* GET /v1/job[?metrics=0][&offset=&limit=][&state=&role= | &tasks=0], with an ETag over
  * the body: a browser polling every second gets a bodiless 304 while
  * nothing changed, however many tasks the job has. Every metrics sample
  * changes a task's "metrics" and "last_sample", so on a job of hundreds of
  * tasks something changes every second; metrics=0 leaves them out, and the
  * page asks for them only as often as executors sample. A job of thousands
  * lists a page of its tasks, or none, with their counts (issue 26: 10,000
- * tasks are ~10 MB listed whole). */
+ * tasks are ~10 MB listed whole), and pages those in some states (its 3
+ * failed tasks among 5,000, in one answer). */
 static void reply_job(tony_am *am, struct evhttp_request *req, const char *query) {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     job_query jq;
-    const char *bad = read_job_query(query, &jq);
-    if (bad) {
-        am_reply_error(req, 400, bad);
+    tony_error err;
+    if (read_job_query(am, query, &jq, &err)) {
+        am_reply_error(req, 400, err.msg);
         return;
     }
     bool with_metrics = jq.metrics;
     if (evhttp_find_header(in, AM_API_UI_HEADER)) am->api->ui_seen_ms = am_now_ms();
-    json_t *job = jq.paged ? am_job_json_page(am, (size_t)jq.offset, (size_t)jq.limit) : am_job_json(am);
+    json_t *job = jq.paged ? am_job_json_page(am, (size_t)jq.offset, (size_t)jq.limit, &jq.filter) : am_job_json(am);
     if (!with_metrics) {
         size_t i;
         json_t *t;
@@ -1467,8 +1476,8 @@ static const am_route routes[] = {
     {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
     {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
-     "the job and its tasks (below; `?offset=&limit=`: a page of them, `?tasks=0`: their counts only); also in "
-     "`<job dir>/status.json`",
+     "the job and its tasks (below; `?offset=&limit=`: a page of them, `?state=FAILED,RUNNING&role=`: those in "
+     "these states and of this role, `?tasks=0`: their counts only); also in `<job dir>/status.json`",
      on_job},
     {AM_MATCH_EXACT, AM_API_EVENTS, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "am/record.h"
 #include "common/amapi.h"
@@ -210,9 +211,67 @@ static json_t *task_counts_json(const tony_am *am, const json_t *single) {
     return o;
 }
 
-static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit);
+/* The words a filter's states are bits of, in the order of the bits. */
+static const char *const filter_states[] = {JOB_TASK_STATE_NEW,       JOB_TASK_STATE_READY,  JOB_TASK_STATE_RUNNING,
+                                            JOB_TASK_STATE_SUCCEEDED, JOB_TASK_STATE_FAILED, JOB_TASK_STATE_FINISHED};
+#define NFILTER_STATES (sizeof filter_states / sizeof *filter_states)
 
-json_t *am_job_json(const tony_am *am) { return job_json(am, false, 0, 0); }
+int am_job_filter_parse(const tony_am *am, const char *states, const char *role, am_job_filter *f, tony_error *err) {
+    *f = (am_job_filter){0};
+    if (states) {
+        const char *p = states;
+        do {
+            size_t n = strcspn(p, ","), w = 0;
+            while (w < NFILTER_STATES && (strlen(filter_states[w]) != n || strncasecmp(p, filter_states[w], n) != 0))
+                w++;
+            if (w == NFILTER_STATES) {
+                tony_strv words = {0};
+                for (w = 0; w < NFILTER_STATES; w++) tony_strv_push(&words, filter_states[w]);
+                char *allowed = tony_strv_join(&words, ", ");
+                tony_strv_free(&words);
+                tony_err(err, "%s: '%.*s' is no task state; give one or more of %s, comma-separated (%s=%s,%s)",
+                         AM_API_JOB_STATE, (int)(n > 64 ? 64 : n), p, allowed, AM_API_JOB_STATE,
+                         JOB_TASK_STATE_FAILED, JOB_TASK_STATE_RUNNING);
+                free(allowed);
+                return -1;
+            }
+            f->states |= 1u << w;
+            p += n;
+        } while (*p++ == ',');
+    }
+    if (role) {
+        for (size_t r = 0; r < am->plan.nroles && !f->role; r++)
+            if (strcmp(am->plan.roles[r].name, role) == 0) f->role = am->plan.roles[r].name;
+        if (!f->role && am->plan.single_node && strcmp(role, JOB_SINGLE_NODE_ROLE) == 0) f->role = JOB_SINGLE_NODE_ROLE;
+        if (!f->role) {
+            tony_strv names = {0};
+            for (size_t r = 0; r < am->plan.nroles; r++) tony_strv_push(&names, am->plan.roles[r].name);
+            if (am->plan.single_node) tony_strv_push(&names, JOB_SINGLE_NODE_ROLE);
+            char *allowed = tony_strv_join(&names, ", ");
+            tony_err(err, "%s: '%.64s' is no role of this job; its roles: %s", AM_API_JOB_ROLE, role, allowed);
+            free(allowed);
+            tony_strv_free(&names);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the filter takes a task of this role in this state (JSON words:
+ * a single-node job's task over has the job's final status, and KILLED
+ * is none of filter_states). */
+static bool filter_takes(const am_job_filter *f, const char *role, const char *state) {
+    if (!f) return true;
+    if (f->role && strcmp(f->role, role) != 0) return false;
+    if (!f->states) return true;
+    for (size_t w = 0; w < NFILTER_STATES; w++)
+        if ((f->states & (1u << w)) && strcmp(state, filter_states[w]) == 0) return true;
+    return false;
+}
+
+static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit, const am_job_filter *filter);
+
+json_t *am_job_json(const tony_am *am) { return job_json(am, false, 0, 0, NULL); }
 
 json_t *am_tasks_json(const tony_am *am) {
     json_t *tasks = json_array();
@@ -221,11 +280,14 @@ json_t *am_tasks_json(const tony_am *am) {
     return tasks;
 }
 
-json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit) { return job_json(am, true, offset, limit); }
+json_t *am_job_json_page(const tony_am *am, size_t offset, size_t limit, const am_job_filter *filter) {
+    return job_json(am, true, offset, limit, filter);
+}
 
-/* paged: only tasks [offset, offset + limit) are listed, with the total
- * and the counts of all (a job of 10,000 tasks is ~10 MB listed whole). */
-static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit) {
+/* paged: only the tasks filter takes, [offset, offset + limit) of them, are
+ * listed, with how many it takes, the total and the counts of all (a job of
+ * 10,000 tasks is ~10 MB listed whole). */
+static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t limit, const am_job_filter *filter) {
     /* a single-node job runs from the moment its coordinator does */
     const char *state = am->plan.single_node && am->fsm.state != AM_JOB_DONE ? JOB_STATE_RUNNING
                                                                             : am_job_state_name(am->fsm.state);
@@ -252,14 +314,25 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
         json_object_set_new(o, JOB_RESTART_AT_MS, json_integer(am_wall_ms(am, am->fsm.restart_at_ms)));
     json_t *single = am->plan.single_node && am->single.place.log_dir ? single_node_task_json(am) : NULL;
     size_t total = am->fsm.job.ntasks + (single != NULL);
-    /* the advice, once the job is over, is over every task */
+    /* the advice, once the job is over, is over every task: then every
+     * task's JSON is made, else only the page's */
     bool all = !paged || am->fsm.state == AM_JOB_DONE;
-    size_t from = all ? 0 : offset, to = all ? total : (offset < total && limit < total - offset ? offset + limit : total);
-    json_t *tasks = json_array();
-    for (size_t i = from; i < to && i < am->fsm.job.ntasks; i++)
-        json_array_append_new(tasks, am_task_json(am, &am->fsm.job.tasks[i]));
-    if (single && from < total && to == total) json_array_append(tasks, single);
-    json_object_set_new(o, JOB_TASKS, tasks);
+    json_t *tasks = all ? json_array() : NULL, *page = paged ? json_array() : NULL;
+    size_t matching = 0;
+    for (size_t i = 0; i < total; i++) {
+        const am_task *t = i < am->fsm.job.ntasks ? &am->fsm.job.tasks[i] : NULL;
+        json_t *tj = NULL;
+        if (all) json_array_append_new(tasks, tj = t ? am_task_json(am, t) : json_incref(single));
+        if (!paged) continue;
+        bool takes = t ? filter_takes(filter, t->role->name, am_task_state_name(t->state))
+                       : filter_takes(filter, json_string_value(json_object_get(single, JOB_TASK_ROLE)),
+                                      json_string_value(json_object_get(single, JOB_TASK_STATE)));
+        if (!takes) continue;
+        size_t k = matching++; /* its place among those taken */
+        if (k < offset || k - offset >= limit) continue;
+        json_array_append_new(page, tj ? json_incref(tj) : t ? am_task_json(am, t) : json_incref(single));
+    }
+    json_object_set_new(o, JOB_TASKS, all ? tasks : page);
     json_object_set_new(o, JOB_ATTEMPTS, attempts_json(&am->fsm));
     json_object_set_new(o, JOB_EXCLUDED_NODES, excluded_nodes_json(am));
     if (am->plan.elastic) json_object_set_new(o, JOB_WORLD, world_json(am));
@@ -277,13 +350,9 @@ static json_t *job_json(const tony_am *am, bool paged, size_t offset, size_t lim
                                           ? tony_sizing_advice(tasks, am->plan.sizing_min_run_ms)
                                           : json_array());
     if (paged) {
-        if (all) { /* the page, out of every task's */
-            json_t *page = json_array();
-            for (size_t i = offset; i < total && i - offset < limit; i++)
-                json_array_append(page, json_array_get(tasks, i));
-            json_object_set_new(o, JOB_TASKS, page);
-        }
+        if (all) json_object_set_new(o, JOB_TASKS, page); /* the page, out of every task's */
         json_object_set_new(o, JOB_TASKS_TOTAL, json_integer((json_int_t)total));
+        json_object_set_new(o, JOB_TASKS_MATCHING, json_integer((json_int_t)matching));
         json_object_set_new(o, JOB_TASK_COUNTS, task_counts_json(am, single));
     }
     json_decref(single);

@@ -17,6 +17,11 @@
 #define AM_API_JOB_LIMIT "limit"     /* at most this many tasks listed (1..AM_API_JOB_LIMIT_MAX) */
 #define AM_API_JOB_LIMIT_MAX 10000
 #define AM_API_JOB_TASKS "tasks"     /* 0: no task listed, only their counts; 1 (default): listed */
+/* Which tasks are listed (each: all when left out); offset and limit then
+ * page the tasks it takes, in the job's order, and the answer counts them
+ * (jobjson.h, JOB_TASKS_MATCHING). Neither goes with tasks=0. */
+#define AM_API_JOB_STATE "state"     /* a comma list of task states (jobjson.h's JOB_TASK_STATE_*): FAILED,RUNNING */
+#define AM_API_JOB_ROLE "role"       /* one role of the job: its tasks only */
 #define AM_API_JOB_KILL "/v1/job/kill"   /* POST: the user kills the job */
 #define AM_API_JOB_FINISH "/v1/job/finish" /* POST: the client read the final state */
 #define AM_API_JOB_SCALE "/v1/job/scale" /* POST {role, instances}: `tony scale` (elastic jobs, docs/elastic.md) */

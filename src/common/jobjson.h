@@ -37,9 +37,12 @@
 #define JOB_ROOT_CAUSE "root_cause"     /* {JOB_CAUSE_*}: the last failed attempt's first failure */
 #define JOB_RESTART_AT_MS "restart_at_ms" /* in BACKOFF: when the next attempt starts */
 #define JOB_TASKS "tasks"               /* [{JOB_TASK_*}] (GET /v1/job?offset=&limit=: a page of them) */
-/* Only in an answer to GET /v1/job that asked for a page (offset, limit) or no
- * task (tasks=0), for a job of thousands of tasks (issue 26): */
+/* Only in an answer to GET /v1/job that asked for a page (offset, limit), some
+ * tasks (state, role) or no task (tasks=0), for a job of thousands of tasks
+ * (issue 26): */
 #define JOB_TASKS_TOTAL "tasks_total"   /* how many tasks the job lists in all */
+#define JOB_TASKS_MATCHING "tasks_matching" /* how many of them the query's state and role take (all of them
+                                               without either): offset and limit page these */
 #define JOB_TASK_COUNTS "task_counts"   /* {role: {state: n}} over every task (JOB_TASK_STATE's words) */
 #define JOB_EXCLUDED_NODES "excluded_nodes" /* [{JOB_EXCL_*}] */
 #define JOB_COORDINATOR_RESTARTED "coordinator_restarted" /* {JOB_COORD_*}: this coordinator replaced a lost one */
