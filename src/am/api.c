@@ -58,14 +58,15 @@ typedef struct am_go_cache am_go_cache;
 
 /* The most bytes of "go" answers queued in the coordinator at once: the
  * gang's answers go out a few at a time, the next as earlier ones are
- * written out (issue 26). Each lists the whole cluster (~60 bytes a task of
- * the job, three times), so a gang's answers together are quadratic in its
- * tasks: 228 MB at 2,000 tasks, all queued at once before, and the
- * allocator kept that peak. 16 MiB keeps ~140 answers in flight at 2,000
- * tasks (~27 at 10,000), enough that the gang forms as fast as with every
- * answer queued at once; 8 MiB made it slower (bench/REPORT.md, "Scale: the
- * gang's answers in bounded batches"). At least one answer is always in
- * flight, whatever its size. */
+ * written out (issue 26). Each lists the whole cluster (~18 bytes a task of
+ * the job, once: task_go_text), so a gang's answers together are quadratic
+ * in its tasks: 71 MB at 2,000 tasks (228 MB when each listed it three
+ * times, all queued at once before, and the allocator kept that peak).
+ * 16 MiB keeps ~140 answers of three times the spec in flight at 2,000
+ * tasks, enough that the gang formed as fast as with every answer queued at
+ * once; 8 MiB made it slower (bench/REPORT.md, "Scale: the gang's answers in
+ * bounded batches"); ~90 answers of the spec once at 10,000 tasks. At least
+ * one answer is always in flight, whatever its size. */
 #define AM_GO_QUEUED_MAX (16u << 20)
 
 /* A "go" answer in flight: its bytes count against AM_GO_QUEUED_MAX until
@@ -531,6 +532,15 @@ static void go_sent(void *arg, bool written) {
  * request fuzzer) is not counted. */
 static void go_in_flight(tony_am *am, struct evhttp_request *req, size_t bytes) {
     am_api *a = am->api;
+    /* counted as the memory it holds: libevent keeps a body added at once
+     * in one chunk of the next power of two (evbuffer_chain_new), so an
+     * answer of 36 KiB (2,000 tasks, the spec once) holds 64 KiB; by its
+     * bytes, twice as many answers were in flight as the bound meant, and
+     * the peak grew by 9 MiB (bench/REPORT.md, "Scale: the spec once per
+     * answer") */
+    size_t held = 1024;
+    while (held < bytes + 64 && held < SIZE_MAX / 2) held <<= 1;
+    bytes = held;
     go_flight *f = tony_xcalloc(1, sizeof *f);
     *f = (go_flight){.next = a->flights, .am = am, .bytes = bytes};
     if (tony_http_server_when_sent(a->http, req, go_sent, f)) {
