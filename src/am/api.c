@@ -354,7 +354,7 @@ static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime
 /* Where the spec's compact text spec[0..slen) lies in the env value
  * v[0..n): such a value goes in the answer as the text around it, and the
  * executor splices the spec back (amapi.h, AM_API_ENV): the answer carries
- * the spec once, not in CLUSTER_SPEC and TF_CONFIG again (issue 26: ~60
+ * the spec once, not in CLUSTER_SPEC and TF_CONFIG again (issue 26: ~18
  * bytes a task of the job each time, in every task's answer). Every value
  * that holds it is spliced, short or long, so that every job's executors
  * take this path, not only the large jobs'. NULL: sent whole. */
@@ -438,9 +438,8 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
         char *k = strndup(kv, (size_t)(eq - kv));
         size_t n = strlen(v);
         const char *at = spec_in(v, n, spec_text, slen);
-        json_t *val = json_string(v);
+        json_t *val = at ? NULL : json_string(v);
         if (at) {
-            json_decref(val);
             json_t *pre = json_stringn(v, (size_t)(at - v)), *post = json_stringn(at + slen, n - (size_t)(at - v) - slen);
             if (pre && post) {
                 val = json_pack("[o,o]", pre, post); /* (steals both) */
