@@ -58,14 +58,15 @@ typedef struct am_go_cache am_go_cache;
 
 /* The most bytes of "go" answers queued in the coordinator at once: the
  * gang's answers go out a few at a time, the next as earlier ones are
- * written out (issue 26). Each lists the whole cluster (~60 bytes a task of
- * the job, three times), so a gang's answers together are quadratic in its
- * tasks: 228 MB at 2,000 tasks, all queued at once before, and the
- * allocator kept that peak. 16 MiB keeps ~140 answers in flight at 2,000
- * tasks (~27 at 10,000), enough that the gang forms as fast as with every
- * answer queued at once; 8 MiB made it slower (bench/REPORT.md, "Scale: the
- * gang's answers in bounded batches"). At least one answer is always in
- * flight, whatever its size. */
+ * written out (issue 26). Each lists the whole cluster (~18 bytes a task of
+ * the job, once: task_go_text), so a gang's answers together are quadratic
+ * in its tasks: 71 MB at 2,000 tasks (228 MB when each listed it three
+ * times, all queued at once before, and the allocator kept that peak).
+ * 16 MiB keeps ~140 answers of three times the spec in flight at 2,000
+ * tasks, enough that the gang formed as fast as with every answer queued at
+ * once; 8 MiB made it slower (bench/REPORT.md, "Scale: the gang's answers in
+ * bounded batches"); ~90 answers of the spec once at 10,000 tasks. At least
+ * one answer is always in flight, whatever its size. */
 #define AM_GO_QUEUED_MAX (16u << 20)
 
 /* A "go" answer in flight: its bytes count against AM_GO_QUEUED_MAX until
@@ -362,6 +363,17 @@ static int task_go_env(tony_am *am, const am_task *t, json_t *spec, tony_runtime
     return built;
 }
 
+/* Where the spec's compact text spec[0..slen) lies in the env value
+ * v[0..n): such a value goes in the answer as the text around it, and the
+ * executor splices the spec back (amapi.h, AM_API_ENV): the answer carries
+ * the spec once, not in CLUSTER_SPEC and TF_CONFIG again (issue 26: ~18
+ * bytes a task of the job each time, in every task's answer). Every value
+ * that holds it is spliced, short or long, so that every job's executors
+ * take this path, not only the large jobs'. NULL: sent whole. */
+static const char *spec_in(const char *v, size_t n, const char *spec, size_t slen) {
+    return spec && slen > 2 ? memmem(v, n, spec, slen) : NULL;
+}
+
 /* The "go" answer's text, written out from the world's cache: the bytes
  * json_dumps(task_go_json(...), JSON_COMPACT) writes, without building
  * and encoding N entries per task. NULL: the env cannot be built (err),
@@ -378,15 +390,27 @@ static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *o
     tony_buf_puts(&b, "{\"" AM_API_STATUS "\":\"" AM_API_GO "\",\"" AM_API_COMMAND "\":");
     ok = append_json_string(&b, t->role->command, strlen(t->role->command));
     tony_buf_puts(&b, ",\"" AM_API_ENV "\":{");
-    bool first = true;
+    bool first = true, spliced = false;
+    size_t slen = c->spec_text ? strlen(c->spec_text) : 0;
     for (size_t i = 0; ok && i < env.kv.len; i++) {
-        const char *kv = env.kv.items[i], *eq = strchr(kv, '=');
+        const char *kv = env.kv.items[i], *eq = strchr(kv, '='), *v = eq + 1;
         if (!first) tony_buf_puts(&b, ",");
         first = false;
         ok = append_json_string(&b, kv, (size_t)(eq - kv));
         if (ok) tony_buf_puts(&b, ":");
+        size_t n = strlen(v);
+        const char *at = spec_in(v, n, c->spec_text, slen);
+        if (at) {
+            spliced = true;
+            tony_buf_puts(&b, "[");
+            ok = ok && append_json_string(&b, v, (size_t)(at - v));
+            tony_buf_puts(&b, ",");
+            ok = ok && append_json_string(&b, at + slen, n - (size_t)(at - v) - slen);
+            tony_buf_puts(&b, "]");
+            continue;
+        }
         /* (task_go_json drops a key whose value is no UTF-8: the reference answers) */
-        ok = ok && append_env_value(c, &b, kv, (size_t)(eq - kv), eq + 1);
+        ok = ok && append_env_value(c, &b, kv, (size_t)(eq - kv), v);
     }
     tony_buf_puts(&b, "},\"" AM_API_CLUSTER_SPEC "\":");
     tony_buf_puts(&b, c->spec_text ? c->spec_text : "{}");
@@ -394,6 +418,7 @@ static char *task_go_text(tony_am *am, const am_task *t, am_go_cache *c, bool *o
                     (long long)am->plan.execution_timeout_ms);
     const char *lp = am->plan.log_policies ? am->plan.log_policies : "";
     ok = ok && append_json_string(&b, lp, strlen(lp));
+    if (spliced) tony_buf_printf(&b, ",\"" AM_API_CLUSTER_SPEC_BYTES "\":%zu", slen);
     tony_buf_puts(&b, "}");
     tony_env_free(&env);
     if (!ok || !c->spec_text) {
@@ -416,18 +441,38 @@ static json_t *task_go_json(tony_am *am, const am_task *t, tony_error *err) {
         tony_env_free(&env);
         return NULL;
     }
+    char *spec_text = json_dumps(spec, JSON_COMPACT);
+    size_t slen = spec_text ? strlen(spec_text) : 0;
+    bool spliced = false;
     json_t *envj = json_object();
     for (size_t i = 0; i < env.kv.len; i++) {
-        const char *kv = env.kv.items[i], *eq = strchr(kv, '=');
+        const char *kv = env.kv.items[i], *eq = strchr(kv, '='), *v = eq + 1;
         char *k = strndup(kv, (size_t)(eq - kv));
-        json_object_set_new(envj, k, json_string(eq + 1));
+        size_t n = strlen(v);
+        const char *at = spec_in(v, n, spec_text, slen);
+        json_t *val = at ? NULL : json_string(v);
+        if (at) {
+            json_t *pre = json_stringn(v, (size_t)(at - v)), *post = json_stringn(at + slen, n - (size_t)(at - v) - slen);
+            if (pre && post) {
+                val = json_pack("[o,o]", pre, post); /* (steals both) */
+            } else {
+                json_decref(pre);
+                json_decref(post);
+                val = NULL; /* no UTF-8: dropped, as a whole value would be */
+            }
+            spliced = spliced || val;
+        }
+        json_object_set_new(envj, k, val);
         free(k);
     }
+    free(spec_text);
     tony_env_free(&env);
-    return json_pack("{s:s,s:s,s:o,s:o,s:I,s:s}", AM_API_STATUS, AM_API_GO, AM_API_COMMAND, t->role->command,
-                     AM_API_ENV, envj, AM_API_CLUSTER_SPEC, spec, AM_API_EXECUTION_TIMEOUT_MS,
-                     am->plan.execution_timeout_ms, AM_API_LOG_POLICIES,
-                     am->plan.log_policies ? am->plan.log_policies : "");
+    json_t *go = json_pack("{s:s,s:s,s:o,s:o,s:I,s:s}", AM_API_STATUS, AM_API_GO, AM_API_COMMAND, t->role->command,
+                           AM_API_ENV, envj, AM_API_CLUSTER_SPEC, spec, AM_API_EXECUTION_TIMEOUT_MS,
+                           am->plan.execution_timeout_ms, AM_API_LOG_POLICIES,
+                           am->plan.log_policies ? am->plan.log_policies : "");
+    if (go && spliced) json_object_set_new(go, AM_API_CLUSTER_SPEC_BYTES, json_integer((json_int_t)slen));
+    return go;
 }
 
 /* "next": the executor's container is kept; it registers for attempt
@@ -498,6 +543,15 @@ static void go_sent(void *arg, bool written) {
  * request fuzzer) is not counted. */
 static void go_in_flight(tony_am *am, struct evhttp_request *req, size_t bytes) {
     am_api *a = am->api;
+    /* counted as the memory it holds: libevent keeps a body added at once
+     * in one chunk of the next power of two (evbuffer_chain_new), so an
+     * answer of 36 KiB (2,000 tasks, the spec once) holds 64 KiB; by its
+     * bytes, twice as many answers were in flight as the bound meant, and
+     * the peak grew by 9 MiB (bench/REPORT.md, "Scale: the spec once per
+     * answer") */
+    size_t held = 1024;
+    while (held < bytes + 64 && held < SIZE_MAX / 2) held <<= 1;
+    bytes = held;
     go_flight *f = tony_xcalloc(1, sizeof *f);
     *f = (go_flight){.next = a->flights, .am = am, .bytes = bytes};
     if (tony_http_server_when_sent(a->http, req, go_sent, f)) {

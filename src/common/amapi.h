@@ -103,8 +103,17 @@
 #define AM_API_STATUS "status"
 #define AM_API_ERROR "error"
 #define AM_API_COMMAND "command"             /* go: the user's command */
-#define AM_API_ENV "env"                     /* go: the framework's variables */
+/* go: the framework's variables, name -> value: a string, or [prefix, suffix]
+ * for a value that is prefix + cluster_spec's compact JSON text + suffix
+ * (CLUSTER_SPEC, TF_CONFIG: the spec once per answer, not three times; the
+ * executor splices it back; an executor from before reads such a value as
+ * no text and refuses the answer). */
+#define AM_API_ENV "env"
 #define AM_API_CLUSTER_SPEC "cluster_spec"   /* go: role -> ["host:port", ...] */
+/* go, when a value of env is spliced: the bytes of cluster_spec's compact
+ * JSON text (json_dumps, JSON_COMPACT); an executor that reads the spec back
+ * to another length refuses the answer rather than run with another env */
+#define AM_API_CLUSTER_SPEC_BYTES "cluster_spec_bytes"
 #define AM_API_EXECUTION_TIMEOUT_MS "execution_timeout_ms" /* go */
 #define AM_API_DUMP_STACKS "dump_stacks"   /* heartbeat, true: a hang is diagnosed; send the stacks */
 #define AM_API_LOG_POLICIES "log_policies"   /* go: tony.application.log-policies (conf/logpolicy.h) */

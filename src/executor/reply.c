@@ -6,6 +6,7 @@
 #include "executor/reply.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -54,6 +55,48 @@ static tony_exec_kind read_next(const json_t *body, const tony_exec_held *held, 
     return a->kind = EXEC_ANS_NEXT;
 }
 
+/* The cluster spec's compact text, as the coordinator spliced it out of env
+ * values (amapi.h, AM_API_ENV), into *text (malloc'ed); NULL, or why it
+ * cannot be had (malloc'ed): the answer is then refused, since a spec read
+ * back to other bytes would give the task another env than its coordinator
+ * built. */
+static char *spec_text(const json_t *body, char **text) {
+    *text = NULL;
+    json_t *spec = json_object_get(body, AM_API_CLUSTER_SPEC);
+    json_t *bytes = json_object_get(body, AM_API_CLUSTER_SPEC_BYTES);
+    if (!json_is_object(spec))
+        return tony_sprintf("\"%s\" splices values around \"%s\", which is not an object", AM_API_ENV,
+                            AM_API_CLUSTER_SPEC);
+    if (!json_is_integer(bytes))
+        return tony_sprintf("\"%s\" splices values but \"%s\" is not a number", AM_API_ENV,
+                            AM_API_CLUSTER_SPEC_BYTES);
+    char *t = json_dumps(spec, JSON_COMPACT);
+    size_t n = t ? strlen(t) : 0;
+    if (!t || (json_int_t)n != json_integer_value(bytes)) {
+        char *why = tony_sprintf("\"%s\" reads back as %zu bytes of JSON, not the %lld \"%s\" says: "
+                                 "its env values cannot be spliced as the coordinator built them",
+                                 AM_API_CLUSTER_SPEC, n, (long long)json_integer_value(bytes),
+                                 AM_API_CLUSTER_SPEC_BYTES);
+        free(t);
+        return why;
+    }
+    *text = t;
+    return NULL;
+}
+
+/* An env value sent as [prefix, suffix] around the spec: prefix + spec +
+ * suffix, malloc'ed; NULL when v is no such pair. */
+static char *spliced_value(const json_t *v, const char *spec) {
+    const char *pre = plain_string(json_array_get(v, 0)), *post = plain_string(json_array_get(v, 1));
+    if (!json_is_array(v) || json_array_size(v) != 2 || !pre || !post || !spec) return NULL;
+    size_t np = strlen(pre), ns = strlen(spec), nq = strlen(post);
+    char *out = tony_xmalloc(np + ns + nq + 1);
+    memcpy(out, pre, np);
+    memcpy(out + np, spec, ns);
+    memcpy(out + np + ns, post, nq + 1);
+    return out;
+}
+
 static tony_exec_kind read_go(const json_t *body, tony_exec_answer *a) {
     const char *command = plain_string(json_object_get(body, AM_API_COMMAND));
     if (!command || !*command) return invalid(a, tony_sprintf("\"%s\" has no command", AM_API_GO));
@@ -61,13 +104,27 @@ static tony_exec_kind read_go(const json_t *body, tony_exec_answer *a) {
     if (env && !json_is_object(env)) return invalid(a, tony_sprintf("\"%s\" is not an object", AM_API_ENV));
     const char *k;
     size_t klen;
+    char *spec = NULL; /* the spec's text, read back at the first spliced value */
     json_object_keylen_foreach(env, k, klen, v) {
         const char *val = plain_string(v);
-        if (!*k || strlen(k) != klen || strchr(k, '='))
+        if (!*k || strlen(k) != klen || strchr(k, '=')) {
+            free(spec);
             return invalid(a, tony_sprintf("\"%s\" has a variable named \"%s\"", AM_API_ENV, k));
-        if (!val) return invalid(a, tony_sprintf("\"%s\" gives %s no text", AM_API_ENV, k));
-        tony_env_set(&a->env, k, val);
+        }
+        if (json_is_array(v) && !spec) {
+            char *why = spec_text(body, &spec);
+            if (why) return invalid(a, why);
+        }
+        char *joined = val ? NULL : spliced_value(v, spec);
+        if (!val && !joined) {
+            free(spec);
+            return invalid(a, tony_sprintf("\"%s\" gives %s no text (nor [prefix, suffix] around \"%s\")",
+                                           AM_API_ENV, k, AM_API_CLUSTER_SPEC));
+        }
+        tony_env_set(&a->env, k, val ? val : joined);
+        free(joined);
     }
+    free(spec);
     json_t *t = json_object_get(body, AM_API_EXECUTION_TIMEOUT_MS);
     if (t && !json_is_integer(t))
         return invalid(a, tony_sprintf("\"%s\" is not a number", AM_API_EXECUTION_TIMEOUT_MS));

@@ -46,6 +46,12 @@ def test_tensorflow_env(tony, scripts):
     assert e["worker:0"]["TB_PORT"].isdigit() and "TB_PORT" not in e["worker:1"]
     host, port = spec["worker"][1].split(":")
     assert host == "127.0.0.1" and 0 < int(port) < 65536
+    # byte for byte: the "go" answer carries the spec once and the executor
+    # splices it back into CLUSTER_SPEC and the evaluator's TF_CONFIG (issue 26)
+    compact = lambda o: json.dumps(o, separators=(",", ":"))  # noqa: E731
+    assert all(e[t]["CLUSTER_SPEC"] == compact(spec) for t in e), e
+    assert ev == {"cluster": spec, "task": {"type": "evaluator", "index": 0}}
+    assert e["evaluator:0"]["TF_CONFIG"] == compact(ev)
 
 
 def test_pytorch_env(tony, scripts):

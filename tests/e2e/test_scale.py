@@ -63,6 +63,10 @@ def test_two_thousand_tasks_gang_heartbeats_restart_in_place_and_kill(tmp_path):
         if not sanitized(TONY):  # (ASan's own memory would be the figure there)
             peak = vm_hwm_mib(j.am_pid)
             assert peak < RSS_PEAK_MIB, f"the coordinator's RSS peaked at {peak:.0f} MiB in the gang of {N}"
+        # each "go" answer carries the spec once, its env values spliced
+        # around it (issue 26): ~37 KiB at 2,000 tasks, 114 KiB with it three times
+        go_kib = j.go_bytes() / N / 1024
+        assert N * 17 / 1024 < go_kib < 1.5 * N * 18 / 1024, f"one \"go\" answer of {N} tasks is {go_kib:.0f} KiB"
 
         # heartbeats flow, at about the job's 1 Hz per task, and are answered:
         # a 5 s window at that rate within 40 s of the gang (every answer

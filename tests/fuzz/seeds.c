@@ -551,6 +551,14 @@ static void executor_seeds(void) {
                             "JOB_NAME", "worker", "TASK_INDEX", "0", AM_API_CLUSTER_SPEC, "ps", "h1:2222", "worker",
                             "h1:2223", "h2:2224", AM_API_EXECUTION_TIMEOUT_MS, (json_int_t)600000, AM_API_LOG_POLICIES,
                             "CUDA out of memory:fail"));
+    /* the spec once, CLUSTER_SPEC and TF_CONFIG spliced around it (amapi.h, AM_API_ENV) */
+    executor_seed("go-spliced", AM_API_REGISTER, 200,
+                  json_pack("{s:s,s:s,s:{s:[s,s],s:[s,s],s:s},s:{s:[s],s:[s,s]},s:I,s:s,s:I}", AM_API_STATUS,
+                            AM_API_GO, AM_API_COMMAND, "python train.py", AM_API_ENV, "CLUSTER_SPEC", "", "",
+                            "TF_CONFIG", "{\"cluster\":", ",\"task\":{\"type\":\"worker\",\"index\":1}}",
+                            "TASK_INDEX", "1", AM_API_CLUSTER_SPEC, "ps", "h1:2222", "worker", "h1:2223", "h2:2224",
+                            AM_API_EXECUTION_TIMEOUT_MS, (json_int_t)0, AM_API_LOG_POLICIES, "",
+                            AM_API_CLUSTER_SPEC_BYTES, (json_int_t)49));
     executor_seed("wait", AM_API_REGISTER, 200, json_pack("{s:s}", AM_API_STATUS, AM_API_WAIT));
     char *dir = tony_jobdir_task_dir(job, 2, "worker", 0);
     executor_seed("next", AM_API_REGISTER, 200,

@@ -89,6 +89,79 @@ static void test_go_refused(void **state) {
     tony_exec_answer_free(&a);
 }
 
+/* A spec as the coordinator writes it (json_dumps, JSON_COMPACT): 48 bytes. */
+#define SPEC "{\"worker\":[\"h:1\",\"h:2\"],\"ps\":[\"p:1\"],\"chief\":[]}"
+#define GO_SPLICED(env, bytes)                                                                                   \
+    "{\"status\":\"go\",\"command\":\"x\",\"env\":{" env "},\"cluster_spec\":" SPEC ",\"log_policies\":\"\"" \
+    bytes "}"
+
+static void test_go_spliced(void **state) {
+    (void)state;
+    tony_exec_answer a;
+    /* CLUSTER_SPEC and TF_CONFIG around the spec, in env's order, beside a whole value */
+    assert_int_equal(read_text(AM_API_REGISTER, 200,
+                               GO_SPLICED("\"A\":\"1\",\"CLUSTER_SPEC\":[\"\",\"\"],\"TF_CONFIG\":[\"{\\\"cluster\\\":\","
+                                          "\",\\\"task\\\":{\\\"type\\\":\\\"ps\\\",\\\"index\\\":0}}\"],\"Z\":\"2\"",
+                                          ",\"cluster_spec_bytes\":48"),
+                               &a),
+                     EXEC_ANS_GO);
+    assert_int_equal(strlen(SPEC), 48);
+    assert_int_equal(a.env.kv.len, 4);
+    assert_string_equal(a.env.kv.items[0], "A=1");
+    assert_string_equal(a.env.kv.items[1], "CLUSTER_SPEC=" SPEC);
+    assert_string_equal(a.env.kv.items[2], "TF_CONFIG={\"cluster\":" SPEC ",\"task\":{\"type\":\"ps\",\"index\":0}}");
+    assert_string_equal(a.env.kv.items[3], "Z=2");
+    tony_exec_answer_free(&a);
+    /* no spliced value: the byte count is not needed, nor read */
+    assert_int_equal(read_text(AM_API_REGISTER, 200, GO_SPLICED("\"CLUSTER_SPEC\":\"" "{}" "\"", ""), &a),
+                     EXEC_ANS_GO);
+    assert_string_equal(tony_env_get(&a.env, "CLUSTER_SPEC"), "{}");
+    tony_exec_answer_free(&a);
+    assert_int_equal(read_text(AM_API_REGISTER, 200, GO_SPLICED("\"A\":\"1\"", ",\"cluster_spec_bytes\":\"no\""), &a),
+                     EXEC_ANS_GO);
+    tony_exec_answer_free(&a);
+}
+
+static void test_go_spliced_refused(void **state) {
+    (void)state;
+    /* the spec reads back to other bytes than the coordinator's (another
+     * encoder, a forged count): nothing of the env is kept */
+    tony_exec_answer a;
+    assert_int_equal(read_text(AM_API_REGISTER, 200,
+                               GO_SPLICED("\"A\":\"1\",\"CLUSTER_SPEC\":[\"\",\"\"]", ",\"cluster_spec_bytes\":49"), &a),
+                     EXEC_ANS_INVALID);
+    assert_int_equal(a.env.kv.len, 0);
+    assert_non_null(strstr(a.why, "reads back as 48 bytes of JSON, not the 49 \"cluster_spec_bytes\" says"));
+    tony_exec_answer_free(&a);
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"CLUSTER_SPEC\":[\"\",\"\"]", ""),
+                   "\"cluster_spec_bytes\" is not a number");
+    expect_invalid(AM_API_REGISTER, 200,
+                   "{\"status\":\"go\",\"command\":\"x\",\"env\":{\"CLUSTER_SPEC\":[\"\",\"\"]},\"cluster_spec\":[],"
+                   "\"cluster_spec_bytes\":2}",
+                   "which is not an object");
+    expect_invalid(AM_API_REGISTER, 200,
+                   "{\"status\":\"go\",\"command\":\"x\",\"env\":{\"CLUSTER_SPEC\":[\"\",\"\"]},\"cluster_spec_bytes\":2}",
+                   "which is not an object");
+    /* only a pair of plain strings is spliced */
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"C\":[\"\"]", ",\"cluster_spec_bytes\":48"), "C no text");
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"C\":[\"\",\"\",\"\"]", ",\"cluster_spec_bytes\":48"),
+                   "C no text");
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"C\":[\"\",3]", ",\"cluster_spec_bytes\":48"), "C no text");
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"C\":[\"a\\u0000\",\"\"]", ",\"cluster_spec_bytes\":48"),
+                   "C no text");
+    /* a spliced name is a variable's name as any other */
+    expect_invalid(AM_API_REGISTER, 200, GO_SPLICED("\"C=\":[\"\",\"\"]", ",\"cluster_spec_bytes\":48"), "variable");
+    /* a name given twice, whole and spliced: a JSON object keeps one value
+     * a name (jansson, as the executor parses: the last), so the task gets
+     * one value, never both */
+    assert_int_equal(read_text(AM_API_REGISTER, 200,
+                               GO_SPLICED("\"C\":\"1\",\"C\":[\"<\",\">\"]", ",\"cluster_spec_bytes\":48"), &a),
+                     EXEC_ANS_GO);
+    assert_int_equal(a.env.kv.len, 1);
+    assert_string_equal(a.env.kv.items[0], "C=<" SPEC ">");
+    tony_exec_answer_free(&a);
+}
+
 static void test_wait_adopted_unknown_refused(void **state) {
     (void)state;
     tony_exec_answer a;
@@ -268,6 +341,7 @@ static void test_job_dir_of(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_go),          cmocka_unit_test(test_go_refused),
+        cmocka_unit_test(test_go_spliced),  cmocka_unit_test(test_go_spliced_refused),
         cmocka_unit_test(test_wait_adopted_unknown_refused),
         cmocka_unit_test(test_next),        cmocka_unit_test(test_next_refused),
         cmocka_unit_test(test_heartbeat),   cmocka_unit_test(test_credentials_refused),
