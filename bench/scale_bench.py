@@ -96,7 +96,7 @@ def floor_cost(floor_bin, rate, seconds, secret):
         p.wait()
 
 
-def one_n(tony, n, floor_bin, window, workers, heartbeat_ms=1000):
+def one_n(tony, n, floor_bin, window, workers, heartbeat_ms=1000, settle=8):
     r = {"n": n, "hb_ms": heartbeat_ms}
     with tempfile.TemporaryDirectory(prefix="tony-scale-") as tmp:
         j = ScaleJob(tony, n, tmp, workers=workers, heartbeat_ms=heartbeat_ms)
@@ -112,7 +112,7 @@ def one_n(tony, n, floor_bin, window, workers, heartbeat_ms=1000):
             r["started_s"] = j.wait_all("reg", 0, 1) - j.t_submit
             time.sleep(0.5)
             r["go_kb"] = j.go_bytes() / n / 1024
-            time.sleep(8)  # past the first samples and the started calls
+            time.sleep(settle)  # past the first samples and the started calls
             c0, h0, t0 = cpu_s(j.am_pid), j.heartbeats(), time.monotonic()
             time.sleep(window)
             dt = time.monotonic() - t0
@@ -171,6 +171,8 @@ def main():
     ap.add_argument("--tony", default=str(REPO / "build" / "bin" / "tony"))
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--workers", type=int, default=0, help="harness processes (0: one per 1,000 tasks, 1 to 4)")
+    ap.add_argument("--settle", type=int, default=8,
+                    help="seconds from every task holding its go to the steady state's window (the harness catching up)")
     ap.add_argument("--heartbeat-ms", type=int, default=1000,
                     help="tony.task.heartbeat-interval-ms of the job (the harness's own CPU bounds its rate)")
     ap.add_argument("--out", default=str(HERE / "REPORT.md"))
@@ -182,7 +184,7 @@ def main():
         floor_bin = None if a.from_json else build_floor(tmp)
         for n in [] if a.from_json else (int(x) for x in a.tasks.split(",")):
             workers = a.workers or max(1, min(4, n // 1000))
-            r = one_n(a.tony, n, floor_bin, a.window, workers, a.heartbeat_ms)
+            r = one_n(a.tony, n, floor_bin, a.window, workers, a.heartbeat_ms, a.settle)
             r["workers"] = workers
             print(json.dumps(r), flush=True)
             rows.append(r)
