@@ -197,7 +197,7 @@ def main():
 The real coordinator (`tony submit --detach`, local backend: one container process per task) with N simulated
 executors: `bench/scale_harness.py` speaks the signed API for each container as `src/executor/executor.c` does
 (register long poll, started, heartbeats at the job's interval (1 s, the default, unless the table says otherwise), a metrics sample every 5 s, the watch
-long poll, finished, in-place restart), from {rows[0].get('workers', 'a few')} asyncio processes; each container is a
+long poll, finished, in-place restart), from {workers_text(rows)} asyncio processes; each container is a
 sleeping stand-in. This machine: {os.cpu_count()} CPUs shared with other work, so the harness and the coordinator
 compete; the coordinator's CPU is its own (/proc), per heartbeat it answered. The floor: `bench/scale/floor.c`, a
 bare libevent evhttp server answering a fixed reply, under the same signed heartbeat requests (a connection each,
@@ -210,9 +210,17 @@ clock ticks (10 ms): small windows are coarse. Produced by `bench/scale_bench.py
     print(text)
 
 
+def workers_text(rows):
+    w = sorted({r.get("workers", 1) for r in rows})
+    return f"{w[0]}" if len(w) == 1 else f"{w[0]} to {w[-1]} (one per 1,000 tasks)"
+
+
 def render(rows):
     def line(name, key, fmt, scale=1):
-        return f"| {name} | " + " | ".join(fmt.format(r[key] * scale) if key in r else "–" for r in rows) + " |"
+        def cell(r):
+            v = r.get(key)
+            return "–" if v is None or v != v else fmt.format(v * scale)  # v != v: NaN, not measured
+        return f"| {name} | " + " | ".join(cell(r) for r in rows) + " |"
     head = "| N tasks | " + " | ".join(f"{r['n']:,}" for r in rows) + " |\n| --- |" + " ---: |" * len(rows)
     return "\n".join([head,
                       line("gang: last registration -> all hold their spec (s)", "gang_s", "{:.2f}"),
