@@ -44,6 +44,20 @@ static void check_next(const tony_exec_answer *a, const tony_exec_held *h) {
         FUZZ_CHECK(!(p[-1] == '/' && (p[2] == '/' || !p[2])), "a next log dir %s with ..", d);
 }
 
+/* What a [prefix, suffix] value reads as (amapi.h, AM_API_ENV): the two
+ * around the compact text of the answer's cluster spec, which the executor
+ * took only if its length is cluster_spec_bytes. */
+static char *spliced(const json_t *v, const json_t *body) {
+    const char *pre = json_string_value(json_array_get(v, 0)), *post = json_string_value(json_array_get(v, 1));
+    char *spec = json_dumps(json_object_get(body, AM_API_CLUSTER_SPEC), JSON_COMPACT);
+    FUZZ_CHECK(json_array_size(v) == 2 && pre && post && spec, "a variable taken from neither text nor a pair");
+    FUZZ_CHECK((json_int_t)strlen(spec) == json_integer_value(json_object_get(body, AM_API_CLUSTER_SPEC_BYTES)),
+               "a spliced variable taken with a spec of %zu bytes, not cluster_spec_bytes", strlen(spec));
+    char *out = tony_sprintf("%s%s%s", pre, spec, post);
+    free(spec);
+    return out;
+}
+
 static void check_go(const tony_exec_answer *a, const json_t *body) {
     FUZZ_CHECK(a->command && *a->command, "a go without a command");
     json_t *env = json_object_get(body, AM_API_ENV);
@@ -52,8 +66,10 @@ static void check_go(const tony_exec_answer *a, const json_t *body) {
         const char *kv = a->env.kv.items[i], *eq = strchr(kv, '=');
         FUZZ_CHECK(eq && eq > kv, "a variable without a name: %s", kv);
         char *k = tony_sprintf("%.*s", (int)(eq - kv), kv);
-        const char *want = json_string_value(json_object_get(env, k));
+        json_t *v = json_object_get(env, k);
+        char *want = json_is_string(v) ? tony_strdup(json_string_value(v)) : spliced(v, body);
         FUZZ_CHECK(want && strcmp(want, eq + 1) == 0, "%s is not what the answer set", kv);
+        free(want);
         free(k);
     }
 }
