@@ -83,9 +83,8 @@ struct am_api {
     tony_host_check hosts;            /* Host headers the API answers (DNS rebinding) */
     tony_read_gate reads;             /* GETs need the job's read token (common/readtoken.h) */
     tony_apiauth_replay *auth_replay; /* signed calls seen, per sender (common/apiauth.h) */
-    tony_apiauth_key auth_key;        /* derived from the job's secret once: an HMAC each call was 5 % of
-                                         the coordinator's CPU at steady state (issue 26) */
-    bool have_auth_key;
+    tony_apiauth_key auth_key;        /* derived from the job's secret once (api_gate): an HMAC each call
+                                         was 5 % of the coordinator's CPU at steady state (issue 26) */
     long long ui_seen_ms;             /* the web UI last polled the job (0: never) */
     am_waiter *waiters;               /* executors waiting for the gang (long-poll) */
     size_t nwaiters, capwaiters;
@@ -216,22 +215,18 @@ struct am_go_cache {
     json_t *spec;            /* the cluster spec */
     char *spec_text;         /* ... as compact JSON, the answer's cluster_spec */
     tony_runtime_memo memo;  /* the runtime's texts (CLUSTER_SPEC, TF_CONFIG's cluster) */
-    /* long env values by key, and their JSON strings: the same for every
-     * task (CLUSTER_SPEC) is escaped once; one that differs per task
-     * (TF_CONFIG) stops being kept after its second miss */
+    /* what is kept of long env values, by key (go_slot): their JSON
+     * strings, since the same for every task is escaped once (a value that
+     * differs per task stops being kept after its second miss); and where
+     * the value held the spec's text in the last answer, looked at there
+     * first, since memmem sets up a search for the whole spec (~180 KB at
+     * 10,000 tasks) on every call (42 % of the gang's CPU at 6,000 tasks) */
     struct go_big {
         char *key, *raw, *esc;
         size_t len, esc_len;
         int misses;
-    } big[4];
-    /* where each long value held the spec's text in the last answer (-1:
-     * nowhere): looked at there first, since memmem sets up a search for
-     * the whole spec (~180 KB at 10,000 tasks) on every call (42 % of the
-     * gang's CPU at 6,000 tasks) */
-    struct go_hint {
-        char *key;
-        long at;
-    } hints[4];
+        size_t spec_at; /* the spec's place in the last value plus 1 (0: none seen) */
+    } big[8];
     bool verified;           /* the first answer of this world was checked against json_dumps */
     bool fallback;           /* ... and differed: json_dumps for every answer (never expected) */
 };
@@ -245,7 +240,6 @@ static void go_cache_clear(am_go_cache *c) {
         free(c->big[i].raw);
         free(c->big[i].esc);
     }
-    for (size_t i = 0; i < sizeof c->hints / sizeof *c->hints; i++) free(c->hints[i].key);
     bool fallback = c->fallback;
     memset(c, 0, sizeof *c);
     c->fallback = fallback;
@@ -314,19 +308,28 @@ static bool append_json_string(tony_buf *b, const char *s, size_t n) {
 
 /* A long env value (the cluster listed): the same as the key's last one
  * (CLUSTER_SPEC, for every task) is copied from its escaped text. */
-static bool append_env_value(am_go_cache *c, tony_buf *b, const char *key, size_t klen, const char *v) {
-    size_t n = strlen(v);
-    if (n < 4096) return append_json_string(b, v, n);
-    struct go_big *g = NULL;
-    for (size_t i = 0; i < sizeof c->big / sizeof *c->big && !g; i++) {
+/* Env values from this size on have a slot in the go cache (go_slot): under
+ * it, escaping or searching a value anew costs less than keeping it. */
+#define GO_BIG_MIN 4096
+
+/* The slot of c kept for the env key key[0..klen), taken when new; NULL
+ * when every slot holds another key. */
+static struct go_big *go_slot(am_go_cache *c, const char *key, size_t klen) {
+    for (size_t i = 0; i < sizeof c->big / sizeof *c->big; i++) {
         struct go_big *e = &c->big[i];
         if (!e->key) {
             e->key = strndup(key, klen);
-            g = e;
-        } else if (strlen(e->key) == klen && strncmp(e->key, key, klen) == 0) {
-            g = e;
+            return e;
         }
+        if (strlen(e->key) == klen && strncmp(e->key, key, klen) == 0) return e;
     }
+    return NULL;
+}
+
+static bool append_env_value(am_go_cache *c, tony_buf *b, const char *key, size_t klen, const char *v) {
+    size_t n = strlen(v);
+    if (n < GO_BIG_MIN) return append_json_string(b, v, n);
+    struct go_big *g = go_slot(c, key, klen);
     if (g && g->raw && g->len == n && memcmp(g->raw, v, n) == 0) {
         tony_buf_append(b, g->esc, g->esc_len);
         return true;
@@ -387,20 +390,11 @@ static const char *spec_in(const char *v, size_t n, const char *spec, size_t sle
  * first where the last answer's value of key held it. */
 static const char *spec_in_hinted(am_go_cache *c, const char *key, size_t klen, const char *v, size_t n, size_t slen) {
     if (!c->spec_text || slen <= 2 || n < slen) return NULL;
-    struct go_hint *h = NULL;
-    for (size_t i = 0; i < sizeof c->hints / sizeof *c->hints && !h; i++) {
-        struct go_hint *e = &c->hints[i];
-        if (!e->key) {
-            e->key = strndup(key, klen);
-            e->at = -1;
-            h = e;
-        } else if (strlen(e->key) == klen && strncmp(e->key, key, klen) == 0) {
-            h = e;
-        }
-    }
-    if (h && h->at >= 0 && (size_t)h->at + slen <= n && memcmp(v + h->at, c->spec_text, slen) == 0) return v + h->at;
+    struct go_big *g = n >= GO_BIG_MIN ? go_slot(c, key, klen) : NULL;
+    if (g && g->spec_at && g->spec_at - 1 + slen <= n && memcmp(v + g->spec_at - 1, c->spec_text, slen) == 0)
+        return v + g->spec_at - 1;
     const char *at = spec_in(v, n, c->spec_text, slen);
-    if (h) h->at = at ? (long)(at - v) : -1;
+    if (g) g->spec_at = at ? (size_t)(at - v) + 1 : 0;
     return at;
 }
 
@@ -855,10 +849,6 @@ static bool authentic(tony_am *am, struct evhttp_request *req, size_t sender) {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     struct evbuffer *body = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(body);
-    if (!am->api->have_auth_key) {
-        tony_apiauth_key_from_secret(am->id.secret, &am->api->auth_key);
-        am->api->have_auth_key = true;
-    }
     const tony_apiauth_key key = am->api->auth_key;
     tony_apiauth_claim c;
     long long now = tony_wall_ms();
@@ -1712,6 +1702,7 @@ static void api_gate(tony_am *am) {
     am_api *a = am->api;
     a->reads = (tony_read_gate){am->id.read_token, tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->id.port), page_path};
     tony_host_check_init_job_server(&a->hosts, am->id.port, am->id.host);
+    tony_apiauth_key_from_secret(am->id.secret, &a->auth_key);
 }
 
 void am_api_init(tony_am *am) {
