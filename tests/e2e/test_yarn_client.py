@@ -293,7 +293,9 @@ def test_follow_until_the_rm_says_final(hadoop, tmp_path):
     r = t.run("submit", "--executes", "false", "--conf", "tony.worker.instances=1", timeout=180)
     assert r.rc == 1, r
     app = app_id_of(r.out)
-    assert "ACCEPTED" in r.out and "final status FAILED" in r.out, r
+    # (the states in between are printed as the follower sees them: a loaded
+    # machine's first RM poll may come after ACCEPTED, as it once did in a run)
+    assert "final status FAILED" in r.out, r
     assert hadoop.app(app)["finalStatus"] == "FAILED"
     assert hadoop.hdfs_status(staging_path(hadoop, app)) is None
     rec = json.loads((t.home / "jobs" / app / "yarn.json").read_text())
