@@ -55,7 +55,6 @@ void am_task_env(const tony_am *am, const am_task *t, tony_env *env) {
     tony_env_setf(env, TASKENV_AM_PORT, "%d", am->id.port);
     if (am->id.shared_dir) tony_env_set(env, TASKENV_JOB_DIR, am->id.shared_dir);
     tony_env_set(env, TASKENV_AM_URL, am->id.url);
-    tony_env_set(env, TASKENV_READ_TOKEN, am->id.read_token);
     tony_env_set(env, TASKENV_BACKEND, tony_backend_name(am->backend));
     tony_env_set(env, TASKENV_SECRET, am->id.secret);
     tony_env_setf(env, TASKENV_TASK_ID, "%s:%d", t->role->name, t->index);

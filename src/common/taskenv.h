@@ -37,9 +37,6 @@
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
 #define TASKENV_SECRET_JOB_DIR "TONY_SECRET_JOB_DIR" /* local, in an image: the job dir whose secret file
                                                         holds it (an env var shows in the runtime's inspect) */
-/* The job's read token (common/readtoken.h): kept for the user's process,
- * whose code may read its own job from TONY_AM_URL with it. */
-#define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
 #define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"
 /* Elastic jobs: the world's version, one more at each change of its
@@ -77,6 +74,10 @@
 #define TASKENV_DOCKER_NETWORK "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"
 
 /* In the user's process. Writer: the executor. */
+/* The job's read token (common/readtoken.h), which the executor derives
+ * from the secret: the user's code may read its own job from TONY_AM_URL
+ * with it (a notebook's token). Never in a container's env. */
+#define TASKENV_READ_TOKEN "TONY_READ_TOKEN"
 #define TASKENV_TB_PORT "TB_PORT"                   /* the TensorBoard port it reserved */
 /* Where torch's @record writes the exception that ended the process (its
  * log dir's torchelastic_error.json, removed before each start): the

@@ -33,6 +33,7 @@
 #include "common/lastwords.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/readtoken.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "executor/activity.h"
@@ -728,6 +729,13 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     char *progress = tony_abspath(".tony-progress");
     tony_env_set(&env, TASKENV_PROGRESS_FILE, progress);
     tony_env_setf(&env, TASKENV_ATTEMPT, "%d", x->attempt);
+    /* The read token is the user's process's (a notebook's token, its own
+     * job's reads), derived here from the secret rather than sent: a
+     * scheduler writes a container's env where others read it (YARN's
+     * launch_container.sh, served by the NodeManager; Slurm's launch RPC). */
+    char *read_token = tony_read_token(x->secret);
+    tony_env_set(&env, TASKENV_READ_TOKEN, read_token);
+    free(read_token);
     /* The user's process must not see the job's secret, and YARN's
      * MALLOC_ARENA_MAX slows TensorFlow down (TonY #346). */
     tony_env all = {0};
