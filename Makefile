@@ -163,8 +163,11 @@ test-slurm: build deps-containers
 	 TONY_STC_DIR=$(STC) TONY_BIN=$(CURDIR)/$(BUILD)/bin/tony $(PY) -m pytest -q -m slurm tests/e2e; \
 	 rc=$$?; scripts/slurm-test-cluster stop $(STC); exit $$rc
 
-test: deps
-	@$(MAKE) --no-print-directory test-unit test-e2e-plain test-airflow test-azkaban test-images test-asan test-fuzz test-hadoop test-hadoop33 test-secure test-slurm
+# Every suite in turn, timed (scripts/test-suites: a failed one does not stop
+# the others; the table of each part's time and result comes last).
+test:
+	@scripts/test-suites deps test-unit test-e2e-plain test-airflow test-azkaban test-images test-asan test-fuzz \
+	  test-hadoop test-hadoop33 test-secure test-slurm
 
 clean:
 	rm -rf $(BUILD)/CMakeFiles $(BUILD)/bin $(BUILD)/tests $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)/release $(BUILD)/dist build/lead build/dev build/dev2 build/asan2
