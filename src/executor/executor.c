@@ -81,6 +81,11 @@ typedef struct executor {
     int port_fd, tb_fd;
     int port, tb_port;
     long long credentials; /* the generation of the credentials installed (0: the container's own) */
+    /* Whether the coordinator of the moment has signed an answer since the
+     * last call that got none (a refusal, a timeout, an unsigned answer):
+     * until it has, no task data goes to it (coordinator_verified). Main
+     * thread and watch thread: written through set_verified. */
+    atomic_bool verified;
 } executor;
 
 static long long now_ms(void) { return tony_now_ms(); }
@@ -159,18 +164,67 @@ static char *am_url_copy(const executor *x) {
     return u;
 }
 
-/* POSTs body to <am>/v1/tasks/<role>/<index>/<verb>; returns the parsed
- * answer or NULL (err says why). *status gets the HTTP status. */
-static json_t *call_at(const executor *x, const char *am, const char *verb, json_t *body, long timeout_ms,
-                       long *status, tony_error *err) {
+/* The flag is the one thing a caller with a const executor changes, as
+ * the url lock is. */
+static void set_verified(const executor *x, bool v) { atomic_store((atomic_bool *)&x->verified, v); }
+
+/* Calls that carry what the task is and does (its liveness and idleness,
+ * its metrics and stacks, its pid, its end with its stderr's last lines):
+ * sent only to a coordinator that proved it holds the job's secret since
+ * the last call that got no signed answer. Registering is how contact
+ * starts, and the watch's long poll carries nothing. */
+static bool carries_task_data(const char *verb) {
+    return strcmp(verb, AM_API_HEARTBEAT) == 0 || strcmp(verb, AM_API_METRICS) == 0 ||
+           strcmp(verb, AM_API_STACKS) == 0 || strcmp(verb, AM_API_STARTED) == 0 ||
+           strcmp(verb, AM_API_FINISHED) == 0;
+}
+
+/* POSTs body (taken) to <am>/v1/tasks/<role>/<index>/<verb>: one signed
+ * call, whose outcome sets or clears the coordinator's verification. */
+static int post(const executor *x, const char *am, const char *verb, json_t *body, long timeout_ms,
+                tony_http_response *r, tony_error *err) {
     char *url = tony_sprintf("%s" AM_API_TASKS "%s/%d/%s", am, x->role, x->index, verb);
     json_object_set_new(body, AM_API_ATTEMPT, json_integer(x->attempt));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    tony_http_response r;
-    int rc = tony_http_call("POST", url, x->secret, s, timeout_ms, &r, err);
+    int rc = tony_http_call("POST", url, x->secret, s, timeout_ms, r, err);
     free(url);
     free(s);
+    set_verified(x, rc == 0);
+    return rc;
+}
+
+/* A heartbeat that says nothing of the task (the credentials' generation
+ * only, so that the answer is a heartbeat's): what an executor sends to a
+ * coordinator it has not verified, instead of a heartbeat, or before
+ * another call that carries task data. A process that took over a dead
+ * coordinator's port gets this and nothing more from the task. */
+static json_t *probe_body(const executor *x) {
+    return json_pack("{s:I}", TONY_HEARTBEAT_CREDENTIALS_HAVE, (json_int_t)x->credentials);
+}
+
+/* POSTs body to <am>/v1/tasks/<role>/<index>/<verb>; returns the parsed
+ * answer or NULL (err says why). *status gets the HTTP status. A call
+ * that carries task data to a coordinator not verified yet is preceded by
+ * a probe (a heartbeat is replaced by one), and not made unless the probe
+ * got a signed answer. */
+static json_t *call_at(const executor *x, const char *am, const char *verb, json_t *body, long timeout_ms,
+                       long *status, tony_error *err) {
+    tony_http_response r;
+    int rc;
+    if (carries_task_data(verb) && !atomic_load(&x->verified)) {
+        bool heartbeat = strcmp(verb, AM_API_HEARTBEAT) == 0;
+        if (heartbeat) json_decref(body);
+        rc = post(x, am, AM_API_HEARTBEAT, probe_body(x), timeout_ms, &r, err);
+        if (rc == 0 && !heartbeat) {
+            tony_http_response_free(&r);
+            rc = post(x, am, verb, body, timeout_ms, &r, err);
+        } else if (!heartbeat) {
+            json_decref(body);
+        }
+    } else {
+        rc = post(x, am, verb, body, timeout_ms, &r, err);
+    }
     *status = r.status;
     /* An answer the job's coordinator did not sign (common/apiauth.h) is
      * no answer: nothing it says is done, and the call counts as failed,

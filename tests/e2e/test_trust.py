@@ -141,6 +141,65 @@ def test_squatter_on_a_dead_coordinators_port_gets_no_secret_and_runs_nothing(to
         shutil.rmtree(place, ignore_errors=True)
 
 
+def test_squatter_receives_no_task_data(tony, attacker):
+    """Issue 33 #5: after its coordinator stopped answering, an executor
+    sends a squatter on its port nothing of the task: no heartbeat's
+    contents (idleness, TensorBoard), no metrics, no pid, not the task's end
+    with its stderr's last lines. It probes first (a heartbeat that says
+    nothing of the task) and sends data only after a signed answer."""
+    place = Path(tempfile.mkdtemp(prefix="tony-squat-", dir="/tmp"))
+    try:
+        os.chmod(place, 0o777)
+        go, tail = place / "go", "stderr-line-only-the-owner-may-read"
+        # the task runs until told, then fails with a line on stderr: its end
+        # (and that line) come while the squatter holds the port
+        command = f"while [ ! -e {go} ]; do sleep 0.1; done; echo {tail} >&2; exit 3"
+        r = tony.submit("--detach", "--executes", command, "--conf", "tony.worker.instances=2", *SMALL,
+                        "--conf", "tony.task.heartbeat-interval-ms=300", "--conf", "tony.task.max-missed-heartbeats=30",
+                        "--conf", "tony.task.metrics-interval-ms=300")
+        assert r.rc == 0, r
+        job = r.job_dir()
+        wait_for(lambda: (job / "status.json").exists() and
+                 [t["state"] for t in json.loads((job / "status.json").read_text())["tasks"]] == ["RUNNING", "RUNNING"],
+                 60, what="tasks running")
+        am = json.loads((job / "am.json").read_text())
+        port = int(urllib.parse.urlsplit(am["url"]).port)
+        script, out = place / "squatter.py", place / "requests.jsonl"
+        script.write_text(SQUATTER)
+        os.chmod(script, 0o644)
+        os.kill(am["pid"], signal.SIGKILL)
+        squatter = subprocess.Popen(["runuser", "-u", attacker, "--", "/usr/bin/python3", str(script), str(port),
+                                     str(out), str(place / "pwned"), str(place / "forged")],
+                                    stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: Path(str(out) + ".bound").exists() or squatter.poll() is not None, 25,
+                     what="the squatter bound the port")
+            assert squatter.poll() is None, squatter.stderr.read()
+            # a few beats and metrics' intervals with the squatter answering
+            wait_for(lambda: out.exists() and out.read_text().count("\n") >= 6, 30, what="executors calling the squatter")
+            go.touch()
+            end = time.time() + 30
+            while job_processes(tony.home) and time.time() < end:
+                time.sleep(0.2)
+        finally:
+            squatter.kill()
+            squatter.wait()
+        received = out.read_text()
+        requests = [json.loads(line) for line in received.splitlines()]
+        verbs = {r["path"].rsplit("/", 1)[-1] for r in requests}
+        assert "heartbeat" in verbs, received[:2000]
+        assert not verbs & {"metrics", "stacks", "started", "finished"}, received[:3000]
+        for q in requests:
+            body = json.loads(q["body"] or "{}")
+            assert set(body) <= {"attempt", "credentials_generation"}, q
+        assert tail not in received
+        logs = "".join(p.read_text(errors="replace") for p in job.glob("attempts/*/*/executor.log"))
+        assert "ignoring an unsigned answer" in logs, logs[-3000:]
+        assert not job_processes(tony.home)
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
 def raw(url, data):
     """Bytes sent as they are; (status, headers dict, body)."""
     u = urllib.parse.urlsplit(url)
