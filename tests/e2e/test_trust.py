@@ -95,36 +95,47 @@ def running_job(tony, *conf):
     return job, am, (job / "secret").read_text().strip()
 
 
+def squat(tony, attacker, place, am, calls, then=None):
+    """SIGKILLs the job's coordinator and has the attacker squat its port
+    (the SQUATTER, its marker and forged log dir in place) until the job's
+    processes end by themselves, as when the coordinator is gone, after at
+    least `calls` requests (then `then()`). The requests it got, as text
+    and as dicts."""
+    port = int(urllib.parse.urlsplit(am["url"]).port)
+    script, out = place / "squatter.py", place / "requests.jsonl"
+    script.write_text(SQUATTER)
+    os.chmod(script, 0o644)
+    os.kill(am["pid"], signal.SIGKILL)
+    squatter = subprocess.Popen(["runuser", "-u", attacker, "--", "/usr/bin/python3", str(script), str(port),
+                                 str(out), str(place / "pwned"), str(place / "forged-logs")],
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: Path(str(out) + ".bound").exists() or squatter.poll() is not None, 25,
+                 what="the squatter bound the port")
+        assert squatter.poll() is None, squatter.stderr.read()
+        wait_for(lambda: out.exists() and out.read_text().count("\n") >= calls, 30, what="executors calling the squatter")
+        if then:
+            then()
+        end = time.time() + 30
+        while job_processes(tony.home) and time.time() < end:
+            time.sleep(0.2)
+    finally:
+        squatter.kill()
+        squatter.wait()
+    received = out.read_text()
+    return received, [json.loads(line) for line in received.splitlines()]
+
+
 def test_squatter_on_a_dead_coordinators_port_gets_no_secret_and_runs_nothing(tony, attacker):
     # heartbeats every 300 ms, 20 missed stop the task: the squatter has 6 s to bind the port
     job, am, secret = running_job(tony, "--conf", "tony.task.heartbeat-interval-ms=300",
                                   "--conf", "tony.task.max-missed-heartbeats=20")
-    port = int(urllib.parse.urlsplit(am["url"]).port)
     place = Path(tempfile.mkdtemp(prefix="tony-squat-", dir="/tmp"))
     try:
         os.chmod(place, 0o777)
-        script, out = place / "squatter.py", place / "requests.jsonl"
         marker, forged = place / "pwned", place / "forged-logs"
-        script.write_text(SQUATTER)
-        os.chmod(script, 0o644)
-        os.kill(am["pid"], signal.SIGKILL)
-        squatter = subprocess.Popen(["runuser", "-u", attacker, "--", "/usr/bin/python3", str(script), str(port),
-                                     str(out), str(marker), str(forged)], stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(lambda: Path(str(out) + ".bound").exists() or squatter.poll() is not None, 25,
-                     what="the squatter bound the port")
-            assert squatter.poll() is None, squatter.stderr.read()
-            # the executors call the squatter, and it answers; all of the
-            # job's processes end by themselves, as when the coordinator is gone
-            wait_for(lambda: out.exists() and out.read_text().count("\n") >= 4, 30, what="executors calling the squatter")
-            end = time.time() + 30
-            while job_processes(tony.home) and time.time() < end:
-                time.sleep(0.2)
-        finally:
-            squatter.kill()
-            squatter.wait()
-        received = out.read_text()
-        requests = [json.loads(line) for line in received.splitlines()]
+        # the executors call the squatter, and it answers
+        received, requests = squat(tony, attacker, place, am, 4)
         assert any(r["path"].endswith("/heartbeat") for r in requests), received[:2000]
         # the secret is in nothing it received
         assert secret not in received
@@ -163,29 +174,8 @@ def test_squatter_receives_no_task_data(tony, attacker):
                  [t["state"] for t in json.loads((job / "status.json").read_text())["tasks"]] == ["RUNNING", "RUNNING"],
                  60, what="tasks running")
         am = json.loads((job / "am.json").read_text())
-        port = int(urllib.parse.urlsplit(am["url"]).port)
-        script, out = place / "squatter.py", place / "requests.jsonl"
-        script.write_text(SQUATTER)
-        os.chmod(script, 0o644)
-        os.kill(am["pid"], signal.SIGKILL)
-        squatter = subprocess.Popen(["runuser", "-u", attacker, "--", "/usr/bin/python3", str(script), str(port),
-                                     str(out), str(place / "pwned"), str(place / "forged")],
-                                    stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(lambda: Path(str(out) + ".bound").exists() or squatter.poll() is not None, 25,
-                     what="the squatter bound the port")
-            assert squatter.poll() is None, squatter.stderr.read()
-            # a few beats and metrics' intervals with the squatter answering
-            wait_for(lambda: out.exists() and out.read_text().count("\n") >= 6, 30, what="executors calling the squatter")
-            go.touch()
-            end = time.time() + 30
-            while job_processes(tony.home) and time.time() < end:
-                time.sleep(0.2)
-        finally:
-            squatter.kill()
-            squatter.wait()
-        received = out.read_text()
-        requests = [json.loads(line) for line in received.splitlines()]
+        # a few beats and metrics' intervals with the squatter answering
+        received, requests = squat(tony, attacker, place, am, 6, then=go.touch)
         verbs = {r["path"].rsplit("/", 1)[-1] for r in requests}
         assert "heartbeat" in verbs, received[:2000]
         assert not verbs & {"metrics", "stacks", "started", "finished"}, received[:3000]
