@@ -1554,9 +1554,10 @@ static void on_notebook(am_call *c) {
 
 /* The API: docs/api.md's route list is this table (test_api_routes). */
 static const am_route routes[] = {
-    {AM_MATCH_EXACT, "/", AM_METHOD_GET, AM_WHO_READER, false, NULL, "the web page (`index.html`)", on_ui},
-    {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
-     "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
+    {AM_MATCH_EXACT, "/", AM_METHOD_GET, AM_WHO_ANYONE, false, NULL,
+     "the web page (`index.html`; `?token=T`: `302` to `./#token=T`, where the page takes it)", on_ui},
+    {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_ANYONE, false, NULL,
+     "the page's files: `app.js`, `token.js`, `plots.js`, `style.css`, `index.html`", on_ui},
     {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "the job and its tasks (below; `?offset=&limit=`: a page of them, `?state=FAILED,RUNNING&role=`: those in "
      "these states and of this role, `?tasks=0`: their counts only); also in `<job dir>/status.json`",
@@ -1565,9 +1566,9 @@ static const am_route routes[] = {
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},
     {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`302` to the job's TensorBoard (below), or `404` with why, as text", on_tensorboard},
-    {AM_MATCH_SUBTREE, AM_API_NOTEBOOK, AM_METHOD_ANY, AM_WHO_READER, false, NULL,
-     "the notebook's Jupyter server (`tony notebook`), proxied with its WebSockets; any method, the read token "
-     "required for each",
+    {AM_MATCH_SUBTREE, AM_API_NOTEBOOK, AM_METHOD_ANY, AM_WHO_NOTEBOOK, false, NULL,
+     "the notebook's Jupyter server (`tony notebook`), proxied with its WebSockets, under a secret folder (below); "
+     "any method, each checked",
      on_notebook},
     {AM_MATCH_EXACT, AM_API_JOB_KILL, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL, "kill the job", on_kill},
     {AM_MATCH_EXACT, AM_API_JOB_SCALE, AM_METHOD_POST, AM_WHO_CLIENT, false,
