@@ -94,7 +94,7 @@ async function pollJob() {
     const url = jobQuery(full);
     const headers = { "X-Tony-UI": "1" };
     if (ui.etags.has(url)) headers["If-None-Match"] = ui.etags.get(url);
-    const r = await fetch(url, { headers, cache: "no-store" });
+    const r = await tonyFetch(url, { headers, cache: "no-store" });
     // (a page left meanwhile: the new one is asked for with its metrics at once)
     if (full && (r.ok || r.status === 304) && url === jobQuery(full)) ui.metricsAt = Date.now();
     if (r.status === 304) {
@@ -105,6 +105,13 @@ async function pollJob() {
       markAlive();
       // an answer for a page the reader has since left is not shown
       if (url === jobQuery(full) || !ui.job) renderJob(withMetrics(job, full));
+    } else if (r.status === 403) {
+      // no token, or another job's: the coordinator says how to get in
+      let msg = "this page needs the job's read token: open the link `tony submit` or `tony status` prints";
+      try { msg = (await r.json()).error || msg; } catch (e) { /* keep ours */ }
+      const err = new Error(msg);
+      err.refused = true;
+      throw err;
     } else {
       throw new Error(`HTTP ${r.status}`);
     }
@@ -166,6 +173,9 @@ function markGone(err) {
   } else if (j) {
     msg = `The coordinator is gone${since} (${err.message || err}). The job has most likely ended; ` +
           `\`tony status ${j.app_id}\` shows its final state. Retrying…`;
+    c.className = "conn lost";
+  } else if (err.refused) {
+    msg = `Refused: ${err.message}`;
     c.className = "conn lost";
   } else {
     msg = `Cannot reach the coordinator (${err.message || err}). Retrying…`;
@@ -370,7 +380,7 @@ function renderLogLink(td, url) {
 // (the coordinator serves them as text; relative, so YARN's proxy works).
 function renderStacksLink(td, url) {
   if (!url) return;
-  appendLink(td, url.replace(/^\//, ""), "stacks",
+  appendLink(td, tonyLink(url.replace(/^\//, "")), "stacks",
              "the stacks of this task's processes, collected when the attempt hung (tony.task.progress-timeout)",
              "stacks ↗");
 }
@@ -772,7 +782,7 @@ async function pollLog() {
     // Several rounds when the task wrote more than one call answers.
     for (let round = 0; round < 8 && ui.log === L; round++) {
       const q = `stream=${L.stream}&offset=${L.next}&attempt=${L.attempt}`;
-      const r = await fetch(`v1/tasks/${encodeURIComponent(L.role)}/${L.index}/log?${q}`, { cache: "no-store" });
+      const r = await tonyFetch(`v1/tasks/${encodeURIComponent(L.role)}/${L.index}/log?${q}`, { cache: "no-store" });
       if (ui.log !== L) return;
       if (r.status === 400 && L.next > 0) {
         // Past the log's end: the log cap (tony.task.log-max-size) cut it
@@ -827,7 +837,7 @@ async function pollMetrics() {
   if (!sel || ui.metricsBusy) return;
   ui.metricsBusy = true;
   try {
-    const r = await fetch(`v1/tasks/${encodeURIComponent(sel.role)}/${sel.index}/metrics`, { cache: "no-store" });
+    const r = await tonyFetch(`v1/tasks/${encodeURIComponent(sel.role)}/${sel.index}/metrics`, { cache: "no-store" });
     if (ui.selected !== sel) return;
     if (r.status === 404 || r.status === 405) {
       $("plots").replaceChildren(note("no metrics yet"));
@@ -893,7 +903,7 @@ function noteWorldEvent(e) {
 async function pollEvents() {
   if (ui.serverEvents === false || ui.gone) return;
   try {
-    const r = await fetch(`v1/events?since=${ui.eventsSince}`, { cache: "no-store" });
+    const r = await tonyFetch(`v1/events?since=${ui.eventsSince}`, { cache: "no-store" });
     if (r.status === 404) {
       ui.serverEvents = false;
       const n = $("events-note");

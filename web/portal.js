@@ -50,7 +50,7 @@ function fmtClock(ms) {
 function stateClass(s) { return "st-" + String(s || "unknown").toLowerCase(); }
 
 async function getJSON(url) {
-  const r = await fetch(url, { cache: "no-store" });
+  const r = await tonyFetch(url, { cache: "no-store" });
   let body = null;
   try { body = await r.json(); } catch (e) { /* not JSON: the status says enough */ }
   if (!r.ok) throw new Error((body && body.error) || `HTTP ${r.status}`);
@@ -185,7 +185,7 @@ async function openJob(id) {
 
 function fact(label, value, href) {
   const dd = el("dd");
-  if (href) dd.append(el("a", { href, target: "_blank", rel: "noopener", text: value }));
+  if (href) dd.append(el("a", { href: tonyLink(href), target: "_blank", rel: "noopener", text: value }));
   else dd.textContent = value;
   return el("div", {}, el("dt", { text: label }), dd);
 }
@@ -230,7 +230,7 @@ function logCell(t) {
   const last = t.attempt != null ? t.attempt : 0;
   for (const l of logs) {
     const label = l.attempt === last ? l.stream : `${l.stream} #${l.attempt}`;
-    td.append(el("a", { href: l.url, target: "_blank", rel: "noopener", title: `${fmtBytes(l.bytes)}`, text: label }));
+    td.append(el("a", { href: tonyLink(l.url), target: "_blank", rel: "noopener", title: `${fmtBytes(l.bytes)}`, text: label }));
   }
   if (!logs.length && t.container) {
     const app = P.job ? P.job.app_id : "";

@@ -809,7 +809,6 @@ void am_api_free(tony_am *am) {
     tony_host_check_free(&a->hosts);
     if (a->dns) evdns_base_free(a->dns, 0);
     tony_apiauth_replay_free(a->auth_replay);
-    free((char *)a->reads.cookie);
     free(a);
     am->api = NULL;
 }
@@ -1429,11 +1428,13 @@ static void serve_events(tony_am *am, struct evhttp_request *req, const char *qu
     am_reply_json(req, 200, am_record_events_json(am, since));
 }
 
-/* The web page's own paths: a link to them carrying the token sets the
- * cookie and sends the browser on without it. Elsewhere (the API, the
+/* The web page's own files (the same for every job, compiled in: they hold
+ * nothing of it) are served to anyone; a link to them carrying the token
+ * sends the browser on with the token in the URL's fragment, where the
+ * page's script takes it (common/readtoken.h). Elsewhere (the API, the
  * TensorBoard redirect) ?token= is taken as is. */
 static bool page_path(const char *path) {
-    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0 || am_notebook_path(path);
+    return strcmp(path, "/") == 0 || strncmp(path, AM_API_UI, strlen(AM_API_UI)) == 0;
 }
 
 static bool tensorboard_path(const char *path) {
@@ -1448,7 +1449,8 @@ static bool tensorboard_path(const char *path) {
  * YARN's proxy (which passes no cookie or header of ours on) come through
  * it; why none serves is the job's, and needs the token. */
 static int reads_allowed(tony_am *am, struct evhttp_request *req, const char *path, const char *query) {
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) return 0;
+    /* the notebook's proxy checks every method itself (am/notebook_proxy.h) */
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || am_notebook_path(path)) return 0;
     if (tensorboard_path(path) && am_view_tensorboard_task(am)) return 0;
     struct evkeyvalq q;
     TAILQ_INIT(&q);
@@ -1536,13 +1538,13 @@ static void on_finish(am_call *c) {
     am_kick(c->am);
 }
 
-/* The notebook's Jupyter, proxied (notebook_proxy.h checks the read token
- * for every method itself). */
+/* The notebook's Jupyter, proxied (notebook_proxy.h checks who may pass,
+ * for every method, itself). */
 static void on_notebook(am_call *c) {
     tony_am *am = c->am;
     am_api *a = am->api;
     if (!a->dns) a->dns = evdns_base_new(am->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-    am_notebook_proxy(&(am_notebook_ctx){am->base, a->dns, &a->reads, &am->fsm.job, am->id.app_id, am->id.host,
+    am_notebook_proxy(&(am_notebook_ctx){am->base, a->dns, a->reads.token, &am->fsm.job, am->id.app_id, am->id.host,
                                          am->fsm.state == AM_JOB_DONE},
                       c->req);
 }
@@ -1552,9 +1554,10 @@ static void on_notebook(am_call *c) {
 
 /* The API: docs/api.md's route list is this table (test_api_routes). */
 static const am_route routes[] = {
-    {AM_MATCH_EXACT, "/", AM_METHOD_GET, AM_WHO_READER, false, NULL, "the web page (`index.html`)", on_ui},
-    {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_READER, false, NULL,
-     "the page's files: `app.js`, `plots.js`, `style.css`, `index.html`", on_ui},
+    {AM_MATCH_EXACT, "/", AM_METHOD_GET, AM_WHO_ANYONE, false, NULL,
+     "the web page (`index.html`; `?token=T`: `302` to `./#token=T`, where the page takes it)", on_ui},
+    {AM_MATCH_FILES, AM_API_UI, AM_METHOD_GET, AM_WHO_ANYONE, false, NULL,
+     "the page's files: `app.js`, `token.js`, `plots.js`, `style.css`, `index.html`", on_ui},
     {AM_MATCH_EXACT, AM_API_JOB, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "the job and its tasks (below; `?offset=&limit=`: a page of them, `?state=FAILED,RUNNING&role=`: those in "
      "these states and of this role, `?tasks=0`: their counts only); also in `<job dir>/status.json`",
@@ -1563,9 +1566,9 @@ static const am_route routes[] = {
      "`?since=<seq>`: the job's event log from a sequence number on", on_events},
     {AM_MATCH_SUBTREE, AM_API_TENSORBOARD, AM_METHOD_GET, AM_WHO_READER, false, NULL,
      "`302` to the job's TensorBoard (below), or `404` with why, as text", on_tensorboard},
-    {AM_MATCH_SUBTREE, AM_API_NOTEBOOK, AM_METHOD_ANY, AM_WHO_READER, false, NULL,
-     "the notebook's Jupyter server (`tony notebook`), proxied with its WebSockets; any method, the read token "
-     "required for each",
+    {AM_MATCH_SUBTREE, AM_API_NOTEBOOK, AM_METHOD_ANY, AM_WHO_NOTEBOOK, false, NULL,
+     "the notebook's Jupyter server (`tony notebook`), proxied with its WebSockets, under a secret folder (below); "
+     "any method, each checked",
      on_notebook},
     {AM_MATCH_EXACT, AM_API_JOB_KILL, AM_METHOD_POST, AM_WHO_CLIENT, false, NULL, "kill the job", on_kill},
     {AM_MATCH_EXACT, AM_API_JOB_SCALE, AM_METHOD_POST, AM_WHO_CLIENT, false,
@@ -1700,7 +1703,7 @@ void am_api_handle(struct evhttp_request *req, void *arg) {
 /* The read gate and the Host check of a coordinator at am->id.host:am->id.port. */
 static void api_gate(tony_am *am) {
     am_api *a = am->api;
-    a->reads = (tony_read_gate){am->id.read_token, tony_sprintf(AM_API_TOKEN_COOKIE "%d", am->id.port), page_path};
+    a->reads = (tony_read_gate){am->id.read_token, page_path};
     tony_host_check_init_job_server(&a->hosts, am->id.port, am->id.host);
     tony_apiauth_key_from_secret(am->id.secret, &a->auth_key);
 }

@@ -65,7 +65,9 @@ char *am_route_verbs(const am_route *routes, size_t n, const char *sep, const ch
 
 static const char *who_words(am_who who) {
     switch (who) {
+    case AM_WHO_ANYONE: return "anyone";
     case AM_WHO_READER: return "read token";
+    case AM_WHO_NOTEBOOK: return "read token, or the link's cookie (changes: same origin only)";
     case AM_WHO_CLIENT: return "the job's client, signed";
     case AM_WHO_EXECUTOR: return "the task's executor, signed";
     }

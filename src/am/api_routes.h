@@ -23,10 +23,12 @@ typedef enum {
  * route of ANY takes those); a route's is GET, POST or ANY. */
 typedef enum { AM_METHOD_GET, AM_METHOD_POST, AM_METHOD_OTHER, AM_METHOD_ANY } am_method;
 
-/* Who may call: the job's read token holders (reads_allowed checked it
- * before routing), its client (signed with the job's key), or the task's
+/* Who may call: anyone (the page's own files, the same for every job),
+ * the job's read token holders (reads_allowed checked it before routing),
+ * a token holder or the browser the notebook link let in (the notebook's
+ * proxy checks it), its client (signed with the job's key), or the task's
  * executor (signed; its body a JSON object with "attempt"). */
-typedef enum { AM_WHO_READER, AM_WHO_CLIENT, AM_WHO_EXECUTOR } am_who;
+typedef enum { AM_WHO_ANYONE, AM_WHO_READER, AM_WHO_NOTEBOOK, AM_WHO_CLIENT, AM_WHO_EXECUTOR } am_who;
 
 typedef struct am_call am_call; /* api.c's: the request and what routing found */
 typedef void am_route_fn(am_call *c);

@@ -2,13 +2,15 @@
  * server (am/notebook_proxy.h). evhttp has no WebSocket, so every proxied
  * request leaves evhttp: its socket is borrowed from evhttp's connection,
  * the request is written again to Jupyter (with Jupyter's token, without
- * ours) and the two sockets are spliced byte for byte until either closes. */
+ * ours) and the two sockets are spliced byte for byte until either closes.
+ * Who may pass: docs/security.md ("The notebook"). */
 #include "am/notebook_proxy.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 
 #include "am/reply.h"
 #include "common/amapi.h"
+#include "common/apiauth.h"
 #include "common/log.h"
 #include "common/readtoken.h"
 #include "common/strv.h"
@@ -217,7 +220,7 @@ static void splice(const am_notebook_ctx *am, struct evhttp_request *req, const 
     s->evcon = evhttp_request_get_connection(req);
     s->lender = evhttp_connection_get_bufferevent(s->evcon);
     s->fd = bufferevent_getfd(s->lender);
-    write_request(bufferevent_get_output(up), req, method, path, query, am->reads->token);
+    write_request(bufferevent_get_output(up), req, method, path, query, am->token);
     /* what the browser sent past this request (it may not wait for ours) */
     evbuffer_add_buffer(bufferevent_get_output(up), bufferevent_get_input(s->lender));
     /* evhttp keeps the connection (and frees it at the end, in splice_end)
@@ -232,6 +235,47 @@ static void splice(const am_notebook_ctx *am, struct evhttp_request *req, const 
     bufferevent_enable(s->down, EV_READ | EV_WRITE);
 }
 
+/* Whether req comes from a page of the coordinator's own origin: its
+ * Origin (else its Referer) is http://<its Host>, which host_ok checked is
+ * one of the coordinator's names. A browser sends Origin with every
+ * WebSocket handshake and every request other than GET and HEAD, and no
+ * page can forge it; another user's page on another port of this host is
+ * another origin. */
+static bool same_origin(struct evhttp_request *req) {
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *host = evhttp_find_header(in, "Host");
+    const char *origin = evhttp_find_header(in, "Origin");
+    const char *from = origin ? origin : evhttp_find_header(in, "Referer");
+    if (!host || !from || strncasecmp(from, "http://", 7) != 0) return false;
+    size_t n = strlen(host);
+    const char *rest = from + 7;
+    if (strncasecmp(rest, host, n) != 0) return false;
+    return origin ? rest[n] == '\0' : rest[n] == '/';
+}
+
+/* How a request may pass (docs/security.md, "The notebook"). A holder of
+ * the read token (the header, Bearer, or ?token=) passes with any method;
+ * ?token= on a GET of a page is a browser's link: it gets the cookie and
+ * is sent on to the secret folder without the token. The cookie alone
+ * (what a browser sends by itself, also when another site's page asks)
+ * passes for GET and HEAD; for anything else, and every WebSocket, only
+ * from the coordinator's own origin. NULL when it passes, else why not. */
+static const char *refusal(const am_notebook_ctx *am, struct evhttp_request *req, bool under, const char *cookie,
+                           const struct evkeyvalq *q, bool *link) {
+    const char *t = evhttp_find_header(q, AM_API_TOKEN_PARAM);
+    bool read_only = (evhttp_request_get_command(req) & (EVHTTP_REQ_GET | EVHTTP_REQ_HEAD)) && !wants_websocket(req);
+    *link = false;
+    if (t) {
+        if (!tony_read_token_equal(am->token, t, strlen(t))) return "a wrong read token";
+        *link = read_only;
+        return NULL;
+    }
+    if (tony_read_header_has(req, am->token)) return NULL;
+    if (!under || !tony_read_cookie_has(req, AM_API_NOTEBOOK_COOKIE, cookie)) return "no read token";
+    if (read_only || same_origin(req)) return NULL;
+    return "a change asked for by a page of another origin (its Origin is not this coordinator's)";
+}
+
 void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req) {
     struct evhttp_uri *u = evhttp_uri_parse(evhttp_request_get_uri(req));
     const char *path = u ? evhttp_uri_get_path(u) : NULL;
@@ -240,25 +284,45 @@ void am_notebook_proxy(const am_notebook_ctx *am, struct evhttp_request *req) {
     struct evkeyvalq q;
     TAILQ_INIT(&q);
     if (query && evhttp_parse_query_str(query, &q)) evhttp_clear_headers(&q);
-    /* every method, not only GET: Jupyter's POSTs start kernels and run code */
-    tony_read_verdict v = path ? tony_read_check(am->reads, req, path, &q) : TONY_READ_REFUSED;
-    evhttp_clear_headers(&q);
+    char key[2 * 32 + 1], cookie[2 * 32 + 1];
+    tony_apiauth_derive_hex(am->token, AM_API_NOTEBOOK_PATH_LABEL, key);
+    tony_apiauth_derive_hex(am->token, AM_API_NOTEBOOK_COOKIE_LABEL, cookie);
+    char *folder = tony_sprintf(AM_API_NOTEBOOK "/%s", key);
+    size_t fn = strlen(folder);
+    bool under = path && strncmp(path, folder, fn) == 0 && (path[fn] == '\0' || path[fn] == '/');
+    /* Jupyter serves under the secret folder; a token holder may leave it out */
+    char *upstream = !path ? NULL : under ? tony_strdup(path) : tony_sprintf("%s%s", folder, path + strlen(AM_API_NOTEBOOK));
+    bool link = false;
+    const char *why = path ? refusal(am, req, under, cookie, &q, &link) : NULL;
     if (!path || !method) {
         am_reply_error(req, 400, "malformed request for the notebook");
-    } else if (v == TONY_READ_REFUSED) {
-        am_reply_error(req, 403,
-                       "the notebook needs the job's read token: open the URL `tony notebook` printed "
-                       "(.../" AM_API_NOTEBOOK "/?" AM_API_TOKEN_PARAM "=...), or pass the token in the " AM_API_TOKEN_HEADER
-                       " header");
-    } else if (v == TONY_READ_ALLOWED) {
+    } else if (why) {
+        char *msg = tony_sprintf("the notebook refuses %s: open the URL `tony notebook` printed (.../" AM_API_NOTEBOOK
+                                 "/?" AM_API_TOKEN_PARAM "=...) in the browser, or pass the job's read token in the "
+                                 AM_API_TOKEN_HEADER " header",
+                                 why);
+        am_reply_error(req, 403, msg);
+        free(msg);
+    } else if (link) {
+        /* the browser's cookie opens the secret folder only, wherever it is sent */
+        char *set = tony_sprintf(AM_API_NOTEBOOK_COOKIE "=%s; Path=%s/; HttpOnly; SameSite=Strict", cookie, folder);
+        char *to = upstream[fn] ? tony_strdup(upstream) : tony_sprintf("%s/", folder);
+        tony_read_redirect(req, path, to, &q, NULL, set);
+        free(to);
+        free(set);
+    } else {
         const am_task *t = notebook_task(am);
         if (t && t->state == AM_TASK_RUNNING && t->tb_port > 0 && t->tb_listening && t->host) {
-            splice(am, req, t, method, path, query);
+            splice(am, req, t, method, upstream, query);
         } else {
-            char *why = why_no_notebook(am, t);
-            am_reply_text(req, 503, why);
-            free(why);
+            char *nb = why_no_notebook(am, t);
+            am_reply_text(req, 503, nb);
+            free(nb);
         }
     }
+    evhttp_clear_headers(&q);
+    OPENSSL_cleanse(cookie, sizeof cookie);
+    free(upstream);
+    free(folder);
     if (u) evhttp_uri_free(u);
 }

@@ -36,15 +36,17 @@ static tony_opt notebook_opts[] = {
 
 /* Jupyter's server with its idle checks every quarter of the timeout (its
  * own look is once a minute, too coarse for a timeout of minutes), under the
- * proxy's path, on the port the executor reserved (TB_PORT) of the host the
- * executor registers (NM_HOST, else the machine's name), which is where the
- * coordinator's proxy connects: loopback on the local backend, the node's
- * address on YARN, where the coordinator runs on another node in general.
- * There it is on the cluster's network, but answers nothing without its
- * token, the job's read token, which comes in the environment, where other
- * users cannot read it (docs/workflows.md says what that exposes). */
+ * proxy's secret folder (common/amapi.h: made here from the token, so that
+ * it is on no command line), on the port the executor reserved (TB_PORT) of
+ * the host the executor registers (NM_HOST, else the machine's name), which
+ * is where the coordinator's proxy connects: loopback on the local backend,
+ * the node's address on YARN, where the coordinator runs on another node in
+ * general. There it is on the cluster's network, but answers nothing
+ * without its token, the job's read token, which comes in the environment,
+ * where other users cannot read it (docs/workflows.md says what that
+ * exposes). */
 static const char jupyter_py[] =
-    "import sys\\n"
+    "import hashlib, hmac, os, sys\\n"
     "from jupyter_server.serverapp import ServerApp\\n"
     "from tornado import ioloop\\n"
     "class TonyServer(ServerApp):\\n"
@@ -52,7 +54,9 @@ static const char jupyter_py[] =
     "        t = self.shutdown_no_activity_timeout\\n"
     "        if t > 0:\\n"
     "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\\n"
-    "TonyServer.launch_instance()\\n";
+    "key = hmac.new(os.environ[\"" TASKENV_READ_TOKEN "\"].encode(), b\"" AM_API_NOTEBOOK_PATH_LABEL "\", "
+    "hashlib.sha256).hexdigest()\\n"
+    "TonyServer.launch_instance(argv=sys.argv[1:] + [\"--ServerApp.base_url=" AM_API_NOTEBOOK "/\" + key + \"/\"])\\n";
 
 /* The notebook run by nbclient, stopping at the first failing cell; the
  * executed copy is written either way, where every task and the user see
@@ -250,7 +254,7 @@ int tony_cmd_notebook(int argc, char **argv) {
     else
         tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c $'%s' "
                                         "--ServerApp.ip=\"${" TASKENV_NM_HOST ":-$(hostname)}\" --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
-                                        "--ServerApp.port_retries=0 --ServerApp.base_url=" AM_API_NOTEBOOK "/ "
+                                        "--ServerApp.port_retries=0 "
                                         "--ServerApp.open_browser=False --ServerApp.allow_remote_access=True --ServerApp.allow_root=True "
                                         "--ServerApp.root_dir=. --ServerApp.shutdown_no_activity_timeout=%lld "
                                         "--MappingKernelManager.cull_idle_timeout=%lld "

@@ -65,8 +65,9 @@ typedef struct portal {
     /* Host header values it answers (DNS rebinding): its names with its
      * port; any IP address when it serves every interface. */
     tony_host_check hosts;
-    /* --token, or a --host beyond loopback: every request must carry it
-     * (header, cookie, or ?token= on the way in); NULL: none asked for. */
+    /* Made up at start: every read of the history carries it (header, or
+     * ?token=; the page keeps it per origin: common/readtoken.h), on
+     * loopback too, where every local user reaches the portal. */
     char *token;
 } portal;
 
@@ -460,21 +461,26 @@ static void route_jobs(portal *p, struct evhttp_request *req, const char *rest, 
     free(copy);
 }
 
-#define TOKEN_COOKIE "tony_portal_token"
+/* The page's own files: the same for every portal, served to anyone. */
+static bool portal_page(const char *path) { return strcmp(path, "/") == 0 || strncmp(path, "/ui/", 4) == 0; }
 
-/* With a token (--token, or a portal that serves beyond this machine's
- * loopback), a request without it gets a 401 that says where the token is;
- * the link the portal printed (?token=T) sets the cookie and sends the
- * browser on to the page without the token in its address
- * (common/readtoken.h). */
+/* TonY's links to a job (tony.portal.url): they only send the browser on to
+ * the page, which asks for what it shows with the token it holds. */
+static bool tony_link(const char *path) {
+    return strncmp(path, "/jobs/", 6) == 0 || strncmp(path, "/config/", 8) == 0 || strncmp(path, "/logs/", 6) == 0;
+}
+
+/* A request without the token gets a 401 that says where the token is;
+ * the link the portal printed (?token=T) sends the browser on to the page
+ * with the token in the URL's fragment, not in its address nor in any
+ * cookie (common/readtoken.h). */
 static bool token_ok(portal *p, struct evhttp_request *req, const char *path, struct evkeyvalq *q) {
-    if (!p->token) return true;
-    tony_read_gate g = {.token = p->token, .cookie = TOKEN_COOKIE};
-    tony_read_verdict v = tony_read_check(&g, req, path, q);
+    tony_read_gate g = {.token = p->token, .page = portal_page};
+    tony_read_verdict v = tony_link(path) ? TONY_READ_ALLOWED : tony_read_check(&g, req, path, q);
     if (v == TONY_READ_REFUSED)
         reply_error(req, 401,
-                    "this portal takes an access token (--token, or a --host beyond loopback): open the link it "
-                    "printed (…/?token=…), or send the token as 'Authorization: Bearer TOKEN'");
+                    "this portal takes its access token: open the link `tony portal` printed (…/?token=…), or send "
+                    "the token as 'Authorization: Bearer TOKEN' or in the X-Tony-Token header");
     return v == TONY_READ_ALLOWED;
 }
 
@@ -508,22 +514,13 @@ static void handle(struct evhttp_request *req, void *arg) {
         else reply_error(req, 404, "no such file in the web UI");
     } else if (strcmp(path, "/v1/jobs") == 0 || strncmp(path, "/v1/jobs/", 9) == 0) {
         route_jobs(p, req, path + 8, &q);
-    } else if (strncmp(path, "/jobs/", 6) == 0 || strncmp(path, "/config/", 8) == 0 || strncmp(path, "/logs/", 6) == 0) {
+    } else if (tony_link(path)) {
         redirect_tony_path(req, strchr(path + 1, '/') + 1);
     } else {
         reply_error(req, 404, "unknown path; the portal's page is / and its API v1/jobs");
     }
     evhttp_clear_headers(&q);
     if (uri) evhttp_uri_free(uri);
-}
-
-/* Whether host is one of this machine's loopback addresses: a portal that
- * listens anywhere else serves others too, and takes a token. */
-static bool loopback_only(const char *host) {
-    unsigned char a[16];
-    if (strcmp(host, "localhost") == 0) return true;
-    if (inet_pton(AF_INET, host, a) == 1) return a[0] == 127;
-    return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, (const unsigned char[16]){[15] = 1}, 16) == 0;
 }
 
 /* A listening socket on host:port, with an error that says what to do. */
@@ -604,9 +601,7 @@ static int serve(portal *p, const char *host, int port) {
         snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]" : "%s", host);
         tony_host_check_add(&p->hosts, host);
     }
-    if (p->token) printf("tony: portal at http://%s:%d/?token=%s (history under %s)\n", shown, bound, p->token,
-                         p->src.shown);
-    else printf("tony: portal at http://%s:%d/ (history under %s)\n", shown, bound, p->src.shown);
+    printf("tony: portal at http://%s:%d/?token=%s (history under %s)\n", shown, bound, p->token, p->src.shown);
     fflush(stdout);
     event_base_dispatch(p->base);
     event_free(sigint);
@@ -626,8 +621,8 @@ int tony_cmd_portal(int argc, char **argv) {
         {"host", NULL, true, false, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)", false,
          {0}},
         {"token", NULL, false, false,
-         "require an access token, made up now: the printed link carries it (for a portal others on this machine "
-         "can reach; always on when --host is not a loopback address)",
+         "require an access token, made up now: the printed link carries it (always on; the flag is kept for "
+         "scripts that pass it)",
          false, {0}},
         {"root", NULL, true, false,
          "tony root whose jobs/ holds local logs (default tony.local.root, else $TONY_HOME or ~/.tony)", false, {0}},
@@ -687,7 +682,8 @@ int tony_cmd_portal(int argc, char **argv) {
         fprintf(stderr, "tony: error: cannot read the history location %s: %s\n", where, strerror(errno));
         goto out;
     }
-    if (tony_args_get(opts, "token")->seen || !loopback_only(host ? host : "127.0.0.1")) {
+    /* Every local user reaches a portal on loopback as well: a token always */
+    {
         unsigned char raw[16];
         if (RAND_bytes(raw, sizeof raw) != 1) {
             fprintf(stderr, "tony: error: --token: OpenSSL could not produce random bytes\n");

@@ -133,7 +133,12 @@ static int add_tensorboard_sidecar(tony_conf *c, tony_opt *o, tony_error *err) {
     tony_strv_free(&types);
     if (!tony_conf_get(c, TONY_KEY_TENSORBOARD_COMMAND)) {
         char *py = sidecar_python(c, o);
-        char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$TB_LOG_DIR\" --port \"$TB_PORT\" --bind_all", py);
+        /* on the task's registered host only (as the notebook's Jupyter), where
+         * the coordinator's /tensorboard/ sends the browser: loopback on the
+         * local backend, not every interface of the machine */
+        char *v = tony_sprintf("%s -m tensorboard.main --logdir \"$" TASKENV_TB_LOG_DIR "\" --port \"$" TASKENV_TB_PORT
+                               "\" --host \"${" TASKENV_NM_HOST ":-$(hostname)}\"",
+                               py);
         tony_conf_set(c, TONY_KEY_TENSORBOARD_COMMAND, v, "sidecar");
         free(v);
         free(py);

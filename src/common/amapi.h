@@ -37,13 +37,24 @@
 #define AM_API_UI_HEADER "X-Tony-UI"
 
 /* Reads: every GET carries the job's read token (common/readtoken.h), in
- * AM_API_TOKEN_HEADER or as "Authorization: Bearer T", or in the cookie
- * AM_API_TOKEN_COOKIE<port> that a link with ?AM_API_TOKEN_PARAM=T (the one
- * tony prints) sets; the port is in the name because browsers share a
- * host's cookies between ports, so that two jobs' pages do not collide. */
+ * AM_API_TOKEN_HEADER or as "Authorization: Bearer T", or in the query as
+ * ?AM_API_TOKEN_PARAM=T (the link tony prints); a link to the page moves
+ * it into the URL's fragment (#AM_API_TOKEN_PARAM=T), which the page keeps
+ * per origin. No cookie carries it: browsers send a host's cookies to every
+ * port of the host, so to other users' servers on it. */
 #define AM_API_TOKEN_HEADER "X-Tony-Token"
 #define AM_API_TOKEN_PARAM "token"
-#define AM_API_TOKEN_COOKIE "tony_token_"
+
+/* The notebook (am/notebook_proxy.h): Jupyter serves under
+ * AM_API_NOTEBOOK/<key>/, key = hex(HMAC-SHA256(read token,
+ * AM_API_NOTEBOOK_PATH_LABEL)), which the task computes from its
+ * TONY_READ_TOKEN (on no command line, where other users would read it).
+ * A browser's way in is the cookie AM_API_NOTEBOOK_COOKIE (the read
+ * token's HMAC over AM_API_NOTEBOOK_COOKIE_LABEL, not the token), sent only
+ * under that secret folder, on whatever port. */
+#define AM_API_NOTEBOOK_PATH_LABEL "tony notebook path v1"
+#define AM_API_NOTEBOOK_COOKIE "tony_notebook"
+#define AM_API_NOTEBOOK_COOKIE_LABEL "tony notebook cookie v1"
 
 /* Task verbs: /v1/tasks/<role>/<index>/<verb>. */
 #define AM_API_REGISTER "register"   /* POST, long poll: the answer comes when the gang is complete */

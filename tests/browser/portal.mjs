@@ -12,6 +12,9 @@ import { check, finish, launch } from "./harness.mjs";
 
 const cfg = JSON.parse(process.argv[2] || "{}");
 const T = cfg.timeout_ms || 30000;
+// the portal's address without the printed link's token: the page keeps that
+// token (sessionStorage) once the link is opened
+const home = cfg.url.split("?")[0];
 fs.mkdirSync(cfg.artifacts, { recursive: true });
 
 const b = await launch(cfg);
@@ -141,14 +144,14 @@ async function run() {
   await shot("memory-plots");
 
   step = "the damaged job";
-  await page.goto(`${cfg.url}#/jobs/${cfg.damaged}`);
+  await page.goto(`${home}#/jobs/${cfg.damaged}`);
   await waitText(page.locator("#job-problems"), /is damaged/, "the damaged job says its .jhist is damaged");
   await waitText(page.locator("#job-problems"), /tony-final\.xml/, "and that its config is broken");
   await waitText(page.locator("#events"), /No events could be read/, "an empty timeline said in words");
   await shot("damaged");
 
   step = "an unknown job";
-  await page.goto(`${cfg.url}#/jobs/application_404_0404`);
+  await page.goto(`${home}#/jobs/application_404_0404`);
   await waitText(page.locator("#conn"), /no job application_404_0404/, "an unknown job said in words");
 
   // everything the page fetched stayed under the portal's address

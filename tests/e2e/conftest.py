@@ -291,6 +291,7 @@ READ_TOKEN_LABEL = b"tony read token v1"
 READ_TOKEN_HEADER = "X-Tony-Token"
 OWNER_HOMES = []
 REMEMBERED_JOBS = {}  # "host:port" -> job dir
+OWN_TOKENS = {}  # "host:port" -> the token of a server the test started (a portal)
 
 
 def read_token(job_dir):
@@ -323,7 +324,11 @@ def owners_job_dir(url):
 
 
 def owner_headers(url):
-    """{X-Tony-Token: the token} for a coordinator of this test's job at url."""
+    """{X-Tony-Token: the token} for a coordinator of this test's job (or a
+    portal of the test's) at url."""
+    own = OWN_TOKENS.get(urllib.parse.urlsplit(url).netloc)
+    if own:
+        return {READ_TOKEN_HEADER: own}
     job = owners_job_dir(url)
     return {READ_TOKEN_HEADER: read_token(job)} if job and (job / "secret").exists() else {}
 

@@ -104,7 +104,7 @@ def test_failed_job_explains_itself(tony, scripts, browser_tools):  # noqa: F811
     try:
         code, d = portal.get(f"v1/jobs/{job.name}")
         assert code == 200 and cause in d["root_cause"]["text"], d
-        run_browser(browser_tools, mode="portal", url=f"{portal.url}#/jobs/{job.name}", name=NAME, cause=cause,
+        run_browser(browser_tools, mode="portal", url=f"{portal.url}#token={portal.token}&/jobs/{job.name}", name=NAME, cause=cause,
                     stopped="stopped: worker:0 failed first")
     finally:
         assert portal.stop()[0] == 0

@@ -1,11 +1,15 @@
 """`tony notebook` for real (issue 25, item 3), on the local backend: the
 real Jupyter server of the job's Python (build/pyenv) started as a job of one
 task, reached only through the coordinator's /notebook proxy with the job's
-read token: a kernel started over REST and a cell run over the kernel's
+read token (or a browser's cookie under a secret folder, changes only from the
+coordinator's origin): a kernel started over REST and a cell run over the kernel's
 WebSocket channel, refusals without the token (and of the server itself to a
 second local user who finds its port), idle shutdown, `tony kill` leaving no
 process, and `--execute` keeping the executed notebook. YARN: test_yarn_notebook.py."""
+import hashlib
+import hmac
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -15,7 +19,7 @@ import uuid
 
 import pytest
 
-from conftest import PYTHON, TONY, http_get, job_processes, second_user, wait_for
+from conftest import PYTHON, REPO, TONY, http_get, job_processes, second_user, wait_for
 
 pytestmark = pytest.mark.ml
 
@@ -65,6 +69,12 @@ def api(base, token, path, method="GET", body=None, prefix="/notebook"):
             return resp.status, json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")
+
+
+def secret_folder(token):
+    """The folder the notebook is served under (common/amapi.h)."""
+    label = re.search(r'#define AM_API_NOTEBOOK_PATH_LABEL "([^"]*)"', (REPO / "src/common/amapi.h").read_text())[1]
+    return hmac.new(token.encode(), label.encode(), hashlib.sha256).hexdigest()
 
 
 def run_cell(netloc, token, kernel, code):
@@ -124,13 +134,22 @@ def test_notebook_kernel_through_the_proxy_and_kill(tony):
         assert api(base, "0" * 64, "/api/status")[0] == 403
         for method, body in (("GET", None), ("POST", {"name": "python3"}), ("DELETE", None)):
             assert api(base, None, "/api/kernels", method, body)[0] == 403, method
-        # a browser: the printed link sets the coordinator's cookie and sends it on without the token;
-        # the cookie alone then reaches Jupyter
+        # a browser: the printed link sets a cookie (not the token) sent only under the notebook's
+        # secret folder (docs/security.md), and sends it there without the token; the cookie alone
+        # then reaches Jupyter there for reads, and for changes only from the coordinator's origin
         status, headers, _ = http_get(url, stranger=True, follow=False)
         assert status in (302, 303), status
-        assert urllib.parse.urljoin(url, headers["Location"]) == base + "/notebook/", headers["Location"]
-        cookie = headers["Set-Cookie"].split(";")[0]
-        assert http_get(base + "/notebook/api/status", headers={"Cookie": cookie}, stranger=True)[0] == 200
+        folder = f"/notebook/{secret_folder(token)}/"
+        assert urllib.parse.urljoin(url, headers["Location"]) == base + folder, headers["Location"]
+        cookie, *attrs = [a.strip() for a in headers["Set-Cookie"].split(";")]
+        assert token not in cookie and f"Path={folder}" in attrs and "HttpOnly" in attrs, headers["Set-Cookie"]
+        assert http_get(base + folder + "api/status", headers={"Cookie": cookie}, stranger=True)[0] == 200
+        assert http_get(base + "/notebook/api/status", headers={"Cookie": cookie}, stranger=True)[0] == 403
+        assert api(base, token, "/api/status", prefix=folder[:-1])[0] == 200  # the token opens both
+        for origin in (None, "http://127.0.0.1:1", base.replace("127.0.0.1", "localhost")):
+            hdrs = {"Cookie": cookie, **({"Origin": origin} if origin else {})}
+            code, _, body = http_get(base + folder + "api/kernels", hdrs, method="POST", stranger=True)
+            assert code == 403 and b"origin" in body.lower(), (origin, code, body[:200])
         code, kernel = api(base, token, "/api/kernels", "POST", {"name": "python3"})
         assert code == 201, kernel
         assert run_cell(netloc, token, kernel["id"], "print(6 * 7)").strip() == "42"
@@ -145,8 +164,10 @@ def test_notebook_kernel_through_the_proxy_and_kill(tony):
         assert "tensorboard_url" not in job, job
         assert http_get(base + "/tensorboard/", stranger=True, follow=False)[0] == 403
         port = jupyter_port(job_processes(tony.home))
+        for pid in job_processes(tony.home):  # the secret folder is on no command line
+            assert secret_folder(token).encode() not in open(f"/proc/{pid}/cmdline", "rb").read(), pid
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
-                                "%{http_code}", f"http://127.0.0.1:{port}/notebook/api/kernels"],
+                                "%{http_code}", f"http://127.0.0.1:{port}/notebook/{secret_folder(token)}/api/kernels"],
                                capture_output=True, text=True, timeout=20)
         assert probe.stdout == "403", probe
         kernels = [p for p in job_processes(tony.home)

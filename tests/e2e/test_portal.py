@@ -18,7 +18,7 @@ import urllib.parse
 import fastavro
 import pytest
 
-from conftest import TONY, Tony, call, http_get, job_processes, raw_get, wait_for
+from conftest import OWN_TOKENS, TONY, Tony, call, http_get, job_processes, raw_get, wait_for
 from test_hardening import flood_headers, rss_kib
 from test_web_ui import ARTIFACTS, BROWSER_DIR, CHROMIUM, browser_tools  # noqa: F401 (a fixture)
 
@@ -93,7 +93,12 @@ class Portal:
                                      stderr=self.err, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("tony: portal at http://"), (line, self.err_path.read_text())
-        self.url = line.split()[3]
+        # the printed link carries the portal's token; the test's own reads
+        # of url send it as the owner's browser does (conftest.OwnerReads)
+        self.link = line.split()[3]
+        self.url, _, self.token = self.link.partition("?token=")
+        assert len(self.token) == 32, line
+        OWN_TOKENS[urllib.parse.urlsplit(self.url).netloc] = self.token
 
     def get(self, path):
         return call(self.url + path)
@@ -327,7 +332,7 @@ def test_host_names_with_every_interface(hist):
     p = Portal(hist["tony"], "--host", "0.0.0.0")
     try:
         port = urllib.parse.urlsplit(p.url).port
-        token = {"X-Tony-Token": p.url.partition("?token=")[2]}
+        token = {"X-Tony-Token": p.token}
         url = f"http://127.0.0.1:{port}/"
         for host in (f"{socket.gethostname()}:{port}", f"192.0.2.7:{port}", f"127.0.0.1:{port}"):
             assert raw_get(url, "/v1/jobs", host, token)[0] == 200, host
@@ -337,41 +342,39 @@ def test_host_names_with_every_interface(hist):
 
 
 def test_access_token(hist):
-    """--token: a request without the token is a 401 that says where it is,
-    for the page, its files and the API alike; the printed link sets a
-    cookie (HttpOnly, SameSite=Strict) and sends the browser on without the
-    token in its address, and the cookie or an Authorization header then
-    opens everything. A wrong token opens nothing."""
-    p = Portal(hist["tony"], "--token")
-    try:
-        base, _, token = p.url.partition("?token=")
-        assert len(token) == 32 and base.endswith("/"), p.url
-        for path in ("", "ui/portal.js", "v1/jobs", f"v1/jobs/{hist['ok']}"):
-            code, _, body = http_get(base + path)
-            assert code == 401 and b"--token" in body and b"application_" not in body, (path, code, body[:200])
-        for bad in ("0" * 32, token[:-1], token + "0", ""):
-            assert http_get(base + "v1/jobs", {"Authorization": f"Bearer {bad}"})[0] == 401, bad
-            assert http_get(base + "v1/jobs", {"Cookie": f"tony_portal_token={bad}"})[0] == 401, bad
-            assert http_get(f"{base}?token={bad}")[0] == 401, bad
-        # the printed link: a cookie, and on to the page without the token
-        host, port = base.split("//")[1].rstrip("/").split(":")
-        with socket.create_connection((host, int(port)), timeout=5) as s:
-            s.sendall(f"GET /?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
-            head = b""
-            while chunk := s.recv(65536):
-                head += chunk
-        head = head.decode().split("\r\n\r\n")[0]
-        assert head.split()[1] == "302" and "\r\nLocation: ./\r\n" in head, head
-        cookie = next(x for x in head.split("\r\n") if x.lower().startswith("set-cookie:"))
-        assert f"tony_portal_token={token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        code, _, body = http_get(base + "v1/jobs", {"Cookie": f"other=1; tony_portal_token={token}"})
-        assert code == 200 and hist["ok"] in body.decode(), (code, body[:200])
-        assert http_get(base, {"Cookie": f"tony_portal_token={token}"})[0] == 200
-        code, _, body = http_get(base + "v1/jobs", {"Authorization": f"Bearer {token}"})
-        assert code == 200 and hist["ok"] in body.decode()
-        assert http_get(base + "ui/portal.js", {"X-Tony-Token": token})[0] == 200
-    finally:
-        assert p.stop()[0] == 0
+    """Every portal takes a token (--token or not): a request without it is
+    a 401 that says where it is, for the API; the page's own files (the same
+    for every portal) are served. The printed link sends the browser on to
+    the page with the token in the URL's fragment, setting no cookie; the
+    header or Authorization then opens the API. A wrong token opens
+    nothing, and a cookie opens nothing either."""
+    for args in ((), ("--token",)):
+        p = Portal(hist["tony"], *args)
+        try:
+            base, token = p.url, p.token
+            assert base.endswith("/"), p.link
+            for path in ("v1/jobs", f"v1/jobs/{hist['ok']}", f"v1/jobs/{hist['ok']}/am.log"):
+                code, _, body = http_get(base + path, stranger=True)
+                assert code == 401 and b"tony portal" in body and b"application_" not in body, (path, code, body[:200])
+            for path in ("", "ui/portal.js"):
+                code, _, body = http_get(base + path, stranger=True)
+                assert code == 200 and b"application_" not in body, (path, code)
+            for bad in ("0" * 32, token[:-1], token + "0", ""):
+                assert http_get(base + "v1/jobs", {"Authorization": f"Bearer {bad}"}, stranger=True)[0] == 401, bad
+                assert http_get(base + "v1/jobs", {"X-Tony-Token": bad}, stranger=True)[0] == 401, bad
+                assert http_get(f"{base}v1/jobs?token={bad}", stranger=True)[0] == 401, bad
+            assert http_get(base + "v1/jobs", {"Cookie": f"tony_portal_token={token}"}, stranger=True)[0] == 401
+            # the printed link: on to the page, the token in the fragment, no cookie
+            code, headers, _ = http_get(p.link, stranger=True, follow=False)
+            assert code == 302 and headers["Location"] == f"./#token={token}", headers
+            assert "Set-Cookie" not in headers, headers
+            code, _, body = http_get(base + "v1/jobs", {"Authorization": f"Bearer {token}"}, stranger=True)
+            assert code == 200 and hist["ok"] in body.decode()
+            code, _, body = http_get(base + "v1/jobs", {"X-Tony-Token": token}, stranger=True)
+            assert code == 200 and hist["ok"] in body.decode()
+            assert http_get(f"{base}v1/jobs/{hist['ok']}/am.log?token={token}", stranger=True)[0] == 200
+        finally:
+            assert p.stop()[0] == 0
 
 
 def test_huge_headers_are_cut_off(hist):
@@ -423,12 +426,11 @@ def test_bad_flags(hist, tmp_path):
 
 
 def test_portal_in_a_browser(hist, browser_tools):
-    """The whole page in Chromium, opened from the link a `--token` portal
-    prints: the cookie it sets carries the page's own requests."""
-    portal = Portal(hist["tony"], "--token")
+    """The whole page in Chromium, opened from the link the portal prints:
+    the token it keeps (sessionStorage) carries the page's own requests."""
+    portal = Portal(hist["tony"])
     try:
-        assert "?token=" in portal.url
-        cfg = {"url": portal.url, "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
+        cfg = {"url": portal.link, "ok": hist["ok"], "fail": hist["fail"], "mem": hist["mem"],
                "damaged": "application_1_0001", "artifacts": str(ARTIFACTS), "chromium": CHROMIUM}
         p = subprocess.run([browser_tools, str(BROWSER_DIR / "portal.mjs"), json.dumps(cfg)], cwd=BROWSER_DIR,
                            capture_output=True, text=True, timeout=300)

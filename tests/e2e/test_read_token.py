@@ -1,9 +1,9 @@
 """Reads behind a token (issue 20 #2): every GET of a running job's
 coordinator (the job JSON, task logs, events, the web page) needs the job's
 read token, which only its owner holds (derived from the secret in the 0700
-job dir; the link `tony submit` prints carries it once, then a cookie). The
-attacker is a real second local user, tony-attacker, reading over the
-loopback as anyone on the machine can."""
+job dir; the link `tony submit` prints carries it once, then the page keeps
+it per origin, in no cookie). The attacker is a real second local user,
+tony-attacker, reading over the loopback as anyone on the machine can."""
 import http.client
 import json
 import os
@@ -79,7 +79,9 @@ def running(tony, scripts):
 
 
 READS = ["/v1/job", "/v1/tasks/worker/0/log", "/v1/tasks/worker/0/log?stream=stdout&offset=0", "/v1/events",
-         "/v1/tasks/worker/0/metrics", "/", "/ui/style.css", "/ui/app.js"]
+         "/v1/tasks/worker/0/metrics"]
+# The page's own files: compiled in, the same for every job, served to anyone.
+PAGE = ["/", "/ui/style.css", "/ui/app.js", "/ui/token.js"]
 
 
 def test_another_user_reads_nothing_without_the_token(tony, running, attacker):
@@ -92,6 +94,13 @@ def test_another_user_reads_nothing_without_the_token(tony, running, attacker):
         assert SECRET_OUTPUT not in body and job.name not in body, (path, body[:300])
         # what to do, in words
         assert "read token" in body and "tony submit" in body, body
+    # the page's files hold nothing of the job
+    for path, (status, body) in zip(PAGE, attacker(*[(url + path, {}) for path in PAGE])):
+        assert status == 200 and SECRET_OUTPUT not in body and job.name not in body, (path, status)
+    # a cookie opens nothing, even with the token in it: browsers send it to every port of the host
+    port = urllib.parse.urlsplit(url).port
+    for name in (f"tony_token_{port}", "tony_token", "tony_notebook"):
+        assert attacker((url + "/v1/job", {"Cookie": f"{name}={token}"}))[0][0] == 403, name
     # a wrong token is no token
     for bad in ("0" * 64, token[:-1], token + "0", "", token.upper()):
         for status, body in attacker((url + "/v1/tasks/worker/0/log", {"X-Tony-Token": bad}),
@@ -110,7 +119,10 @@ def test_another_user_reads_nothing_without_the_token(tony, running, attacker):
     assert status == 200 and SECRET_OUTPUT in json.loads(body)["data"], body[:300]
 
 
-def test_the_printed_link_sets_a_cookie_and_drops_the_token(tony, running):
+def test_the_printed_link_moves_the_token_to_the_fragment(tony, running):
+    """The link tony prints sends the browser on to the page with the token
+    in the URL's fragment (which no browser sends to any server): no cookie
+    is set, and none is taken."""
     r, job, url = running
     token = read_token(job)
     port = urllib.parse.urlsplit(url).port
@@ -118,25 +130,20 @@ def test_the_printed_link_sets_a_cookie_and_drops_the_token(tony, running):
     assert f"watch it at {url}/?token={token} " in r.out, r
     st = tony.run("status", job.name, check_rc=0)
     assert f"web page: {url}/?token={token}\n" in st.out and "RUNNING" in st.out, st
-    # the link: a cookie (HttpOnly, SameSite=Strict, Path=/) and on to the
-    # same page without the token in its address
     status, headers, _ = get(f"{url}/?token={token}")
-    assert status == 302 and headers["Location"] == "./", (status, headers)
-    cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"tony_token_{port}={token};"), cookie
-    for attr in ("HttpOnly", "SameSite=Strict", "Path=/"):
-        assert attr in cookie, cookie
+    assert status == 302 and headers["Location"] == f"./#token={token}", (status, headers)
+    assert "Set-Cookie" not in headers and headers["Referrer-Policy"] == "no-referrer", headers
     # other parameters stay
     status, headers, _ = get(f"{url}/ui/app.js?v=2&token={token}")
-    assert status == 302 and headers["Location"] == "./app.js?v=2", headers
-    # the cookie opens the page and everything it fetches
-    jar = {"Cookie": f"other=1; tony_token_{port}={token}"}
+    assert status == 302 and headers["Location"] == f"./app.js?v=2#token={token}", headers
+    # a wrong token on the page's link is refused, not passed on
+    assert get(f"{url}/?token={'0' * 64}")[0] == 403
+    # no cookie opens the API, not even one holding the token
+    for jar in ({"Cookie": f"other=1; tony_token_{port}={token}"}, {"Cookie": f"tony_token={token}"}):
+        assert get(url + "/v1/job", jar)[0] == 403, jar
+    # the header does, as the page's script sends it
     for path in READS:
-        assert get(url + path, jar)[0] == 200, path
-    status, _, body = get(url + "/v1/tasks/worker/0/log", jar)
-    assert SECRET_OUTPUT in json.loads(body)["data"]
-    # another job's cookie (another port) is not this one's
-    assert get(url + "/v1/job", {"Cookie": f"tony_token_{port + 1}={token}"})[0] == 403
+        assert get(url + path, {"X-Tony-Token": token})[0] == 200, path
     # an API read may carry the token in its query as is (what YARN's proxy passes on)
     status, _, body = get(f"{url}/v1/job?metrics=0&token={token}")
     assert status == 200 and json.loads(body)["app_id"] == job.name
@@ -158,32 +165,29 @@ def test_owner_commands_read_with_the_token(tony, running):
 
 def test_the_page_opens_from_the_printed_link(tony, running, browser_tools):  # noqa: F811
     """Chromium opens the link `tony submit` printed: the page renders the
-    job from the cookie; without it a browser is refused."""
+    job from the token it keeps for its origin (no cookie; the address
+    without it); a browser tab without it is refused."""
     r, job, url = running
     link = next(w for w in r.out.split() if w.startswith(url + "/?token="))
     out = run_browser(browser_tools, mode="token", url=link, app_id=job.name, expect=SECRET_OUTPUT)
-    assert out["address"] == url + "/" and out["refused"] == 403, out
+    assert out["address"] == url + "/" and "read token" in out["refused"], out
 
 
-def test_portal_beyond_loopback_takes_a_token(hist, attacker):  # noqa: F811
-    """A portal on every interface serves others too: it makes up a token
-    and prints it in its link, as --token does; on loopback it takes none."""
-    p = Portal(hist["tony"], "--host", "0.0.0.0")
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_portal_takes_a_token_on_every_address(hist, attacker, host):  # noqa: F811
+    """Any portal serves every local user (loopback included): it makes up a
+    token and prints it in its link; another user without it reads
+    nothing (issue 33, item 4)."""
+    p = Portal(hist["tony"], "--host", host)
     try:
-        base, _, token = p.url.partition("?token=")
-        assert len(token) == 32, p.url
+        base, token = p.url, p.token
         local = base.replace(urllib.parse.urlsplit(base).hostname, "127.0.0.1")
-        host = {"Host": urllib.parse.urlsplit(base).netloc}
-        for status, body in attacker((local + "v1/jobs", host), (local, host)):
+        hdr = {"Host": urllib.parse.urlsplit(base).netloc}
+        for status, body in attacker((local + "v1/jobs", hdr), (local + f"v1/jobs/{hist['ok']}", hdr),
+                                     (local + f"v1/jobs/{hist['ok']}/am.log", hdr)):
             assert status == 401 and hist["ok"] not in body and "token" in body, (status, body[:300])
-        status, body = attacker((local + "v1/jobs", {**host, "X-Tony-Token": token}))[0]
+        status, body = attacker((local + "v1/jobs", {**hdr, "X-Tony-Token": token}))[0]
         assert status == 200 and hist["ok"] in body
-    finally:
-        assert p.stop()[0] == 0
-    p = Portal(hist["tony"])
-    try:
-        assert "?token=" not in p.url
-        assert attacker((p.url + "v1/jobs", {}))[0][0] == 200
     finally:
         assert p.stop()[0] == 0
 

@@ -161,14 +161,15 @@ def test_page_links_a_hung_tasks_stacks(tony, scripts, browser_tools):
                           release_dir=str(job / "shared"))
     finally:
         (job / "shared" / "release-hang").write_text("")
-    assert out["href"] == "v1/tasks/worker/0/stacks?attempt=0", out
+    # a tab of its own: the token rides in its query, to the coordinator only
+    assert out["href"] == f"v1/tasks/worker/0/stacks?attempt=0&token={read_token(job)}", out
     wait_for(lambda: json.loads((job / "status.json").read_text())["state"] == "FINISHED", 30, what="the end")
 
 
 class PrefixProxy(http.server.ThreadingHTTPServer):
     """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
-    a reverse proxy does, passing the read token's cookie and header on (YARN's
-    own proxy passes neither: README); anything else is a 404."""
+    a reverse proxy does, passing the read token's header on (YARN's own
+    proxy does not: README); anything else is a 404."""
 
     def __init__(self, prefix, target):
         self.prefix, self.target = prefix, target
