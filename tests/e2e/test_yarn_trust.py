@@ -7,7 +7,7 @@ token, nor any other string that opens a read of the coordinator or signs
 a call to it. The plain cluster runs without ACLs (anyone reads all of it
 with ?user.name=); the kerberized one with ACLs, where another principal
 can neither read the application's diagnostics nor kill it
-(test_yarn_secure_acls). A notebook job (its read token is Jupyter's token,
+(test_yarn_secure_trust.py). A notebook job (its read token is Jupyter's token,
 a way to run code as the job's user) is probed the same way."""
 import base64
 import json
@@ -53,10 +53,12 @@ def listed(doc, *path):
     return doc if isinstance(doc, list) else [doc] if doc else []
 
 
-def harvest(get, rm, nodes, app_id):
-    """{where: text} of everything the RM and the NodeManagers at nodes
-    (host:port) serve about app_id's containers, fetched with get(url,
-    accept) -> (status, text)."""
+def harvest(get, rm, nodes, app_id, containers=None):
+    """({where: text}, [(node, container)], [file names read]) of everything
+    the RM and the NodeManagers at nodes (host:port) serve about app_id's
+    containers (those the NodeManagers list, or those given), fetched with
+    get(url, accept) -> (status, text). launch_container.sh is asked for
+    even where a container's listing is refused."""
     seen = {}
 
     def fetch(url, accept="application/json"):
@@ -70,26 +72,28 @@ def harvest(get, rm, nodes, app_id):
         fetch(f"{rm}/ws/v1/cluster/apps/{app_id}/appattempts/{attempt}")
         fetch(f"{rm}/ws/v1/cluster/apps/{app_id}/appattempts/{attempt}/containers")
     prefix = "container_" + app_id.split("_", 1)[1] + "_"
-    containers = []
+    found = []
     for node in nodes:
         fetch(f"http://{node}/ws/v1/node/apps/{app_id}")
         for c in listed(fetch(f"http://{node}/ws/v1/node/containers"), "containers", "container"):
             if c.get("id", "").startswith(prefix):
-                containers.append((node, c["id"]))
+                found.append((node, c["id"]))
+    containers = found if containers is None else containers
     for node, cid in containers:
         fetch(f"http://{node}/ws/v1/node/containers/{cid}")
-        files = set()
+        files = {"launch_container.sh"}
         logs = fetch(f"http://{node}/ws/v1/node/containers/{cid}/logs")
         for group in logs if isinstance(logs, list) else listed(logs, "containerLogsInfo"):
             for f in listed(group, "containerLogInfo"):
                 files.add(f["fileName"])
         for name in sorted(files):
             fetch(f"http://{node}/ws/v1/node/containerlogs/{cid}/{urllib.parse.quote(name)}", accept="*/*")
-    return seen, sorted(cid for _, cid in containers), files_seen(seen)
+    return seen, sorted(containers), files_read(seen)
 
 
-def files_seen(seen):
-    return sorted({u.rsplit("/", 1)[1].split("?")[0] for u in seen if "/containerlogs/" in u})
+def files_read(seen):
+    """The names of the container files seen holds with HTTP 200."""
+    return sorted({u.rsplit("/", 1)[1] for u, t in seen.items() if "/containerlogs/" in u and t.startswith("HTTP 200")})
 
 
 def assert_nothing_opens_the_job(seen, job_dir, api):
