@@ -56,11 +56,6 @@ void tony_backend_finish(tony_backend *b, const char *final_status, const char *
     if (b->ops->finish) b->ops->finish(b, final_status, diagnostics, url);
 }
 
-bool tony_backend_private_diagnostics(const tony_backend *b) {
-    if (!b->ops->finish) return true;
-    return b->ops->private_diagnostics && b->ops->private_diagnostics(b);
-}
-
 bool tony_backend_reads_logs(const tony_backend *b) { return b->ops->check_log_url && b->ops->read_log; }
 
 int tony_backend_check_log_url(const tony_backend *b, const char *link, tony_error *err) {

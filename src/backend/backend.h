@@ -137,10 +137,6 @@ typedef struct tony_backend_ops {
      * cluster backend tells its resource manager (YARN unregisters the
      * application); NULL where there is no one to tell. */
     void (*finish)(tony_backend *b, const char *final_status, const char *diagnostics, const char *url);
-    /* Whether the scheduler shows what finish gets to the job's owner
-     * alone, so that a task's last words (its stderr's tail) may be in
-     * it. NULL with a finish: no (others read it; YARN without ACLs). */
-    bool (*private_diagnostics)(const tony_backend *b);
     /* Log links: 0 when link (what an executor reported as its log's
      * place, TONY_TASK_LOG_URL) is one read_log can read, else why not.
      * NULL, with read_log and cancel_log, where the coordinator opens its
@@ -249,9 +245,6 @@ void tony_backend_stop(tony_backend *b, const char *role, int index, int attempt
 int tony_backend_active(const tony_backend *b);
 /* NULL finish: nothing to tell. */
 void tony_backend_finish(tony_backend *b, const char *final_status, const char *diagnostics, const char *url);
-/* Whether finish's diagnostics may carry a task's output: yes without a
- * finish (no one is told), else as private_diagnostics says (NULL: no). */
-bool tony_backend_private_diagnostics(const tony_backend *b);
 /* Whether the backend reads logs itself (check_log_url and read_log set). */
 bool tony_backend_reads_logs(const tony_backend *b);
 /* NULL check_log_url or read_log: an error saying this backend reads no

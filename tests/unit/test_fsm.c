@@ -742,8 +742,8 @@ static void test_exit_code_policy_does_not_retry_script_error(void **state) {
     destroy(f);
 }
 
-/* What a scheduler that shows the diagnostics to others gets (am.c's
- * teardown, YARN without ACLs): the same diagnostics with every task's
+/* What the scheduler, which shows the diagnostics to others, is told
+ * (am.c's teardown; YARN's RM): the same diagnostics with every task's
  * last words out, those of an earlier attempt's cause too, and what
  * follows them kept. */
 static void test_diagnostics_without_output_keep_the_rest(void **state) {

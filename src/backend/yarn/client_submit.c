@@ -146,16 +146,6 @@ static const char *app_acl(const tony_conf *conf, const char *key) {
     return v && *v ? v : YARN_ACL_OWNER_ALONE;
 }
 
-/* Whether the RM shows the application's diagnostics to its owner alone:
- * it enforces ACLs (the client's yarn.acl.enable, which a cluster's
- * clients share with its RM) and nobody else is in the view ACL. */
-static bool private_diagnostics(const tony_conf *conf, const tony_hadoop_conf *h) {
-    char *v = tony_hadoop_conf_get(h, "yarn.acl.enable");
-    bool enforced = v && strcasecmp(v, "true") == 0;
-    free(v);
-    return enforced && strcmp(app_acl(conf, TONY_KEY_APP_VIEW_ACLS), YARN_ACL_OWNER_ALONE) == 0;
-}
-
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
@@ -186,7 +176,6 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
     tony_env_set(&env, TONY_YARN_WEBHDFS_ENV, nn_list);
     tony_env_set(&env, TONY_YARN_DEFAULT_FS_ENV, h->default_fs);
     tony_env_set(&env, TONY_YARN_HDFS_USER_ENV, user);
-    if (private_diagnostics(conf, h)) tony_env_set(&env, TONY_YARN_PRIVATE_DIAGNOSTICS_ENV, "1");
     /* Two levels of restart: tony.am.retry-count inside one coordinator,
      * and YARN's AM attempts when the coordinator's container itself is
      * lost; the next attempt adopts the running tasks (their executors
@@ -228,13 +217,13 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
                              env_entries(&env), "commands", "command",
                              TONY_YARN_TONY_COMMAND " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
                              "credentials", creds);
-    /* Who may read the application's report, diagnostics and container
-     * logs, and who may kill it (where the cluster enforces ACLs): the
+    /* Who may read the application's containers' logs and its report's
+     * details, and who may kill it (where the cluster enforces ACLs): the
      * owner alone unless tony.application.view-acls / modify-acls widen
      * it. TonY let everyone view; a task's output is its owner's here. */
     const char *acls[] = {"VIEW_APP", app_acl(conf, TONY_KEY_APP_VIEW_ACLS), "MODIFY_APP",
                           app_acl(conf, TONY_KEY_APP_MODIFY_ACLS)};
-    json_object_set_new(spec, "acls", kv_entries(acls, 4));
+    json_object_set_new(spec, "application-acls", kv_entries(acls, 4));
     free(b64);
     free(nn_list);
     tony_env_free(&env);

@@ -740,14 +740,6 @@ static void yarn_finish(tony_backend *base, const char *final_status, const char
     else tony_info("unregistered from the ResourceManager: %s", final_status);
 }
 
-/* The client's word (TONY_YARN_PRIVATE_DIAGNOSTICS_ENV): the RM enforces
- * ACLs and the view ACL is the owner's. */
-static bool yarn_private_diagnostics(const tony_backend *base) {
-    (void)base;
-    const char *v = getenv(TONY_YARN_PRIVATE_DIAGNOSTICS_ENV);
-    return v && strcmp(v, "1") == 0;
-}
-
 static void yarn_shutdown(tony_backend *base) {
     yarn_backend *b = (yarn_backend *)base;
     /* Without a decided job (a crash or a signal), leave the application
@@ -852,7 +844,6 @@ static const tony_backend_ops yarn_ops = {
     .stop = yarn_stop,
     .active = yarn_active,
     .finish = yarn_finish,
-    .private_diagnostics = yarn_private_diagnostics,
     .check_log_url = yarn_check_log_url,
     .read_log = yarn_read_log,
     .cancel_log = yarn_cancel_log,

@@ -31,12 +31,6 @@
 #define TONY_YARN_AM_STATUS_LOG "tony-status.json"
 /* Env of the AM container: the RM's scheduler address, host:port. */
 #define TONY_YARN_SCHEDULER_ENV "TONY_YARN_SCHEDULER_ADDRESS"
-/* Env of the AM container, "1" where the job's application diagnostics are
- * its owner's alone (the client saw yarn.acl.enable true and the view ACL
- * is the owner's): only then may the coordinator put a task's last words
- * (its stderr's tail) there. Elsewhere anyone who can reach the RM reads
- * them. */
-#define TONY_YARN_PRIVATE_DIAGNOSTICS_ENV "TONY_YARN_PRIVATE_DIAGNOSTICS"
 
 struct yarn_job_credentials;
 
