@@ -219,10 +219,10 @@ def test_nothing_the_cluster_serves_drives_a_notebook(yarn):
     assert yarn.cluster.wait_app(app_id)["state"] == "KILLED"
 
 
-def test_a_tasks_last_words_stay_out_of_the_rms_diagnostics_without_acls(yarn):
-    """The plain cluster enforces no ACLs: anyone reads the RM's
-    diagnostics, so they name the root cause without the task's stderr,
-    which `tony status` (the owner's) shows."""
+def test_a_tasks_last_words_stay_out_of_the_rms_diagnostics(yarn):
+    """Anyone reads the RM's diagnostics (here without ACLs; with them too:
+    test_yarn_secure_trust.py), so they name the root cause without the
+    task's stderr, which `tony status` (the owner's) shows."""
     r = yarn.submit("--executes", "echo private-detail-7 >&2; exit 3", "--conf", "tony.worker.instances=1")
     assert r.rc == 1, r
     app_id = yarn.app_id(r)
