@@ -12,6 +12,7 @@
 //   htc.realm      realm (EXAMPLE.COM)
 //   htc.kdc.port   KDC port (0 = a free one)
 //   htc.user       the test user's principal (no realm), keytab DIR/keytabs/<user>.keytab
+//   htc.other.user a second user's principal (no realm), keytab DIR/keytabs/<other>.keytab
 //   htc.ticket.lifetime.ms  longest ticket the KDC issues
 //
 // Principals (realm omitted), one keytab each under DIR/keytabs:
@@ -20,6 +21,7 @@
 //   nm/localhost    the NodeManagers in JVMs of their own
 //   HTTP/localhost  SPNEGO on every web server (HTTP.keytab)
 //   <user>          the test user
+//   <other>         a second user, to try what others may do to the test user's jobs
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.OutputStreamWriter;
@@ -82,6 +84,7 @@ public final class HtcKdc {
     File ready = new File(prop("htc.ready", new File(dir, "run/kdc.env").getPath()));
     String realm = prop("htc.realm", "EXAMPLE.COM");
     String user = prop("htc.user", "tony");
+    String other = prop("htc.other.user", "tonyother");
     int dot = realm.indexOf('.');
     if (dot <= 0 || !realm.equals(realm.toUpperCase(Locale.ROOT))) {
       // MiniKdc builds its realm as ORG.DOMAIN.
@@ -117,6 +120,7 @@ public final class HtcKdc {
         {"nm", "nm/localhost"},
         {"HTTP", "HTTP/localhost"},
         {user, user},
+        {other, other},
     };
     for (String[] p : principals) {
       File kt = new File(keytabs, p[0] + ".keytab");

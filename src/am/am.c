@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "am/api.h"
+#include "am/cause.h"
 #include "am/lastfetch.h"
 #include "am/logfetch.h"
 #include "am/record.h"
@@ -535,9 +536,16 @@ static void am_teardown(tony_am *am) {
     if (am->backend) {
         /* Told last, as TonY does: a cluster keeps the application running
          * until its client has read the final state (or stopped waiting). */
-        if (am->fsm.state == AM_JOB_DONE)
-            tony_backend_finish(am->backend, am_final_status_name(am->fsm.final_status),
-                                     am->fsm.diagnostics ? am->fsm.diagnostics : "", am->id.url);
+        if (am->fsm.state == AM_JOB_DONE) {
+            /* A task's output is its owner's, and a scheduler shows what it
+             * is told to others: YARN's RM serves an application's
+             * diagnostics to any user, whatever its ACLs (its REST report
+             * sets them outside its access check, Hadoop 3.4.1). They say
+             * where the owner reads the last words instead. */
+            char *told = am_cause_without_output(am->fsm.diagnostics);
+            tony_backend_finish(am->backend, am_final_status_name(am->fsm.final_status), told, am->id.url);
+            free(told);
+        }
         tony_backend_shutdown(am->backend);
         tony_backend_free(am->backend);
     }

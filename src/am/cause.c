@@ -41,12 +41,20 @@ void am_cause_set_single(am_root_cause *c, int attempt, int exit_status, const c
     c->stderr_tail = dup_or_null(stderr_tail);
 }
 
+/* How the text says where a task's own last words start; each of their
+ * lines then follows indented (put_indented). */
+#define CAUSE_ERROR_FILE " Its error file (torch's @record) says:"
+#define CAUSE_STDERR_TAIL " The end of its stderr:"
+#define CAUSE_INDENT "\n    "
+#define CAUSE_OUTPUT_LEFT_OUT \
+    " Its last words are left out here, where others may read them: `tony status` shows them to the job's owner."
+
 /* Each line of text, indented, on b. */
 static void put_indented(tony_buf *b, const char *text) {
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        tony_buf_puts(b, "\n    ");
+        tony_buf_puts(b, CAUSE_INDENT);
         tony_buf_append(b, p, n);
         p += n + (nl != NULL);
     }
@@ -63,15 +71,35 @@ char *am_cause_text(const am_root_cause *c) {
     /* torch's own report names the exception and where it was raised: it
      * says more than the stderr, which may be any rank's noise */
     if (c->error) {
-        tony_buf_puts(&b, " Its error file (torch's @record) says:");
+        tony_buf_puts(&b, CAUSE_ERROR_FILE);
         put_indented(&b, c->error);
     } else if (c->stderr_tail) {
-        tony_buf_puts(&b, " The end of its stderr:");
+        tony_buf_puts(&b, CAUSE_STDERR_TAIL);
         put_indented(&b, c->stderr_tail);
     } else {
         tony_buf_puts(&b, " It wrote nothing to stderr that tony could read.");
     }
     return b.data;
+}
+
+char *am_cause_without_output(const char *diagnostics) {
+    tony_buf b = {0};
+    const char *p = diagnostics ? diagnostics : "";
+    for (;;) {
+        const char *e = strstr(p, CAUSE_ERROR_FILE), *t = strstr(p, CAUSE_STDERR_TAIL);
+        const char *at = e && (!t || e < t) ? e : t;
+        if (!at) break;
+        tony_buf_append(&b, p, (size_t)(at - p));
+        tony_buf_puts(&b, CAUSE_OUTPUT_LEFT_OUT);
+        p = at + strlen(at == e ? CAUSE_ERROR_FILE : CAUSE_STDERR_TAIL);
+        /* every indented line that follows is theirs */
+        while (strncmp(p, CAUSE_INDENT, strlen(CAUSE_INDENT)) == 0) {
+            const char *nl = strchr(p + 1, '\n');
+            p = nl ? nl : p + strlen(p);
+        }
+    }
+    tony_buf_puts(&b, p);
+    return b.data ? b.data : tony_strdup("");
 }
 
 json_t *am_cause_json(const am_root_cause *c) {

@@ -33,6 +33,11 @@ void am_cause_free(am_root_cause *c);
 /* "Root cause: worker:1 failed first ...", with its last words indented;
  * NULL when none is known. */
 char *am_cause_text(const am_root_cause *c);
+/* diagnostics (of any attempt: a restart's keep the earlier causes) with
+ * every task's last words (error file, stderr tail) left out, saying
+ * where to read them: what a scheduler, which shows them to others (YARN's
+ * RM), is told; malloc'ed. */
+char *am_cause_without_output(const char *diagnostics);
 /* The job JSON's "root_cause" (view.c); NULL when none is known. */
 json_t *am_cause_json(const am_root_cause *c);
 

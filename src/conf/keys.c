@@ -65,6 +65,13 @@ static const tony_key keys[] = {
      NULL},
     {TONY_KEY_APP_NODE_LABEL, STR, NULL, CLUSTER,
      "Node label expression for the coordinator (AM) container; on Slurm a node feature (constraint).", NULL},
+    {TONY_KEY_APP_VIEW_ACLS, STR, "", YARN,
+     "Who besides the owner (and the cluster's admins) may view the application in YARN (ours): its containers' "
+     "logs on the NodeManagers, its report's details (not its diagnostics: the RM shows those to anyone); YARN's ACL form \"user1,user2 group1,group2\", * for "
+     "everyone. Empty: the owner alone. YARN enforces it where yarn.acl.enable is true.", NULL},
+    {TONY_KEY_APP_MODIFY_ACLS, STR, "", YARN,
+     "Who besides the owner (and the cluster's admins) may modify the application in YARN (ours), e.g. kill it "
+     "through the RM; the same form as tony.application.view-acls. Empty: the owner alone.", NULL},
     {"tony.application.enable-preprocess", BOOL, "false", ALL,
      "Run the command in the coordinator before starting the distributed tasks; a failure fails the job.",
      "Run such a step as a job type of the prepare stage (tony.application.prepare-stage) instead."},

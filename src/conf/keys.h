@@ -23,6 +23,8 @@
 #define TONY_KEY_APP_TYPE "tony.application.type"
 #define TONY_KEY_APP_TAGS "tony.application.tags"
 #define TONY_KEY_APP_NODE_LABEL "tony.application.node-label"
+#define TONY_KEY_APP_VIEW_ACLS "tony.application.view-acls"
+#define TONY_KEY_APP_MODIFY_ACLS "tony.application.modify-acls"
 #define TONY_KEY_APP_TIMEOUT "tony.application.timeout"
 #define TONY_KEY_APP_MAX_EXCLUDED_NODES "tony.application.max-excluded-nodes"
 #define TONY_KEY_APP_LOG_POLICIES "tony.application.log-policies"

@@ -156,6 +156,9 @@ class SecureCluster(Cluster):
         self.ca_cert = self.vars["TONY_HTC_CA_CERT"]
         self.rm_principal = self.vars["TONY_HTC_RM_PRINCIPAL"]
         self.kinit_script = self.vars["TONY_HTC_KINIT"]
+        # a second user (no admin of anything), to try what others may do
+        self.other_principal = self.vars.get("TONY_HTC_OTHER_PRINCIPAL")
+        self.other_keytab = self.vars.get("TONY_HTC_OTHER_KEYTAB")
 
     def env(self, ccache=None):
         """os.environ for a Kerberos client of this cluster (kinit, curl, tony)."""
@@ -167,6 +170,12 @@ class SecureCluster(Cluster):
         kinit, e.g. "-l", "5s"."""
         subprocess.run([self.kinit_script, *options], check=True, timeout=60, env=self.env(ccache),
                        capture_output=True)
+
+    def kinit_other(self, ccache):
+        """Logs the cluster's second user in from its keytab into ccache."""
+        assert self.other_principal, "this cluster names no second user: restart it (scripts/hadoop-test-cluster)"
+        subprocess.run(["kinit", "-kt", self.other_keytab, self.other_principal], check=True, timeout=60,
+                       env=self.env(ccache), capture_output=True)
 
     def curl(self, method, url, body=None, ccache=None, headers=None, negotiate=True):
         """(status, headers dict with lower-case names, body bytes); status 0

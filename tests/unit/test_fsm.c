@@ -742,6 +742,40 @@ static void test_exit_code_policy_does_not_retry_script_error(void **state) {
     destroy(f);
 }
 
+/* What the scheduler, which shows the diagnostics to others, is told
+ * (am.c's teardown; YARN's RM): the same diagnostics with every task's
+ * last words out, those of an earlier attempt's cause too, and what
+ * follows them kept. */
+static void test_diagnostics_without_output_keep_the_rest(void **state) {
+    (void)state;
+    const char *kv[] = {"tony.worker.instances=2", "tony.am.retry-count=3", "tony.application.restart-policy=exit-code",
+                        "tony.application.fail-on-worker-failure-enabled=true", "tony.application.restart-mode=reallocate", NULL};
+    fixture *f = make(kv);
+    begin(f, 0);
+    am_fsm_task_output(&f->fsm, task(f, "worker", 1), "secret-ish line\n\n  File \"t.py\"\nValueError: boom", NULL);
+    fail_worker_at(f, 1, 1, 100);
+    char *told = am_cause_without_output(f->fsm.diagnostics);
+    assert_null(strstr(told, "secret-ish"));
+    assert_null(strstr(told, "ValueError"));
+    assert_null(strstr(told, "t.py"));
+    assert_non_null(strstr(told, "Not retried: exit code 1 is the script's own error"));
+    assert_non_null(strstr(told, "Root cause: worker:1 failed first in attempt 0 on 127.0.0.1: exit code 1 (the "
+                                 "script's own error). Its last words are left out here"));
+    free(told);
+    /* two causes (a restart keeps the earlier one), text after each, an
+     * error file's report: all last words go, the rest stays */
+    told = am_cause_without_output("A. The end of its stderr:\n    one\n    two\nThen B. Its error file (torch's "
+                                   "@record) says:\n    three\nEnd.");
+    assert_string_equal(told, "A. Its last words are left out here, where others may read them: `tony status` shows "
+                              "them to the job's owner.\nThen B. Its last words are left out here, where others may "
+                              "read them: `tony status` shows them to the job's owner.\nEnd.");
+    free(told);
+    told = am_cause_without_output("Killed by the user");
+    assert_string_equal(told, "Killed by the user");
+    free(told);
+    destroy(f);
+}
+
 /* exit-code retries a signal. The first restart comes at once; then, in a
  * crash loop (attempts that fail under the healthy stretch), the backoff,
  * doubled per quick failure up to its cap, waited for on ticks in BACKOFF. */
@@ -1636,6 +1670,7 @@ int main(void) {
         cmocka_unit_test(test_adopt_missing_task_fails_the_attempt),
         cmocka_unit_test(test_adopt_kill_while_recovering),
         cmocka_unit_test(test_adopt_waiters_at_the_barrier_form_the_gang),
+        cmocka_unit_test(test_diagnostics_without_output_keep_the_rest),
         cmocka_unit_test(test_adopt_running_and_waiting_tasks),
         cmocka_unit_test(test_adopt_before_the_gang_formed_asks_for_the_missing),
         cmocka_unit_test(test_adopt_all_handed_back_then_missing_fails_at_once),

@@ -106,6 +106,33 @@ static void test_defaults(void **state) {
     tony_hadoop_conf_free(h);
 }
 
+/* yarn.http.policy HTTPS_ONLY: the RM's REST API (and the secret the
+ * submission carries) over its https address, per RM with HA. */
+static void test_rm_https_only(void **state) {
+    fixture *f = *state;
+    write_site(f->dir, "core-site.xml", "fs.defaultFS", "hdfs://nn.example", NULL);
+    write_site(f->dir, "yarn-site.xml", "yarn.resourcemanager.hostname", "rm.example", "yarn.http.policy", "HTTPS_ONLY",
+               "yarn.resourcemanager.webapp.address", "rm.example:8088", NULL);
+    tony_hadoop_conf *h = load_ok(f->dir, NULL);
+    assert_string_equal(h->rms[0].webapp, "https://rm.example:8090");
+    assert_contains(h->rms[0].webapp_from, "yarn.resourcemanager.webapp.https.address unset");
+    tony_hadoop_conf_free(h);
+    write_site(f->dir, "yarn-site.xml", "yarn.http.policy", "HTTPS_ONLY", "yarn.resourcemanager.ha.enabled", "true",
+               "yarn.resourcemanager.ha.rm-ids", "rm1,rm2", "yarn.resourcemanager.hostname.rm1", "a.example",
+               "yarn.resourcemanager.hostname.rm2", "b.example", "yarn.resourcemanager.webapp.https.address.rm2",
+               "b.example:9443", NULL);
+    h = load_ok(f->dir, NULL);
+    assert_string_equal(h->rms[0].webapp, "https://a.example:8090");
+    assert_string_equal(h->rms[1].webapp, "https://b.example:9443");
+    tony_hadoop_conf_free(h);
+    /* HTTP_AND_HTTPS serves both: YARN's clients stay on http, as tony */
+    write_site(f->dir, "yarn-site.xml", "yarn.resourcemanager.hostname", "rm.example", "yarn.http.policy",
+               "HTTP_AND_HTTPS", NULL);
+    h = load_ok(f->dir, NULL);
+    assert_string_equal(h->rms[0].webapp, "http://rm.example:8088");
+    tony_hadoop_conf_free(h);
+}
+
 static void test_wildcard_and_substitution(void **state) {
     fixture *f = *state;
     write_site(f->dir, "core-site.xml", "fs.defaultFS", "hdfs://nnhost:9000/", NULL);
@@ -504,6 +531,7 @@ static void test_json_list_and_remote_exception(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rm_https_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wildcard_and_substitution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rm_ha, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nn_ha, setup, teardown),

@@ -135,6 +135,17 @@ static bool keeps_containers(const tony_conf *conf, long long attempts) {
     return attempts > 1 && recovery > 0;
 }
 
+/* YARN's ACL that names no one: the owner and the cluster's admins
+ * (yarn.admin.acl) alone, as YARN's own default for an access type the
+ * application did not set. */
+#define YARN_ACL_OWNER_ALONE " "
+
+/* An application ACL from its key: the owner alone unless the key widens it. */
+static const char *app_acl(const tony_conf *conf, const char *key) {
+    const char *v = tony_conf_get(conf, key);
+    return v && *v ? v : YARN_ACL_OWNER_ALONE;
+}
+
 /* The REST form of an ApplicationSubmissionContext. */
 static json_t *submission(const tony_conf *conf, const char *app_id, const json_t *files, const char *manifest_uri,
                           const tony_hdfs_status *manifest_st, long long am_mb, int am_vcores, const char *scheduler,
@@ -206,6 +217,13 @@ static json_t *submission(const tony_conf *conf, const char *app_id, const json_
                              env_entries(&env), "commands", "command",
                              TONY_YARN_TONY_COMMAND " am --yarn 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr",
                              "credentials", creds);
+    /* Who may read the application's containers' logs and its report's
+     * details, and who may kill it (where the cluster enforces ACLs): the
+     * owner alone unless tony.application.view-acls / modify-acls widen
+     * it. TonY let everyone view; a task's output is its owner's here. */
+    const char *acls[] = {"VIEW_APP", app_acl(conf, TONY_KEY_APP_VIEW_ACLS), "MODIFY_APP",
+                          app_acl(conf, TONY_KEY_APP_MODIFY_ACLS)};
+    json_object_set_new(spec, "application-acls", kv_entries(acls, 4));
     free(b64);
     free(nn_list);
     tony_env_free(&env);

@@ -13,6 +13,7 @@
 #include "common/strv.h"
 
 #define RM_WEBAPP_PORT 8088
+#define RM_WEBAPP_HTTPS_PORT 8090
 #define RM_SCHEDULER_PORT 8030
 #define NN_HTTP_PORT 9870
 #define NN_HTTPS_PORT 9871
@@ -137,8 +138,15 @@ static int load_rm(tony_hadoop_conf *h, const char *id, tony_hadoop_rm *rm, tony
     if (!rm_host) rm_host = tony_strdup("0.0.0.0");
     char *whost = NULL, *shost = NULL;
     int wport = 0, sport = 0;
-    int rc = rm_address(h, "yarn.resourcemanager.webapp.address", id, rm_host, RM_WEBAPP_PORT, &whost, &wport,
-                        &rm->webapp_from, err);
+    /* yarn.http.policy HTTPS_ONLY (as YARN's own clients read it): the RM
+     * serves its REST API on its https address alone, and the submission
+     * that carries the job's secret goes over TLS. */
+    char *policy = tony_hadoop_conf_get(h, "yarn.http.policy");
+    bool https = policy && strcasecmp(policy, "HTTPS_ONLY") == 0;
+    free(policy);
+    int rc = rm_address(h, https ? "yarn.resourcemanager.webapp.https.address" : "yarn.resourcemanager.webapp.address",
+                        id, rm_host, https ? RM_WEBAPP_HTTPS_PORT : RM_WEBAPP_PORT, &whost, &wport, &rm->webapp_from,
+                        err);
     if (rc == 0)
         rc = rm_address(h, "yarn.resourcemanager.scheduler.address", id, rm_host, RM_SCHEDULER_PORT, &shost, &sport,
                         &rm->scheduler_from, err);
@@ -149,7 +157,7 @@ static int load_rm(tony_hadoop_conf *h, const char *id, tony_hadoop_rm *rm, tony
                      : !is_wildcard(whost) ? tony_strdup(whost)
                                            : local_hostname();
         rm->id = tony_strdup(id);
-        rm->webapp = tony_sprintf("http://%s:%d", is_wildcard(whost) ? host : whost, wport);
+        rm->webapp = tony_sprintf("%s://%s:%d", https ? "https" : "http", is_wildcard(whost) ? host : whost, wport);
         rm->scheduler = tony_sprintf("%s:%d", is_wildcard(shost) ? host : shost, sport);
         free(host);
     }

@@ -13,7 +13,7 @@
 /* One ResourceManager (one HA rm-id, or the only one). */
 typedef struct tony_hadoop_rm {
     char *id;             /* HA rm-id, NULL without HA */
-    char *webapp;         /* http://host:port */
+    char *webapp;         /* http://host:port, https:// where yarn.http.policy is HTTPS_ONLY */
     char *webapp_from;    /* "yarn.resourcemanager.webapp.address in /dir/yarn-site.xml" */
     char *scheduler;      /* host:port for the AM; 0.0.0.0 replaced by the RM's host */
     char *scheduler_from;
