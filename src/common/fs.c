@@ -67,28 +67,30 @@ int tony_fs_check_trusted(int fd, const char *path, const char *what, tony_error
                                                               : "others may write it and make tony run anything as you");
 }
 
-/* An existing directory above one tony makes for itself: nobody but root
- * and this user may rename what is in it, or it is sticky (then nobody
- * renames another's entry: a shared tree's). A symlink on the way must be
- * root's or ours, or its owner could point it elsewhere. */
-static int check_ancestor(const char *path, const char *target, tony_error *err) {
+/* An existing directory above one tony makes for itself: nobody but its
+ * owner may rename what is in it, or it is sticky (then nobody renames
+ * another's entry: a shared tree's). Its owner may be anyone (a cluster's
+ * daemon owns the dirs above a container's): one who could swap it could
+ * as well have made it elsewhere. A symlink in a shared parent
+ * (parent_shared: sticky and open to all) must be root's or ours, or its
+ * owner could point it elsewhere at any time. */
+static int check_ancestor(const char *path, const char *target, bool parent_shared, tony_error *err) {
     struct stat st, lst;
     if (lstat(path, &lst)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
     if (stat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
     char whose[160];
-    if (S_ISLNK(lst.st_mode) && lst.st_uid != 0 && lst.st_uid != geteuid()) {
+    if (parent_shared && S_ISLNK(lst.st_mode) && lst.st_uid != 0 && lst.st_uid != geteuid()) {
         tony_fs_whose(&lst, whose, sizeof whose);
-        return tony_err(err, "cannot use %s: %s on the way is a symbolic link of another user (%s), who could point "
-                             "it anywhere; refused",
+        return tony_err(err, "cannot use %s: %s on the way is a symbolic link of another user (%s) in a shared "
+                             "directory, who could point it anywhere; refused",
                         target, path, whose);
     }
     if (!S_ISDIR(st.st_mode)) return tony_err(err, "cannot create %s: %s is not a directory", target, path);
-    if (st.st_mode & S_ISVTX) return 0;
-    if ((st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022)) return 0;
+    if ((st.st_mode & S_ISVTX) || !(st.st_mode & 022)) return 0;
     tony_fs_whose(&st, whose, sizeof whose);
-    return tony_err(err, "cannot use %s: %s on the way is %s, so %s could swap what tony makes in it; refused (make "
-                         "it yours, or sticky as /tmp is: chmod +t %s)",
-                    target, path, whose, st.st_mode & 022 ? "other users" : "its owner", path);
+    return tony_err(err, "cannot use %s: %s on the way is %s, so other users could swap what tony makes in it; "
+                         "refused (make it sticky as /tmp is, chmod +t %s, or writable by its owner only)",
+                    target, path, whose, path);
 }
 
 /* Makes or checks (check_ancestor) each directory of the absolute path p
@@ -108,11 +110,11 @@ static int make_safe(char *p, const char *shown, int mode, bool last, tony_error
         if (slash == up) slash[1] = '\0';
         else *slash = '\0';
         struct stat pst;
-        int made = stat(up, &pst) == 0 && (pst.st_mode & S_ISVTX) && (pst.st_mode & 0002) ? 01777 : mode;
+        bool shared = stat(up, &pst) == 0 && (pst.st_mode & S_ISVTX) && (pst.st_mode & 0002);
         free(up);
-        if (mkdir(p, (mode_t)made) == 0) set_made_mode(p, made);
+        if (mkdir(p, (mode_t)(shared ? 01777 : mode)) == 0) set_made_mode(p, shared ? 01777 : mode);
         else if (errno != EEXIST) rc = tony_err(err, "cannot create directory %s: %s", p, strerror(errno));
-        else rc = check_ancestor(p, shown, err);
+        else rc = check_ancestor(p, shown, shared, err);
         if (end) break;
         *s = '/';
     }

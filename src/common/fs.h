@@ -22,8 +22,9 @@ int tony_mkdir_p(const char *path, int mode, tony_error *err);
  * user planted at a name they guessed) is refused, the error naming it,
  * its owner and mode. The directories above are made when missing (the
  * child of a shared sticky one shared as 01777, so other users' jobs fit
- * in too) or must be ones nobody but root and this user can change, or
- * sticky (nobody renames another's entry). */
+ * in too) or must be writable by their owner only, or sticky (nobody
+ * renames another's entry); a symlink on the way in a sticky shared dir
+ * must be root's or this user's. */
 int tony_mkdir_own(const char *path, int mode, tony_error *err);
 /* The directories of path made when missing or checked as tony_mkdir_own
  * checks those above its own (path itself included): for the shared

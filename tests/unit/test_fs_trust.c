@@ -93,13 +93,19 @@ static void test_shared_levels(void **state) {
     chmod(open_dir, 0777);
     assert_int_equal(tony_mkdir_own(under_open, 0750, &err), -1);
     assert_non_null(strstr(err.msg, "chmod +t"));
+    /* group-writable is as open */
+    chmod(open_dir, 0775);
+    assert_int_equal(tony_mkdir_own(under_open, 0750, &err), -1);
+    /* a symlink of another user's in a shared dir could be pointed anywhere */
+    char *link = tony_sprintf("%s/elsewhere", shared), *via = tony_sprintf("%s/elsewhere/app", shared);
+    assert_int_equal(symlink(open_dir, link), 0);
     if (geteuid() == 0) {
-        /* another user's level, not sticky: its owner could swap it */
+        assert_int_equal(lchown(link, OTHER_UID, OTHER_UID), 0);
         chmod(open_dir, 0755);
-        assert_int_equal(chown(open_dir, OTHER_UID, OTHER_UID), 0);
-        assert_int_equal(tony_mkdir_own(under_open, 0750, &err), -1);
-        assert_non_null(strstr(err.msg, "its owner"));
+        assert_int_equal(tony_mkdir_own(via, 0750, &err), -1);
+        assert_non_null(strstr(err.msg, "symbolic link of another user"));
     }
+    free(link), free(via);
     tony_rm_rf(root, NULL);
     free(root), free(shared), free(lvl), free(job), free(open_dir), free(under_open);
 }
