@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -21,6 +22,10 @@
 #include "common/jobdir.h"
 #include "common/log.h"
 #include "common/strv.h"
+
+/* The job's history dirs: its files are 0640 (the group may read them, as
+ * TonY's portal's), nobody but the owner writes; set whatever the umask. */
+#define AM_HISTORY_DIR_MODE 0750
 
 /* One batch for the mirror and what it needs. */
 typedef struct am_copy {
@@ -34,6 +39,7 @@ typedef struct am_copy {
 
 struct am_history {
     char *app_id, *user, *dir, *file, *finished_root;
+    char *fallback_finished;              /* the owner's own finished tree, when finished_root refuses us */
     long long start_ms;
     tony_jhist_writer *writer;
     bool finished;                        /* am_history_finish ran */
@@ -80,8 +86,11 @@ am_history *am_history_new(const tony_jhist_dirs *local, struct event_base *base
         h->snap_root = tony_sprintf("%s/.%s.mirror", local->intermediate, app_id);
     }
     char *conf_copy = tony_path_join(h->dir, TONY_JOBDIR_CONF);
-    int rc = tony_mkdir_p(local->finished, 0770, err);
-    if (rc == 0) rc = tony_mkdir_p(h->dir, 0770, err);
+    /* The location may be shared with other users (file:///shared/history):
+     * the job's own dir is made here, or refused when someone else's is at
+     * its name; nothing is written into what another user made. */
+    int rc = tony_mkdir_safe(local->finished, AM_HISTORY_DIR_MODE, err);
+    if (rc == 0) rc = tony_mkdir_own(h->dir, AM_HISTORY_DIR_MODE, err);
     if (rc == 0) rc = tony_copy_file(conf_path, conf_copy, err);
     if (rc == 0) h->writer = tony_jhist_writer_new(h->file, err);
     free(conf_copy);
@@ -145,11 +154,17 @@ void am_history_free(am_history *h) {
     free(h->dir);
     free(h->file);
     free(h->finished_root);
+    free(h->fallback_finished);
     free(h->remote_dir);
     free(h->remote_finished);
     free(h->inprogress_name);
     free(h->snap_root);
     free(h);
+}
+
+void am_history_set_fallback(am_history *h, const char *finished) {
+    free(h->fallback_finished);
+    h->fallback_finished = finished ? tony_strdup(finished) : NULL;
 }
 
 const char *am_history_dir(const am_history *h) { return h->dir; }
@@ -309,27 +324,20 @@ static int move(const char *from, const char *to, tony_error *err) {
     return tony_rm_rf(from, err);
 }
 
-int am_history_finish(am_history *h, long long end_ms, const char *status, tony_error *err) {
-    if (h->finished) return 0;
-    h->finished = true;
-    am_history_stop_writing(h);
-    char *name = tony_jhist_final_name(h->app_id, h->start_ms, end_ms, h->user, status);
-    char *final = tony_path_join(h->dir, name);
-    free(name);
-    if (rename(h->file, final)) {
-        int rc = tony_err(err, "cannot rename %s to %s: %s", h->file, final, strerror(errno));
-        free(final);
-        return rc;
-    }
-    free(h->file);
-    h->file = final;
-    char *target = tony_jhist_finished_dir(h->finished_root, end_ms, h->app_id);
+/* Moves the job's dir to target in the finished tree: 0, 1 when the tree
+ * refuses it (a dir on the way or at target that is not ours to trust),
+ * -1 on another failure (err says which). */
+static int move_to(am_history *h, const char *target, tony_error *err) {
     char *parent = tony_strdup(target);
     *strrchr(parent, '/') = '\0';
-    int rc = tony_mkdir_p(parent, 0770, err);
-    /* A job dir already there (an earlier coordinator of the same job, as
-     * TonY's AM retries write one file each): add ours beside it. */
-    if (rc == 0 && tony_is_dir(target)) {
+    int rc = tony_mkdir_safe(parent, AM_HISTORY_DIR_MODE, err) ? 1 : 0;
+    free(parent);
+    struct stat st;
+    bool there = rc == 0 && lstat(target, &st) == 0;
+    if (there && tony_fs_check_own_dir(target, "the finished job's history directory", err)) rc = 1;
+    /* A job dir of ours already there (an earlier coordinator of the same
+     * job, as TonY's AM retries write one file each): add ours beside it. */
+    if (rc == 0 && there) {
         char *dst = tony_path_join(target, tony_basename(h->file));
         rc = move(h->file, dst, err);
         free(dst);
@@ -350,7 +358,35 @@ int am_history_finish(am_history *h, long long end_ms, const char *status, tony_
     } else if (rc == 0) {
         rc = move(h->dir, target, err);
     }
-    free(parent);
+    return rc;
+}
+
+int am_history_finish(am_history *h, long long end_ms, const char *status, tony_error *err) {
+    if (h->finished) return 0;
+    h->finished = true;
+    am_history_stop_writing(h);
+    char *name = tony_jhist_final_name(h->app_id, h->start_ms, end_ms, h->user, status);
+    char *final = tony_path_join(h->dir, name);
+    free(name);
+    if (rename(h->file, final)) {
+        int rc = tony_err(err, "cannot rename %s to %s: %s", h->file, final, strerror(errno));
+        free(final);
+        return rc;
+    }
+    free(h->file);
+    h->file = final;
+    char *target = tony_jhist_finished_dir(h->finished_root, end_ms, h->app_id);
+    int rc = move_to(h, target, err);
+    if (rc == 1 && h->fallback_finished) {
+        /* Refused (a day dir or job dir there another user made): the
+         * owner's own tree has it instead of nobody. */
+        char *other = tony_jhist_finished_dir(h->fallback_finished, end_ms, h->app_id);
+        tony_warn("history: %s; the job's history goes to %s instead", err->msg, other);
+        free(target);
+        target = other;
+        rc = move_to(h, target, err);
+    }
+    if (rc) rc = -1;
     if (rc == 0) {
         char *f = tony_path_join(target, tony_basename(h->file));
         free(h->file);

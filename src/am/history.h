@@ -22,13 +22,18 @@ struct event_base;
 typedef struct am_history am_history;
 
 /* Creates the directories of `local` when missing (TonY writes only when
- * intermediate/ already exists), copies conf_path in as tony-final.xml and
+ * intermediate/ already exists): the job's own dir made here, never one
+ * another user made at its name (refused: fs.h's tony_mkdir_own), copies conf_path in as tony-final.xml and
  * opens the event file. mirror (may be NULL) and its dirs `remote`: where
  * the tree is copied, with the mirror's answers coming on base's loop; the
  * caller keeps mirror alive. */
 am_history *am_history_new(const tony_jhist_dirs *local, struct event_base *base,
                            const tony_am_history_mirror *mirror, const tony_jhist_dirs *remote, const char *conf_path,
                            const char *app_id, long long start_ms, tony_error *err);
+/* The finished tree am_history_finish moves the job into when the one of
+ * `local` refuses it (a directory there another user made): the owner's
+ * own. NULL: none. */
+void am_history_set_fallback(am_history *h, const char *finished);
 /* Before base is freed. A copy still out or waiting is given up (and
  * logged): wait for am_history_settled first, as long as one can. */
 void am_history_free(am_history *h);

@@ -138,8 +138,24 @@ void am_record_start(tony_am *am, const tony_am_history_mirror *mirror) {
         char *conf_path = tony_path_join(am->id.job_dir, TONY_JOBDIR_CONF);
         tony_error err;
         bool remote = am->rec->history_remote.intermediate != NULL;
+        long long started = am_wall_ms(am, am->id.started_ms);
         am->rec->history = am_history_new(&local, am->base, remote ? am->rec->history_mirror : NULL, &am->rec->history_remote,
-                                     conf_path, am->id.app_id, am_wall_ms(am, am->id.started_ms), &err);
+                                     conf_path, am->id.app_id, started, &err);
+        /* A location others share may refuse us (a folder another user
+         * made at our job's name): the owner's own location, <tony
+         * root>/history, has the job's history instead of nobody. */
+        tony_jhist_dirs own = {0};
+        tony_jhist_dirs_resolve(NULL, NULL, NULL, root, &own);
+        bool other = !remote && strcmp(own.intermediate, local.intermediate) != 0;
+        if (!am->rec->history && other) {
+            tony_warn("%s", err.msg);
+            tony_warn("history: written to %s instead, this user's own location (tony history %s --location %s)",
+                      own.location, am->id.app_id, own.location);
+            am->rec->history = am_history_new(&own, am->base, NULL, NULL, conf_path, am->id.app_id, started, &err);
+        } else if (am->rec->history && other && strcmp(own.finished, local.finished) != 0) {
+            am_history_set_fallback(am->rec->history, own.finished);
+        }
+        tony_jhist_dirs_free(&own);
         if (!am->rec->history) tony_warn("%s", err.msg);
         else {
             char *log = tony_path_join(am_history_dir(am->rec->history), TONY_JHIST_EVENTS_LOG);

@@ -177,6 +177,24 @@ static void print_list(const tony_hist_list *l, const char *location, const char
     }
 }
 
+/* A coordinator refused by a shared location (a folder another user made
+ * at the job's name, am/history.h) writes the job's history to its
+ * owner's own, <tony root>/history: said when the job is there. */
+static void own_location_hint(const char *app_id, const tony_jhist_dirs *looked, const char *root) {
+    tony_jhist_dirs own = {0};
+    tony_jhist_dirs_resolve(NULL, NULL, NULL, root, &own);
+    if (strcmp(own.intermediate, looked->intermediate) != 0) {
+        tony_hist_list l = {0};
+        tony_hist_scan(&own, &l);
+        if (tony_hist_find(&l, app_id))
+            fprintf(stderr, "tony: %s's history is in your own location %s (its coordinator could not write it "
+                            "where it was configured; its am.log says why): tony history %s --location %s\n",
+                    app_id, own.location, app_id, own.location);
+        tony_hist_list_free(&l);
+    }
+    tony_jhist_dirs_free(&own);
+}
+
 int tony_cmd_history(int argc, char **argv) {
     tony_opt opts[] = {{"json", NULL, false, false, "print JSON", false, {0}},
                        {"location", NULL, true, false, "history root: a directory, hdfs://NAMENODE/path or webhdfs://NAMENODE:HTTP_PORT/path "
@@ -235,9 +253,12 @@ int tony_cmd_history(int argc, char **argv) {
         const tony_hist_job *found = tony_hist_find(&l, pos.items[0]);
         if (found) {
             code = show_job(found, as_json, &src, root);
+            /* a folder there with no history: maybe another user's plant */
+            if (code != TONY_EXIT_OK) own_location_hint(pos.items[0], d, root);
         } else {
             fprintf(stderr, "tony: error: no job %s in the history under %s or %s (see tony.history.location, "
                             "--location)\n", pos.items[0], src.shown_finished, src.shown_intermediate);
+            own_location_hint(pos.items[0], d, root);
             code = TONY_EXIT_USAGE;
         }
     } else if (as_json) {

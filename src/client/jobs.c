@@ -237,6 +237,17 @@ int tony_cmd_list(int argc, char **argv) {
         tony_args_free(opts);
         return TONY_EXIT_USAGE;
     }
+    /* Another user's jobs/ (one they made first, open to all) lists what
+     * they put there: said, not shown as this user's jobs. */
+    if (d && tony_fs_check_own_dir(jobs, "the jobs directory", &err)) {
+        fprintf(stderr, "tony: error: %s\n", err.msg);
+        closedir(d);
+        tony_strv_free(&pos);
+        free(root);
+        free(jobs);
+        tony_args_free(opts);
+        return TONY_EXIT_USAGE;
+    }
     struct dirent *de;
     while (d && (de = readdir(d)))
         if (de->d_name[0] != '.') tony_strv_push(&ids, de->d_name);

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +15,25 @@
 
 #include "common/strv.h"
 
+/* Gives a directory this call just made its mode whatever the umask (a
+ * umask of 000 must not leave it group- or world-writable); through a
+ * descriptor, so that nothing swapped in at that name is changed. */
+static void set_made_mode(const char *path, int mode) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_uid == geteuid()) (void)!fchmod(fd, (mode_t)mode);
+    close(fd);
+}
+
 int tony_mkdir_p(const char *path, int mode, tony_error *err) {
     char *p = tony_strdup(path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/') continue;
         *s = '\0';
-        if (mkdir(p, (mode_t)mode) && errno != EEXIST) {
+        if (mkdir(p, (mode_t)mode) == 0) {
+            set_made_mode(p, mode);
+        } else if (errno != EEXIST) {
             int e = errno;
             free(p);
             return tony_err(err, "cannot create directory %s: %s", path, strerror(e));
@@ -26,10 +41,150 @@ int tony_mkdir_p(const char *path, int mode, tony_error *err) {
         *s = '/';
     }
     int rc = 0;
-    if (mkdir(p, (mode_t)mode) && errno != EEXIST)
-        rc = tony_err(err, "cannot create directory %s: %s", path, strerror(errno));
+    if (mkdir(p, (mode_t)mode) == 0) set_made_mode(p, mode);
+    else if (errno != EEXIST) rc = tony_err(err, "cannot create directory %s: %s", path, strerror(errno));
     free(p);
     return rc;
+}
+
+void tony_fs_whose(const struct stat *st, char *out, size_t n) {
+    struct passwd pw, *found = NULL;
+    char buf[1024];
+    if (getpwuid_r(st->st_uid, &pw, buf, sizeof buf, &found) == 0 && found)
+        snprintf(out, n, "%s's, mode %04o", found->pw_name, (unsigned)(st->st_mode & 07777));
+    else
+        snprintf(out, n, "uid %u's, mode %04o", (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+}
+
+int tony_fs_check_trusted(int fd, const char *path, const char *what, tony_error *err) {
+    struct stat st;
+    if (fstat(fd, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if ((st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & 022)) return 0;
+    char whose[160];
+    tony_fs_whose(&st, whose, sizeof whose);
+    return tony_err(err, "%s %s is %s: %s; refused", what, path, whose,
+                    st.st_uid != geteuid() && st.st_uid != 0 ? "another user's, who could make tony run anything as you"
+                                                              : "others may write it and make tony run anything as you");
+}
+
+/* An existing directory above one tony makes for itself: nobody but its
+ * owner may rename what is in it, or it is sticky (then nobody renames
+ * another's entry: a shared tree's). Its owner may be anyone (a cluster's
+ * daemon owns the dirs above a container's): one who could swap it could
+ * as well have made it elsewhere. A symlink in a shared parent
+ * (parent_shared: sticky and open to all) must be root's or ours, or its
+ * owner could point it elsewhere at any time. */
+static int check_ancestor(const char *path, const char *target, bool parent_shared, tony_error *err) {
+    struct stat st, lst;
+    if (lstat(path, &lst)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (stat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    char whose[160];
+    if (parent_shared && S_ISLNK(lst.st_mode) && lst.st_uid != 0 && lst.st_uid != geteuid()) {
+        tony_fs_whose(&lst, whose, sizeof whose);
+        return tony_err(err, "cannot use %s: %s on the way is a symbolic link of another user (%s) in a shared "
+                             "directory, who could point it anywhere; refused",
+                        target, path, whose);
+    }
+    if (!S_ISDIR(st.st_mode)) return tony_err(err, "cannot create %s: %s is not a directory", target, path);
+    if ((st.st_mode & S_ISVTX) || !(st.st_mode & 022)) return 0;
+    tony_fs_whose(&st, whose, sizeof whose);
+    return tony_err(err, "cannot use %s: %s on the way is %s, so other users could swap what tony makes in it; "
+                         "refused (make it sticky as /tmp is, chmod +t %s, or writable by its owner only)",
+                    target, path, whose, path);
+}
+
+/* Makes or checks (check_ancestor) each directory of the absolute path p
+ * up to its last component (with it too when last), for shown. */
+static int make_safe(char *p, const char *shown, int mode, bool last, tony_error *err) {
+    int rc = 0;
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/') p[--len] = '\0';
+    for (char *s = p + 1; rc == 0 && (*s || last); s++) {
+        bool end = *s == '\0';
+        if (*s != '/' && !end) continue;
+        *s = '\0';
+        /* A shared, sticky parent's child is shared as it is: another
+         * user's job goes there too. */
+        char *up = tony_strdup(p);
+        char *slash = strrchr(up, '/');
+        if (slash == up) slash[1] = '\0';
+        else *slash = '\0';
+        struct stat pst;
+        bool shared = stat(up, &pst) == 0 && (pst.st_mode & S_ISVTX) && (pst.st_mode & 0002);
+        free(up);
+        if (mkdir(p, (mode_t)(shared ? 01777 : mode)) == 0) set_made_mode(p, shared ? 01777 : mode);
+        else if (errno != EEXIST) rc = tony_err(err, "cannot create directory %s: %s", p, strerror(errno));
+        else rc = check_ancestor(p, shown, shared, err);
+        if (end) break;
+        *s = '/';
+    }
+    return rc;
+}
+
+int tony_mkdir_safe(const char *path, int mode, tony_error *err) {
+    char *p = tony_abspath(path);
+    int rc = make_safe(p, path, mode, true, err);
+    free(p);
+    return rc;
+}
+
+int tony_mkdir_own(const char *path, int mode, tony_error *err) {
+    char *p = tony_abspath(path);
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/') p[--len] = '\0';
+    int rc = make_safe(p, path, mode, false, err);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    bool made = mkdir(p, (mode_t)mode) == 0;
+    if (!made && errno != EEXIST) {
+        rc = tony_err(err, "cannot create directory %s: %s", p, strerror(errno));
+        free(p);
+        return rc;
+    }
+    /* What is at the name now, not a link it may have become. */
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        struct stat lst;
+        if ((errno == ELOOP || errno == ENOTDIR) && lstat(p, &lst) == 0) {
+            char whose[160];
+            tony_fs_whose(&lst, whose, sizeof whose);
+            rc = tony_err(err, "%s is already there and is %s (%s), not a directory this job made: refused "
+                               "(another user may have planted it)",
+                          p, S_ISLNK(lst.st_mode) ? "a symbolic link" : "not a directory", whose);
+        } else {
+            rc = tony_err(err, "cannot open directory %s: %s", p, strerror(errno));
+        }
+    } else if (fstat(fd, &st)) {
+        rc = tony_err(err, "cannot stat %s: %s", p, strerror(errno));
+    } else if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+        char whose[160];
+        tony_fs_whose(&st, whose, sizeof whose);
+        rc = tony_err(err, "%s is already there and is %s: not a directory of yours that only you may write; refused "
+                           "(another user may have planted it)",
+                      p, whose);
+    } else if (made) {
+        (void)!fchmod(fd, (mode_t)mode);
+    }
+    if (fd >= 0) close(fd);
+    free(p);
+    return rc;
+}
+
+int tony_fs_check_own_dir(const char *path, const char *what, tony_error *err) {
+    struct stat st;
+    if (lstat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022)) return 0;
+    char whose[160];
+    tony_fs_whose(&st, whose, sizeof whose);
+    if (!S_ISDIR(st.st_mode))
+        return tony_err(err, "%s %s is %s (%s), not a directory: refused", what, path,
+                        S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory", whose);
+    return tony_err(err, "%s %s is %s: %s; refused (what is in it is not yours to trust: move it away and let tony "
+                         "make its own)",
+                    what, path, whose, st.st_uid != geteuid() ? "not yours" : "others may write it");
 }
 
 int tony_mkdir_within(const char *root, const char *rel, int mode, tony_error *err) {
@@ -217,7 +372,11 @@ int tony_open_within(const char *dir, const char *path, int *fd, tony_error *err
 
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err) {
     char *tmp = tony_sprintf("%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    /* A new file of ours, never one (or a link) someone put at that name:
+     * a stale one of ours goes first. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
     if (fd < 0) {
         int e = errno;
         free(tmp);
@@ -251,13 +410,23 @@ int tony_write_file(const char *path, const char *data, size_t len, int mode, to
 int tony_copy_file(const char *src, const char *dst, tony_error *err) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return tony_err(err, "cannot read %s: %s", src, strerror(errno));
-    struct stat st;
+    struct stat st, ost;
     fstat(in, &st);
-    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
+    /* The source's mode, less what would let others write it whatever the
+     * umask; into a file of ours only, never through a link. */
+    mode_t mode = st.st_mode & 0755;
+    int out = open(dst, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
     if (out < 0) {
         int e = errno;
         close(in);
-        return tony_err(err, "cannot write %s: %s", dst, strerror(e));
+        return tony_err(err, "cannot write %s: %s", dst, e == ELOOP ? "it is a symbolic link" : strerror(e));
+    }
+    if (fstat(out, &ost) || ost.st_uid != geteuid() || fchmod(out, mode) || ftruncate(out, 0)) {
+        char whose[160];
+        tony_fs_whose(&ost, whose, sizeof whose);
+        close(in);
+        close(out);
+        return tony_err(err, "cannot write %s: it is %s, not a file of yours", dst, whose);
     }
     char buf[65536];
     ssize_t n;
@@ -354,8 +523,14 @@ int tony_make_private(const char *path, tony_error *err) {
 }
 
 FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode) {
-    int fd = open(path, flags | O_CLOEXEC, (mode_t)perm);
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, (mode_t)perm);
     if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_uid != geteuid()) {
+        close(fd);
+        errno = EPERM; /* another user's file: neither written nor chmodded */
+        return NULL;
+    }
     FILE *f = fchmod(fd, (mode_t)perm) == 0 ? fdopen(fd, fmode) : NULL;
     if (!f) {
         int e = errno;

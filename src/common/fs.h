@@ -10,7 +10,36 @@
 
 struct tony_buf;
 
+struct stat;
+
+/* Creates path and the directories above it that are missing, each given
+ * mode explicitly (whatever the umask). */
 int tony_mkdir_p(const char *path, int mode, tony_error *err);
+/* A directory of this user's own at path, for what a job writes where
+ * others may write too (a shared history location): made here with mode
+ * (set explicitly), or already there as a real directory (no symlink) of
+ * this user's that nobody else may write; anything else (a folder another
+ * user planted at a name they guessed) is refused, the error naming it,
+ * its owner and mode. The directories above are made when missing (the
+ * child of a shared sticky one shared as 01777, so other users' jobs fit
+ * in too) or must be writable by their owner only, or sticky (nobody
+ * renames another's entry); a symlink on the way in a sticky shared dir
+ * must be root's or this user's. */
+int tony_mkdir_own(const char *path, int mode, tony_error *err);
+/* The directories of path made when missing or checked as tony_mkdir_own
+ * checks those above its own (path itself included): for the shared
+ * levels of a tree (a history location's intermediate/, finished/yyyy/). */
+int tony_mkdir_safe(const char *path, int mode, tony_error *err);
+/* path (as lstat sees it) is a directory of this user's that nobody else
+ * may write; else an error naming what (e.g. "the jobs directory"), its
+ * owner and mode. */
+int tony_fs_check_own_dir(const char *path, const char *what, tony_error *err);
+/* The open file fd (at path) is this user's or root's and nobody else may
+ * write it: one whose contents may steer what tony runs (a configuration
+ * file). Else an error naming what, the file, its owner and mode. */
+int tony_fs_check_trusted(int fd, const char *path, const char *what, tony_error *err);
+/* "alice's, mode 0666" for st, for messages. */
+void tony_fs_whose(const struct stat *st, char *out, size_t n);
 /* Creates the directory root/rel and those between, refusing to go through
  * anything under root that is not a directory (a symlink above all), so
  * that what is written there stays under root. rel must be relative and
@@ -30,7 +59,6 @@ int tony_read_file(const char *path, char **out, size_t *len, tony_error *err);
 int tony_read_regular_file(const char *path, size_t max, const char *what, char **out, size_t *len, tony_error *err);
 int tony_read_fd_capped(int fd, const char *path, size_t max, const char *what, char **out, size_t *len,
                         tony_error *err);
-/* Writes atomically (temp file + rename) with the given mode. */
 /* Reads up to max bytes of path from offset into out (appended) and sets
  * *size to the file's size; a file that does not exist yet reads as empty. */
 int tony_read_range(const char *path, long long offset, size_t max, struct tony_buf *out, long long *size,
@@ -44,7 +72,11 @@ int tony_read_range_fd(int fd, const char *path, long long offset, size_t max, s
  * have written (history), so that a planted link or FIFO serves nothing.
  * Returns 0, 1 when there is no such file, -1 when it is refused (err). */
 int tony_open_within(const char *dir, const char *path, int *fd, tony_error *err);
+/* Writes atomically (a new temp file, never a link, + rename) with the
+ * given mode. */
 int tony_write_file(const char *path, const char *data, size_t len, int mode, tony_error *err);
+/* Copies src to dst with src's mode less group and other write; dst is
+ * made, or must be a file of this user's (never a symlink: refused). */
 int tony_copy_file(const char *src, const char *dst, tony_error *err);
 /* For record files written through stdio (history): after a failed write
  * (a full disk), cuts f back to good bytes, the end of its last whole
@@ -52,7 +84,8 @@ int tony_copy_file(const char *src, const char *dst, tony_error *err);
  * holds goes nowhere when f is closed; the file stays readable. */
 void tony_file_cut_back(FILE *f, long good);
 /* fopen with the file's permissions said, not left to the umask: open(2)
- * with flags (O_CLOEXEC added), then fchmod to perm (a umask of 000 must
+ * with flags (O_NOFOLLOW and O_CLOEXEC added; a file there that is
+ * another user's is refused, EPERM, untouched), then fchmod to perm (a umask of 000 must
  * not make history world-writable); fmode is fdopen's ("wb", "a"). NULL
  * with errno set when it fails. */
 FILE *tony_fopen_perm(const char *path, int flags, int perm, const char *fmode);

@@ -154,6 +154,10 @@ int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_d
             free(abs);
             return tony_err(err, "%s is not a tony job directory (no %s in it)", id_or_path, TONY_JOBDIR_CONF);
         }
+        if (tony_fs_check_own_dir(abs, "the job directory", err)) {
+            free(abs);
+            return -1;
+        }
         *job_dir = abs;
         return 0;
     }
@@ -171,7 +175,17 @@ int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_d
         free(dir);
         return -1;
     }
+    /* What is in them steers what status shows and what kill signals:
+     * only dirs of ours that nobody else may write. */
+    char *jobs = tony_path_join(root, "jobs");
+    int rc = tony_fs_check_own_dir(jobs, "the jobs directory", err);
+    if (rc == 0) rc = tony_fs_check_own_dir(dir, "the job directory", err);
+    free(jobs);
     free(root);
+    if (rc) {
+        free(dir);
+        return -1;
+    }
     *job_dir = dir;
     return 0;
 }
@@ -227,6 +241,11 @@ bool tony_jobdir_am_running(const char *job_dir, int *pid) {
     bool known = am_process(job_dir, &p, &start, boot);
     if (pid) *pid = p;
     if (!known) return false;
+    /* The job's coordinator works in its job dir (local_client.c starts it
+     * there): a process elsewhere that am.json names is not it, whatever
+     * its start time (an am.json written by someone who could swap the job
+     * dir names any process they like). */
+    if (!tony_proc_cwd_is(p, job_dir)) return false;
     /* am.json of a coordinator before start times were recorded */
     if (start < 0) return tony_proc_alive(p);
     return tony_proc_same(p, start, boot);
@@ -236,7 +255,9 @@ int tony_jobdir_signal_am(const char *job_dir, int sig) {
     long long start;
     char boot[40];
     int pid;
-    if (!am_process(job_dir, &pid, &start, boot)) {
+    /* Only the job's coordinator, by its start time and its job dir link;
+     * a process that took its pid since has another start time. */
+    if (!am_process(job_dir, &pid, &start, boot) || !tony_proc_cwd_is(pid, job_dir)) {
         errno = ESRCH;
         return -1;
     }

@@ -50,16 +50,18 @@ void tony_jobdir_post(const char *base_url, const char *job_dir, const char *pat
  * atomically. */
 struct json_t *tony_jobdir_read_json(const char *job_dir, const char *name);
 int tony_jobdir_write_json(const char *job_dir, const char *name, const struct json_t *j, tony_error *err);
-/* Resolves a job id (searched under root) or a path to a job dir. */
+/* Resolves a job id (searched under root) or a path to a job dir: one of
+ * this user's that nobody else may write, in a jobs/ of the same kind
+ * (else an error naming the dir, its owner and mode). */
 int tony_jobdir_find(const char *root_conf, const char *id_or_path, char **job_dir, tony_error *err);
 /* The coordinator's URL and the secret, read from the job dir. */
 int tony_jobdir_am_url(const char *job_dir, char **url, int *pid, tony_error *err);
 /* The coordinator's entry of am.json for the process that writes it (the
  * coordinator itself): url, pid, and when it started on which boot. */
 struct json_t *tony_jobdir_am_info_self(const char *url);
-/* Whether the coordinator am.json names still runs: its pid alive and,
- * where am.json says when it started, started then on this boot (a pid
- * since taken by another process is not it). *pid gets the pid, 0 when
+/* Whether the coordinator am.json names still runs: its pid alive, working
+ * in job_dir and, where am.json says when it started, started then on
+ * this boot (a pid since taken by another process is not it). *pid gets the pid, 0 when
  * am.json has none. */
 bool tony_jobdir_am_running(const char *job_dir, int *pid);
 /* Sends sig to the job's coordinator, only if tony_jobdir_am_running would

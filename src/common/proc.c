@@ -7,9 +7,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +290,16 @@ bool tony_proc_env_has(pid_t pid, const char *prefix) {
     }
     tony_buf_free(&env);
     return found;
+}
+
+bool tony_proc_cwd_is(pid_t pid, const char *dir) {
+    char link[64], cwd[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+    ssize_t n = readlink(link, cwd, sizeof cwd - 1);
+    char *real = realpath(dir, NULL);
+    bool same = n > 0 && real && (size_t)n == strlen(real) && memcmp(cwd, real, (size_t)n) == 0;
+    free(real);
+    return same;
 }
 
 bool tony_proc_alive(pid_t pid) {

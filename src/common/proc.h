@@ -75,6 +75,9 @@ int tony_proc_kill_group_but_me(pid_t pgrp, int sig);
  * an entry that starts with prefix ("NAME=value-start"); false when it
  * cannot be read (gone, or another user's). */
 bool tony_proc_env_has(pid_t pid, const char *prefix);
+/* Whether pid's working directory (/proc/<pid>/cwd) is dir (compared by
+ * real path); false when it cannot be read (gone, another user's). */
+bool tony_proc_cwd_is(pid_t pid, const char *dir);
 /* pid runs (or is someone else's): neither gone nor a zombie. */
 bool tony_proc_alive(pid_t pid);
 /* When pid started, in clock ticks since boot (/proc/<pid>/stat), or -1.

@@ -5,10 +5,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -446,12 +449,54 @@ int tony_conf_load_text(tony_conf *c, const char *path, const char *data, size_t
     return rc;
 }
 
+/* Whether path is one the user named in TONY_ENV_TRUST_CONF (a
+ * colon-separated list, each entry matched as given or by its real path). */
+static bool trusted_by_user(const char *path) {
+    const char *list = getenv(TONY_ENV_TRUST_CONF);
+    if (!list || !*list) return false;
+    char *real = realpath(path, NULL), *copy = tony_strdup(list), *save = NULL;
+    bool yes = false;
+    for (char *e = strtok_r(copy, ":", &save); e && !yes; e = strtok_r(NULL, ":", &save)) {
+        char *r = realpath(e, NULL);
+        yes = strcmp(e, path) == 0 || (r && real && strcmp(r, real) == 0);
+        free(r);
+    }
+    free(real);
+    free(copy);
+    return yes;
+}
+
+/* A configuration layer: its keys steer what the job runs (an env var set
+ * in every task, the command), so it is read only from a file its user or
+ * root owns and nobody else may write, unless the user named it in
+ * TONY_ENV_TRUST_CONF. Checked on the descriptor read, not on the name. */
+static int load_layer(tony_conf *c, const char *path, const char *what, tony_error *err) {
+    /* O_NONBLOCK: a FIFO opens at once, to be refused, instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return tony_err(err, "cannot read %s: %s", path, strerror(errno));
+    char *data = NULL;
+    size_t len;
+    /* What it is first (a FIFO or a device is refused as such), then whose. */
+    int rc = tony_read_fd_capped(fd, path, TONY_CONF_FILE_MAX, "a configuration file", &data, &len, err);
+    if (rc == 0 && !trusted_by_user(path) && tony_fs_check_trusted(fd, path, what, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = tony_err(err, "%s (check it, then copy it to a file of your own, or accept it as it is with %s=%s)", why,
+                      TONY_ENV_TRUST_CONF, path);
+    }
+    close(fd);
+    if (rc == 0) rc = tony_conf_load_text(c, path, data, len, err);
+    free(data);
+    return rc;
+}
+
 int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err) {
     tony_conf_load_defaults(c);
     if (conf_file) {
-        if (tony_conf_load_file(c, conf_file, err)) return tony_err_wrap(err, "--conf_file %s", conf_file);
+        if (load_layer(c, conf_file, "the configuration file", err))
+            return tony_err_wrap(err, "--conf_file %s", conf_file);
     } else if (tony_file_exists("tony.xml")) {
-        if (tony_conf_load_file(c, "tony.xml", err))
+        if (load_layer(c, "tony.xml", "the configuration file", err))
             return tony_err_wrap(err, "tony.xml in the current directory (read when no --conf_file is given)");
     }
     const char *dir = getenv("TONY_CONF_DIR");
@@ -459,7 +504,7 @@ int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err) 
     if (!from_env) dir = TONY_DEFAULT_CONF_DIR;
     char *site = tony_path_join(dir, "tony-site.xml");
     int rc = 0;
-    if (tony_file_exists(site) && tony_conf_load_file(c, site, err))
+    if (tony_file_exists(site) && load_layer(c, site, "the site configuration file", err))
         rc = tony_err_wrap(err, "the site configuration (tony-site.xml in %s)",
                            from_env ? "$TONY_CONF_DIR" : "the default configuration directory");
     free(site);

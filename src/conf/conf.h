@@ -30,10 +30,16 @@ int tony_conf_load_file(tony_conf *c, const char *path, tony_error *err);
 int tony_conf_load_text(tony_conf *c, const char *path, const char *data, size_t len, tony_error *err);
 /* Loads the client's layers in TonY's order: defaults, then conf_file (or
  * ./tony.xml when conf_file is NULL and it exists), then
- * $TONY_CONF_DIR/tony-site.xml when it exists. --conf values come after,
+ * $TONY_CONF_DIR/tony-site.xml when it exists, each from a file no other
+ * user controls (below). --conf values come after,
  * through tony_conf_set_cli. An error names the file and where it came
  * from (--conf_file, ./tony.xml, TONY_CONF_DIR). */
 int tony_conf_load_layers(tony_conf *c, const char *conf_file, tony_error *err);
+/* Each layer's file must be its user's or root's and writable by nobody
+ * else (another user's ./tony.xml could set BASH_ENV for every task), or
+ * be named in this environment variable: a colon-separated list of files
+ * the user accepts as they are. */
+#define TONY_ENV_TRUST_CONF "TONY_TRUST_CONF"
 
 /* Plain set: replaces. source says where the value came from (shown by
  * --dry-run and written to tony-final.xml). */

@@ -49,6 +49,12 @@ static int make_job_dir(const char *root, char **job_dir, char **app_id, tony_er
         return -1;
     }
     if (stat(jobs, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077)) chmod(jobs, 0700);
+    /* Another user's (a 0777 one they made first) is not used: they could
+     * swap a job's dir, and its am.json steers what `tony kill` signals. */
+    if (tony_fs_check_own_dir(jobs, "the jobs directory", err)) {
+        free(jobs);
+        return -1;
+    }
     long long ms = tony_wall_ms();
     /* application_<clusterTimestamp>_<seq>, the id form TonY's history and
      * portal expect; mkdir makes the id unique among concurrent clients. */
