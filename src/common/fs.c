@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdbool.h>
@@ -56,10 +57,27 @@ void tony_fs_whose(const struct stat *st, char *out, size_t n) {
         snprintf(out, n, "uid %u's, mode %04o", (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
 }
 
+/* Whether someone but st's owner (and root) may write it. Group write is
+ * the owner's alone where the group is the owner's private one (a group
+ * of the owner's name with no other members: Debian's and Ubuntu's
+ * user-private groups, where a umask of 002 makes every file 0664). */
+static bool others_may_write(const struct stat *st) {
+    if (st->st_mode & 0002) return true;
+    if (!(st->st_mode & 0020)) return false;
+    struct passwd pw, *user = NULL;
+    struct group gr, *group = NULL;
+    char pbuf[1024], gbuf[4096];
+    if (getpwuid_r(st->st_uid, &pw, pbuf, sizeof pbuf, &user) || !user) return true;
+    if (getgrgid_r(st->st_gid, &gr, gbuf, sizeof gbuf, &group) || !group) return true;
+    bool private_group = user->pw_gid == st->st_gid && strcmp(group->gr_name, user->pw_name) == 0 &&
+                         (!group->gr_mem || !group->gr_mem[0]);
+    return !private_group;
+}
+
 int tony_fs_check_trusted(int fd, const char *path, const char *what, tony_error *err) {
     struct stat st;
     if (fstat(fd, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
-    if ((st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & 022)) return 0;
+    if ((st.st_uid == geteuid() || st.st_uid == 0) && !others_may_write(&st)) return 0;
     char whose[160];
     tony_fs_whose(&st, whose, sizeof whose);
     return tony_err(err, "%s %s is %s: %s; refused", what, path, whose,
@@ -86,7 +104,7 @@ static int check_ancestor(const char *path, const char *target, bool parent_shar
                         target, path, whose);
     }
     if (!S_ISDIR(st.st_mode)) return tony_err(err, "cannot create %s: %s is not a directory", target, path);
-    if ((st.st_mode & S_ISVTX) || !(st.st_mode & 022)) return 0;
+    if ((st.st_mode & S_ISVTX) || !others_may_write(&st)) return 0;
     tony_fs_whose(&st, whose, sizeof whose);
     return tony_err(err, "cannot use %s: %s on the way is %s, so other users could swap what tony makes in it; "
                          "refused (make it sticky as /tmp is, chmod +t %s, or writable by its owner only)",
@@ -159,7 +177,7 @@ int tony_mkdir_own(const char *path, int mode, tony_error *err) {
         }
     } else if (fstat(fd, &st)) {
         rc = tony_err(err, "cannot stat %s: %s", p, strerror(errno));
-    } else if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+    } else if (st.st_uid != geteuid() || others_may_write(&st)) {
         char whose[160];
         tony_fs_whose(&st, whose, sizeof whose);
         rc = tony_err(err, "%s is already there and is %s: not a directory of yours that only you may write; refused "
@@ -176,7 +194,7 @@ int tony_mkdir_own(const char *path, int mode, tony_error *err) {
 int tony_fs_check_own_dir(const char *path, const char *what, tony_error *err) {
     struct stat st;
     if (lstat(path, &st)) return tony_err(err, "cannot stat %s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022)) return 0;
+    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !others_may_write(&st)) return 0;
     char whose[160];
     tony_fs_whose(&st, whose, sizeof whose);
     if (!S_ISDIR(st.st_mode))
