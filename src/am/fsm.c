@@ -1405,6 +1405,15 @@ void am_fsm_task_output(am_fsm *f, am_task *t, const char *stderr_tail, const ch
     }
 }
 
+void am_fsm_task_start_log(am_fsm *f, am_task *t, const char *tail, const char *path) {
+    (void)f;
+    if (!tail || !*tail) return;
+    free(t->start_log);
+    free(t->start_log_path);
+    t->start_log = bounded_dup(tail, AM_FSM_OUTPUT_MAX);
+    t->start_log_path = path ? tony_strdup(path) : NULL;
+}
+
 void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out) {
     if (f->state == AM_JOB_DONE) return;
     f->killed = true;

@@ -46,35 +46,35 @@ static tony_opt notebook_opts[] = {
  * where other users cannot read it (docs/workflows.md says what that
  * exposes). */
 static const char jupyter_py[] =
-    "import hashlib, hmac, os, sys\\n"
-    "from jupyter_server.serverapp import ServerApp\\n"
-    "from tornado import ioloop\\n"
-    "class TonyServer(ServerApp):\\n"
-    "    def init_shutdown_no_activity(self):\\n"
-    "        t = self.shutdown_no_activity_timeout\\n"
-    "        if t > 0:\\n"
-    "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\\n"
+    "import hashlib, hmac, os, sys\n"
+    "from jupyter_server.serverapp import ServerApp\n"
+    "from tornado import ioloop\n"
+    "class TonyServer(ServerApp):\n"
+    "    def init_shutdown_no_activity(self):\n"
+    "        t = self.shutdown_no_activity_timeout\n"
+    "        if t > 0:\n"
+    "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\n"
     "key = hmac.new(os.environ[\"" TASKENV_READ_TOKEN "\"].encode(), b\"" AM_API_NOTEBOOK_PATH_LABEL "\", "
-    "hashlib.sha256).hexdigest()\\n"
-    "TonyServer.launch_instance(argv=sys.argv[1:] + [\"--ServerApp.base_url=" AM_API_NOTEBOOK "/\" + key + \"/\"])\\n";
+    "hashlib.sha256).hexdigest()\n"
+    "TonyServer.launch_instance(argv=sys.argv[1:] + [\"--ServerApp.base_url=" AM_API_NOTEBOOK "/\" + key + \"/\"])\n";
 
 /* The notebook run by nbclient, stopping at the first failing cell; the
  * executed copy is written either way, where every task and the user see
  * it (TONY_JOB_DIR). */
 static const char execute_py[] =
-    "import os, sys, nbformat, nbclient\\n"
-    "src = os.environ[\"TONY_NOTEBOOK\"]\\n"
-    "out = os.path.join(os.environ.get(\"" TASKENV_JOB_DIR "\") or \".\", os.environ[\"TONY_NOTEBOOK_OUT\"])\\n"
-    "nb = nbformat.read(src, as_version=4)\\n"
-    "rc = 0\\n"
-    "try:\\n"
-    "    nbclient.NotebookClient(nb, resources={\"metadata\": {\"path\": os.path.dirname(os.path.abspath(src))}}).execute()\\n"
-    "except nbclient.exceptions.CellExecutionError as e:\\n"
-    "    print(e, file=sys.stderr)\\n"
-    "    rc = 1\\n"
-    "nbformat.write(nb, out)\\n"
-    "print(\"tony: the executed notebook is \" + os.path.abspath(out), flush=True)\\n"
-    "sys.exit(rc)\\n";
+    "import os, sys, nbformat, nbclient\n"
+    "src = os.environ[\"TONY_NOTEBOOK\"]\n"
+    "out = os.path.join(os.environ.get(\"" TASKENV_JOB_DIR "\") or \".\", os.environ[\"TONY_NOTEBOOK_OUT\"])\n"
+    "nb = nbformat.read(src, as_version=4)\n"
+    "rc = 0\n"
+    "try:\n"
+    "    nbclient.NotebookClient(nb, resources={\"metadata\": {\"path\": os.path.dirname(os.path.abspath(src))}}).execute()\n"
+    "except nbclient.exceptions.CellExecutionError as e:\n"
+    "    print(e, file=sys.stderr)\n"
+    "    rc = 1\n"
+    "nbformat.write(nb, out)\n"
+    "print(\"tony: the executed notebook is \" + os.path.abspath(out), flush=True)\n"
+    "sys.exit(rc)\n";
 
 /* Options given to `tony notebook` that `tony submit` takes as they are. */
 static void pass_on(tony_strv *a, const char *name) {
@@ -249,10 +249,13 @@ int tony_cmd_notebook(int argc, char **argv) {
     if (nb && execute_args(nb, &a, &out_name, &err)) goto fail;
     py = interpreter();
     tony_strv_push(&a, "--executes");
+    /* The scripts in single quotes, their lines as they are: POSIX quoting,
+     * for a task whose shell is /bin/sh (no bash, common/proc.h). Neither
+     * script holds a single quote. */
     if (nb)
-        tony_strv_pushf(&a, "exec %s -c $'%s'", py, execute_py);
+        tony_strv_pushf(&a, "exec %s -c '%s'", py, execute_py);
     else
-        tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c $'%s' "
+        tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c '%s' "
                                         "--ServerApp.ip=\"${" TASKENV_NM_HOST ":-$(hostname)}\" --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
                                         "--ServerApp.port_retries=0 "
                                         "--ServerApp.open_browser=False --ServerApp.allow_remote_access=True --ServerApp.allow_root=True "
