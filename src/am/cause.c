@@ -26,6 +26,12 @@ void am_cause_free(am_root_cause *c) {
     c->command_started = true;
 }
 
+bool am_cause_command_ran(const am_task *t) {
+    bool exited = t->exit_status >= 1 && t->exit_status <= 255;
+    return t->started_ms != 0 || t->result_reported || !exited ||
+           (t->host != NULL && t->exit_status != AM_EXEC_EXIT_NOT_STARTED);
+}
+
 void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
     am_cause_free(c);
     c->task = tony_sprintf("%s:%d", t->role->name, t->index);
@@ -35,13 +41,7 @@ void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
     c->error = dup_or_null(t->error_report);
     c->stderr_tail = dup_or_null(t->stderr_tail);
     c->diagnostics = dup_or_null(t->diagnostics);
-    /* A process's exit (not the backend's word for a lost or stopped
-     * container) before the task said "started" or "finished": before it
-     * registered (no command to run yet), or with the executor's own code
-     * for a setup that failed (amapi.h). */
-    bool exited = t->exit_status >= 1 && t->exit_status <= 255;
-    c->command_started = t->started_ms != 0 || t->result_reported || !exited ||
-                         (t->host != NULL && t->exit_status != AM_EXEC_EXIT_NOT_STARTED);
+    c->command_started = am_cause_command_ran(t);
     c->start_log = dup_or_null(t->start_log);
     c->start_log_path = dup_or_null(t->start_log_path);
     c->image = dup_or_null(t->role->docker_image);

@@ -30,6 +30,12 @@ typedef struct am_root_cause {
     char *image;
 } am_root_cause;
 
+/* Whether t's command ran, by its end: false for a process's exit (not
+ * the backend's word for a lost or stopped container) before it said
+ * "started" or "finished", when it had not registered (no command to run
+ * yet) or with the executor's own code for a setup that failed (amapi.h). */
+bool am_cause_command_ran(const am_task *t);
+
 /* c becomes the root cause of attempt `attempt` that t (the first task to
  * fail) gives; what c held before is freed. */
 void am_cause_set(am_root_cause *c, const am_task *t, int attempt);
