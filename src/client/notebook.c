@@ -17,6 +17,7 @@
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
+#include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -100,7 +101,43 @@ static char *interpreter(void) {
 typedef struct started_ctx {
     const char *out_name; /* --execute: the executed copy's file name */
     bool detach;
+    const char *python;   /* the task's interpreter, as its command names it */
 } started_ctx;
+
+/* How long the interpreter may take to import what the task needs. */
+#define IMPORT_CHECK_MS 60000
+
+/* Before the job is submitted (submit's hook): where the tasks run on this
+ * machine, bare, with an interpreter not inside the shipped venv, that
+ * interpreter imports what the task runs (jupyter_server; nbclient and
+ * nbformat for --execute). Else the job would start, the URL be printed
+ * and the server die a second later. */
+static int check_jupyter(const tony_plan *plan, bool tasks_run_here, void *arg, tony_error *err) {
+    const started_ctx *c = arg;
+    if (!tasks_run_here || tony_plan_in_images(plan) || strncmp(c->python, "venv/", 5) == 0) return 0;
+    const char *modules = c->out_name ? "nbclient, nbformat" : "jupyter_server.serverapp";
+    char *code = tony_sprintf("import %s", modules);
+    char *argv[] = {(char *)c->python, "-c", code, NULL};
+    tony_buf out = {0}, errout = {0};
+    int exit_code = 0, rc = tony_proc_run(argv, IMPORT_CHECK_MS, &out, &errout, &exit_code, err);
+    free(code);
+    if (rc == 0 && exit_code != 0) {
+        /* its last line names what is missing (ModuleNotFoundError: ...) */
+        char *said = errout.data ? errout.data : "";
+        size_t n = strlen(said);
+        while (n && (said[n - 1] == '\n' || said[n - 1] == ' ')) said[--n] = '\0';
+        const char *last = strrchr(said, '\n');
+        rc = tony_err(err, "%s cannot import %s (%s): install Jupyter in it (pip install %s), or give "
+                           "--python_binary_path a Python that has it (in a checkout, `make demo` makes build/pyenv/bin/python)",
+                      c->python, modules, last ? last + 1 : *said ? said : "no message",
+                      c->out_name ? "nbclient nbformat ipykernel" : "jupyter_server");
+    } else if (rc) {
+        tony_err_wrap(err, "cannot run the notebook's Python %s", c->python);
+    }
+    tony_buf_free(&out);
+    tony_buf_free(&errout);
+    return rc;
+}
 
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
@@ -270,8 +307,9 @@ int tony_cmd_notebook(int argc, char **argv) {
     tony_strv_push(&a, "tony." TONY_NOTEBOOK_ROLE ".instances=1");
     static const char *const passed[] = {"python_venv", "src_dir", "shell_env", "conf", "conf_file", "backend", "detach"};
     for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) pass_on(&a, passed[i]);
-    started_ctx ctx = {out_name, tony_args_get(notebook_opts, "detach")->seen};
-    code = tony_submit_run((int)a.len - 1, a.items + 1, say_where, &ctx);
+    started_ctx ctx = {out_name, tony_args_get(notebook_opts, "detach")->seen, py};
+    tony_submit_hooks hooks = {.check = check_jupyter, .started = say_where, .ctx = &ctx};
+    code = tony_submit_run((int)a.len - 1, a.items + 1, &hooks);
     goto out;
 fail:
     fprintf(stderr, "tony notebook: error: %s\n", err.msg);

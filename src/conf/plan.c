@@ -624,3 +624,10 @@ const char *tony_role_kind_name(tony_role_kind k) {
     }
     return "tracked";
 }
+
+bool tony_plan_in_images(const tony_plan *p) {
+    if (p->single_node) return p->am_image.docker_image != NULL;
+    for (size_t i = 0; i < p->nroles; i++)
+        if (p->roles[i].docker_image) return true;
+    return false;
+}
