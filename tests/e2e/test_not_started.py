@@ -30,3 +30,5 @@ def test_corrupt_venv_is_the_root_cause_not_the_script(tony, tmp_path):
     assert "Unrecognized archive format" in rc["executor_log"] and rc["executor_log_path"] == str(log), rc
     # and the task's own stderr says it, where `tony logs` and a cluster's log reader find it
     assert "tony: worker:0 could not start its command: unpacking the python venv" in r.log("worker", 0, "stderr")
+    # and the task's own line says its exit was before its command
+    assert r.task("worker", 0)["exit_meaning"] == "exit code 122, before its command started", r.task("worker", 0)
