@@ -281,6 +281,29 @@ static void read_last_words(tony_am *am, am_task *t) {
     free(errp);
 }
 
+/* The lines of executor.log kept for a root cause: its error and what
+ * led to it (a container runtime's few lines of its own). */
+#define START_LOG_LINES 6
+
+/* A task whose container ended before its command ran: the end of its
+ * executor.log (the executor's own error, or the container runtime's),
+ * which names the cause that its stderr cannot, for the root cause. Where
+ * the coordinator shares the job dir with its tasks (the local backend),
+ * the task's log dir is known without its registration. */
+static void read_start_log(tony_am *am, am_task *t) {
+    char *dir = t->log_dir ? tony_strdup(t->log_dir)
+                : tony_backend_shares_job_dir(am->backend)
+                    ? tony_jobdir_task_dir(am->id.job_dir, t->container_attempt, t->role->name, t->index)
+                    : NULL;
+    if (!dir) return;
+    char *path = tony_path_join(dir, TONY_EXECUTOR_LOG);
+    char *tail = tony_lastwords_tail(path, START_LOG_LINES, TONY_LASTWORDS_BYTES);
+    am_fsm_task_start_log(&am->fsm, t, tail, path);
+    free(tail);
+    free(path);
+    free(dir);
+}
+
 /* A container's end, given to the state machine (at exit_ms, when it was
  * told: a failed task's exit may wait for its last words, lastfetch.h). */
 static void deliver_exit(tony_am *am, am_task *t, int exit_status, const char *diagnostics, long long exit_ms) {
@@ -314,6 +337,7 @@ static void on_container_exit(void *ctx, const char *role, int index, int attemp
     /* A failure its executor did not report: its last words from its log,
      * through the backend where it reads log links (the exit then waits
      * for them), else from the file. */
+    if (exit_status != 0 && t->stop_tries == 0 && !am_task_done(t) && t->started_ms == 0) read_start_log(am, t);
     if (exit_status != 0 && t->stop_tries == 0 && !am_task_done(t) && !t->stderr_tail && !t->error_report) {
         if (am_lastfetch_start(am, t, exit_status, diagnostics, now, on_last_words)) return;
         read_last_words(am, t);
@@ -400,11 +424,14 @@ static int start_single_node(tony_am *am, tony_error *err) {
     am_single_node_env(am, at->work_dir, &env);
     tony_strv envp = {0};
     tony_env_build_envp(&env, &envp);
-    char *argv[] = {"bash", "-c", am->plan.am_command, NULL};
+    char *argv[] = {(char *)tony_proc_command_shell(), "-c", am->plan.am_command, NULL};
     /* in the coordinator's image where the backend runs one (the
-     * coordinator itself stays bare: backend.h) */
+     * coordinator itself stays bare: backend.h), whose shell is chosen
+     * there, as the executor chooses its own (proc.h) */
+    char *image_argv[] = {TONY_PROC_POSIX_SHELL, "-c", TONY_PROC_SHELL_CHOOSER, TONY_PROC_POSIX_SHELL,
+                          am->plan.am_command, NULL};
     tony_strv in_image = {0};
-    if (tony_backend_am_command_argv(am->backend, at, &env, argv, &in_image) == 1)
+    if (tony_backend_am_command_argv(am->backend, at, &env, image_argv, &in_image) == 1)
         tony_info("single-node mode: the command runs in image %s", am->plan.am_image.docker_image);
     /* In a job dir the logs are private; a YARN container's log dir is
      * read by its NodeManager (its own modes apply). */

@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "common/amapi.h"
 #include "common/jobjson.h"
+#include "common/lastwords.h"
+#include "common/log.h"
 #include "common/strv.h"
 
 static char *dup_or_null(const char *s) { return s && *s ? tony_strdup(s) : NULL; }
@@ -16,7 +19,17 @@ void am_cause_free(am_root_cause *c) {
     free(c->error);
     free(c->stderr_tail);
     free(c->diagnostics);
+    free(c->start_log);
+    free(c->start_log_path);
+    free(c->image);
     memset(c, 0, sizeof *c);
+    c->command_started = true;
+}
+
+bool am_cause_command_ran(const am_task *t) {
+    bool exited = t->exit_status >= 1 && t->exit_status <= 255;
+    return t->started_ms != 0 || t->result_reported || !exited ||
+           (t->host != NULL && t->exit_status != AM_EXEC_EXIT_NOT_STARTED);
 }
 
 void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
@@ -28,6 +41,10 @@ void am_cause_set(am_root_cause *c, const am_task *t, int attempt) {
     c->error = dup_or_null(t->error_report);
     c->stderr_tail = dup_or_null(t->stderr_tail);
     c->diagnostics = dup_or_null(t->diagnostics);
+    c->command_started = am_cause_command_ran(t);
+    c->start_log = dup_or_null(t->start_log);
+    c->start_log_path = dup_or_null(t->start_log_path);
+    c->image = dup_or_null(t->role->docker_image);
 }
 
 void am_cause_set_single(am_root_cause *c, int attempt, int exit_status, const char *host, const char *error,
@@ -39,6 +56,7 @@ void am_cause_set_single(am_root_cause *c, int attempt, int exit_status, const c
     c->host = dup_or_null(host);
     c->error = dup_or_null(error);
     c->stderr_tail = dup_or_null(stderr_tail);
+    c->command_started = true;
 }
 
 /* How the text says where a task's own last words start; each of their
@@ -60,8 +78,61 @@ static void put_indented(tony_buf *b, const char *text) {
     }
 }
 
+/* Why a command never ran, as its container's exit says: a sentence. */
+static const char *not_started_why(const am_root_cause *c, char *buf, size_t n) {
+    char meaning[160];
+    int s = c->exit_status;
+    if (s == AM_EXEC_EXIT_NOT_STARTED)
+        snprintf(buf, n, "Its executor gave up before running it (exit code %d)", s);
+    /* podman's and docker's own exit codes for a container that did not start */
+    else if (c->image && s == 125)
+        snprintf(buf, n, "The container runtime could not start its container of image %s (exit code 125)", c->image);
+    else if (c->image && s == 126)
+        snprintf(buf, n, "The container runtime could not run tony's executor in image %s (exit code 126)", c->image);
+    else if (c->image && s == 127)
+        snprintf(buf, n, "The container runtime found no tony executor to run in image %s (exit code 127)", c->image);
+    else
+        snprintf(buf, n, "Its container ended before the command ran (%s)",
+                 tony_exit_status_meaning(s, meaning, sizeof meaning));
+    return buf;
+}
+
+/* The error that stopped it, in one line: the executor's last ERROR, else
+ * the log's last line (a container runtime's own message); NULL. */
+static char *not_started_error(const am_root_cause *c) {
+    if (!c->start_log) return NULL;
+    char *e = tony_log_last_message(c->start_log, TONY_LOG_ERROR);
+    if (e) return e;
+    const char *last = strrchr(c->start_log, '\n');
+    return tony_strdup(last ? last + 1 : c->start_log);
+}
+
+static char *not_started_text(const am_root_cause *c) {
+    char why[384];
+    not_started_why(c, why, sizeof why);
+    char *error = not_started_error(c);
+    tony_buf b = {0};
+    tony_buf_printf(&b, JOB_CAUSE_TEXT_PREFIX "%s could not start its command in attempt %d%s%s", c->task, c->attempt,
+                    c->host ? " on " : "", c->host ? c->host : "");
+    if (error) tony_buf_printf(&b, ": %s. %s.", error, why);
+    else tony_buf_printf(&b, ". %s.", why);
+    free(error);
+    if (c->start_log) {
+        tony_buf_puts(&b, " The end of its " TONY_EXECUTOR_LOG ":");
+        put_indented(&b, c->start_log);
+        if (c->start_log_path) tony_buf_printf(&b, "\nAll of it: %s", c->start_log_path);
+    } else if (c->stderr_tail) {
+        tony_buf_puts(&b, " The end of its stderr:");
+        put_indented(&b, c->stderr_tail);
+    } else {
+        tony_buf_puts(&b, " Its " TONY_EXECUTOR_LOG ", in the task's log dir, says why.");
+    }
+    return b.data;
+}
+
 char *am_cause_text(const am_root_cause *c) {
     if (!c->task) return NULL;
+    if (!c->command_started) return not_started_text(c);
     char meaning[160];
     tony_buf b = {0};
     tony_buf_printf(&b, JOB_CAUSE_TEXT_PREFIX "%s failed first in attempt %d%s%s: %s.", c->task, c->attempt,
@@ -104,12 +175,18 @@ char *am_cause_without_output(const char *diagnostics) {
 
 json_t *am_cause_json(const am_root_cause *c) {
     if (!c->task) return NULL;
-    char meaning[160];
+    char meaning[384];
     json_t *o = json_pack("{s:s,s:i}", JOB_CAUSE_TASK, c->task, JOB_CAUSE_ATTEMPT, c->attempt);
     if (c->exit_status != TONY_EXIT_INVALID) {
         json_object_set_new(o, JOB_CAUSE_EXIT_STATUS, json_integer(c->exit_status));
         json_object_set_new(o, JOB_CAUSE_EXIT_MEANING,
-                            json_string(tony_exit_status_explain(c->exit_status, meaning, sizeof meaning)));
+                            json_string(c->command_started ? tony_exit_status_explain(c->exit_status, meaning, sizeof meaning)
+                                                           : not_started_why(c, meaning, sizeof meaning)));
+    }
+    if (!c->command_started) {
+        json_object_set_new(o, JOB_CAUSE_COMMAND_STARTED, json_false());
+        if (c->start_log) json_object_set_new(o, JOB_CAUSE_EXECUTOR_LOG, json_string(c->start_log));
+        if (c->start_log_path) json_object_set_new(o, JOB_CAUSE_EXECUTOR_LOG_PATH, json_string(c->start_log_path));
     }
     if (c->host) json_object_set_new(o, JOB_CAUSE_HOST, json_string(c->host));
     if (c->error) json_object_set_new(o, JOB_CAUSE_ERROR, json_string(c->error));

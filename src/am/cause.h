@@ -8,6 +8,7 @@
 #define TONY_AM_CAUSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "am/job.h"
 
@@ -19,7 +20,21 @@ typedef struct am_root_cause {
     char *error;       /* torch's error file: the message and its traceback, or NULL */
     char *stderr_tail; /* the last lines of its stderr, or NULL */
     char *diagnostics; /* the task's own (the container's word, missed heartbeats...), or NULL */
+    /* false: its container ended before its command ran (its executor's
+     * setup, the container's start failed), which is then the cause, never
+     * the script; its executor.log's end and path where read, and the
+     * image it was to run in (the runtime's own exit codes 125-127) */
+    bool command_started;
+    char *start_log;
+    char *start_log_path;
+    char *image;
 } am_root_cause;
+
+/* Whether t's command ran, by its end: false for a process's exit (not
+ * the backend's word for a lost or stopped container) before it said
+ * "started" or "finished", when it had not registered (no command to run
+ * yet) or with the executor's own code for a setup that failed (amapi.h). */
+bool am_cause_command_ran(const am_task *t);
 
 /* c becomes the root cause of attempt `attempt` that t (the first task to
  * fail) gives; what c held before is freed. */

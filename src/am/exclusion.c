@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "common/amapi.h"
 #include "common/strv.h"
 
 void am_exclusion_init(am_exclusion *x, int max) {
@@ -45,6 +46,10 @@ const char *am_exclusion_node_cause(int exit_status, bool registered, bool stopp
     case TONY_EXIT_KILLED_FOR_EXCESS_LOGS: return NULL;
     default: break;
     }
+    /* Its executor could not set the task up from the job's own inputs (an
+     * archive that does not unpack, a shell or command the image lacks):
+     * the job's fault, which follows it to every node (amapi.h). */
+    if (exit_status == AM_EXEC_EXIT_NOT_STARTED) return NULL;
     /* A container that ended before its executor reached the coordinator
      * never ran the user's code: its launch failed on that node (a disk
      * mounted noexec, missing localized files, a broken container

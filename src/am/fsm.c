@@ -776,7 +776,8 @@ static void after_failure(am_fsm *f, long long now_ms, am_actions *out) {
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
-                     .coordinator_lost = f->recover_failed};
+                     .coordinator_lost = f->recover_failed,
+                     .never_ran = j->first_failed && !am_cause_command_ran(j->first_failed)};
     char *why = NULL, *cause = j->first_failed ? am_cause_text(&f->root_cause) : NULL;
     bool retry = am_policy_should_retry(p, &fl, f->retries_left, &why);
     const char *diag = j->attempt_diagnostics ? j->attempt_diagnostics : "";
@@ -808,7 +809,8 @@ static bool restart_due(const am_fsm *f) {
     am_failure fl = {.role = j->first_failed ? j->first_failed->role : NULL,
                      .exit_status = j->first_failed ? j->first_failed->exit_status : TONY_EXIT_INVALID,
                      .permanent = permanent_reason(f), .killed = f->killed, .timed_out = f->timed_out,
-                     .coordinator_lost = f->recover_failed};
+                     .coordinator_lost = f->recover_failed,
+                     .never_ran = j->first_failed && !am_cause_command_ran(j->first_failed)};
     char *why = NULL;
     bool retry = am_policy_should_retry(j->plan, &fl, f->retries_left, &why);
     free(why);
@@ -1403,6 +1405,15 @@ void am_fsm_task_output(am_fsm *f, am_task *t, const char *stderr_tail, const ch
         free(t->error_report);
         t->error_report = bounded_dup(error_report, AM_FSM_OUTPUT_MAX);
     }
+}
+
+void am_fsm_task_start_log(am_fsm *f, am_task *t, const char *tail, const char *path) {
+    (void)f;
+    if (!tail || !*tail) return;
+    free(t->start_log);
+    free(t->start_log_path);
+    t->start_log = bounded_dup(tail, AM_FSM_OUTPUT_MAX);
+    t->start_log_path = path ? tony_strdup(path) : NULL;
 }
 
 void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out) {

@@ -302,6 +302,9 @@ void am_fsm_task_permanent(am_fsm *f, am_task *t, const char *reason);
  * reports it when its process ended, or as read from its log: the tail of
  * its stderr and torch's error file's report (either NULL). */
 void am_fsm_task_output(am_fsm *f, am_task *t, const char *stderr_tail, const char *error_report);
+/* What a task whose command never ran left in its executor.log (the end of
+ * it, and where the file is), for its root cause. */
+void am_fsm_task_start_log(am_fsm *f, am_task *t, const char *tail, const char *path);
 /* The user asked to kill the job: no restart. */
 void am_fsm_kill(am_fsm *f, long long now_ms, am_actions *out);
 /* Time passed: heartbeats, the registration and application timeouts,

@@ -36,6 +36,8 @@ void am_task_clear(am_task *t) {
     free(t->diagnostics);
     free(t->stderr_tail);
     free(t->error_report);
+    free(t->start_log);
+    free(t->start_log_path);
     free(t->permanent);
     free(t->node);
     free(t->log_fail);

@@ -87,6 +87,11 @@ typedef struct am_task {
      * reading its log) found them. */
     char *stderr_tail;
     char *error_report;
+    /* When its command never ran (its container ended before "started"):
+     * the end of its executor.log, and that file's path, where the
+     * coordinator could read it (the local backend). */
+    char *start_log;
+    char *start_log_path;
     char *permanent;      /* non-NULL: its failure must not be retried, because of this (policy.h) */
     /* Hang diagnosis (am/hang.h): how long its user process had shown no
      * output or progress when its executor last said, and when that was. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "common/amapi.h"
 #include "common/strv.h"
 #include "conf/keys.h"
 
@@ -41,7 +42,17 @@ bool am_policy_should_retry(const tony_plan *p, const am_failure *f, int retries
         free(key);
         return false;
     }
-    if (policy == TONY_RESTART_EXIT_CODE && f->role && am_policy_exit_is_permanent(f->exit_status)) {
+    /* The executor's own exit for the job's inputs (amapi.h) would come
+     * again; a container that did not start (the runtime's 125...) is
+     * retried as a launch that failed. */
+    if (policy == TONY_RESTART_EXIT_CODE && f->role && f->never_ran && f->exit_status == AM_EXEC_EXIT_NOT_STARTED) {
+        char *key = policy_key(p, f->role);
+        *why = tony_sprintf("Not retried: the command never ran, its executor could not set the task up from the "
+                            "job's own inputs, which another attempt would repeat (%s is exit-code)", key);
+        free(key);
+        return false;
+    }
+    if (policy == TONY_RESTART_EXIT_CODE && f->role && !f->never_ran && am_policy_exit_is_permanent(f->exit_status)) {
         char *key = policy_key(p, f->role);
         *why = tony_sprintf("Not retried: exit code %d is the script's own error, which another attempt would "
                             "repeat (%s is exit-code: only signals and lost or preempted containers are retried)",

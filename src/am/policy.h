@@ -26,6 +26,9 @@ typedef struct am_failure {
      * retried on the cluster's account (its budget given one more by the
      * state machine) even where tony.am.retry-count is 0. */
     bool coordinator_lost;
+    /* Its command never ran (cause.h's am_cause_command_ran): its exit code
+     * is its executor's or its container runtime's, not the script's. */
+    bool never_ran;
 } am_failure;
 
 /* Whether the exit status is the user's script's own verdict (exit codes

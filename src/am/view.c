@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "am/cause.h"
 #include "am/record.h"
 #include "common/amapi.h"
 #include "common/jobdir.h"
@@ -70,8 +71,11 @@ json_t *am_task_json(const tony_am *am, const am_task *t) {
     if (t->state != AM_TASK_NEW) json_object_set_new(o, JOB_TASK_CONTAINER_ATTEMPT, json_integer(t->container_attempt));
     if (t->exited || am_task_done(t)) {
         json_object_set_new(o, JOB_TASK_EXIT_STATUS, json_integer(t->exit_status));
-        json_object_set_new(o, JOB_TASK_EXIT_MEANING,
-                            json_string(tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning)));
+        const char *said = tony_exit_status_meaning(t->exit_status, meaning, sizeof meaning);
+        /* the code is its executor's or its container runtime's (cause.h) */
+        char *never = am_cause_command_ran(t) ? NULL : tony_sprintf("%s, before its command started", said);
+        json_object_set_new(o, JOB_TASK_EXIT_MEANING, json_string(never ? never : said));
+        free(never);
     }
     if (t->diagnostics) json_object_set_new(o, JOB_TASK_DIAGNOSTICS, json_string(t->diagnostics));
     /* stopped, not failed: because another task's failure ended this attempt

@@ -129,6 +129,10 @@ struct tony_client_backend_ops {
     /* Its jobs' history is on the cluster's file system (fs.defaultFS), so
      * a bare tony.history.location path means a path there. */
     bool history_on_cluster_fs;
+    /* Its tasks run on this machine, with the client's PATH and files (the
+     * local backend): what submit finds missing here (an interpreter) is
+     * missing there, and is refused; elsewhere it is only warned of. */
+    bool tasks_run_here;
     /* Whether this backend is the one to use here when neither --backend
      * nor tony.application.backend names one; why says why (or why not)
      * in a few words ("HADOOP_CONF_DIR=/x has a yarn-site.xml"). The

@@ -32,7 +32,8 @@ const char *tony_exit_status_meaning(int s, char *buf, size_t n) {
 }
 
 const char *tony_exit_status_explain(int s, char *buf, size_t n) {
-    /* 126 and 127 are bash's own (the command line runs under bash -c) */
+    /* 126 and 127 are the shell's own (the command line runs under bash -c,
+     * or /bin/sh -c where there is no bash) */
     if (s == 126) snprintf(buf, n, "exit code 126 (the command could not be executed)");
     else if (s == 127) snprintf(buf, n, "exit code 127 (the command was not found)");
     else if (s >= 1 && s < 126) snprintf(buf, n, "exit code %d (the script's own error)", s);

@@ -17,6 +17,7 @@
 #include "common/fs.h"
 #include "common/jobdir.h"
 #include "common/jobjson.h"
+#include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -46,35 +47,35 @@ static tony_opt notebook_opts[] = {
  * where other users cannot read it (docs/workflows.md says what that
  * exposes). */
 static const char jupyter_py[] =
-    "import hashlib, hmac, os, sys\\n"
-    "from jupyter_server.serverapp import ServerApp\\n"
-    "from tornado import ioloop\\n"
-    "class TonyServer(ServerApp):\\n"
-    "    def init_shutdown_no_activity(self):\\n"
-    "        t = self.shutdown_no_activity_timeout\\n"
-    "        if t > 0:\\n"
-    "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\\n"
+    "import hashlib, hmac, os, sys\n"
+    "from jupyter_server.serverapp import ServerApp\n"
+    "from tornado import ioloop\n"
+    "class TonyServer(ServerApp):\n"
+    "    def init_shutdown_no_activity(self):\n"
+    "        t = self.shutdown_no_activity_timeout\n"
+    "        if t > 0:\n"
+    "            ioloop.PeriodicCallback(self.shutdown_no_activity, 1000 * max(1, min(60, t // 4))).start()\n"
     "key = hmac.new(os.environ[\"" TASKENV_READ_TOKEN "\"].encode(), b\"" AM_API_NOTEBOOK_PATH_LABEL "\", "
-    "hashlib.sha256).hexdigest()\\n"
-    "TonyServer.launch_instance(argv=sys.argv[1:] + [\"--ServerApp.base_url=" AM_API_NOTEBOOK "/\" + key + \"/\"])\\n";
+    "hashlib.sha256).hexdigest()\n"
+    "TonyServer.launch_instance(argv=sys.argv[1:] + [\"--ServerApp.base_url=" AM_API_NOTEBOOK "/\" + key + \"/\"])\n";
 
 /* The notebook run by nbclient, stopping at the first failing cell; the
  * executed copy is written either way, where every task and the user see
  * it (TONY_JOB_DIR). */
 static const char execute_py[] =
-    "import os, sys, nbformat, nbclient\\n"
-    "src = os.environ[\"TONY_NOTEBOOK\"]\\n"
-    "out = os.path.join(os.environ.get(\"" TASKENV_JOB_DIR "\") or \".\", os.environ[\"TONY_NOTEBOOK_OUT\"])\\n"
-    "nb = nbformat.read(src, as_version=4)\\n"
-    "rc = 0\\n"
-    "try:\\n"
-    "    nbclient.NotebookClient(nb, resources={\"metadata\": {\"path\": os.path.dirname(os.path.abspath(src))}}).execute()\\n"
-    "except nbclient.exceptions.CellExecutionError as e:\\n"
-    "    print(e, file=sys.stderr)\\n"
-    "    rc = 1\\n"
-    "nbformat.write(nb, out)\\n"
-    "print(\"tony: the executed notebook is \" + os.path.abspath(out), flush=True)\\n"
-    "sys.exit(rc)\\n";
+    "import os, sys, nbformat, nbclient\n"
+    "src = os.environ[\"TONY_NOTEBOOK\"]\n"
+    "out = os.path.join(os.environ.get(\"" TASKENV_JOB_DIR "\") or \".\", os.environ[\"TONY_NOTEBOOK_OUT\"])\n"
+    "nb = nbformat.read(src, as_version=4)\n"
+    "rc = 0\n"
+    "try:\n"
+    "    nbclient.NotebookClient(nb, resources={\"metadata\": {\"path\": os.path.dirname(os.path.abspath(src))}}).execute()\n"
+    "except nbclient.exceptions.CellExecutionError as e:\n"
+    "    print(e, file=sys.stderr)\n"
+    "    rc = 1\n"
+    "nbformat.write(nb, out)\n"
+    "print(\"tony: the executed notebook is \" + os.path.abspath(out), flush=True)\n"
+    "sys.exit(rc)\n";
 
 /* Options given to `tony notebook` that `tony submit` takes as they are. */
 static void pass_on(tony_strv *a, const char *name) {
@@ -100,7 +101,43 @@ static char *interpreter(void) {
 typedef struct started_ctx {
     const char *out_name; /* --execute: the executed copy's file name */
     bool detach;
+    const char *python;   /* the task's interpreter, as its command names it */
 } started_ctx;
+
+/* How long the interpreter may take to import what the task needs. */
+#define IMPORT_CHECK_MS 60000
+
+/* Before the job is submitted (submit's hook): where the tasks run on this
+ * machine, bare, with an interpreter not inside the shipped venv, that
+ * interpreter imports what the task runs (jupyter_server; nbclient and
+ * nbformat for --execute). Else the job would start, the URL be printed
+ * and the server die a second later. */
+static int check_jupyter(const tony_plan *plan, bool tasks_run_here, void *arg, tony_error *err) {
+    const started_ctx *c = arg;
+    if (!tasks_run_here || tony_plan_in_images(plan) || strncmp(c->python, "venv/", 5) == 0) return 0;
+    const char *modules = c->out_name ? "nbclient, nbformat" : "jupyter_server.serverapp";
+    char *code = tony_sprintf("import %s", modules);
+    char *argv[] = {(char *)c->python, "-c", code, NULL};
+    tony_buf out = {0}, errout = {0};
+    int exit_code = 0, rc = tony_proc_run(argv, IMPORT_CHECK_MS, &out, &errout, &exit_code, err);
+    free(code);
+    if (rc == 0 && exit_code != 0) {
+        /* its last line names what is missing (ModuleNotFoundError: ...) */
+        char *said = errout.data ? errout.data : "";
+        size_t n = strlen(said);
+        while (n && (said[n - 1] == '\n' || said[n - 1] == ' ')) said[--n] = '\0';
+        const char *last = strrchr(said, '\n');
+        rc = tony_err(err, "%s cannot import %s (%s): install Jupyter in it (pip install %s), or give "
+                           "--python_binary_path a Python that has it (in a checkout, `make demo` makes build/pyenv/bin/python)",
+                      c->python, modules, last ? last + 1 : *said ? said : "no message",
+                      c->out_name ? "nbclient nbformat ipykernel" : "jupyter_server");
+    } else if (rc) {
+        tony_err_wrap(err, "cannot run the notebook's Python %s", c->python);
+    }
+    tony_buf_free(&out);
+    tony_buf_free(&errout);
+    return rc;
+}
 
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
@@ -249,10 +286,13 @@ int tony_cmd_notebook(int argc, char **argv) {
     if (nb && execute_args(nb, &a, &out_name, &err)) goto fail;
     py = interpreter();
     tony_strv_push(&a, "--executes");
+    /* The scripts in single quotes, their lines as they are: POSIX quoting,
+     * for a task whose shell is /bin/sh (no bash, common/proc.h). Neither
+     * script holds a single quote. */
     if (nb)
-        tony_strv_pushf(&a, "exec %s -c $'%s'", py, execute_py);
+        tony_strv_pushf(&a, "exec %s -c '%s'", py, execute_py);
     else
-        tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c $'%s' "
+        tony_strv_pushf(&a, "JUPYTER_TOKEN=\"$" TASKENV_READ_TOKEN "\" exec %s -c '%s' "
                                         "--ServerApp.ip=\"${" TASKENV_NM_HOST ":-$(hostname)}\" --ServerApp.port=\"$" TASKENV_TB_PORT "\" "
                                         "--ServerApp.port_retries=0 "
                                         "--ServerApp.open_browser=False --ServerApp.allow_remote_access=True --ServerApp.allow_root=True "
@@ -267,8 +307,9 @@ int tony_cmd_notebook(int argc, char **argv) {
     tony_strv_push(&a, "tony." TONY_NOTEBOOK_ROLE ".instances=1");
     static const char *const passed[] = {"python_venv", "src_dir", "shell_env", "conf", "conf_file", "backend", "detach"};
     for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) pass_on(&a, passed[i]);
-    started_ctx ctx = {out_name, tony_args_get(notebook_opts, "detach")->seen};
-    code = tony_submit_run((int)a.len - 1, a.items + 1, say_where, &ctx);
+    started_ctx ctx = {out_name, tony_args_get(notebook_opts, "detach")->seen, py};
+    tony_submit_hooks hooks = {.check = check_jupyter, .started = say_where, .ctx = &ctx};
+    code = tony_submit_run((int)a.len - 1, a.items + 1, &hooks);
     goto out;
 fail:
     fprintf(stderr, "tony notebook: error: %s\n", err.msg);

@@ -16,6 +16,7 @@
 #include "client/follow.h"
 #include "client/report.h"
 #include "common/fs.h"
+#include "common/proc.h"
 #include "common/jobjson.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
@@ -176,8 +177,60 @@ static int check_entry_point(tony_opt *o, const tony_conf *c, tony_error *err) {
                          "the src_dir is unpacked); give its path relative to %s", exe, src, src);
 }
 
+/* --python_binary_path as the tasks will run it, checked where it can be:
+ * a path inside the --python_venv is the archive's (not looked into); an
+ * absolute one, one from here or from --src_dir, or a name on PATH must
+ * exist. Missing: refused where the tasks run on this machine, else said
+ * (on a cluster it may exist only on its nodes). */
+static int check_interpreter(tony_opt *o, const tony_conf *c, const tony_plan *plan, bool tasks_run_here,
+                             tony_error *err) {
+    const char *given = tony_args_value(o, "python_binary_path");
+    const char *py = tony_conf_get(c, TONY_KEY_PYTHON_EXEC_PATH), *src = tony_args_value(o, "src_dir");
+    if (!given || !py || !*py || tony_plan_in_images(plan)) return 0;
+    if (py[0] != '/' && tony_args_value(o, "python_venv")) return 0;
+    bool found;
+    if (py[0] == '/') {
+        found = access(py, X_OK) == 0;
+    } else if (strchr(py, '/')) {
+        /* not found from here (interpreter_from_here): the src_dir's */
+        char *shipped = src && tony_is_dir(src) ? tony_path_join(src, py) : NULL;
+        found = shipped && access(shipped, F_OK) == 0;
+        free(shipped);
+        if (!shipped && src) found = true; /* an archive: not looked into */
+    } else {
+        char *on_path = tony_proc_which(py);
+        found = on_path != NULL;
+        free(on_path);
+    }
+    if (found) return 0;
+    const char *what = py[0] == '/' ? "no such executable" : strchr(py, '/') ? "no such file here or in --src_dir"
+                                                                             : "not found on PATH";
+    if (!tasks_run_here) {
+        fprintf(stderr, "tony: warning: --python_binary_path %s: %s on this machine; the tasks need it on their "
+                        "nodes\n", given, what);
+        return 0;
+    }
+    return tony_err(err, "--python_binary_path %s: %s (the tasks run on this machine); give an interpreter that "
+                         "exists, e.g. --python_binary_path python3, or one inside --python_venv (bin/python3)",
+                    given, what);
+}
+
+/* --executes train.py with no interpreter: the task's shell looks for a
+ * command named train.py on PATH, and every task fails with "command not
+ * found" (a script with a #! line runs as ./train.py). */
+static int check_python_script(tony_opt *o, tony_error *err) {
+    const char *exe = tony_args_value(o, "executes");
+    if (!exe || tony_args_value(o, "python_binary_path")) return 0;
+    size_t n = strcspn(exe, " \t");
+    if (n <= 3 || strncmp(exe + n - 3, ".py", 3) != 0 || memchr(exe, '/', n)) return 0;
+    return tony_err(err, "--executes %s: no interpreter runs %.*s, so each task's shell would look for a command of "
+                         "that name and fail; add --python_binary_path python3 (or bin/python3 inside "
+                         "--python_venv), or run it as ./%.*s with a #! line",
+                    exe, (int)n, exe, (int)n, exe);
+}
+
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
-    if (tony_confargs_load(o, c, err) || check_entry_point(o, c, err)) return -1;
+    if (tony_confargs_load(o, c, err) || check_entry_point(o, c, err) || check_python_script(o, err)) return -1;
     const char *py = tony_args_value(o, "python_binary_path");
     char *here = py ? interpreter_from_here(py, tony_args_value(o, "python_venv"), tony_args_value(o, "src_dir")) : NULL;
     if (here) py = here;
@@ -384,9 +437,11 @@ static void name_after_framework(tony_conf *c, const tony_plan *plan) {
     free(name);
 }
 
-int tony_cmd_submit(int argc, char **argv) { return tony_submit_run(argc, argv, NULL, NULL); }
+int tony_cmd_submit(int argc, char **argv) { return tony_submit_run(argc, argv, NULL); }
 
-int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job *job, void *ctx), void *ctx) {
+int tony_submit_run(int argc, char **argv, const tony_submit_hooks *hooks) {
+    static const tony_submit_hooks none = {0};
+    if (!hooks) hooks = &none;
     tony_strv positional = {0};
     tony_error err = {{0}};
     tony_conf *conf = NULL;
@@ -421,6 +476,8 @@ int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job
     /* A job that cannot fit is bad input for this place: exit 2, for a real
      * submit and --dry-run alike. */
     int fits = tony_client_backend_check_plan(ops, conf, &plan, &about, &err);
+    if (!fits) fits = check_interpreter(submit_opts, conf, &plan, ops->tasks_run_here, &err);
+    if (!fits && hooks->check) fits = hooks->check(&plan, ops->tasks_run_here, hooks->ctx, &err);
     /* and one whose tasks' env could not even be exec'd (runtime.h) */
     tony_strv by_file = {0};
     if (!fits) fits = tony_runtime_check_exec(&plan, &by_file, &err);
@@ -452,7 +509,7 @@ int tony_submit_run(int argc, char **argv, void (*started)(const tony_client_job
     err.msg[0] = '\0';
     code = ops->submit(&sub, &job, &err);
     if (code == TONY_EXIT_OK && detach) code = tony_client_backend_wait_started(job, &err);
-    if (code == TONY_EXIT_OK && started) started(job, ctx);
+    if (code == TONY_EXIT_OK && hooks->started) hooks->started(job, hooks->ctx);
     if (code == TONY_EXIT_OK && detach)
         printf("tony: follow it with `tony status %s`, stop it with `tony kill %s`\n", job->id, job->id);
     else if (code == TONY_EXIT_OK)

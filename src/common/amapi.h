@@ -96,6 +96,14 @@
 #define AM_API_TENSORBOARD_UP "tensorboard" /* heartbeat: whether TB_PORT serves */
 #define AM_API_PID "pid"               /* started */
 #define AM_API_EXIT_CODE "exit_code"   /* finished */
+/* The executor's own exit code when the task's command never ran for a
+ * fault of the job's own (its --python_venv or --src_dir does not unpack,
+ * its shell or command cannot be started): the coordinator tells it from a
+ * user's exit code 122 by the task's never having said "started", names
+ * the executor's error as the root cause (am/cause.h) and does not call
+ * the node bad (am/exclusion.h). The error is also the task's stderr's
+ * last line, where a backend's log reader finds it. */
+#define AM_EXEC_EXIT_NOT_STARTED 122
 #define AM_API_TIMED_OUT "timed_out"   /* finished: killed for its execution timeout */
 #define AM_API_PEAK_MEMORY_BYTES "peak_memory_bytes" /* finished: the run's peak memory as the kernel counted it
                                                    (its cgroup's, or its largest process's), or its largest sample */

@@ -126,6 +126,12 @@
 #define JOB_CAUSE_ERROR "error"         /* torch's error file */
 #define JOB_CAUSE_STDERR_TAIL "stderr_tail"
 #define JOB_CAUSE_DIAGNOSTICS "diagnostics"
+/* false when the task's command never ran (its executor's setup, its
+ * container's start failed): then the cause is the executor's, not the
+ * script's; left out when it ran. */
+#define JOB_CAUSE_COMMAND_STARTED "command_started"
+#define JOB_CAUSE_EXECUTOR_LOG "executor_log"      /* then: the end of its executor.log, when read */
+#define JOB_CAUSE_EXECUTOR_LOG_PATH "executor_log_path" /* and where all of it is */
 #define JOB_CAUSE_TEXT "text"           /* all of it, for people */
 /* How that text starts: history keeps it only inside the job's last words
  * (the APPLICATION_FINISHED event), where readers find it by this. */

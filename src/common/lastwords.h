@@ -12,6 +12,10 @@
 
 #define TONY_LASTWORDS_LINES 20   /* lines of stderr kept */
 #define TONY_LASTWORDS_BYTES 4096 /* and bytes */
+/* The executor's own log in the task's log dir (the backend sends the
+ * executor's, and its container runtime's, output there): the cause of a
+ * command that never ran. */
+#define TONY_EXECUTOR_LOG "executor.log"
 /* The error file's name in the task's log dir, for each attempt anew. */
 #define TONY_TORCH_ERROR_FILE "torchelastic_error.json"
 

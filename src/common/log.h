@@ -12,6 +12,10 @@ typedef enum { TONY_LOG_DEBUG, TONY_LOG_INFO, TONY_LOG_WARN, TONY_LOG_ERROR } to
 void tony_log_init(const char *who, FILE *out);
 void tony_log(tony_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The message of the last line at `level` that this logger wrote in text
+ * (a log file's end), malloc'ed; NULL when there is none. */
+char *tony_log_last_message(const char *text, tony_log_level level);
+
 #define tony_debug(...) tony_log(TONY_LOG_DEBUG, __VA_ARGS__)
 #define tony_info(...) tony_log(TONY_LOG_INFO, __VA_ARGS__)
 #define tony_warn(...) tony_log(TONY_LOG_WARN, __VA_ARGS__)

@@ -429,6 +429,13 @@ int tony_proc_run(char *const *argv, long long timeout_ms, tony_buf *out, tony_b
     return 0;
 }
 
+const char *tony_proc_command_shell(void) {
+    char *bash = tony_proc_which("bash");
+    bool have = bash != NULL;
+    free(bash);
+    return have ? "bash" : TONY_PROC_POSIX_SHELL;
+}
+
 char *tony_proc_which(const char *name) {
     const char *path = getenv("PATH");
     char *copy = tony_strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL, *found = NULL;

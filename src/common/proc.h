@@ -46,6 +46,17 @@ int tony_proc_run(char *const *argv, long long timeout_ms, struct tony_buf *out,
  * /usr/local/bin, /usr/bin, /bin), malloc'ed; NULL when none is. */
 char *tony_proc_which(const char *name);
 
+/* The shell that runs a user's command line as `<shell> -c <command>`:
+ * bash where it is on PATH (TonY's commands are written for it), else the
+ * POSIX shell every image has, TONY_PROC_POSIX_SHELL (README: an image
+ * needs only /bin/sh). */
+#define TONY_PROC_POSIX_SHELL "/bin/sh"
+const char *tony_proc_command_shell(void);
+/* The same choice made where the command runs (an image), as the script of
+ * `/bin/sh -c TONY_PROC_SHELL_CHOOSER sh <command>`. */
+#define TONY_PROC_SHELL_CHOOSER \
+    "if command -v bash >/dev/null 2>&1; then exec bash -c \"$1\"; fi; exec " TONY_PROC_POSIX_SHELL " -c \"$1\""
+
 /* 0..255 for a normal exit, 128+signal for a death by signal (the shell's and
  * YARN's convention). */
 int tony_proc_exit_code(int wait_status);

@@ -13,8 +13,9 @@
 #include "common/jobjson.h"
 #include "common/strv.h"
 
-/* bash's exits for a command it could not run (the command line runs under
- * bash -c): such a task never ran its code, whatever its samples say. */
+/* The shell's exits for a command it could not run (the command line runs
+ * under bash -c, or /bin/sh -c without bash: common/proc.h): such a task
+ * never ran its code, whatever its samples say. */
 #define EXIT_CANNOT_EXECUTE 126
 #define EXIT_NOT_FOUND 127
 

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "conf/keys.h"
 
@@ -142,6 +143,45 @@ static bool resource_of_a_job_type(const tony_conf *c, const char *key) {
     return yes;
 }
 
+/* The key tony reads in place of k, when k is TonY's older name of it
+ * (its why_not is "Use <key>."); NULL otherwise. Free it. */
+static char *renamed_to(const tony_key *k) {
+    static const char use[] = "Use ";
+    if (!k->why_not || strncmp(k->why_not, use, sizeof use - 1) != 0) return NULL;
+    const char *name = k->why_not + sizeof use - 1;
+    size_t n = strlen(name);
+    if (n < 2 || name[n - 1] != '.' || strchr(name, ' ')) return NULL;
+    char *key = tony_sprintf("%.*s", (int)(n - 1), name);
+    if (tony_conf_key_is_known(key)) return key;
+    free(key);
+    return NULL;
+}
+
+/* Whether a value of k's would ask for something: a true switch, or any
+ * other value at all (an older name's false asks for nothing). */
+static bool asks_for_something(const tony_key *k, const char *value) {
+    if (!value || !*value) return false;
+    return k->type != TONY_KEY_BOOL || strcasecmp(value, "true") == 0;
+}
+
+/* TonY's older name of a key tony reads (tony.application.docker.enabled
+ * for tony.docker.enabled), set to ask for something while the key tony
+ * reads is not set: the job would run without it, so it is refused naming
+ * the key to set. With both set (a config written for both) it is left. */
+static int check_older_name(const tony_conf *c, const tony_key *k, const char *key, const char *value,
+                            const char *from, tony_error *err) {
+    char *now = renamed_to(k);
+    if (!now) return 0;
+    int rc = 0;
+    const char *now_from = tony_conf_get(c, now) ? tony_conf_get_source(c, now) : NULL;
+    bool now_set = now_from && strcmp(now_from, "default") != 0;
+    if (asks_for_something(k, value) && !now_set)
+        rc = tony_err(err, "%s (from %s) is TonY's older name, which tony does not read: did you mean %s? "
+                           "Set %s=%s instead (docs/keys.md)", key, from, now, now, value);
+    free(now);
+    return rc;
+}
+
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err) {
     for (size_t i = 0; i < tony_conf_size(c); i++) {
         const char *key = tony_conf_key_at(c, i), *source = tony_conf_get_source(c, key);
@@ -151,6 +191,7 @@ int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err
         char *near = k && tony_key_is_pattern(k) ? misspelled_type(c, key) : NULL;
         if (k && !near) {
             if (tony_key_check_value(k, key, tony_conf_value_at(c, i), from, err)) return -1;
+            if (check_older_name(c, k, key, tony_conf_value_at(c, i), from, err)) return -1;
             continue;
         }
         if (!near) near = tony_conf_suggest_key(key);

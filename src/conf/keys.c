@@ -186,7 +186,7 @@ static const tony_key keys[] = {
     /* Coordinator (AM) */
     {TONY_KEY_AM_RETRY_COUNT, INT, "0", ALL,
      "How many times the coordinator restarts the whole set of tasks after a failed attempt.", NULL},
-    {TONY_KEY_AM_MEMORY, SIZE, "2g", CLUSTER, "Memory of the coordinator container (e.g. 2g, 2048m, 2048).", NULL},
+    {TONY_KEY_AM_MEMORY, SIZE, "2g", CLUSTER, "Memory of the coordinator container (e.g. 2g, 2048m, 2048); more than 0.", NULL},
     {TONY_KEY_AM_VCORES, INT, "1", CLUSTER, "Virtual cores of the coordinator container.", NULL},
     {TONY_KEY_AM_GPUS, INT, "0", CLUSTER, "GPUs of the coordinator container (useful in single-node mode).", NULL},
     {TONY_KEY_AM_WAIT_CLIENT_STOP_SEC, SEC, "15", ALL,
@@ -206,7 +206,7 @@ static const tony_key keys[] = {
     {"tony.worker.memory", SIZE, "2g", ALL, "Memory of each worker.", NULL},
     {"tony.worker.vcores", INT, "1", ALL, "Virtual cores of each worker.", NULL},
     {"tony.worker.gpus", INT, "0", ALL, "GPUs of each worker.", NULL},
-    {"tony.<role>.memory", SIZE, "2g", ALL, "Memory of each task of the job type (e.g. 2g, 2048m, 2048).", NULL},
+    {"tony.<role>.memory", SIZE, "2g", ALL, "Memory of each task of the job type (e.g. 2g, 2048m, 2048); more than 0.", NULL},
     {"tony.<role>.vcores", INT, "1", ALL, "Virtual cores of each task of the job type.", NULL},
     {"tony.<role>.gpus", INT, "0", ALL, "GPUs of each task of the job type.", NULL},
     {"tony.<role>.command", STR, NULL, ALL, "Command of the job type's tasks; defaults to tony.containers.command.",

@@ -90,6 +90,11 @@ static int build_role(const tony_conf *c, const char *name, int instances, bool 
     r->instances = instances;
     char *key = tony_sprintf(TONY_KEY_ROLE_MEMORY_FMT, name);
     int rc = tony_conf_get_memory_mb(c, key, "2g", &r->memory_mb, err);
+    /* no container, process or scheduler runs in 0 bytes: a job asked for
+     * with it would fail at its first allocation or its first page */
+    if (rc == 0 && r->memory_mb <= 0)
+        rc = tony_err(err, "%s must be more than 0 (the memory of each %s task, e.g. 2g), got '%s'", key, name,
+                      tony_conf_get(c, key));
     free(key);
     if (rc) return -1;
     if (get_role_int(c, name, "vcores", 1, &r->vcores, err)) return -1;
@@ -179,6 +184,15 @@ static int build_roles(const tony_conf *c, tony_plan *p, tony_error *err) {
     }
     p->am_image.name = tony_strdup(JOB_SINGLE_NODE_ROLE);
     if (rc == 0 && docker) read_image(c, TONY_KEY_DOCKER_AM_IMAGE, &p->am_image);
+    /* docker on and no image anywhere: every task would run bare, which the
+     * switch did not ask for (a role without one among roles with one runs
+     * bare on purpose) */
+    bool any_image = p->am_image.docker_image != NULL;
+    for (size_t i = 0; i < p->nroles; i++) any_image = any_image || p->roles[i].docker_image;
+    if (rc == 0 && docker && !any_image)
+        rc = tony_err(err, TONY_KEY_DOCKER_ENABLED " is true but no image is set: set " TONY_KEY_DOCKER_CONTAINERS_IMAGE
+                           " (every job type's), tony.docker.<job type>.image or " TONY_KEY_DOCKER_AM_IMAGE
+                           ", or " TONY_KEY_DOCKER_ENABLED "=false");
     tony_strv_free(&types);
     return rc;
 }
@@ -486,6 +500,9 @@ static int read_settings(const tony_conf *c, tony_plan *p, tony_error *err) {
         return -1;
 
     if (tony_conf_get_memory_mb(c, TONY_KEY_AM_MEMORY, "2g", &p->am_memory_mb, err)) return -1;
+    if (p->am_memory_mb <= 0)
+        return tony_err(err, TONY_KEY_AM_MEMORY " must be more than 0 (the coordinator's memory, e.g. 2g), got '%s'",
+                        tony_conf_get(c, TONY_KEY_AM_MEMORY));
     if (get_nonneg_int(c, TONY_KEY_AM_VCORES, 1, &p->am_vcores, err)) return -1;
     if (get_nonneg_int(c, TONY_KEY_AM_GPUS, 0, &p->am_gpus, err)) return -1;
     if (check_resources(c, TONY_KEY_AM_RESOURCES, err) || check_resources(c, TONY_KEY_CONTAINERS_RESOURCES, err))
@@ -606,4 +623,11 @@ const char *tony_role_kind_name(tony_role_kind k) {
     case TONY_ROLE_SIDECAR: return "sidecar";
     }
     return "tracked";
+}
+
+bool tony_plan_in_images(const tony_plan *p) {
+    if (p->single_node) return p->am_image.docker_image != NULL;
+    for (size_t i = 0; i < p->nroles; i++)
+        if (p->roles[i].docker_image) return true;
+    return false;
 }

@@ -128,6 +128,9 @@ void tony_plan_free(tony_plan *p);
 
 const tony_role *tony_plan_role(const tony_plan *p, const char *name); /* NULL if absent */
 int tony_plan_total_instances(const tony_plan *p);
+/* Whether a task (or the single-node command) runs in an image, where
+ * paths and programs are the image's, not this machine's. */
+bool tony_plan_in_images(const tony_plan *p);
 /* Tasks the job waits for (tracked roles' instances): TonY's TASK_NUM. */
 int tony_plan_tracked_tasks(const tony_plan *p);
 /* chief:* when a "chief" role exists, else worker:0. */

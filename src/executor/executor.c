@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -799,7 +800,11 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_env_unset(&all, "MALLOC_ARENA_MAX");
     tony_backend_task_user_env(&all);
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
-    char *argv[] = {"bash", "-c", (char *)command, NULL};
+    /* bash where there is one, as TonY runs commands; else /bin/sh, all
+     * that an image or a bare host needs (README) */
+    const char *shell = tony_proc_command_shell();
+    if (strcmp(shell, "bash") != 0) tony_info("bash is not on PATH here: the command runs with %s", shell);
+    char *argv[] = {(char *)shell, "-c", (char *)command, NULL};
     task_procs procs = {.n = tony_runtime_nproc(&all)};
     procs.pid = tony_xcalloc((size_t)procs.n, sizeof *procs.pid);
     procs.live = tony_xcalloc((size_t)procs.n, sizeof *procs.live);
@@ -818,9 +823,9 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
         free(procs.pid), free(procs.live);
         return -1;
     }
-    if (procs.n == 1) tony_info("started `%s` as pid %d", command, (int)pid);
-    else tony_info("started %d processes of `%s` (tony.%s.nproc-per-node), local rank 0 as pid %d", procs.n, command,
-                   x->role, (int)pid);
+    if (procs.n == 1) tony_info("started `%s` with %s as pid %d", command, shell, (int)pid);
+    else tony_info("started %d processes of `%s` with %s (tony.%s.nproc-per-node), local rank 0 as pid %d", procs.n,
+                   command, shell, x->role, (int)pid);
     tony_logcaps caps;
     tony_logcaps_start(&caps, out, errp, getenv(TASKENV_LOG_MAX_SIZE));
 
@@ -945,6 +950,22 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     return code;
 }
 
+/* The task's command never ran, for a fault of the job's own (amapi.h,
+ * AM_EXEC_EXIT_NOT_STARTED): said as the last line of its stderr too,
+ * where the coordinator reads a task's last words on every backend, and
+ * `tony logs` shows them. */
+static void say_not_started(const executor *x, const char *why) {
+    if (!x->log_dir) return;
+    char *path = tony_path_join(x->log_dir, "stderr");
+    /* private as the user's process would have made it (proc.h) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, getenv(TASKENV_PRIVATE_LOGS) ? 0600 : 0644);
+    if (fd >= 0) {
+        dprintf(fd, "tony: %s:%d could not start its command: %s (see executor.log)\n", x->role, x->index, why);
+        close(fd);
+    }
+    free(path);
+}
+
 int tony_executor_main(void) {
     tony_error err = {{0}};
     executor x = {.port_fd = -1, .tb_fd = -1, .next_attempt = -1, .may_come_back = -1, .url_lock = PTHREAD_MUTEX_INITIALIZER};
@@ -962,6 +983,7 @@ int tony_executor_main(void) {
     if (tony_reap_become_subreaper()) tony_warn("not a subreaper: processes the task detaches may outlive it");
 
     int code = -1;
+    bool not_started = false; /* a failure of the job's own inputs before the command ran */
     const char *attempt, *log_dir;
     char *secret = NULL;
     if (!getenv(TASKENV_SECRET) && tony_backend_task_secret(&secret, &err)) goto fail;
@@ -995,7 +1017,10 @@ int tony_executor_main(void) {
     x.host = getenv(TASKENV_NM_HOST) ? getenv(TASKENV_NM_HOST) : node;
 
     const char *app_id = getenv(TASKENV_JOB_ID);
-    if (app_id && tony_unpack_job_files(".", app_id, &err)) goto fail;
+    if (app_id && tony_unpack_job_files(".", app_id, &err)) {
+        not_started = true;
+        goto fail;
+    }
     for (;;) {
         /* a fresh port every attempt: the last one's process had it */
         if (reserve_port(&x.port_fd, &x.port, &err)) goto fail;
@@ -1013,7 +1038,10 @@ int tony_executor_main(void) {
         }
         code = run_user_process(&x, &go, &err);
         tony_exec_answer_free(&go);
-        if (code < 0) goto fail;
+        if (code < 0) {
+            not_started = true; /* its processes could not be started */
+            goto fail;
+        }
         if (x.next_attempt < 0) break;
         move_to_next(&x);
     }
@@ -1027,14 +1055,20 @@ int tony_executor_main(void) {
     free(x.am_url);
     return code;
 fail:
+    tony_error_log("%s", err.msg);
+    if (not_started && !stop_signal) {
+        say_not_started(&x, err.msg);
+        code = AM_EXEC_EXIT_NOT_STARTED;
+    } else {
+        code = stop_signal ? 128 + (int)stop_signal : 1;
+    }
     tony_metrics_sampler_free(x.sampler);
     free(secret);
     free(x.log_dir);
     free(x.next_log_dir);
     free(x.job_dir);
     free(x.am_url);
-    tony_error_log("%s", err.msg);
     if (x.port_fd >= 0) close(x.port_fd);
     if (x.tb_fd >= 0) close(x.tb_fd);
-    return stop_signal ? 128 + (int)stop_signal : 1;
+    return code;
 }

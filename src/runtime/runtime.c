@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "common/proc.h"
 #include "common/strv.h"
 #include "common/taskenv.h"
 #include "conf/keys.h"
@@ -175,7 +176,7 @@ static bool over_string_max(const char *kv, size_t smax) { return strlen(kv) + 1
 
 /* The env a task would be exec'd with, its strings over MAX_ARG_STRLEN
  * sent by file (tony_runtime_prepare_env): what stays, its pointers and the
- * command's "bash -c <command>" together under ARG_MAX (the executor's own
+ * command's "bash -c <command>" (or "/bin/sh -c", proc.h) together under ARG_MAX (the executor's own
  * inherited env comes on top, so this is a lower bound); and the
  * container's own env, with which the backend execs the executor before
  * anything could be moved, every string under MAX_ARG_STRLEN. Catches at
@@ -207,7 +208,7 @@ static int check_exec_env(const tony_runtime_task *task, const tony_env *env, to
     }
     if (moved) total += sizeof TASKENV_ENV_FILES + sizeof(char *) + BY_FILE_COST;
     const char *cmd = role_command(task->plan, task->role);
-    total += 5 * sizeof(char *) + sizeof "bash" + sizeof "-c" + (cmd ? strlen(cmd) + 1 : 0);
+    total += 5 * sizeof(char *) + sizeof TONY_PROC_POSIX_SHELL + sizeof "-c" + (cmd ? strlen(cmd) + 1 : 0);
     long amax = sysconf(_SC_ARG_MAX);
     if (amax > 0 && total > (size_t)amax)
         return tony_err(err,

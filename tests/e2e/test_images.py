@@ -461,3 +461,48 @@ def test_a_missing_am_image_is_refused(tony, images, tmp_path):
     assert r.rc == 2, r
     assert "tony.docker.am.image" in r.err and missing in r.err, r
     assert not (tony.home / "jobs").exists() or not any((tony.home / "jobs").iterdir()), "a job was created"
+
+
+def busybox_image(tmp_path):
+    """An image of a static busybox and nothing else: /bin/sh, no bash."""
+    name = "localhost/tony-test-busybox:1"
+    if podman("image", "exists", name, check=False).returncode != 0:
+        busybox = shutil.which("busybox")
+        assert busybox, "busybox-static is missing (scripts/install-deps installs it)"
+        root = tmp_path / "bbroot"
+        (root / "bin").mkdir(parents=True)
+        (root / "tmp").mkdir()
+        shutil.copy(busybox, root / "bin" / "busybox")
+        for applet in ("sh", "echo", "cat", "env", "sleep"):
+            (root / "bin" / applet).symlink_to("busybox")
+        tar = tmp_path / "busybox.tar"
+        subprocess.run(["tar", "-C", str(root), "-cf", str(tar), "."], check=True)
+        podman("import", "--quiet", str(tar), name)
+    return name
+
+
+def test_image_with_only_busybox_runs_the_command_with_sh(tony, images, tmp_path):
+    """README: an image needs only /bin/sh. The command runs under bash where
+    the image has it, else under its /bin/sh (issue 34 #2)."""
+    name = busybox_image(tmp_path)
+    r = tony.submit("--executes", "echo ran-in-busybox-$TASK_INDEX", "--conf", "tony.worker.instances=1",
+                    *docker_conf(name))
+    assert r.rc == 0, r
+    assert "ran-in-busybox-0" in r.log("worker", 0), r
+    log = (r.job_dir() / "attempts" / "0" / "worker-0" / "executor.log").read_text()
+    assert "the command runs with /bin/sh" in log, log
+
+
+def test_runtime_without_its_init_helper_is_named_not_the_script(tony, images, tmp_path):
+    """podman's exit 125 is its own: the container never started, and the
+    root cause says so with podman's words (issue 34 #1)."""
+    conf = tmp_path / "containers.conf"
+    conf.write_text('[containers]\ninit_path = "/nonexistent/catatonit"\n')
+    tony.env["CONTAINERS_CONF"] = str(conf)
+    r = tony.submit("--executes", "echo never", "--conf", "tony.worker.instances=1", *docker_conf(IMAGE))
+    assert r.rc != 0, r
+    cause = next((line for line in r.text.splitlines() if line.startswith("Root cause:")), "")
+    assert cause.startswith("Root cause: worker:0 could not start its command in attempt 0"), r
+    assert "container-init binary not found" in cause and "/nonexistent/catatonit" in cause, r
+    assert f"The container runtime could not start its container of image {IMAGE} (exit code 125)" in cause, r
+    assert "the script's own error" not in r.text, r

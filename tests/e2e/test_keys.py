@@ -82,6 +82,40 @@ def test_a_value_of_the_wrong_type_is_refused(tony, tmp_path, dry_run, where, ke
     nothing_started(tony)
 
 
+DO_NOTHING = [
+    # (key=value, what the refusal must say) -- keys that would change nothing (issue 34 #3)
+    ("tony.application.docker.enabled=true",
+     "tony.application.docker.enabled (from {src}) is TonY's older name, which tony does not read: did you mean "
+     "tony.docker.enabled? Set tony.docker.enabled=true instead"),
+    ("tony.application.docker.image=img:1",
+     "tony.application.docker.image (from {src}) is TonY's older name, which tony does not read: did you mean "
+     "tony.docker.containers.image? Set tony.docker.containers.image=img:1 instead"),
+    ("tony.docker.enabled=true",
+     "tony.docker.enabled is true but no image is set: set tony.docker.containers.image"),
+    ("tony.worker.memory=0", "tony.worker.memory must be more than 0 (the memory of each worker task, e.g. 2g), got '0'"),
+    ("tony.am.memory=0", "tony.am.memory must be more than 0"),
+]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+@pytest.mark.parametrize("setting,said", DO_NOTHING)
+def test_keys_that_would_do_nothing_are_refused(tony, tmp_path, dry_run, setting, said):
+    extra = ["--dry-run"] if dry_run else []
+    r = tony.submit(*extra, "--executes", "echo hi", "--conf", "tony.worker.instances=1", "--conf", setting)
+    assert r.rc == 2, r
+    assert said.format(src="--conf") in r.err, r
+    nothing_started(tony)
+
+
+def test_an_older_name_beside_the_key_tony_reads_passes(tony):
+    """A config written for both TonY and tony (the older name and the key
+    tony reads): nothing to refuse; an older name's false asks for nothing."""
+    r = tony.submit("--dry-run", "--executes", "echo hi", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.application.docker.enabled=false", "--conf", "tony.task.heartbeat-interval=500",
+                    "--conf", "tony.task.heartbeat-interval-ms=500")
+    assert r.rc == 0, r
+
+
 def test_keys_for_the_users_own_code_pass(tony):
     """The escape hatch: keys outside tony.* are the user's, never checked."""
     r = tony.submit("--executes", "echo hi", "--conf", "tony.worker.instances=1", "--conf", "myjob.lr=fast",

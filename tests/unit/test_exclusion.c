@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "am/exclusion.h"
+#include "common/amapi.h"
 #include "backend/backend.h"
 #include "fsm_fixture.h"
 
@@ -34,6 +35,9 @@ static void test_node_causes(void **state) {
     assert_null(am_exclusion_node_cause(TONY_EXIT_PREEMPTED, false, false, buf, sizeof buf));
     assert_null(am_exclusion_node_cause(TONY_EXIT_KILLED_BY_APPMASTER, false, false, buf, sizeof buf));
     assert_null(am_exclusion_node_cause(0, false, false, buf, sizeof buf));
+    /* the executor could not set the task up from the job's own inputs (a
+     * venv that does not unpack): the job's fault, on every node */
+    assert_null(am_exclusion_node_cause(AM_EXEC_EXIT_NOT_STARTED, false, false, buf, sizeof buf));
     /* whatever ends a container we asked to stop is ours */
     assert_null(am_exclusion_node_cause(TONY_EXIT_ABORTED, true, true, buf, sizeof buf));
     assert_null(am_exclusion_node_cause(126, false, true, buf, sizeof buf));

@@ -15,7 +15,10 @@
 
 #include <cmocka.h>
 
+#include "am/cause.h"
 #include "backend/backend.h"
+#include "common/amapi.h"
+#include "common/jobjson.h"
 #include "fsm_fixture.h"
 
 static bool stops(const fixture *f, const char *role, int index) {
@@ -343,6 +346,34 @@ static void test_exit_before_registration_fails(void **state) {
     assert_true(stops(f, "worker", 0));
     am_registration r = {.host = "h", .port = 1};
     assert_int_equal(am_fsm_registered(&f->fsm, task(f, "worker", 0), &r, 6, fresh(f)), AM_REG_ENDING);
+    destroy(f);
+}
+
+/* A task whose command never ran (issue 34): the root cause is its
+ * executor's error from its executor.log, never the script's. */
+static void test_root_cause_of_a_command_that_never_ran(void **state) {
+    (void)state;
+    fixture *f = make(PS_WORKERS);
+    am_fsm_start(&f->fsm, 0, fresh(f));
+    am_task *t = task(f, "worker", 2);
+    am_fsm_task_start_log(&f->fsm, t,
+                          "2026-12-07 21:43:03.490 INFO  [executor worker:2] starting\n"
+                          "2026-12-07 21:43:03.497 ERROR [executor worker:2] unpacking the python venv v.zip: bad",
+                          "/jobs/j/attempts/0/worker-2/executor.log");
+    am_fsm_exited(&f->fsm, t, AM_EXEC_EXIT_NOT_STARTED, NULL, 5, fresh(f));
+    assert_true(f->job->attempt_over);
+    stopped(f); /* the others end: the attempt with them */
+    assert_non_null(f->fsm.root_cause.task);
+    char *text = am_cause_text(&f->fsm.root_cause);
+    assert_non_null(strstr(text, "Root cause: worker:2 could not start its command in attempt 0: unpacking the "
+                                 "python venv v.zip: bad. Its executor gave up before running it (exit code 122). "
+                                 "The end of its executor.log:\n    2026-12-07"));
+    assert_non_null(strstr(text, "\nAll of it: /jobs/j/attempts/0/worker-2/executor.log"));
+    assert_null(strstr(text, "script's own error"));
+    free(text);
+    json_t *j = am_cause_json(&f->fsm.root_cause);
+    assert_true(json_is_false(json_object_get(j, JOB_CAUSE_COMMAND_STARTED)));
+    json_decref(j);
     destroy(f);
 }
 
@@ -1635,6 +1666,7 @@ int main(void) {
         cmocka_unit_test(test_restart_within_budget_then_fail),
         cmocka_unit_test(test_only_first_exit_counts),
         cmocka_unit_test(test_exit_before_registration_fails),
+        cmocka_unit_test(test_root_cause_of_a_command_that_never_ran),
         cmocka_unit_test(test_heartbeat_expiry),
         cmocka_unit_test(test_heartbeats_floor_of_three),
         cmocka_unit_test(test_barrier_waiters_not_expired),

@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "common/lastwords.h"
 #include "conf/conf.h"
+#include "common/amapi.h"
 #include "conf/plan.h"
 #include "runtime/runtime.h"
 
@@ -101,6 +102,17 @@ static void test_decisions_and_reasons(void **state) {
     assert_false(am_policy_should_retry(&p, &f, 2, &why));
     assert_non_null(strstr(why, "tony.application.restart-policy is exit-code"));
     free(why);
+    /* a command that never ran: the executor's own code for the job's
+     * inputs is not retried, and not called the script's; a container the
+     * runtime did not start (125) is retried as a failed launch */
+    f = (am_failure){.role = worker, .exit_status = AM_EXEC_EXIT_NOT_STARTED, .never_ran = true};
+    assert_false(am_policy_should_retry(&p, &f, 2, &why));
+    assert_non_null(strstr(why, "the command never ran"));
+    assert_null(strstr(why, "script's own"));
+    free(why);
+    f.exit_status = 125;
+    assert_true(am_policy_should_retry(&p, &f, 2, &why));
+    f.never_ran = false;
     f.role = ps; /* its own key says on-failure */
     assert_true(am_policy_should_retry(&p, &f, 2, &why));
     assert_false(am_policy_should_retry(&p, &f, 0, &why));

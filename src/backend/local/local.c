@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/jobdir.h"
+#include "common/lastwords.h"
 #include "common/log.h"
 #include "common/pace.h"
 #include "common/proc.h"
@@ -505,7 +506,7 @@ static void in_image(local_backend *b, container *c, const tony_role *r, const c
 static int start_container(local_backend *b, container *c, tony_error *err) {
     c->task_dir = tony_jobdir_task_dir(b->job_dir, c->attempt, c->role, c->index);
     char *work = tony_path_join(c->task_dir, "work");
-    char *exec_log = tony_path_join(c->task_dir, "executor.log");
+    char *exec_log = tony_path_join(c->task_dir, TONY_EXECUTOR_LOG);
     int rc = tony_mkdir_p(work, 0700, err);
     if (rc == 0 && localize(work, c->resources, err)) rc = tony_err_wrap(err, "localizing %s:%d", c->role, c->index);
     if (rc == 0) {

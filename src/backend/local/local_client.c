@@ -689,6 +689,7 @@ static char *local_lost_reason(const char *job_dir, const char *app_id) {
 
 const tony_client_backend_ops tony_local_client_ops = {
     .name = "local",
+    .tasks_run_here = true,
     .configured = local_configured,
     .owns_job = local_owns_job,
     .check_plan = local_check_plan,
