@@ -80,10 +80,10 @@ static void print_markdown(const tony_key *k, size_t n) {
     }
     printf("\n## TonY's keys tony accepts and does not act on\n\n"
            "A TonY `tony.xml` holding them loads as it is; they change nothing. The one\n"
-           "exception is TonY's older name of a key tony reads (\"Use tony....\" below):\n"
+           "exception is TonY's older name of a key tony reads (\"Read as tony....\" below):\n"
            "set to ask for something (true, or any value of a non-switch) while the key\n"
-           "tony reads is not set, it is refused at submit with that key to set, since\n"
-           "the job would otherwise run without what it asked for (in no image, say).\n\n"
+           "tony reads is not set, its value is taken as that key's at submit, with a\n"
+           "note naming both, so the job runs as it did under TonY (in its image, say).\n\n"
            "| Key | What it does in TonY | Why tony does not |\n|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
         if (!k[i].why_not) continue;

@@ -247,7 +247,11 @@ static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
 
 /* A misspelled tony.* key is refused before anything runs; one close to no
  * key is named, as it may be a resource of TonY's tony.<type>.<resource>. */
-static int check_keys(const tony_conf *c, tony_error *err) {
+static int check_keys(tony_conf *c, tony_error *err) {
+    tony_strv older = {0};
+    tony_conf_take_older_names(c, &older);
+    for (size_t i = 0; i < older.len; i++) fprintf(stderr, "tony: note: %s\n", older.items[i]);
+    tony_strv_free(&older);
     tony_strv unknown = {0};
     int rc = tony_conf_check_keys(c, &unknown, err);
     for (size_t i = 0; rc == 0 && i < unknown.len; i++)

@@ -144,9 +144,9 @@ static bool resource_of_a_job_type(const tony_conf *c, const char *key) {
 }
 
 /* The key tony reads in place of k, when k is TonY's older name of it
- * (its why_not is "Use <key>."); NULL otherwise. Free it. */
+ * (its why_not is "Read as <key>."); NULL otherwise. Free it. */
 static char *renamed_to(const tony_key *k) {
-    static const char use[] = "Use ";
+    static const char use[] = "Read as ";
     if (!k->why_not || strncmp(k->why_not, use, sizeof use - 1) != 0) return NULL;
     const char *name = k->why_not + sizeof use - 1;
     size_t n = strlen(name);
@@ -164,22 +164,29 @@ static bool asks_for_something(const tony_key *k, const char *value) {
     return k->type != TONY_KEY_BOOL || strcasecmp(value, "true") == 0;
 }
 
-/* TonY's older name of a key tony reads (tony.application.docker.enabled
- * for tony.docker.enabled), set to ask for something while the key tony
- * reads is not set: the job would run without it, so it is refused naming
- * the key to set. With both set (a config written for both) it is left. */
-static int check_older_name(const tony_conf *c, const tony_key *k, const char *key, const char *value,
-                            const char *from, tony_error *err) {
-    char *now = renamed_to(k);
-    if (!now) return 0;
-    int rc = 0;
-    const char *now_from = tony_conf_get(c, now) ? tony_conf_get_source(c, now) : NULL;
-    bool now_set = now_from && strcmp(now_from, "default") != 0;
-    if (asks_for_something(k, value) && !now_set)
-        rc = tony_err(err, "%s (from %s) is TonY's older name, which tony does not read: did you mean %s? "
-                           "Set %s=%s instead (docs/keys.md)", key, from, now, now, value);
-    free(now);
-    return rc;
+/* Whether the user set key (any source but the built-in defaults). */
+static bool user_set(const tony_conf *c, const char *key) {
+    const char *from = tony_conf_get(c, key) ? tony_conf_get_source(c, key) : NULL;
+    return from && strcmp(from, "default") != 0;
+}
+
+void tony_conf_take_older_names(tony_conf *c, tony_strv *notes) {
+    for (size_t i = 0; i < tony_conf_size(c); i++) {
+        const char *key = tony_conf_key_at(c, i);
+        const tony_key *k = strncmp(key, "tony.", 5) == 0 && user_set(c, key) ? tony_key_find(key) : NULL;
+        char *now = k ? renamed_to(k) : NULL;
+        if (now && asks_for_something(k, tony_conf_value_at(c, i)) && !user_set(c, now)) {
+            /* copies: the set may move the table's entries */
+            char *old = tony_strdup(key), *value = tony_strdup(tony_conf_value_at(c, i));
+            char *from = tony_sprintf("%s, as %s", tony_conf_get_source(c, old), old);
+            tony_conf_set(c, now, value, from);
+            if (notes)
+                tony_strv_pushf(notes, "%s is TonY's older name of %s: read as %s=%s (set %s to silence this)", old,
+                                now, now, value, now);
+            free(old), free(value), free(from);
+        }
+        free(now);
+    }
 }
 
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err) {
@@ -191,7 +198,6 @@ int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err
         char *near = k && tony_key_is_pattern(k) ? misspelled_type(c, key) : NULL;
         if (k && !near) {
             if (tony_key_check_value(k, key, tony_conf_value_at(c, i), from, err)) return -1;
-            if (check_older_name(c, k, key, tony_conf_value_at(c, i), from, err)) return -1;
             continue;
         }
         if (!near) near = tony_conf_suggest_key(key);

@@ -18,6 +18,15 @@
  * it is added to *unknown (may be NULL), for a note. */
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err);
 
+/* TonY's older name of a key tony reads (tony.application.docker.enabled
+ * for tony.docker.enabled, tony.task.heartbeat-interval for
+ * tony.task.heartbeat-interval-ms), set by the user to ask for something
+ * while the key tony reads is not: the value is set on that key (its
+ * source says from where, and as which name), so a TonY config runs as it
+ * did under TonY, and a note for each is appended to *notes (may be
+ * NULL). With both set, the key tony reads wins and nothing is said. */
+void tony_conf_take_older_names(tony_conf *c, tony_strv *notes);
+
 /* A warning (appended to *warnings) for each per-role sizing key the user
  * set (tony.<role>.memory, .vcores, .gpus, .resources) of a job type with
  * no tony.<role>.instances: the key does nothing. Without any instances the

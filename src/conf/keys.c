@@ -268,9 +268,9 @@ static const tony_key keys[] = {
      "podman or docker (ours); unset, the first on PATH that answers. Refused at submit when missing.", NULL},
     {TONY_KEY_DOCKER_NETWORK, STR, NULL, ALL, "The containers' network (ours); unset, the host's.", NULL},
     {"tony.application.docker.enabled", BOOL, NULL, YARN, "TonY's older name of tony.docker.enabled.",
-     "Use tony.docker.enabled."},
+     "Read as tony.docker.enabled."},
     {"tony.application.docker.image", STR, NULL, YARN, "TonY's older name of tony.docker.containers.image.",
-     "Use tony.docker.containers.image."},
+     "Read as tony.docker.containers.image."},
 
     /* History and portal */
     {TONY_KEY_HISTORY_LOCATION, STR, "/path/to/tony-history", ALL,
@@ -365,7 +365,7 @@ static const tony_key keys[] = {
     {"tony.task.executor.registry-timeout-sec", SEC, NULL, ALL, "TonY's executor registration timeout.",
      "tony uses tony.container.registration.timeout."},
     {"tony.task.heartbeat-interval", MS, NULL, ALL, "TonY's older name of tony.task.heartbeat-interval-ms.",
-     "Use tony.task.heartbeat-interval-ms."},
+     "Read as tony.task.heartbeat-interval-ms."},
     {"tony.chief.name", STR, NULL, ALL, "TonY's name of the chief job type.",
      "tony's chief is the job type named chief (or worker 0, as the framework says)."},
     {"tony.chief.index", INT, NULL, ALL, "TonY's index of the chief task.",

@@ -84,12 +84,9 @@ def test_a_value_of_the_wrong_type_is_refused(tony, tmp_path, dry_run, where, ke
 
 DO_NOTHING = [
     # (key=value, what the refusal must say) -- keys that would change nothing (issue 34 #3)
+    # TonY's older name, read as tony.docker.enabled: then no image is set
     ("tony.application.docker.enabled=true",
-     "tony.application.docker.enabled (from {src}) is TonY's older name, which tony does not read: did you mean "
-     "tony.docker.enabled? Set tony.docker.enabled=true instead"),
-    ("tony.application.docker.image=img:1",
-     "tony.application.docker.image (from {src}) is TonY's older name, which tony does not read: did you mean "
-     "tony.docker.containers.image? Set tony.docker.containers.image=img:1 instead"),
+     "tony.docker.enabled is true but no image is set: set tony.docker.containers.image"),
     ("tony.docker.enabled=true",
      "tony.docker.enabled is true but no image is set: set tony.docker.containers.image"),
     ("tony.worker.memory=0", "tony.worker.memory must be more than 0 (the memory of each worker task, e.g. 2g), got '0'"),
@@ -105,6 +102,23 @@ def test_keys_that_would_do_nothing_are_refused(tony, tmp_path, dry_run, setting
     assert r.rc == 2, r
     assert said.format(src="--conf") in r.err, r
     nothing_started(tony)
+
+
+def test_tonys_older_names_are_read_as_the_keys_tony_reads(tony):
+    """A TonY config with TonY's older names runs as it did under TonY: each
+    is taken as the key tony reads, with a note naming both."""
+    r = tony.submit("--dry-run", "--executes", "echo hi", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.application.docker.enabled=true", "--conf", "tony.application.docker.image=img:1",
+                    "--conf", "tony.task.heartbeat-interval=700")
+    # both docker keys taken: the image is looked for (and not in this machine's store)
+    assert r.rc == 2 and "image img:1 (tony.docker.worker.image or tony.docker.containers.image" in r.err, r
+    for old, now, value in [("tony.application.docker.enabled", "tony.docker.enabled", "true"),
+                            ("tony.application.docker.image", "tony.docker.containers.image", "img:1"),
+                            ("tony.task.heartbeat-interval", "tony.task.heartbeat-interval-ms", "700")]:
+        assert f"tony: note: {old} is TonY's older name of {now}: read as {now}={value}" in r.err, r
+    r = tony.submit("--dry-run", "--executes", "echo hi", "--conf", "tony.worker.instances=1",
+                    "--conf", "tony.task.heartbeat-interval=700")
+    assert r.rc == 0 and "heartbeat:  every 700 ms" in r.out, r
 
 
 def test_an_older_name_beside_the_key_tony_reads_passes(tony):
