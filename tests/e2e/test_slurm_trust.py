@@ -203,7 +203,8 @@ def test_launch_rpc_carries_no_secret(observed):
 
 def test_slurm_tools_show_no_secret(observed):
     for tool, text in observed.tools.items():
-        assert observed.slurm_id in text, (tool, text)  # the control: it describes the job
+        # the control: it describes the job (the batch script: its command)
+        assert (" am --slurm " if "batch_script" in tool else observed.slurm_id) in text, (tool, text)
         for what, needle in needles(observed.secret).items():
             if what.startswith("the control key") and what.endswith("key"):
                 continue  # raw bytes: not in a tool's text
