@@ -52,10 +52,11 @@ const tony_task_backend_ops *tony_task_backend_find(const char *name);
 /* The table of this task's backend, named by TASKENV_BACKEND in its env. */
 const tony_task_backend_ops *tony_task_backend(void);
 
-/* The secret of a task in an image (backend/container.h), from the job dir
- * that TASKENV_SECRET_JOB_DIR names, mounted into its container: a
- * container's env is in plain view of whoever may inspect it. The local and
- * Slurm backends' secret op. */
+/* The secret from the job dir that TASKENV_SECRET_JOB_DIR names: a local
+ * task's in an image (backend/container.h; the dir mounted into its
+ * container), whose env is in plain view of whoever may inspect it, and
+ * every Slurm task's, whose step env srun sends to slurmd in clear. The
+ * local and Slurm backends' secret op. */
 int tony_task_secret_from_job_dir(char **out, tony_error *err);
 
 /* The executor's questions, answered by tony_task_backend()'s ops (or

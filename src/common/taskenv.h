@@ -35,8 +35,9 @@
 #define TASKENV_BACKEND "TONY_BACKEND"              /* the coordinator's backend (tony_backend_ops.name), whose
                                                         task side the executor asks (backend/task.h) */
 #define TASKENV_SECRET "TONY_SECRET"                /* unless the backend delivers it otherwise */
-#define TASKENV_SECRET_JOB_DIR "TONY_SECRET_JOB_DIR" /* local, in an image: the job dir whose secret file
-                                                        holds it (an env var shows in the runtime's inspect) */
+#define TASKENV_SECRET_JOB_DIR "TONY_SECRET_JOB_DIR" /* local in an image, and Slurm: the job dir whose secret
+                                                        file holds it (an env var shows in the runtime's inspect,
+                                                        and travels in Slurm's launch RPC) */
 #define TASKENV_TASK_ID "TONY_TASK_ID"              /* <role>:<index> */
 #define TASKENV_ATTEMPT "TONY_ATTEMPT"
 /* Elastic jobs: the world's version, one more at each change of its

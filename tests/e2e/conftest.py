@@ -404,6 +404,43 @@ def wait_for(pred, timeout=60, interval=0.2, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+# A job ends when its tracked tasks do and stops its untracked and sidecar
+# tasks then, whatever they had run (TonY's rule). A test that reads such a
+# task's output or state has a tracked task wait for it first (issue 40):
+# these are shell commands for the tracked task's command line, which give
+# up after timeout_s (the test's assertion then says what was missing).
+def after_output(task, text, timeout_s=120):
+    """Waits until task (its log dir's name: "ps-0") has text in its stdout,
+    a sibling of this task's log dir (TONY_LOG_DIR) on the local and Slurm
+    backends, in an image too (the job dir is mounted at its own path). The
+    user's process writes its stdout to that file itself: what it printed
+    is there."""
+    assert "'" not in text
+    log = f'"$TONY_LOG_DIR/../{task}/stdout"'
+    return f"for _ in $(seq {timeout_s * 10}); do grep -qF -- '{text}' {log} 2>/dev/null && break; sleep 0.1; done"
+
+
+def after_states(states, timeout_s=120):
+    """Waits until the coordinator's job JSON (read with the read token the
+    user's process gets) says each task ("role:index") is in its state,
+    states being {task: state}; any backend (python3 on the task's PATH)."""
+    want = ",".join(f'"{t}":"{s}"' for t, s in states.items())
+    code = ("import json, os, time, urllib.request as u\n"
+            f"want = {{{want}}}\n"
+            f"for _ in range({timeout_s * 5}):\n"
+            "    try:\n"
+            "        r = u.Request(os.environ[\"TONY_AM_URL\"] + \"/v1/job\", "
+            "headers={\"X-Tony-Token\": os.environ[\"TONY_READ_TOKEN\"]})\n"
+            "        tasks = json.load(u.urlopen(r, timeout=5))[\"tasks\"]\n"
+            "        have = {\"%s:%s\" % (t[\"role\"], t[\"index\"]): t[\"state\"] for t in tasks}\n"
+            "        if all(have.get(t) == s for t, s in want.items()):\n"
+            "            break\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    time.sleep(0.2)\n")
+    return f"python3 -c '{code}'"
+
+
 @pytest.fixture
 def scripts(tmp_path):
     """A src dir with small task scripts."""

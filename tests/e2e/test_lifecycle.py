@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import call, job_processes, wait_for
+from conftest import after_states, call, job_processes, wait_for
 
 # Small tasks: memory is measured and enforced, so ask for little.
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m", "--conf", "tony.chief.memory=256m"]
@@ -134,7 +134,9 @@ def test_untracked_failure_fails_fast(tony):
 
 
 def test_sidecar_failure_ignored(tony):
-    r = tony.submit("--executes", role_cmd({"tensorboard": "exit 9"}, "sleep 2"),
+    # the worker ends once the coordinator saw the sidecar fail: the job would
+    # stop a sidecar still starting (FINISHED) when it ends (issue 40)
+    r = tony.submit("--executes", role_cmd({"tensorboard": "exit 9"}, after_states({"tensorboard:0": "FAILED"})),
                     "--conf", "tony.tensorboard.instances=1", "--conf", "tony.tensorboard.memory=128m",
                     "--conf", "tony.worker.instances=1", *SMALL)
     assert r.rc == 0, r

@@ -6,7 +6,19 @@ import pytest
 
 SMALL = ["--conf", "tony.worker.memory=256m", "--conf", "tony.ps.memory=256m"]
 
-DUMP = "import json, os; print(json.dumps(dict(os.environ)))\n"
+# Every task prints its env. A task given DUMP_AFTER=<task's log dir name>
+# (--shell_env: all tasks) ends only once that task, an untracked ps, has
+# printed its own: the job ends with its tracked tasks and stops the ps then,
+# whatever it had run (issue 40).
+DUMP = """import json, os, time
+print(json.dumps(dict(os.environ)), flush=True)
+after = os.environ.get("DUMP_AFTER")
+for _ in range(1200 if after else 0):
+    log = os.path.join(os.environ["TONY_LOG_DIR"], "..", after, "stdout")
+    if os.path.exists(log) and open(log).read().endswith("}\\n"):
+        break
+    time.sleep(0.1)
+"""
 
 
 def envs(r):
@@ -16,11 +28,12 @@ def envs(r):
     return out
 
 
-def submit(tony, scripts, framework, *confs):
+def submit(tony, scripts, framework, *confs, after=None):
     (scripts / "dump.py").write_text(DUMP)
+    wait = ["--shell_env", f"DUMP_AFTER={after}"] if after else []
     return tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3",
                        "--executes", "dump.py", "--conf", f"tony.application.framework={framework}",
-                       *[a for c in confs for a in ("--conf", c)], *SMALL)
+                       *[a for c in confs for a in ("--conf", c)], *wait, *SMALL)
 
 
 def test_tensorflow_env(tony, scripts):
@@ -28,7 +41,8 @@ def test_tensorflow_env(tony, scripts):
     r = tony.submit("--src_dir", str(scripts), "--python_binary_path", "/usr/bin/python3", "--executes", "dump.py",
                     "--conf", "tony.worker.instances=2", "--conf", "tony.ps.instances=1",
                     "--conf", "tony.evaluator.instances=1", "--conf", "tony.evaluator.memory=256m",
-                    "--conf", "tony.ps.command=/usr/bin/python3 dump.py; sleep 300", *SMALL)
+                    "--conf", "tony.ps.command=/usr/bin/python3 dump.py; sleep 300", "--shell_env", "DUMP_AFTER=ps-0",
+                    *SMALL)
     assert r.rc == 0, r
     e = envs(r)
     spec = json.loads(e["worker:0"]["CLUSTER_SPEC"])
@@ -126,7 +140,7 @@ def test_gpu_pool_sets_cuda_visible_devices(tony, scripts):
     # assignment from it is checked; real GPUs are exercised on the device
     # machine (see bench/ and the README).
     r = submit(tony, scripts, "tensorflow", "tony.worker.instances=2", "tony.worker.gpus=1",
-               "tony.ps.instances=1", "tony.ps.command=/usr/bin/python3 dump.py", "tony.local.gpus=2")
+               "tony.ps.instances=1", "tony.ps.command=/usr/bin/python3 dump.py", "tony.local.gpus=2", after="ps-0")
     assert r.rc == 0, r
     e = envs(r)
     assert {e["worker:0"]["CUDA_VISIBLE_DEVICES"], e["worker:1"]["CUDA_VISIBLE_DEVICES"]} == {"0", "1"}

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import after_output, wait_for
 from test_slurm_jobs import sacct_states, slurm_id, stony, submit  # noqa: F401 (stony is a fixture)
 
 pytestmark = pytest.mark.slurm
@@ -44,7 +44,9 @@ def docker_conf(image, *extra):
 
 def test_het_job_tasks_run_in_the_image(stony, slurm, image):
     assert not os.path.exists(MARKER), "the host must not have the image's marker"
-    r = submit(stony, "--executes", f'echo "$JOB_NAME:$TASK_INDEX marker=$(cat {MARKER})"; cat /proc/1/cmdline',
+    # the workers end once the untracked ps has printed what is read below (issue 40)
+    r = submit(stony, "--executes", f'echo "$JOB_NAME:$TASK_INDEX marker=$(cat {MARKER})"; cat /proc/1/cmdline; '
+               f'[ "$JOB_NAME" = ps ] || {{ {after_output("ps-0", "executor")}; }}',
                "--conf", "tony.application.framework=tensorflow",
                "--conf", "tony.ps.instances=1", "--conf", "tony.ps.memory=512m",
                "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=1g",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Tony, job_processes, make_venv_zip, shipment, wait_for
+from conftest import REPO, Tony, after_output, job_processes, make_venv_zip, shipment, wait_for
 
 pytestmark = pytest.mark.slurm
 EXAMPLES = str(REPO / "examples")
@@ -67,8 +67,10 @@ def sacct_job_state(slurm, job_id):
 
 
 def test_ps_and_workers_one_het_job(stony, slurm):
+    # the workers end once the untracked ps has printed what is read below
     r = submit(stony, "--executes",
-               'echo "$JOB_NAME:$TASK_INDEX on $SLURMD_NODENAME step $SLURM_STEP_ID"; echo "$TF_CONFIG"',
+               'echo "$JOB_NAME:$TASK_INDEX on $SLURMD_NODENAME step $SLURM_STEP_ID"; echo "$TF_CONFIG"; '
+               f'[ "$JOB_NAME" = ps ] || {{ {after_output("ps-0", "index")}; }}',
                "--conf", "tony.application.framework=tensorflow", "--conf", "tony.application.name=tony-e2e-psw",
                "--conf", "tony.ps.instances=1", "--conf", "tony.ps.memory=512m",
                "--conf", "tony.worker.instances=2", "--conf", "tony.worker.memory=1g")
@@ -186,7 +188,9 @@ def test_venv_and_resources(stony, tmp_path, scripts):
 
 
 def test_gpus_from_gres_and_too_many_refused(stony, slurm):
-    r = submit(stony, "--executes", 'echo "CVD=$CUDA_VISIBLE_DEVICES node=$SLURMD_NODENAME"',
+    # the workers end once the untracked ps has printed its line (issue 40)
+    r = submit(stony, "--executes", 'echo "CVD=$CUDA_VISIBLE_DEVICES node=$SLURMD_NODENAME"; '
+               f'[ "$JOB_NAME" = ps ] || {{ {after_output("ps-0", "node=")}; }}',
                "--conf", "tony.worker.instances=2", "--conf", "tony.worker.gpus=2",
                "--conf", "tony.worker.memory=512m", "--conf", "tony.ps.instances=1", "--conf", "tony.ps.memory=512m",
                "--conf", "tony.slurm.worker.partition=gpu")

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import PYTHON, REPO, SHIPMENT_SEEN, call, remember_job, shipment, wait_for
+from conftest import PYTHON, REPO, SHIPMENT_SEEN, after_states, call, remember_job, shipment, wait_for
 
 pytestmark = pytest.mark.hadoop
 
@@ -168,7 +168,10 @@ def test_chief_failure_fails_fast(yarn):
 
 
 def test_untracked_and_sidecar_roles(yarn):
-    r = yarn.submit("--executes", role_cmd({"ps": "sleep 300", "tensorboard": "sleep 300"}, "sleep 1"),
+    # the worker ends once both run: a sidecar that does not hold the gang may
+    # still be starting when the job ends (issue 40)
+    running = after_states({"ps:0": "RUNNING", "tensorboard:0": "RUNNING"})
+    r = yarn.submit("--executes", role_cmd({"ps": "sleep 300", "tensorboard": "sleep 300"}, running),
                     "--conf", "tony.ps.instances=1", "--conf", "tony.worker.instances=1",
                     "--conf", "tony.tensorboard.instances=1", "--conf", "tony.tensorboard.memory=256m",
                     "--conf", "tony.application.sidecar.jobtypes=tensorboard")

@@ -24,6 +24,7 @@ typedef struct slurm_placement {
     tony_local_placement base;
     tony_plan plan;
     tony_slurm_layout layout;
+    char *job_dir; /* holds the secret file each task's executor reads */
     bool killed; /* the job's final status is KILLED */
 } slurm_placement;
 
@@ -46,6 +47,11 @@ static int slurm_wrap(void *ctx, const tony_launch *l, tony_strv *prefix, tony_e
      * step Slurm kills (an executor that could not stop it first) leaves
      * nothing behind. */
     tony_env_set(env, TASKENV_SHARE_PROCESS_GROUP, "1");
+    /* The step's env travels in clear in srun's launch RPC to slurmd (and
+     * slurmstepd keeps it): the executor reads the secret from the job dir
+     * (0700, its file 0600) on the file system the nodes share instead. */
+    tony_env_unset(env, TASKENV_SECRET);
+    tony_env_set(env, TASKENV_SECRET_JOB_DIR, p->job_dir);
     return 0;
 }
 
@@ -114,6 +120,7 @@ static void slurm_placement_free(void *ctx) {
     if (p->killed) cancel_own_job();
     tony_slurm_layout_free(&p->layout);
     tony_plan_free(&p->plan);
+    free(p->job_dir);
     free(p);
 }
 
@@ -129,5 +136,6 @@ tony_backend *tony_backend_slurm_new(const tony_backend_opts *o, tony_error *err
         free(p);
         return NULL;
     }
+    p->job_dir = tony_strdup(o->job_dir);
     return tony_backend_local_new_placed(o->base, o->reaper, o->job_dir, &p->base, err);
 }

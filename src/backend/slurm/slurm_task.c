@@ -18,7 +18,7 @@ void tony_slurm_task_user_env(tony_env *env) {
     for (size_t i = 0; i < sizeof step_layout / sizeof *step_layout; i++) tony_env_unset(env, step_layout[i]);
 }
 
-/* The secret comes in the env (in an image, from the job dir); no
- * credentials, no second coordinator. */
+/* The secret comes from the job dir (slurm_backend.c keeps it out of the
+ * step's env); no credentials, no second coordinator. */
 const tony_task_backend_ops tony_slurm_task_ops = {
     .name = "slurm", .secret = tony_task_secret_from_job_dir, .user_env = tony_slurm_task_user_env};
