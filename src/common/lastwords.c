@@ -34,6 +34,34 @@ static void make_utf8(char *s, size_t n) {
     }
 }
 
+/* What a terminal would show of s[0..n), in place; returns the new length.
+ * A colored traceback or a progress bar writes escape sequences and
+ * carriage returns, which would show as garbage on the page and in JSON:
+ * CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL or ESC \) sequences
+ * and other escapes (ESC, intermediates, a final byte) go, a carriage return starts its line over, other
+ * control bytes go (a NUL is left for make_utf8 to show). */
+static size_t strip_terminal_codes(char *s, size_t n) {
+    size_t out = 0, line = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 0x1b && i + 1 < n && s[i + 1] == '[') {
+            for (i += 2; i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e); i++) {}
+        } else if (c == 0x1b && i + 1 < n && s[i + 1] == ']') {
+            for (i += 2; i < n && s[i] != '\a' && !(s[i] == 0x1b && i + 1 < n && s[i + 1] == '\\'); i++) {}
+            if (i < n && s[i] == 0x1b) i++;
+        } else if (c == 0x1b) {
+            /* ESC, its intermediate bytes (ESC ( B) and its final byte */
+            for (i++; i + 1 < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x2f; i++) {}
+        } else if (c == '\r' && !(i + 1 < n && s[i + 1] == '\n')) {
+            out = line;
+        } else if (c == '\n' || c == '\t' || c == 0 || (c >= 0x20 && c != 0x7f)) {
+            s[out++] = (char)c;
+            if (c == '\n') line = out;
+        }
+    }
+    return out;
+}
+
 /* The last `lines` whole lines of text[0..n) that fit in max_bytes, as a
  * new string without trailing blank space; NULL when nothing is left. */
 static char *last_lines(const char *text, size_t n, int lines, size_t max_bytes) {
@@ -51,8 +79,14 @@ static char *last_lines(const char *text, size_t n, int lines, size_t max_bytes)
     if (seen == 0) start = n - max_bytes; /* one line longer than max_bytes: its end */
     char *out = tony_xmalloc(n - start + 1);
     memcpy(out, text + start, n - start);
-    out[n - start] = '\0';
-    make_utf8(out, n - start);
+    size_t len = strip_terminal_codes(out, n - start);
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\t')) len--;
+    out[len] = '\0';
+    make_utf8(out, len);
+    if (len == 0) {
+        free(out);
+        return NULL;
+    }
     return out;
 }
 

@@ -2,8 +2,9 @@
  * stderr (the Python traceback) and the report torch's @record decorator
  * writes to TORCHELASTIC_ERROR_FILE. Read by the executor when its user's
  * process ends, and by the coordinator from a task's log when the
- * container died without saying. Bounded, and valid UTF-8 whatever the file
- * holds (what comes out goes into JSON). */
+ * container died without saying. Bounded, valid UTF-8 whatever the file
+ * holds (what comes out goes into JSON), and what a terminal would show of
+ * it: no escape sequences (colors, a progress bar's carriage returns). */
 #ifndef TONY_LASTWORDS_H
 #define TONY_LASTWORDS_H
 

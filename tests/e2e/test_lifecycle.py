@@ -37,6 +37,23 @@ def test_single_node_fail(tony):
     assert "boom" in (r.job_dir() / "attempts/0/am/stderr").read_text()
 
 
+def test_root_cause_shows_what_a_terminal_would(tony):
+    """Issue 34 #5: a colored traceback and a progress bar on stderr reach
+    the root cause (the CLI, status, the job JSON the page and the portal
+    show) without their escape sequences and carriage returns."""
+    command = (r"printf '\033[1;31mTraceback\033[0m (most recent call last)\n 10%%\r100%% done\r\n"
+               r"\033[33mValueError: boom\033[m\n' >&2; exit 1")
+    r = tony.submit("--executes", command, "--conf", "tony.worker.instances=1", *SMALL)
+    assert r.rc == 1, r
+    status = tony.run("status", r.job_dir().name)
+    js = tony.run("status", r.job_dir().name, "--json")
+    for text in (r.text, status.out, js.out):
+        assert "\x1b" not in text and "\\u001b" not in text and "\r" not in text, text
+    assert "Traceback (most recent call last)\n100% done\nValueError: boom" in json.dumps(json.loads(js.out)).replace(
+        "\\n", "\n"), js.out
+    assert "ValueError: boom" in r.text, r
+
+
 def test_setup_failure_after_the_plan_still_writes_status_json(tony):
     """The coordinator's setup fails once the plan is made (the shared dir
     cannot be made), before anything is recorded: status.json still ends

@@ -205,6 +205,11 @@ static void test_stderr_tail(void **state) {
     const char odd[] = "ok\n\xff\xfe bad \xc3\x28 \xc3\xa9t\xc3\xa9\0x\n\n  \n";
     expect_read(odd, sizeof odd - 1, false, 5, 4096, "ok\n?? bad ?( \xc3\xa9t\xc3\xa9?x");
     expect_read("\n \n", 3, false, 5, 4096, NULL);
+    /* what a terminal shows: colors, a title, a progress bar's returns, a bell */
+    const char ansi[] = "\x1b]0;title\x07\x1b[1;31mTraceback\x1b[0m (most recent)\n"
+                        " 10%\r 50%\r100% done\a\r\n\x1b(BValueError: \x1b[33mboom\x1b[m\n\x1b[K";
+    expect_read(ansi, sizeof ansi - 1, false, 5, 4096, "Traceback (most recent)\n100% done\nValueError: boom");
+    expect_read("\x1b[31m\x1b[0m\n", 9, false, 5, 4096, NULL);
     assert_null(tony_lastwords_tail("/nonexistent/stderr", 5, 4096));
 }
 
