@@ -229,8 +229,31 @@ static int check_python_script(tony_opt *o, tony_error *err) {
                     exe, (int)n, exe, (int)n, exe);
 }
 
+/* --python_binary_path before a shell command (--executes 'sleep 25; echo
+ * done'): the task runs `python sleep 25; echo done`, Python fails on a
+ * script named sleep, and the job's result is the last command's. Said, not
+ * refused: a script may be named as a command is. */
+static void warn_shell_after_interpreter(tony_opt *o) {
+    const char *exe = tony_args_value(o, "executes"), *py = tony_args_value(o, "python_binary_path");
+    const char *src = tony_args_value(o, "src_dir");
+    if (!exe || !py || exe[0] == '-') return;
+    size_t n = strcspn(exe, " \t;&|");
+    if (n == 0 || memchr(exe, '/', n) || (n > 3 && strncmp(exe + n - 3, ".py", 3) == 0)) return;
+    char *first = tony_sprintf("%.*s", (int)n, exe);
+    char *shipped = src && tony_is_dir(src) ? tony_path_join(src, first) : NULL;
+    bool a_file = tony_file_exists(first) || (shipped && tony_file_exists(shipped));
+    char *command = a_file ? NULL : tony_proc_which(first);
+    bool shell = strpbrk(exe, ";&|") != NULL;
+    if (command || (shell && !a_file))
+        fprintf(stderr, "tony: warning: --executes '%s' %s, yet --python_binary_path %s runs it: each task runs "
+                        "`%s %s`; drop --python_binary_path to run a shell command, or name the Python script\n",
+                exe, command ? "starts with a command on PATH" : "is a shell command line", py, py, exe);
+    free(first), free(shipped), free(command);
+}
+
 static int build_conf(tony_opt *o, tony_conf *c, tony_error *err) {
     if (tony_confargs_load(o, c, err) || check_entry_point(o, c, err) || check_python_script(o, err)) return -1;
+    warn_shell_after_interpreter(o);
     const char *py = tony_args_value(o, "python_binary_path");
     char *here = py ? interpreter_from_here(py, tony_args_value(o, "python_venv"), tony_args_value(o, "src_dir")) : NULL;
     if (here) py = here;

@@ -47,6 +47,22 @@ def test_a_python_script_without_an_interpreter_gets_the_hint(tony, scripts, dry
     nothing_started(tony)
 
 
+def test_an_interpreter_before_a_shell_command_is_warned_about(tony, scripts):
+    """Issue 34 #4: `python sleep 1; echo trained` would end as echo did."""
+    r = tony.submit("--dry-run", "--python_binary_path", "python3", "--executes", "sleep 1; echo trained",
+                    "--conf", "tony.worker.instances=1")
+    assert r.rc == 0, r
+    assert ("tony: warning: --executes 'sleep 1; echo trained' starts with a command on PATH, yet "
+            "--python_binary_path python3 runs it: each task runs `python3 sleep 1; echo trained`") in r.err, r
+    # a script, a module, a script named as a command in the src_dir: nothing said
+    (scripts / "train.py").write_text("print('trained')\n")
+    (scripts / "sleep").write_text("print('a script named sleep')\n")
+    for executes in ("train.py --epochs 2", "-m http.server", "sleep"):
+        r = tony.submit("--dry-run", "--src_dir", str(scripts), "--python_binary_path", "python3",
+                        "--executes", executes, "--conf", "tony.worker.instances=1")
+        assert r.rc == 0 and "warning: --executes" not in r.err, r
+
+
 def test_notebook_with_a_python_without_jupyter_is_refused(tony, tmp_path):
     """Before: the URL was printed, exit 0, and the job died a second later."""
     env = tmp_path / "nojupyter"
