@@ -189,6 +189,40 @@ void tony_conf_take_older_names(tony_conf *c, tony_strv *notes) {
     }
 }
 
+/* The groups of tony's (and TonY's) own keys: tony.am.memory is the
+ * coordinator's, so tony.am.instances names no job type, and neither does
+ * tony.docker.instances or tony.application.instances. Without this they
+ * made job types named am, docker, application. */
+static const char *const reserved_groups[] = {
+    "am",    "application", "container", "containers", "docker", "execution", "history", "http", "https",
+    "init",  "keytab",      "local",     "portal",     "secret", "slurm",     "task",    "yarn", "horovod",
+};
+
+static bool reserved_group(const char *t, size_t n) {
+    for (size_t i = 0; i < sizeof reserved_groups / sizeof *reserved_groups; i++)
+        if (strlen(reserved_groups[i]) == n && strncmp(reserved_groups[i], t, n) == 0) return true;
+    return false;
+}
+
+/* tony.<group>.<job type attribute> of a reserved group: refused, naming
+ * the group's nearest key. */
+static int check_reserved_group(const tony_key *k, const char *key, const char *from, tony_error *err) {
+    const char *attr;
+    size_t tlen = type_of(key, &attr);
+    if (!tlen || !role_attribute(k) || !reserved_group(key + 5, tlen)) return 0;
+    nearest n = {NULL, (size_t)-1};
+    size_t count;
+    const tony_key *all = tony_keys(&count);
+    for (size_t i = 0; i < count; i++)
+        if (!tony_key_is_pattern(&all[i]) && strncmp(all[i].name, key, 5 + tlen + 1) == 0) consider(&n, key, all[i].name);
+    int rc = tony_err(err, "%s (from %s): %.*s is a group of tony's own keys (tony.%.*s.*), not a job type; "
+                           "name the job type otherwise%s%s%s",
+                      key, from, (int)tlen, key + 5, (int)tlen, key + 5, n.key ? " (did you mean " : "",
+                      n.key ? n.key : "", n.key ? "?)" : "");
+    free(n.key);
+    return rc;
+}
+
 int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err) {
     for (size_t i = 0; i < tony_conf_size(c); i++) {
         const char *key = tony_conf_key_at(c, i), *source = tony_conf_get_source(c, key);
@@ -198,6 +232,7 @@ int tony_conf_check_keys(const tony_conf *c, tony_strv *unknown, tony_error *err
         char *near = k && tony_key_is_pattern(k) ? misspelled_type(c, key) : NULL;
         if (k && !near) {
             if (tony_key_check_value(k, key, tony_conf_value_at(c, i), from, err)) return -1;
+            if (check_reserved_group(k, key, from, err)) return -1;
             continue;
         }
         if (!near) near = tony_conf_suggest_key(key);

@@ -12,6 +12,7 @@ private file was served, one linked to /dev/zero took the portal's memory,
 dry run of 10^4 tasks printed 3.6 GB. Processes that could run away are
 given a memory limit (RLIMIT_AS), so that a regression fails the test
 instead of taking the machine's memory."""
+import functools
 import json
 import os
 import resource
@@ -161,9 +162,11 @@ def plant_history(base):
     return hist
 
 
-def get(url, timeout=20):
+def get(url, timeout=20, token=None):
+    """GET url (with the portal's token where given); (status, body)."""
+    req = urllib.request.Request(url, headers={"X-Tony-Token": token} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
@@ -183,9 +186,11 @@ def test_portal_serves_no_linked_or_oversized_history_file(tony, tmp_path):
     try:
         line = p.proc.stdout.readline()
         assert line.startswith("tony: portal at http://"), (line, p.err_path.read_text())
-        url = line.split()[3]
+        # the printed link carries the portal's token (it takes one on every address)
+        url, _, token = line.split()[3].partition("?token=")
+        read = functools.partial(get, token=token)
         start = time.monotonic()
-        code, body = get(url + "v1/jobs")
+        code, body = read(url + "v1/jobs")
         assert code == 200, body[:500]
         assert SECRET_WORD.encode() not in body
         jobs = {j["app_id"]: j for j in json.loads(body)["jobs"]}
@@ -197,14 +202,14 @@ def test_portal_serves_no_linked_or_oversized_history_file(tony, tmp_path):
         for app, words in (("application_7_0002", ["is a symbolic link: not served"]),
                            ("application_7_0003", ["is a symbolic link", "is not a regular file"]),
                            ("application_7_0004", ["refused, not read"])):
-            code, body = get(url + f"v1/jobs/{app}")
+            code, body = read(url + f"v1/jobs/{app}")
             assert code == 200, (app, body[:500])
             assert SECRET_WORD.encode() not in body
             problems = " | ".join(json.loads(body)["problems"])
             for w in words:
                 assert w in problems, (app, problems)
         # a job dir that leads out of the tree serves nothing of what it leads to
-        code, body = get(url + "v1/jobs/application_7_0005")
+        code, body = read(url + "v1/jobs/application_7_0005")
         assert SECRET_WORD.encode() not in body, body[:500]
         if code == 200:
             assert "leads outside" in " ".join(json.loads(body)["problems"]), body[:500]

@@ -89,6 +89,12 @@ DO_NOTHING = [
      "tony.docker.enabled is true but no image is set: set tony.docker.containers.image"),
     ("tony.docker.enabled=true",
      "tony.docker.enabled is true but no image is set: set tony.docker.containers.image"),
+    # a group of tony's own keys is no job type (it made roles named am, docker, application)
+    ("tony.am.instances=2", "tony.am.instances (from {src}): am is a group of tony's own keys (tony.am.*), not a job type"),
+    ("tony.application.instances=1",
+     "tony.application.instances (from {src}): application is a group of tony's own keys (tony.application.*), not a "
+     "job type; name the job type otherwise (did you mean tony.application.name?)"),
+    ("tony.docker.memory=2g", "docker is a group of tony's own keys (tony.docker.*), not a job type"),
     ("tony.worker.memory=0", "tony.worker.memory must be more than 0 (the memory of each worker task, e.g. 2g), got '0'"),
     ("tony.am.memory=0", "tony.am.memory must be more than 0"),
 ]
