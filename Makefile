@@ -74,7 +74,7 @@ test-asan: asan dist
 	  $(PY) -m pytest -q -m "not ml and not scale and not hadoop and not slurm and not images and not airflow" tests/e2e
 
 # The end-to-end tests that want the plain build: those that train for real
-# (marked ml: TensorFlow, PyTorch, Horovod, Jupyter, the README's examples;
+# (marked ml: TensorFlow, PyTorch, Horovod, Jupyter, the README's and docs/' examples;
 # ASan adds nothing to Python) and the 2,000-task scale test (marked scale:
 # under ASan it would measure ASan). `make test` runs the local end-to-end
 # suite once: these here, the rest in test-asan.

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Horovod (PyTorch, gloo controller) on scikit-learn's digits.
 
-How tony runs it::
+How tony runs it (`scripts/install-deps python` builds Horovod into
+build/pyenv)::
 
     build/bin/tony submit --src_dir examples \
-        --python_binary_path build/hvdenv/bin/python \
+        --python_binary_path build/pyenv/bin/python \
         --executes horovod/torch_digits.py \
         --conf tony.application.framework=horovod \
         --conf tony.worker.instances=2

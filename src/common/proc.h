@@ -48,8 +48,8 @@ char *tony_proc_which(const char *name);
 
 /* The shell that runs a user's command line as `<shell> -c <command>`:
  * bash where it is on PATH (TonY's commands are written for it), else the
- * POSIX shell every image has, TONY_PROC_POSIX_SHELL (README: an image
- * needs only /bin/sh). */
+ * POSIX shell every image has, TONY_PROC_POSIX_SHELL (docs/images.md: an
+ * image needs only /bin/sh). */
 #define TONY_PROC_POSIX_SHELL "/bin/sh"
 const char *tony_proc_command_shell(void);
 /* The same choice made where the command runs (an image), as the script of

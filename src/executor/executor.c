@@ -801,7 +801,7 @@ static int run_user_process(executor *x, const tony_exec_answer *go, tony_error 
     tony_backend_task_user_env(&all);
     char *out = tony_sprintf("%s/stdout", x->log_dir), *errp = tony_sprintf("%s/stderr", x->log_dir);
     /* bash where there is one, as TonY runs commands; else /bin/sh, all
-     * that an image or a bare host needs (README) */
+     * that an image or a bare host needs (docs/images.md) */
     const char *shell = tony_proc_command_shell();
     if (strcmp(shell, "bash") != 0) tony_info("bash is not on PATH here: the command runs with %s", shell);
     char *argv[] = {(char *)shell, "-c", (char *)command, NULL};

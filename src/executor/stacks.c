@@ -180,7 +180,7 @@ static void dump_python(pid_t pid, char state, const char *spy_conf, const char 
         if (stopped) tony_buf_puts(out, "(stopped: its Python frames are read without pausing it)\n");
         if (stopped ? !run(nonblocking, deadline, out)
                     : !run(native, deadline, out) && !run(plain, deadline, out) && !run(nonblocking, deadline, out))
-            tony_buf_printf(out, "(%s could not dump pid %d: see kernel.yama.ptrace_scope in the README)\n", spy,
+            tony_buf_printf(out, "(%s could not dump pid %d: see kernel.yama.ptrace_scope in docs/failures.md)\n", spy,
                             (int)pid);
         free(spy);
         return;

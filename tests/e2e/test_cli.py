@@ -29,7 +29,7 @@ def test_task_params_and_python_binary(tony, scripts):
 
 
 def test_relative_interpreter_without_venv_is_the_one_beside_the_user(tony, tmp_path, scripts):
-    """The README's first job names build/pyenv/bin/python from the
+    """docs/submitting.md's first job names build/pyenv/bin/python from the
     checkout: with no --python_venv to resolve it in, it is that file (as
     an absolute path), not one looked for in each task's work dir."""
     (scripts / "which.py").write_text("import sys; print('interpreter', sys.executable)\n")

@@ -484,7 +484,7 @@ def busybox_image(tmp_path):
 
 
 def test_image_with_only_busybox_runs_the_command_with_sh(tony, images, tmp_path):
-    """README: an image needs only /bin/sh. The command runs under bash where
+    """docs/images.md: an image needs only /bin/sh. The command runs under bash where
     the image has it, else under its /bin/sh (issue 34 #2)."""
     name = busybox_image(tmp_path)
     r = tony.submit("--executes", "echo ran-in-busybox-$TASK_INDEX", "--conf", "tony.worker.instances=1",

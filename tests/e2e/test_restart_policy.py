@@ -94,7 +94,7 @@ def restart_gaps(r, task="worker:0"):
 
 def test_exit_code_policy_retries_sigkill_at_once(tony, tmp_path):
     """A task that fails once restarts at once: well under the backoff,
-    which only a crash loop waits (README: restart backoff)."""
+    which only a crash loop waits (docs/failures.md: restart backoff)."""
     r = tony.submit(*script(tmp_path, "killed.py", KILLED_ONCE), *SMALL, "--conf", "tony.am.retry-count=2",
                     "--conf", "tony.application.restart-policy=exit-code",
                     "--conf", "tony.application.restart-backoff-ms=5000")

@@ -138,7 +138,7 @@ def test_fcfs_tensorflow_has_no_tf_config(tony, scripts):
 def test_gpu_pool_sets_cuda_visible_devices(tony, scripts):
     # No GPU on this machine: the pool is declared (tony.local.gpus) so that
     # assignment from it is checked; real GPUs are exercised on the device
-    # machine (see bench/ and the README).
+    # machine (see bench/ and docs/backends.md).
     r = submit(tony, scripts, "tensorflow", "tony.worker.instances=2", "tony.worker.gpus=1",
                "tony.ps.instances=1", "tony.ps.command=/usr/bin/python3 dump.py", "tony.local.gpus=2", after="ps-0")
     assert r.rc == 0, r

@@ -169,7 +169,7 @@ def test_page_links_a_hung_tasks_stacks(tony, scripts, browser_tools):
 class PrefixProxy(http.server.ThreadingHTTPServer):
     """Serves /proxy/<app>/<path> from the coordinator at <target>/<path>, as
     a reverse proxy does, passing the read token's header on (YARN's own
-    proxy does not: README); anything else is a 404."""
+    proxy does not: docs/watching.md); anything else is a 404."""
 
     def __init__(self, prefix, target):
         self.prefix, self.target = prefix, target

@@ -189,8 +189,8 @@ def test_a_keytab_job_uses_hdfs_past_its_tokens_max_lifetime_and_a_kinit_job_can
     the coordinator has fetched a fresh token meanwhile (from the keytab the
     client handed it) and the executor has rewritten the task's token file,
     so the task's new FsShell process reads and writes HDFS; submitted after
-    kinit, there is no keytab and HDFS refuses the expired token, as the
-    README says."""
+    kinit, there is no keytab and HDFS refuses the expired token, as
+    docs/kerberos.md says."""
     lifetime = int(secure.cluster.vars.get("TONY_HTC_TOKEN_MAX_LIFETIME_MS") or 0)
     if not lifetime or lifetime > 120000:
         pytest.skip("this cluster's tokens live long (start it with TONY_HTC_TOKEN_MAX_LIFETIME_MS=90000)")

@@ -1,7 +1,7 @@
 /* The variables YARN's Docker runtime reads from a container's launch
  * context, built from TonY's keys (tony.docker.*), and their checks at
  * submit. What the NodeManager then does with them (LCE, the images it
- * allows, its mount allow-lists) is the cluster's; see the README. */
+ * allows, its mount allow-lists) is the cluster's; see docs/yarn.md. */
 #include "backend/yarn/docker.h"
 
 #include <ctype.h>
