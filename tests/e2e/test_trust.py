@@ -108,7 +108,7 @@ def squat(tony, attacker, place, am, calls, then=None):
     os.kill(am["pid"], signal.SIGKILL)
     squatter = subprocess.Popen(["runuser", "-u", attacker, "--", "/usr/bin/python3", str(script), str(port),
                                  str(out), str(place / "pwned"), str(place / "forged-logs")],
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         wait_for(lambda: Path(str(out) + ".bound").exists() or squatter.poll() is not None, 25,
                  what="the squatter bound the port")
@@ -120,7 +120,8 @@ def squat(tony, attacker, place, am, calls, then=None):
         while job_processes(tony.home) and time.time() < end:
             time.sleep(0.2)
     finally:
-        squatter.kill()
+        # runuser's child (the squatter itself) too: its whole session
+        os.killpg(squatter.pid, signal.SIGKILL)
         squatter.wait()
     received = out.read_text()
     return received, [json.loads(line) for line in received.splitlines()]

@@ -11,6 +11,7 @@ is made, no file appears. Also: TensorBoard's sidecar serves on the task's
 host only, not on the machine's other addresses (item 3)."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -95,7 +96,10 @@ print(json.dumps(out))
 
 
 def as_attacker(*args, **kw):
-    return subprocess.Popen(["runuser", "-u", ATTACKER, "--", "/usr/bin/python3", *args], cwd="/", **kw)
+    """The attacker's python (runuser's child), in a session of its own: a
+    kill of runuser alone would leave it running."""
+    return subprocess.Popen(["runuser", "-u", ATTACKER, "--", "/usr/bin/python3", *args], cwd="/",
+                            start_new_session=True, **kw)
 
 
 def test_another_users_page_gets_no_credential_and_runs_nothing(tony, browser_tools, tmp_path):  # noqa: F811
@@ -145,8 +149,11 @@ def test_another_users_page_gets_no_credential_and_runs_nothing(tony, browser_to
         assert not os.path.exists(marker), open(marker).read()
         assert not (work / "pwned.txt").exists()
     finally:
-        if server and server.poll() is None:
-            server.kill()
+        if server:
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             server.wait()
         if job:
             tony.run("kill", job["app_id"], timeout=60)
