@@ -8,11 +8,12 @@ import os
 import re
 import signal
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 import fastavro
 
-from conftest import TONY, call, wait_for
+from conftest import OWN_TOKENS, TONY, call, wait_for
 
 # Tasks of a second or two are sized here (by default only runs of a minute
 # or more are: tony.application.sizing-min-run-ms).
@@ -276,7 +277,10 @@ def test_history_and_portal_take_the_location_from_conf(tony, tmp_path):
     try:
         line = p.stdout.readline()
         assert line.startswith("tony: portal at ") and f"(history under {hist})" in line, line
-        code, d = call(line.split()[3] + "v1/jobs")
+        # the printed link carries the portal's token; call() sends it as the owner's reads do
+        url, _, token = line.split()[3].partition("?token=")
+        OWN_TOKENS[urllib.parse.urlsplit(url).netloc] = token
+        code, d = call(url + "v1/jobs")
         assert code == 200 and [j["app_id"] for j in d["jobs"]] == [app_id], d
     finally:
         p.send_signal(signal.SIGTERM)
