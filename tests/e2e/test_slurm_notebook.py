@@ -16,7 +16,7 @@ import pytest
 
 from conftest import job_processes, second_user, wait_for
 from slurm import ACTIVE
-from test_notebook import api, jupyter_port, parts, run_cell, start_notebook, websockets
+from test_notebook import api, jupyter_port, parts, run_cell, secret_folder, start_notebook, websockets
 from test_slurm_jobs import stony  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slurm
@@ -63,7 +63,7 @@ def test_slurm_notebook_kernel_through_the_proxy_and_kill(stony, slurm):
         assert "tensorboard_url" not in job, job  # Jupyter's port is no TensorBoard's
         port = jupyter_port(slurm.job_processes(jid))
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
-                                "%{http_code}", f"http://{task['host']}:{port}/notebook/api/kernels"],
+                                "%{http_code}", f"http://{task['host']}:{port}/notebook/{secret_folder(token)}/api/kernels"],
                                capture_output=True, text=True, timeout=20)
         assert probe.stdout == "403", probe
         kernels = [p for p in slurm.job_processes(jid) if b"ipykernel" in cmdline(p)]

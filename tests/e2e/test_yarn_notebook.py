@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 
 from conftest import PYTHON, read_token, second_user, wait_for
-from test_notebook import api, jupyter_port, parts, run_cell, websockets
+from test_notebook import api, jupyter_port, parts, run_cell, secret_folder, websockets
 from test_yarn_jobs import container_pids, yarn  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.hadoop
@@ -57,7 +57,7 @@ def test_yarn_notebook_kernel_through_the_proxy_and_kill(yarn):
         pids = container_pids("TONY_TASK_ID=notebook:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")
         assert pids
         probe = subprocess.run(["runuser", "-u", second_user(), "--", "curl", "-s", "-o", "/dev/null", "-w",
-                                "%{http_code}", f"http://{task['host']}:{jupyter_port(pids)}/notebook/api/kernels"],
+                                "%{http_code}", f"http://{task['host']}:{jupyter_port(pids)}/notebook/{secret_folder(token)}/api/kernels"],
                                capture_output=True, text=True, timeout=20)
         assert probe.stdout == "403", probe
     finally:

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import PYTHON, http_get, read_token, signed_call, wait_for
 from test_notebook import api as nb_api
-from test_notebook import jupyter_port
+from test_notebook import jupyter_port, secret_folder
 from test_yarn_jobs import container_pids, yarn  # noqa: F401 - the fixture
 from test_yarn_logs import new_app_id, web_nodes
 
@@ -174,8 +174,10 @@ def test_nothing_the_cluster_serves_opens_a_running_job(yarn, tmp_path):
 
 def jupyter_call(base, token, method):
     """Status of a call to Jupyter's kernels API at its own port, with token
-    as Jupyter takes it."""
-    req = urllib.request.Request(f"{base}/notebook/api/kernels", method=method,
+    as Jupyter takes it. base: Jupyter's, with the notebook's secret folder
+    (test_notebook.secret_folder): a call that misses the folder would be
+    refused whatever the token."""
+    req = urllib.request.Request(f"{base}/api/kernels", method=method,
                                  headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
                                  data=b'{"name": "python3"}' if method == "POST" else None)
     try:
@@ -209,7 +211,7 @@ def test_nothing_the_cluster_serves_drives_a_notebook(yarn):
         job = json.loads(http_get(f"{api}/v1/job")[2])
         host = next(t for t in job["tasks"] if t["role"] == "notebook")["host"]
         pids = container_pids("TONY_TASK_ID=notebook:0", prefix=f"CONTAINER_ID=container_{app_id.split('_', 1)[1]}_")
-        jupyter = f"http://{host}:{jupyter_port(pids)}"
+        jupyter = f"http://{host}:{jupyter_port(pids)}/notebook/{secret_folder(read_token(r.job_dir()))}"
         assert jupyter_call(jupyter, read_token(r.job_dir()), "GET")[0] == 200  # the token it wants
         for c in sorted(candidates):
             assert nb_api(api_base(api), c, "/api/kernels", "POST", {"name": "python3"})[0] == 403, c
