@@ -84,8 +84,8 @@ srv.serve_forever()
 '''
 
 
-def running_job(tony, *conf):
-    r = tony.submit("--detach", "--executes", "sleep 300", "--conf", "tony.worker.instances=2", *SMALL, *conf)
+def running_job(tony, *conf, command="sleep 300"):
+    r = tony.submit("--detach", "--executes", command, "--conf", "tony.worker.instances=2", *SMALL, *conf)
     assert r.rc == 0, r
     job = r.job_dir()
     wait_for(lambda: (job / "status.json").exists() and
@@ -166,15 +166,9 @@ def test_squatter_receives_no_task_data(tony, attacker):
         # the task runs until told, then fails with a line on stderr: its end
         # (and that line) come while the squatter holds the port
         command = f"while [ ! -e {go} ]; do sleep 0.1; done; echo {tail} >&2; exit 3"
-        r = tony.submit("--detach", "--executes", command, "--conf", "tony.worker.instances=2", *SMALL,
-                        "--conf", "tony.task.heartbeat-interval-ms=300", "--conf", "tony.task.max-missed-heartbeats=30",
-                        "--conf", "tony.task.metrics-interval-ms=300")
-        assert r.rc == 0, r
-        job = r.job_dir()
-        wait_for(lambda: (job / "status.json").exists() and
-                 [t["state"] for t in json.loads((job / "status.json").read_text())["tasks"]] == ["RUNNING", "RUNNING"],
-                 60, what="tasks running")
-        am = json.loads((job / "am.json").read_text())
+        job, am, _ = running_job(tony, "--conf", "tony.task.heartbeat-interval-ms=300",
+                                 "--conf", "tony.task.max-missed-heartbeats=30",
+                                 "--conf", "tony.task.metrics-interval-ms=300", command=command)
         # a few beats and metrics' intervals with the squatter answering
         received, requests = squat(tony, attacker, place, am, 6, then=go.touch)
         verbs = {r["path"].rsplit("/", 1)[-1] for r in requests}
